@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs prebuilt example and test binaries on a CUDA machine and prints a
+# table last. Build them on any machine first (see README, "Running on a GPU
+# machine"): the binaries load libcuda at run time, so a GPU-less build runs.
+#   bash bench/gpu_run.sh [BUNDLE_DIR]
+set -uo pipefail
+B=${1:-gpu-bundle}
+export TILE_DEVICE=cuda
+export TILE_CACHE_DIR=$(mktemp -d)
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+rows=()
+run() {
+  local name=$1; shift
+  local out
+  out=$("$@" 2>&1); local rc=$?
+  echo "--- $name: $*"; echo "$out"
+  if [ $rc -eq 0 ]; then rows+=("PASS  $name  $(echo "$out" | grep -v '^$' | tail -1 | cut -c1-150)")
+  else rows+=("FAIL  $name  (exit $rc) $(echo "$out" | tail -1 | cut -c1-150)"); fi
+}
+run vecadd_2p28            "$B/vecadd"
+run vecadd_2p28_again      "$B/vecadd"
+run vecadd_2047            "$B/vecadd" 2047
+run vecadd_nvrtc           env TILE_NO_AOT=1 "$B/vecadd" 1000000
+run vecadd_buffered        "$B/vecadd_buffered"
+run vecadd_buffered_ragged "$B/vecadd_buffered" 1000003
+run elementwise_2d         "$B/elementwise_2d" 4096 4096
+run elementwise_2d_ragged  "$B/elementwise_2d" 1000 1030
+run quickstart             "$B/quickstart"
+run quickstart_ragged      "$B/quickstart" 67 129 33
+run quickstart_nvrtc       env TILE_NO_AOT=1 "$B/quickstart" 255 257 129
+for t in "$B"/tests/*; do
+  [ -x "$t" ] && run "test:$(basename "$t")" "$t" --test-threads=4
+done
+if command -v python3 > /dev/null; then
+  run torch_baseline python3 - <<'PY'
+import torch
+def bench(f, reps=50):
+    for _ in range(5): f()
+    ts = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); f(); e.record(); e.synchronize(); ts.append(s.elapsed_time(e) / 1e3)
+    ts.sort(); return ts[len(ts) // 2]
+n = 1 << 28
+a = torch.randn(n, dtype=torch.float16, device="cuda"); b = torch.randn_like(a); c = torch.empty_like(a)
+t_add = bench(lambda: torch.add(a, b, out=c))
+x = torch.randn(1 << 29, dtype=torch.float16, device="cuda"); y = torch.empty_like(x)
+t_cp = bench(lambda: y.copy_(x))
+print(f"torch fp16 add 2^28: {6 * n / t_add / 1e9:.0f} GB/s; device copy 1 GiB: {2 * x.numel() * 2 / t_cp / 1e9:.0f} GB/s")
+PY
+fi
+echo
+echo "================ summary ================"
+printf '%s\n' "${rows[@]}"

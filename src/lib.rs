@@ -1,0 +1,46 @@
+//! tile: a Rust-native tile-level GPU kernel language.
+//!
+//! Write a kernel with `#[tile::kernel]` and the `T::` tile primitives; the
+//! macro compiles it (IR → passes → CUDA C++ and C) while your crate builds
+//! and leaves an ordinary typed function that checks its arguments, finds
+//! the compiled kernel and launches it on the tensors' device.
+//!
+//! ```ignore
+//! use tile::prelude::*;
+//!
+//! #[tile::kernel(block_n = 1024, threads = 128)]
+//! pub fn vecadd(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
+//!     T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+//!         for i in T::parallel(block_n) {
+//!             c[bx * block_n + i] = a[bx * block_n + i] + b[bx * block_n + i];
+//!         }
+//!     });
+//! }
+//!
+//! let dev = Device::default();
+//! let a = Tensor::from_slice(&[1.0f32; 1000], &[1000], dev)?;
+//! # let b = a.clone(); let mut c = Tensor::zeros(&[1000], dev)?;
+//! vecadd(&a, &b, &mut c)?;
+//! ```
+//!
+//! The body of a kernel is tile-language syntax read by the macro, not Rust
+//! that runs on the host: `T` is not a Rust item.
+
+pub use tile_macros::kernel;
+pub use tile_runtime::{bf16, f16, testing, DType, Device, Element, Error, Result, Stream, Target, Tensor};
+
+/// Everything a kernel file usually needs.
+pub mod prelude {
+    pub use crate::{bf16, f16, kernel, DType, Device, Element, Error, Stream, Target, Tensor};
+}
+
+/// The build API for a crate's build script (see `tile_core::build`).
+pub mod build {
+    pub use tile_core::build::{Builder, Report};
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use tile_runtime::spec::*;
+    pub use tile_runtime::{bf16, f16, kernel_source, launch, ArgRef, DType, KernelSlot};
+}

@@ -1,0 +1,266 @@
+//! The build API: compiles the kernels of a crate ahead of time from its build
+//! script, so the binary links them instead of compiling at run time.
+//!
+//! ```no_run
+//! // build.rs of a crate whose src/ holds #[tile::kernel] functions
+//! fn main() {
+//!     tile_core::build::Builder::new().dir("src").compile().expect("tile kernels");
+//! }
+//! ```
+//!
+//! For each kernel it writes, under `$OUT_DIR/tile/`: a static library
+//! `lib<symbol>.a` with the C kernel, and with nvcc available (`NVCC` or
+//! `PATH`, unless `TILE_NO_NVCC=1`) one cubin per arch (`TILE_CUDA_ARCHS`,
+//! default `sm_90a,sm_80`). `manifest.txt` lists them; the `#[tile::kernel]`
+//! macro reads it and links or embeds exactly the artifacts whose key matches
+//! the kernel it expands, so a stale artifact can never be used.
+
+use crate::frontend::{is_kernel_attr, kernel_attr, parse_kernel};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Debug, Default)]
+pub struct Builder {
+    files: Vec<PathBuf>,
+    archs: Option<Vec<String>>,
+}
+
+/// What a build produced.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub kernels: usize,
+    pub c_libs: usize,
+    pub cubins: usize,
+    pub nvcc: Option<PathBuf>,
+    pub warnings: Vec<String>,
+}
+
+impl Builder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Adds one source file.
+    pub fn file(mut self, p: impl AsRef<Path>) -> Self {
+        self.files.push(p.as_ref().to_path_buf());
+        self
+    }
+    /// Adds every `*.rs` file directly inside a directory (not recursive).
+    pub fn dir(mut self, d: impl AsRef<Path>) -> Self {
+        if let Ok(rd) = std::fs::read_dir(d.as_ref()) {
+            let mut v: Vec<PathBuf> = rd
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+                .collect();
+            v.sort();
+            self.files.extend(v);
+        }
+        println!("cargo:rerun-if-changed={}", d.as_ref().display());
+        self
+    }
+    /// CUDA archs to build cubins for (default `TILE_CUDA_ARCHS` or sm_90a, sm_80).
+    pub fn cuda_archs(mut self, archs: &[&str]) -> Self {
+        self.archs = Some(archs.iter().map(|s| s.to_string()).collect());
+        self
+    }
+
+    /// Builds every kernel found. Kernels with errors are skipped here: the
+    /// macro reports them with their spans when the crate compiles.
+    pub fn compile(self) -> Result<Report, String> {
+        let out = std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set: call the tile build API from a build script")?;
+        let dir = PathBuf::from(out).join("tile");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        for v in ["NVCC", "TILE_NO_NVCC", "TILE_CUDA_ARCHS", "CUDA_HOME", "CUDA_PATH"] {
+            println!("cargo:rerun-if-env-changed={v}");
+        }
+        let archs = self.archs.unwrap_or_else(default_archs);
+        let nvcc = find_nvcc();
+        let mut report = Report { nvcc: nvcc.clone(), ..Report::default() };
+        let mut compiled = Vec::new();
+        for f in &self.files {
+            println!("cargo:rerun-if-changed={}", f.display());
+            let text = std::fs::read_to_string(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
+            let Ok(file) = syn::parse_file(&text) else { continue };
+            let mut fns = Vec::new();
+            collect_fns(&file.items, &mut fns);
+            for item in fns {
+                let Some(attr) = kernel_attr(&item.attrs) else { continue };
+                let mut item = item.clone();
+                item.attrs.retain(|a| !is_kernel_attr(a));
+                let Ok(def) = parse_kernel(attr, &item) else { continue };
+                match crate::compile(def) {
+                    Ok(c) => compiled.push(c),
+                    Err(d) => report.warnings.push(format!("{}: {}", f.display(), d[0])),
+                }
+            }
+        }
+        report.kernels = compiled.len();
+        let mut manifest = String::new();
+        // C: one static library per kernel, compiled in parallel.
+        let c_jobs: Vec<(String, String, String)> =
+            compiled.iter().map(|c| (c.c_symbol.clone(), c.c_source.clone(), c.def.func.name.clone())).collect();
+        let results = parallel_map(&c_jobs, |(sym, code, name)| {
+            let src = dir.join(format!("{sym}.c"));
+            std::fs::write(&src, code).map_err(|e| e.to_string())?;
+            cc::Build::new()
+                .file(&src)
+                .out_dir(&dir)
+                .opt_level(3)
+                .flag_if_supported("-std=c11")
+                .flag("-fno-strict-aliasing")
+                .warnings(false)
+                .cargo_metadata(false)
+                .try_compile(sym)
+                .map_err(|e| format!("{name}: C compile failed: {e}"))
+        });
+        for (c, r) in compiled.iter().zip(results) {
+            match r {
+                Ok(()) => {
+                    manifest.push_str(&format!("c {}\n", c.c_symbol));
+                    report.c_libs += 1;
+                }
+                Err(e) => report.warnings.push(e),
+            }
+        }
+        println!("cargo:rustc-link-search=native={}", dir.display());
+        if let Some(nvcc) = &nvcc {
+            let jobs: Vec<(String, String, String, String)> = compiled
+                .iter()
+                .flat_map(|c| {
+                    archs.iter().map(move |a| (c.cuda_key.clone(), c.cuda_source.clone(), c.def.func.name.clone(), a.clone()))
+                })
+                .collect();
+            let results = parallel_map(&jobs, |(key, code, name, arch)| {
+                let src = dir.join(format!("{key}.{arch}.cu"));
+                std::fs::write(&src, code).map_err(|e| e.to_string())?;
+                let bin = dir.join(format!("{key}.{arch}.cubin"));
+                let out = Command::new(nvcc)
+                    .arg("-cubin")
+                    .arg(gencode(arch))
+                    .args(crate::CUDA_OPTIONS.split(' '))
+                    .arg("-o")
+                    .arg(&bin)
+                    .arg(&src)
+                    .output()
+                    .map_err(|e| format!("running {}: {e}", nvcc.display()))?;
+                if !out.status.success() {
+                    return Err(format!(
+                        "{name} ({arch}): nvcc failed:\n{}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
+                }
+                Ok(bin)
+            });
+            for ((key, _, _, arch), r) in jobs.iter().zip(results) {
+                match r {
+                    Ok(bin) => {
+                        manifest.push_str(&format!("cubin {key} {arch} {}\n", bin.display()));
+                        report.cubins += 1;
+                    }
+                    Err(e) => report.warnings.push(e),
+                }
+            }
+        }
+        let mpath = dir.join("manifest.txt");
+        std::fs::write(&mpath, manifest).map_err(|e| format!("writing {}: {e}", mpath.display()))?;
+        for w in &report.warnings {
+            println!("cargo:warning=tile: {}", w.lines().next().unwrap_or(""));
+        }
+        Ok(report)
+    }
+}
+
+fn collect_fns<'a>(items: &'a [syn::Item], out: &mut Vec<&'a syn::ItemFn>) {
+    for it in items {
+        match it {
+            syn::Item::Fn(f) => out.push(f),
+            syn::Item::Mod(m) => {
+                if let Some((_, items)) = &m.content {
+                    collect_fns(items, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn default_archs() -> Vec<String> {
+    match std::env::var("TILE_CUDA_ARCHS") {
+        Ok(s) if !s.trim().is_empty() => s.split(',').map(|x| x.trim().to_string()).collect(),
+        _ => vec!["sm_90a".to_string(), "sm_80".to_string()],
+    }
+}
+
+/// `sm_90a` → `-gencode=arch=compute_90a,code=sm_90a`.
+pub fn gencode(arch: &str) -> String {
+    let num = arch.trim_start_matches("sm_");
+    format!("-gencode=arch=compute_{num},code=sm_{num}")
+}
+
+/// `NVCC`, else `nvcc` on `PATH`, else `$CUDA_HOME/bin/nvcc`; none with `TILE_NO_NVCC=1`.
+pub fn find_nvcc() -> Option<PathBuf> {
+    if std::env::var("TILE_NO_NVCC").is_ok_and(|v| v == "1") {
+        return None;
+    }
+    if let Some(p) = std::env::var_os("NVCC") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for d in std::env::split_paths(&path) {
+        let p = d.join("nvcc");
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    for v in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(h) = std::env::var_os(v) {
+            let p = PathBuf::from(h).join("bin").join("nvcc");
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(8).max(1);
+    let chunk = items.len().div_ceil(n).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items.chunks(chunk).map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    })
+}
+
+/// Artifacts the build script produced for one kernel (read by the macro).
+#[derive(Debug, Default)]
+pub struct Artifacts {
+    /// Name of the static library (without `lib`/`.a`) holding the C symbol.
+    pub c_lib: Option<String>,
+    /// (arch, absolute cubin path).
+    pub cubins: Vec<(String, PathBuf)>,
+    /// The manifest file, so the macro can make the build depend on it.
+    pub manifest: Option<PathBuf>,
+}
+
+/// Looks up `$OUT_DIR/tile/manifest.txt` for a kernel's keys.
+pub fn lookup_artifacts(c_symbol: &str, cuda_key: &str) -> Artifacts {
+    let Some(out) = std::env::var_os("OUT_DIR") else { return Artifacts::default() };
+    let mpath = PathBuf::from(out).join("tile").join("manifest.txt");
+    let Ok(text) = std::fs::read_to_string(&mpath) else { return Artifacts::default() };
+    let mut a = Artifacts { manifest: Some(mpath), ..Artifacts::default() };
+    for line in text.lines() {
+        let parts: Vec<&str> = line.splitn(4, ' ').collect();
+        match parts.as_slice() {
+            ["c", sym] if *sym == c_symbol => a.c_lib = Some(sym.to_string()),
+            ["cubin", key, arch, path] if *key == cuda_key => {
+                let p = PathBuf::from(path);
+                if p.is_file() {
+                    a.cubins.push((arch.to_string(), p));
+                }
+            }
+            _ => {}
+        }
+    }
+    a
+}

@@ -1,0 +1,479 @@
+//! Expressions: literals, names, arithmetic, comparisons, casts, indexing and
+//! the `T::` math functions, with dtype checking.
+//!
+//! Typing rules: a constant (literal or compile-time parameter) takes the type
+//! of the other operand; two float types meet at the wider one; two integer
+//! types at the wider one; integer with float is an error (write `as`).
+
+use super::{Ctx, Sym};
+use crate::ir::*;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+/// Names of the `T::` functions usable inside expressions.
+pub const EXPR_FNS: &[&str] = &[
+    "ceildiv", "max", "min", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh",
+    "sigmoid", "if_then_else",
+];
+
+/// Every `T::` function the language knows (statements and expressions).
+pub const ALL_FNS: &str = "T::kernel, T::alloc_shared, T::alloc_fragment, T::alloc_local, \
+T::copy, T::clear, T::fill, T::gemm, T::parallel, T::serial, T::unroll, T::pipelined, \
+T::ceildiv, T::max, T::min, T::exp, T::exp2, T::log, T::log2, T::sqrt, T::rsqrt, T::abs, \
+T::tanh, T::sigmoid, T::if_then_else";
+
+/// `T::name` → `name`.
+pub fn t_fn_name(e: &syn::Expr) -> Option<String> {
+    let syn::Expr::Path(p) = e else { return None };
+    let segs: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+    match segs.as_slice() {
+        [t, f] if t.ident == "T" => Some(f.ident.to_string()),
+        _ => None,
+    }
+}
+
+/// The turbofish type of `T::name::<ty>`, if any.
+pub fn t_fn_turbofish(e: &syn::Expr) -> Option<&syn::Type> {
+    let syn::Expr::Path(p) = e else { return None };
+    let seg = p.path.segments.last()?;
+    match &seg.arguments {
+        syn::PathArguments::AngleBracketed(ab) => match ab.args.first()? {
+            syn::GenericArgument::Type(t) => Some(t),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+pub fn dtype_of_type(t: &syn::Type) -> Option<DType> {
+    match t {
+        syn::Type::Path(p) => DType::from_rust_name(&p.path.get_ident()?.to_string()),
+        _ => None,
+    }
+}
+
+fn is_const(e: &Expr) -> bool {
+    matches!(e, Expr::Int(..) | Expr::Float(..))
+}
+
+/// Brings two operands to one dtype, or reports why they cannot meet.
+pub fn unify(cx: &mut Ctx, span: Span, a: Expr, b: Expr) -> (Expr, Expr) {
+    let (ta, tb) = (a.dtype(), b.dtype());
+    if ta == tb {
+        return (a, b);
+    }
+    let adapt = |c: &Expr, to: DType| -> bool {
+        match c {
+            Expr::Int(..) => to.is_int() || to.is_float(),
+            Expr::Float(..) => to.is_float(),
+            _ => false,
+        }
+    };
+    if is_const(&a) && adapt(&a, tb) {
+        return (a.cast(tb), b);
+    }
+    if is_const(&b) && adapt(&b, ta) {
+        return (a, b.cast(ta));
+    }
+    let wider = |x: DType, y: DType| if x.bytes() >= y.bytes() { x } else { y };
+    if ta.is_float() && tb.is_float() {
+        let t = if ta.bytes() == tb.bytes() { DType::F32 } else { wider(ta, tb) };
+        return (a.cast(t), b.cast(t));
+    }
+    if ta.is_int() && tb.is_int() {
+        let t = wider(ta, tb);
+        return (a.cast(t), b.cast(t));
+    }
+    cx.err(span, format!("mismatched types {ta} and {tb}; convert one side with `as`"));
+    (a, b)
+}
+
+/// Converts a value for storing into a buffer or variable of type `to`.
+pub fn convert_for_store(cx: &mut Ctx, span: Span, v: Expr, to: DType, what: &str) -> Expr {
+    let from = v.dtype();
+    if from == to {
+        return v;
+    }
+    let ok = match &v {
+        Expr::Int(..) => to.is_int() || to.is_float(),
+        Expr::Float(..) => to.is_float(),
+        _ => (from.is_float() && to.is_float()) || (from.is_int() && to.is_int()),
+    };
+    if ok {
+        v.cast(to)
+    } else {
+        cx.err(span, format!("cannot store a {from} value into {what} of type {to}; convert with `as {}`", to.rust_name()));
+        v
+    }
+}
+
+pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
+    let span = e.span();
+    match e {
+        syn::Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => {
+                let t = match i.suffix() {
+                    "" => Some(DType::I32),
+                    s => DType::from_rust_name(s),
+                };
+                match (t, i.base10_parse::<i64>()) {
+                    (Some(t), Ok(v)) if t.is_float() => Expr::Float(v as f64, t),
+                    (Some(t), Ok(v)) => Expr::Int(v, t),
+                    _ => {
+                        cx.err(span, "unsupported integer literal");
+                        Expr::int(0)
+                    }
+                }
+            }
+            syn::Lit::Float(f) => {
+                let t = match f.suffix() {
+                    "" => Some(DType::F32),
+                    s => DType::from_rust_name(s),
+                };
+                match (t, f.base10_parse::<f64>()) {
+                    (Some(t), Ok(v)) if t.is_float() => Expr::Float(v, t),
+                    _ => {
+                        cx.err(span, "unsupported float literal");
+                        Expr::Float(0.0, DType::F32)
+                    }
+                }
+            }
+            syn::Lit::Bool(b) => Expr::Bool(b.value),
+            _ => {
+                cx.err(span, "only integer, float and bool literals are supported in kernels");
+                Expr::int(0)
+            }
+        },
+        syn::Expr::Paren(p) => lower(cx, &p.expr),
+        syn::Expr::Group(g) => lower(cx, &g.expr),
+        syn::Expr::Path(p) => {
+            if t_fn_name(e).is_some() || p.path.get_ident().is_none() {
+                cx.err(span, "expected a value; a path is not a value here");
+                return Expr::int(0);
+            }
+            name(cx, p.path.get_ident().map(|i| i.to_string()).unwrap_or_default(), span)
+        }
+        syn::Expr::Binary(b) => binary(cx, b),
+        syn::Expr::Unary(u) => {
+            let a = lower(cx, &u.expr);
+            match u.op {
+                syn::UnOp::Neg(_) => match a {
+                    Expr::Int(v, t) => Expr::Int(-v, t),
+                    Expr::Float(v, t) => Expr::Float(-v, t),
+                    a if a.dtype() == DType::Bool || !a.dtype().is_signed() => {
+                        cx.err(span, format!("cannot negate a {} value", a.dtype()));
+                        a
+                    }
+                    a => {
+                        let t = a.dtype();
+                        Expr::Neg(Box::new(a), t)
+                    }
+                },
+                syn::UnOp::Not(_) => {
+                    if a.dtype() != DType::Bool {
+                        cx.err(span, "`!` applies to bool conditions");
+                    }
+                    match a {
+                        Expr::Bool(b) => Expr::Bool(!b),
+                        a => Expr::Not(Box::new(a)),
+                    }
+                }
+                _ => {
+                    cx.err(span, "unsupported unary operator in a kernel");
+                    a
+                }
+            }
+        }
+        syn::Expr::Cast(c) => {
+            let a = lower(cx, &c.expr);
+            match dtype_of_type(&c.ty) {
+                Some(t) => {
+                    if t == DType::Bool || a.dtype() == DType::Bool {
+                        cx.err(span, "casts to or from bool are not supported; compare instead");
+                    }
+                    a.cast(t)
+                }
+                None => {
+                    cx.err(c.ty.span(), "cast to an unknown element type");
+                    a
+                }
+            }
+        }
+        syn::Expr::Index(ix) => {
+            let (buf, idx) = index(cx, ix);
+            match buf {
+                Some(b) => {
+                    let t = cx.f.buf(b).dtype;
+                    Expr::Load(b, idx, t)
+                }
+                None => Expr::int(0),
+            }
+        }
+        syn::Expr::Call(c) => call(cx, c),
+        syn::Expr::If(i) => {
+            // `if c { a } else { b }` as a value is `T::if_then_else`.
+            let cond = lower(cx, &i.cond);
+            let then = block_value(cx, &i.then_branch);
+            let els = match &i.else_branch {
+                Some((_, e)) => match &**e {
+                    syn::Expr::Block(b) => block_value(cx, &b.block),
+                    e => lower(cx, e),
+                },
+                None => {
+                    cx.err(span, "an `if` used as a value needs an `else`");
+                    then.clone()
+                }
+            };
+            select(cx, span, cond, then, els)
+        }
+        syn::Expr::Block(b) => block_value(cx, &b.block),
+        syn::Expr::MethodCall(m) => {
+            cx.err(
+                m.method.span(),
+                format!("method `.{}()` is not supported here; use the `T::` functions ({ALL_FNS})", m.method),
+            );
+            Expr::int(0)
+        }
+        other => {
+            cx.err(other.span(), format!("unsupported expression in a kernel: {}", describe(other)));
+            Expr::int(0)
+        }
+    }
+}
+
+fn block_value(cx: &mut Ctx, b: &syn::Block) -> Expr {
+    match b.stmts.as_slice() {
+        [syn::Stmt::Expr(e, None)] => lower(cx, e),
+        _ => {
+            cx.err(b.span(), "a value block holds exactly one expression");
+            Expr::int(0)
+        }
+    }
+}
+
+pub fn describe(e: &syn::Expr) -> &'static str {
+    match e {
+        syn::Expr::Closure(_) => "closures are only the body of `T::kernel`",
+        syn::Expr::Loop(_) => "`loop` (use `for .. in T::serial(n)`)",
+        syn::Expr::While(_) => "`while` (use `for .. in T::serial(n)`)",
+        syn::Expr::Match(_) => "`match` (use `if`/`else`)",
+        syn::Expr::Macro(_) => "macros",
+        syn::Expr::Reference(_) => "references",
+        syn::Expr::Struct(_) => "struct literals",
+        syn::Expr::Return(_) => "`return`",
+        syn::Expr::Break(_) => "`break`",
+        syn::Expr::Continue(_) => "`continue`",
+        syn::Expr::Range(_) => "ranges outside `for`",
+        syn::Expr::Array(_) | syn::Expr::Tuple(_) => "arrays and tuples outside shapes and indices",
+        syn::Expr::Field(_) => "field access",
+        syn::Expr::Async(_) | syn::Expr::Await(_) => "async code",
+        syn::Expr::Unsafe(_) => "`unsafe` blocks",
+        _ => "this Rust construct",
+    }
+}
+
+fn name(cx: &mut Ctx, n: String, span: Span) -> Expr {
+    match cx.lookup(&n) {
+        Some(Sym::Const(ConstVal::Int(v))) => Expr::int(v),
+        Some(Sym::Const(ConstVal::Float(v))) => Expr::Float(v, DType::F32),
+        Some(Sym::Const(ConstVal::Bool(v))) => Expr::Bool(v),
+        Some(Sym::Var(v)) | Some(Sym::Mut(v)) => Expr::Var(v, cx.f.var(v).dtype),
+        Some(Sym::Buf(_)) => {
+            cx.err(span, format!("`{n}` is a buffer; index it (`{n}[i]`) to read an element"));
+            Expr::int(0)
+        }
+        None => {
+            cx.err(span, format!("cannot find `{n}` in this kernel (not a parameter, dim, compile-time parameter or local)"));
+            Expr::int(0)
+        }
+    }
+}
+
+fn binary(cx: &mut Ctx, b: &syn::ExprBinary) -> Expr {
+    use syn::BinOp as B;
+    let span = b.span();
+    let op = match b.op {
+        B::Add(_) => BinOp::Add,
+        B::Sub(_) => BinOp::Sub,
+        B::Mul(_) => BinOp::Mul,
+        B::Div(_) => BinOp::Div,
+        B::Rem(_) => BinOp::Rem,
+        B::Lt(_) => BinOp::Lt,
+        B::Le(_) => BinOp::Le,
+        B::Gt(_) => BinOp::Gt,
+        B::Ge(_) => BinOp::Ge,
+        B::Eq(_) => BinOp::Eq,
+        B::Ne(_) => BinOp::Ne,
+        B::And(_) => BinOp::And,
+        B::Or(_) => BinOp::Or,
+        _ => {
+            cx.err(b.op.span(), "unsupported operator in an expression (compound assignment is a statement)");
+            return Expr::int(0);
+        }
+    };
+    let l = lower(cx, &b.left);
+    let r = lower(cx, &b.right);
+    arith(cx, span, op, l, r)
+}
+
+pub fn arith(cx: &mut Ctx, span: Span, op: BinOp, l: Expr, r: Expr) -> Expr {
+    if op.is_logic() {
+        if l.dtype() != DType::Bool || r.dtype() != DType::Bool {
+            cx.err(span, format!("`{}` needs bool operands", op.symbol()));
+        }
+        return Expr::bin(op, l, r);
+    }
+    if l.dtype() == DType::Bool || r.dtype() == DType::Bool {
+        if !(matches!(op, BinOp::Eq | BinOp::Ne) && l.dtype() == r.dtype()) {
+            cx.err(span, format!("`{}` does not apply to bool values", op.symbol()));
+        }
+        return Expr::bin(op, l, r);
+    }
+    if op == BinOp::Rem && (l.dtype().is_float() || r.dtype().is_float()) {
+        cx.err(span, "`%` applies to integers");
+    }
+    let (l, r) = unify(cx, span, l, r);
+    if let (Expr::Float(x, t), Expr::Float(y, _)) = (&l, &r) {
+        let v = match op {
+            BinOp::Add => Some(x + y),
+            BinOp::Sub => Some(x - y),
+            BinOp::Mul => Some(x * y),
+            BinOp::Div => Some(x / y),
+            _ => None,
+        };
+        if let Some(v) = v {
+            return Expr::Float(v, *t);
+        }
+    }
+    Expr::bin(op, l, r)
+}
+
+fn select(cx: &mut Ctx, span: Span, c: Expr, a: Expr, b: Expr) -> Expr {
+    if c.dtype() != DType::Bool {
+        cx.err(span, "the condition must be a bool");
+    }
+    let (a, b) = unify(cx, span, a, b);
+    if let Expr::Bool(v) = c {
+        return if v { a } else { b };
+    }
+    let t = a.dtype();
+    Expr::Select(Box::new(c), Box::new(a), Box::new(b), t)
+}
+
+/// `buf[i]`, `buf[(i, j)]`, `buf[[i, j]]` → buffer and index expressions.
+pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
+    let buf = buffer_ref(cx, &ix.expr);
+    let parts: Vec<&syn::Expr> = match &*ix.index {
+        syn::Expr::Tuple(t) => t.elems.iter().collect(),
+        syn::Expr::Array(a) => a.elems.iter().collect(),
+        e => vec![e],
+    };
+    let mut idx = Vec::new();
+    for p in &parts {
+        let e = lower(cx, p);
+        if !e.dtype().is_int() {
+            cx.err(p.span(), format!("indices are integers, got {}", e.dtype()));
+        }
+        idx.push(e.cast(DType::I32));
+    }
+    let Some(b) = buf else { return (None, idx) };
+    let rank = cx.f.buf(b).shape.len();
+    if rank != idx.len() {
+        let name = cx.f.buf(b).name.clone();
+        cx.err(
+            ix.index.span(),
+            format!("`{name}` has {rank} dim(s) but is indexed with {} index(es)", idx.len()),
+        );
+        return (None, idx);
+    }
+    (Some(b), idx)
+}
+
+pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
+    let id = match e {
+        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        _ => None,
+    };
+    let Some(n) = id else {
+        cx.err(e.span(), "expected a buffer name");
+        return None;
+    };
+    match cx.lookup(&n) {
+        Some(Sym::Buf(b)) => Some(b),
+        Some(_) => {
+            cx.err(e.span(), format!("`{n}` is a scalar, not a buffer"));
+            None
+        }
+        None => {
+            cx.err(e.span(), format!("cannot find buffer `{n}` in this kernel"));
+            None
+        }
+    }
+}
+
+fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
+    let span = c.span();
+    let Some(f) = t_fn_name(&c.func) else {
+        cx.err(c.func.span(), format!("only `T::` functions can be called in a kernel ({ALL_FNS})"));
+        return Expr::int(0);
+    };
+    let args: Vec<&syn::Expr> = c.args.iter().collect();
+    let want = match f.as_str() {
+        "ceildiv" | "max" | "min" => 2,
+        "if_then_else" => 3,
+        n if Intrin::from_name(n).is_some() => 1,
+        n if ALL_FNS.contains(&format!("T::{n},")) || ALL_FNS.ends_with(&format!("T::{n}")) => {
+            cx.err(c.func.span(), format!("`T::{n}` is a statement, not a value"));
+            return Expr::int(0);
+        }
+        n => {
+            cx.err(c.func.span(), format!("unknown function `T::{n}`; the tile language has {ALL_FNS}"));
+            return Expr::int(0);
+        }
+    };
+    if args.len() != want {
+        cx.err(span, format!("`T::{f}` takes {want} argument(s), got {}", args.len()));
+        return Expr::int(0);
+    }
+    let vals: Vec<Expr> = args.iter().map(|a| lower(cx, a)).collect();
+    let mut vals = vals.into_iter();
+    let mut next = || vals.next().unwrap_or(Expr::int(0));
+    match f.as_str() {
+        "ceildiv" => {
+            let (a, b) = (next(), next());
+            if !a.dtype().is_int() || !b.dtype().is_int() {
+                cx.err(span, "`T::ceildiv` takes integers");
+            }
+            let (a, b) = unify(cx, span, a, b);
+            let one = Expr::Int(1, b.dtype());
+            let num = Expr::bin(BinOp::Sub, Expr::add(a, b.clone()), one);
+            Expr::bin(BinOp::Div, num, b)
+        }
+        "max" => {
+            let (a, b) = (next(), next());
+            arith(cx, span, BinOp::Max, a, b)
+        }
+        "min" => {
+            let (a, b) = (next(), next());
+            arith(cx, span, BinOp::Min, a, b)
+        }
+        "if_then_else" => {
+            let (c, a, b) = (next(), next(), next());
+            select(cx, span, c, a, b)
+        }
+        n => {
+            let i = Intrin::from_name(n).unwrap_or(Intrin::Abs);
+            let a = next();
+            let t = a.dtype();
+            if i == Intrin::Abs && t.is_int() && t.is_signed() {
+                let zero = Expr::Int(0, t);
+                let neg = Expr::Neg(Box::new(a.clone()), t);
+                return Expr::Select(Box::new(Expr::lt(a.clone(), zero)), Box::new(neg), Box::new(a), t);
+            }
+            if !t.is_float() {
+                cx.err(span, format!("`T::{n}` takes a float value, got {t}"));
+            }
+            Expr::Call(i, vec![a], t)
+        }
+    }
+}

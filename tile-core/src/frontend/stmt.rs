@@ -1,0 +1,647 @@
+//! Statements of a block body: allocations, lets, stores, loops, `if`, and the
+//! tile ops (`T::copy`, `T::clear`, `T::fill`, `T::gemm`).
+
+use super::expr::{self, t_fn_name, t_fn_turbofish, ALL_FNS};
+use super::{Ctx, Sym};
+use crate::ir::*;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+pub fn lower_block(cx: &mut Ctx, b: &syn::Block) -> Vec<Stmt> {
+    cx.push();
+    let mut out = Vec::new();
+    for s in &b.stmts {
+        lower_stmt(cx, s, &mut out);
+    }
+    cx.pop();
+    out
+}
+
+fn lower_stmt(cx: &mut Ctx, s: &syn::Stmt, out: &mut Vec<Stmt>) {
+    match s {
+        syn::Stmt::Local(l) => local(cx, l, out),
+        syn::Stmt::Expr(e, _) => stmt_expr(cx, e, out),
+        syn::Stmt::Item(i) => cx.err(i.span(), "items (fn, struct, use, ..) cannot be declared inside a kernel"),
+        syn::Stmt::Macro(m) => cx.err(m.span(), "macros are not supported inside kernels"),
+    }
+}
+
+fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
+    let (ident, mutable, ty) = match &l.pat {
+        syn::Pat::Ident(pi) => (pi.ident.clone(), pi.mutability.is_some(), None),
+        syn::Pat::Type(pt) => match &*pt.pat {
+            syn::Pat::Ident(pi) => (pi.ident.clone(), pi.mutability.is_some(), Some(&*pt.ty)),
+            p => {
+                cx.err(p.span(), "`let` binds one plain name");
+                return;
+            }
+        },
+        p => {
+            cx.err(p.span(), "`let` binds one plain name");
+            return;
+        }
+    };
+    let Some(init) = &l.init else {
+        cx.err(l.span(), "`let` needs a value");
+        return;
+    };
+    if init.diverge.is_some() {
+        cx.err(l.span(), "`let .. else` is not supported in kernels");
+        return;
+    }
+    let name = ident.to_string();
+    if let syn::Expr::Call(c) = &*init.expr {
+        if let Some(f) = t_fn_name(&c.func) {
+            let scope = match f.as_str() {
+                "alloc_shared" => Some(Scope::Shared),
+                "alloc_fragment" => Some(Scope::Fragment),
+                "alloc_local" => Some(Scope::Local),
+                _ => None,
+            };
+            if let Some(scope) = scope {
+                if let Some(b) = alloc(cx, c, &name, scope) {
+                    out.push(Stmt::Alloc { buf: b });
+                    cx.bind(&name, Sym::Buf(b));
+                }
+                return;
+            }
+        }
+    }
+    let mut v = expr::lower(cx, &init.expr);
+    if let Some(ty) = ty {
+        match expr::dtype_of_type(ty) {
+            Some(t) => v = expr::convert_for_store(cx, init.expr.span(), v, t, &format!("`{name}`")),
+            None => cx.err(ty.span(), "unknown scalar type"),
+        }
+    }
+    let var = cx.f.new_var(&name, v.dtype());
+    if mutable {
+        out.push(Stmt::Local { var, init: v });
+        cx.bind(&name, Sym::Mut(var));
+    } else {
+        out.push(Stmt::Let { var, value: v });
+        cx.bind(&name, Sym::Var(var));
+    }
+}
+
+/// `T::alloc_shared::<f16>([m, k])` or `T::alloc_shared([m, k], f16)`.
+fn alloc(cx: &mut Ctx, c: &syn::ExprCall, name: &str, scope: Scope) -> Option<BufId> {
+    let fname = t_fn_name(&c.func).unwrap_or_default();
+    let usage = format!("`T::{fname}::<dtype>([d0, d1, ..])` or `T::{fname}([d0, ..], dtype)`");
+    let args: Vec<&syn::Expr> = c.args.iter().collect();
+    let (shape_arg, dtype) = match (t_fn_turbofish(&c.func), args.as_slice()) {
+        (Some(t), [s]) => (*s, expr::dtype_of_type(t)),
+        (None, [s, syn::Expr::Path(p)]) => {
+            (*s, p.path.get_ident().and_then(|i| DType::from_rust_name(&i.to_string())))
+        }
+        _ => {
+            cx.err(c.span(), format!("`T::{fname}` takes a shape and a dtype: {usage}"));
+            return None;
+        }
+    };
+    let Some(dtype) = dtype else {
+        cx.err(c.span(), format!("unknown element type in `T::{fname}`: {usage}"));
+        return None;
+    };
+    let dims: Vec<&syn::Expr> = match shape_arg {
+        syn::Expr::Array(a) => a.elems.iter().collect(),
+        syn::Expr::Tuple(t) => t.elems.iter().collect(),
+        e => vec![e],
+    };
+    if dims.is_empty() {
+        cx.err(shape_arg.span(), "a buffer has at least one dim");
+        return None;
+    }
+    let mut shape = Vec::new();
+    for d in dims {
+        let e = expr::lower(cx, d);
+        match e.as_int() {
+            Some(v) if v > 0 => shape.push(Expr::int(v)),
+            Some(v) => {
+                cx.err(d.span(), format!("buffer dims are positive, got {v}"));
+                return None;
+            }
+            None => {
+                cx.err(
+                    d.span(),
+                    format!(
+                        "`{name}` is a {} allocation and needs a compile-time shape; this dim depends on \
+                         a dynamic value (use a compile-time parameter)",
+                        scope.name()
+                    ),
+                );
+                return None;
+            }
+        }
+    }
+    Some(cx.f.new_buf(Buffer { name: name.to_string(), dtype, shape, scope, mutable: true }))
+}
+
+fn stmt_expr(cx: &mut Ctx, e: &syn::Expr, out: &mut Vec<Stmt>) {
+    match e {
+        syn::Expr::Assign(a) => assign(cx, &a.left, None, &a.right, a.span(), out),
+        syn::Expr::Binary(b) => {
+            use syn::BinOp as B;
+            let op = match b.op {
+                B::AddAssign(_) => BinOp::Add,
+                B::SubAssign(_) => BinOp::Sub,
+                B::MulAssign(_) => BinOp::Mul,
+                B::DivAssign(_) => BinOp::Div,
+                B::RemAssign(_) => BinOp::Rem,
+                _ => {
+                    cx.err(e.span(), "this expression has no effect; statements are stores, loops, `if`, `let` or `T::` tile ops");
+                    return;
+                }
+            };
+            assign(cx, &b.left, Some(op), &b.right, b.span(), out)
+        }
+        syn::Expr::ForLoop(f) => for_loop(cx, f, out),
+        syn::Expr::If(i) => out.push(if_stmt(cx, i)),
+        syn::Expr::Block(b) => out.push(Stmt::Seq(lower_block(cx, &b.block))),
+        syn::Expr::Call(c) => tile_op(cx, c, out),
+        other => cx.err(other.span(), format!("unsupported statement in a kernel: {}", expr::describe(other))),
+    }
+}
+
+fn if_stmt(cx: &mut Ctx, i: &syn::ExprIf) -> Stmt {
+    let cond = expr::lower(cx, &i.cond);
+    if cond.dtype() != DType::Bool {
+        cx.err(i.cond.span(), format!("`if` conditions are bool, got {}", cond.dtype()));
+    }
+    let then = Stmt::Seq(lower_block(cx, &i.then_branch));
+    let els = i.else_branch.as_ref().map(|(_, e)| {
+        Box::new(match &**e {
+            syn::Expr::Block(b) => Stmt::Seq(lower_block(cx, &b.block)),
+            syn::Expr::If(i) => if_stmt(cx, i),
+            other => {
+                cx.err(other.span(), "expected a block after `else`");
+                Stmt::Seq(Vec::new())
+            }
+        })
+    });
+    Stmt::If { cond, then: Box::new(then), els }
+}
+
+fn assign(cx: &mut Ctx, lhs: &syn::Expr, op: Option<BinOp>, rhs: &syn::Expr, span: Span, out: &mut Vec<Stmt>) {
+    match lhs {
+        syn::Expr::Index(ix) => {
+            let (buf, idx) = expr::index(cx, ix);
+            let rhs_v = expr::lower(cx, rhs);
+            let Some(b) = buf else { return };
+            let (bname, dtype, scope, mutable) = {
+                let bb = cx.f.buf(b);
+                (bb.name.clone(), bb.dtype, bb.scope, bb.mutable)
+            };
+            if scope == Scope::Global && !mutable {
+                cx.err(
+                    ix.expr.span(),
+                    format!("`{bname}` is an input (`Tensor`); declare it `TensorMut` to write to it"),
+                );
+                return;
+            }
+            let value = match op {
+                Some(op) => {
+                    let cur = Expr::Load(b, idx.clone(), dtype);
+                    expr::arith(cx, span, op, cur, rhs_v)
+                }
+                None => rhs_v,
+            };
+            let value = expr::convert_for_store(cx, rhs.span(), value, dtype, &format!("buffer `{bname}`"));
+            out.push(Stmt::Store { buf: b, idx, value });
+        }
+        syn::Expr::Path(p) if p.path.get_ident().is_some() => {
+            let n = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            let rhs_v = expr::lower(cx, rhs);
+            match cx.lookup(&n) {
+                Some(Sym::Mut(v)) => {
+                    let t = cx.f.var(v).dtype;
+                    let value = match op {
+                        Some(op) => expr::arith(cx, span, op, Expr::Var(v, t), rhs_v),
+                        None => rhs_v,
+                    };
+                    let value = expr::convert_for_store(cx, rhs.span(), value, t, &format!("`{n}`"));
+                    out.push(Stmt::Assign { var: v, value });
+                }
+                Some(Sym::Buf(_)) => cx.err(lhs.span(), format!("`{n}` is a buffer; assign to elements (`{n}[i] = ..`) or use `T::copy`/`T::fill`")),
+                Some(_) => cx.err(lhs.span(), format!("`{n}` is immutable; declare it with `let mut`")),
+                None => cx.err(lhs.span(), format!("cannot find `{n}` in this kernel")),
+            }
+        }
+        other => cx.err(other.span(), "assignments target `buffer[index]` or a `let mut` name"),
+    }
+}
+
+fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
+    let names: Vec<(String, Span)> = match &*f.pat {
+        syn::Pat::Ident(pi) => vec![(pi.ident.to_string(), pi.span())],
+        syn::Pat::Wild(w) => vec![("_".into(), w.span())],
+        syn::Pat::Tuple(t) => t
+            .elems
+            .iter()
+            .map(|p| match p {
+                syn::Pat::Ident(pi) => (pi.ident.to_string(), pi.span()),
+                other => ("_".into(), other.span()),
+            })
+            .collect(),
+        other => {
+            cx.err(other.span(), "loop variables are a name or a tuple of names");
+            return;
+        }
+    };
+    // (kind, [(start, extent)])
+    let (kind, ranges): (ForKind, Vec<(Expr, Expr)>) = match &*f.expr {
+        syn::Expr::Range(r) => {
+            let (Some(a), Some(b)) = (&r.start, &r.end) else {
+                cx.err(r.span(), "ranges in `for` need a start and an end (`a..b`)");
+                return;
+            };
+            if matches!(r.limits, syn::RangeLimits::Closed(_)) {
+                cx.err(r.span(), "use a half-open range `a..b`");
+            }
+            let (a, b) = (expr::lower(cx, a), expr::lower(cx, b));
+            let ext = Expr::bin(BinOp::Sub, b, a.clone());
+            (ForKind::Serial, vec![(a, ext)])
+        }
+        syn::Expr::Call(c) => {
+            let Some(fname) = t_fn_name(&c.func) else {
+                cx.err(f.expr.span(), "loops iterate over `T::parallel`, `T::serial`, `T::unroll`, `T::pipelined` or `a..b`");
+                return;
+            };
+            let args: Vec<&syn::Expr> = c.args.iter().collect();
+            match fname.as_str() {
+                "parallel" => {
+                    let exts: Vec<&syn::Expr> = match args.as_slice() {
+                        [syn::Expr::Array(a)] => a.elems.iter().collect(),
+                        [syn::Expr::Tuple(t)] => t.elems.iter().collect(),
+                        a => a.to_vec(),
+                    };
+                    if exts.is_empty() {
+                        cx.err(c.span(), "`T::parallel` takes the tile's extents: `T::parallel(n)` or `T::parallel([m, n])`");
+                        return;
+                    }
+                    let mut r = Vec::new();
+                    for e in exts {
+                        let v = expr::lower(cx, e);
+                        if v.as_int().is_none() {
+                            cx.err(e.span(), "`T::parallel` extents are compile-time constants (tile sizes)");
+                            return;
+                        }
+                        r.push((Expr::int(0), v));
+                    }
+                    (ForKind::Parallel, r)
+                }
+                "serial" | "unroll" => {
+                    let kind = if fname == "serial" { ForKind::Serial } else { ForKind::Unrolled };
+                    match args.as_slice() {
+                        [n] => (kind, vec![(Expr::int(0), expr::lower(cx, n))]),
+                        [a, b] => {
+                            let (a, b) = (expr::lower(cx, a), expr::lower(cx, b));
+                            (kind, vec![(a.clone(), Expr::bin(BinOp::Sub, b, a))])
+                        }
+                        _ => {
+                            cx.err(c.span(), format!("`T::{fname}` takes `(n)` or `(start, end)`, got {} arguments", args.len()));
+                            return;
+                        }
+                    }
+                }
+                "pipelined" => {
+                    let (n, stages) = match args.as_slice() {
+                        [n] => (*n, None),
+                        [n, s] => (*n, Some(*s)),
+                        _ => {
+                            cx.err(c.span(), format!("`T::pipelined` takes `(n, num_stages)`, got {} arguments", args.len()));
+                            return;
+                        }
+                    };
+                    let st = match stages {
+                        Some(s) => {
+                            let s_expr = match s {
+                                syn::Expr::Assign(a) => &*a.right,
+                                e => e,
+                            };
+                            match expr::lower(cx, s_expr).as_int() {
+                                Some(v) if v >= 0 => v,
+                                _ => {
+                                    cx.err(s.span(), "`num_stages` is a non-negative compile-time constant");
+                                    return;
+                                }
+                            }
+                        }
+                        None => 0,
+                    };
+                    (ForKind::Pipelined { stages: st }, vec![(Expr::int(0), expr::lower(cx, n))])
+                }
+                other => {
+                    cx.err(c.func.span(), format!("`T::{other}` is not a loop; loops iterate over `T::parallel`, `T::serial`, `T::unroll` or `T::pipelined`"));
+                    return;
+                }
+            }
+        }
+        other => {
+            cx.err(other.span(), "loops iterate over `T::parallel`, `T::serial`, `T::unroll`, `T::pipelined` or `a..b`");
+            return;
+        }
+    };
+    if names.len() != ranges.len() {
+        cx.err(f.pat.span(), format!("the loop has {} dim(s) but binds {} name(s)", ranges.len(), names.len()));
+        return;
+    }
+    for (s, e) in &ranges {
+        if !s.dtype().is_int() || !e.dtype().is_int() {
+            cx.err(f.expr.span(), "loop bounds are integers");
+            return;
+        }
+    }
+    if kind == ForKind::Parallel && cx.parallel_depth > 0 {
+        cx.err(f.expr.span(), "`T::parallel` loops cannot be nested; write one `T::parallel([m, n])` over all dims");
+    }
+    cx.push();
+    let mut vars = Vec::new();
+    for (n, _) in &names {
+        let v = cx.f.new_var(if n == "_" { "it" } else { n }, DType::I32);
+        if n != "_" {
+            cx.bind(n, Sym::Var(v));
+        }
+        vars.push(v);
+    }
+    if kind == ForKind::Parallel {
+        cx.parallel_depth += 1;
+    }
+    let body = lower_block(cx, &f.body);
+    if kind == ForKind::Parallel {
+        cx.parallel_depth -= 1;
+    }
+    cx.pop();
+    let mut s = Stmt::Seq(body);
+    for (v, (start, ext)) in vars.into_iter().zip(ranges).rev() {
+        s = Stmt::For { var: v, start: start.cast(DType::I32), extent: ext.cast(DType::I32), kind, body: Box::new(s) };
+    }
+    out.push(s);
+}
+
+/// The source or destination of `T::copy` before its extent is known.
+struct RegionRef {
+    buf: BufId,
+    /// `Some` for `buf.at([..])`; `None` for the whole buffer.
+    origin: Option<Vec<Expr>>,
+    span: Span,
+}
+
+fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
+    match e {
+        syn::Expr::MethodCall(m) if m.method == "at" => {
+            let buf = expr::buffer_ref(cx, &m.receiver)?;
+            let parts: Vec<&syn::Expr> = match m.args.iter().collect::<Vec<_>>().as_slice() {
+                [syn::Expr::Array(a)] => a.elems.iter().collect(),
+                [syn::Expr::Tuple(t)] => t.elems.iter().collect(),
+                a => a.to_vec(),
+            };
+            let origin: Vec<Expr> = parts
+                .iter()
+                .map(|p| {
+                    let v = expr::lower(cx, p);
+                    if !v.dtype().is_int() {
+                        cx.err(p.span(), "tile origins are integers");
+                    }
+                    v.cast(DType::I32)
+                })
+                .collect();
+            let rank = cx.f.buf(buf).shape.len();
+            if origin.len() != rank {
+                let n = cx.f.buf(buf).name.clone();
+                cx.err(m.span(), format!("`{n}` has {rank} dim(s) but `.at()` gives {} coordinate(s)", origin.len()));
+                return None;
+            }
+            Some(RegionRef { buf, origin: Some(origin), span: e.span() })
+        }
+        syn::Expr::MethodCall(m) => {
+            cx.err(m.method.span(), format!("unknown method `.{}()`; a tile is `buffer` or `buffer.at([origin..])`", m.method));
+            None
+        }
+        _ => {
+            let buf = expr::buffer_ref(cx, e)?;
+            Some(RegionRef { buf, origin: None, span: e.span() })
+        }
+    }
+}
+
+fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
+    let Some(f) = t_fn_name(&c.func) else {
+        cx.err(c.func.span(), format!("only `T::` functions can be called in a kernel ({ALL_FNS})"));
+        return;
+    };
+    let args: Vec<&syn::Expr> = c.args.iter().collect();
+    let arity = |cx: &mut Ctx, n: std::ops::RangeInclusive<usize>, usage: &str| -> bool {
+        if n.contains(&args.len()) {
+            true
+        } else {
+            cx.err(c.span(), format!("`T::{f}` takes {usage}, got {} argument(s)", args.len()));
+            false
+        }
+    };
+    match f.as_str() {
+        "copy" => {
+            if !arity(cx, 2..=2, "2 arguments `(src, dst)`") {
+                return;
+            }
+            let (Some(src), Some(dst)) = (region_ref(cx, args[0]), region_ref(cx, args[1])) else { return };
+            if let Some(s) = copy(cx, src, dst, c.span()) {
+                out.push(s);
+            }
+        }
+        "clear" | "fill" => {
+            let (n, usage) = if f == "clear" { (1, "1 argument `(buffer)`") } else { (2, "2 arguments `(buffer, value)`") };
+            if !arity(cx, n..=n, usage) {
+                return;
+            }
+            let Some(r) = region_ref(cx, args[0]) else { return };
+            let b = cx.f.buf(r.buf).clone();
+            if r.origin.is_some() {
+                cx.err(r.span, format!("`T::{f}` takes a whole buffer"));
+                return;
+            }
+            if b.scope == Scope::Global && !b.mutable {
+                cx.err(r.span, format!("`{}` is an input (`Tensor`); declare it `TensorMut` to write to it", b.name));
+                return;
+            }
+            let value = if f == "clear" {
+                Expr::Int(0, DType::I32).cast(b.dtype)
+            } else {
+                let v = expr::lower(cx, args[1]);
+                expr::convert_for_store(cx, args[1].span(), v, b.dtype, &format!("buffer `{}`", b.name))
+            };
+            let origin = vec![Expr::int(0); b.shape.len()];
+            out.push(Stmt::Fill { dst: Region { buf: r.buf, origin, extent: b.shape.clone() }, value });
+        }
+        "gemm" => {
+            if !arity(cx, 3..=6, "`(a, b, c)` plus optional `transpose_a = ..`, `transpose_b = ..`, `clear_accum = ..`") {
+                return;
+            }
+            let bufs: Vec<Option<BufId>> = args[..3].iter().map(|a| expr::buffer_ref(cx, a)).collect();
+            let mut g = Gemm { a: BufId(0), b: BufId(0), c: BufId(0), trans_a: false, trans_b: false, clear: false };
+            for kw in &args[3..] {
+                let syn::Expr::Assign(a) = kw else {
+                    cx.err(kw.span(), "optional `T::gemm` arguments are `transpose_a = bool`, `transpose_b = bool`, `clear_accum = bool`");
+                    continue;
+                };
+                let key = match &*a.left {
+                    syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()).unwrap_or_default(),
+                    _ => String::new(),
+                };
+                let val = match expr::lower(cx, &a.right) {
+                    Expr::Bool(v) => v,
+                    _ => {
+                        cx.err(a.right.span(), "gemm flags are compile-time bools");
+                        continue;
+                    }
+                };
+                match key.as_str() {
+                    "transpose_a" => g.trans_a = val,
+                    "transpose_b" => g.trans_b = val,
+                    "clear_accum" => g.clear = val,
+                    _ => cx.err(a.left.span(), format!("unknown `T::gemm` option `{key}`; options are transpose_a, transpose_b, clear_accum")),
+                }
+            }
+            let [Some(a), Some(b), Some(cc)] = bufs[..] else { return };
+            g.a = a;
+            g.b = b;
+            g.c = cc;
+            if let Some(s) = gemm_check(cx, g, c.span()) {
+                out.push(s);
+            }
+        }
+        "kernel" => cx.err(c.span(), "`T::kernel` is the whole kernel body and cannot be nested"),
+        n if n.starts_with("alloc_") => cx.err(c.span(), format!("bind the allocation to a name: `let buf = T::{n}(..);`")),
+        n if expr::EXPR_FNS.contains(&n) => cx.err(c.span(), format!("the value of `T::{n}` is unused")),
+        "parallel" | "serial" | "unroll" | "pipelined" => cx.err(c.span(), format!("`T::{f}` is a loop: `for i in T::{f}(..) {{ .. }}`")),
+        n => cx.err(c.func.span(), format!("unknown function `T::{n}`; the tile language has {ALL_FNS}")),
+    }
+}
+
+fn gemm_check(cx: &mut Ctx, g: Gemm, span: Span) -> Option<Stmt> {
+    let (a, b, c) = (cx.f.buf(g.a).clone(), cx.f.buf(g.b).clone(), cx.f.buf(g.c).clone());
+    let shapes = (a.const_shape(), b.const_shape(), c.const_shape());
+    let (Some(sa), Some(sb), Some(sc)) = shapes else {
+        cx.err(span, "`T::gemm` operands are on-chip tiles (shared or fragment buffers)");
+        return None;
+    };
+    if [&a, &b, &c].iter().any(|x| x.scope == Scope::Global) {
+        cx.err(span, "`T::gemm` operands are on-chip tiles: copy global tiles into shared memory first");
+        return None;
+    }
+    if sa.len() != 2 || sb.len() != 2 || sc.len() != 2 {
+        cx.err(span, "`T::gemm` takes 2-D tiles");
+        return None;
+    }
+    let (m, ka) = if g.trans_a { (sa[1], sa[0]) } else { (sa[0], sa[1]) };
+    let (kb, n) = if g.trans_b { (sb[1], sb[0]) } else { (sb[0], sb[1]) };
+    if ka != kb || sc[0] != m || sc[1] != n {
+        cx.err(
+            span,
+            format!(
+                "`T::gemm` shapes do not agree: {} is {:?}, {} is {:?}, {} is {:?} (want [M, K] x [K, N] -> [M, N])",
+                a.name, sa, b.name, sb, c.name, sc
+            ),
+        );
+        return None;
+    }
+    if c.scope != Scope::Fragment {
+        cx.err(span, format!("the `T::gemm` accumulator `{}` is a fragment (`T::alloc_fragment`)", c.name));
+        return None;
+    }
+    let ok = (a.dtype == b.dtype)
+        && match (a.dtype, c.dtype) {
+            (DType::F16 | DType::BF16, DType::F32) => true,
+            (DType::F16, DType::F16) => true,
+            (DType::F32, DType::F32) | (DType::F64, DType::F64) => true,
+            (DType::I8 | DType::U8, DType::I32) => true,
+            _ => false,
+        };
+    if !ok {
+        cx.err(
+            span,
+            format!(
+                "`T::gemm` supports f16/bf16 -> f32, f16 -> f16, f32 -> f32, f64 -> f64 and i8 -> i32; got {} x {} -> {}",
+                a.dtype, b.dtype, c.dtype
+            ),
+        );
+        return None;
+    }
+    Some(Stmt::Gemm(g))
+}
+
+/// Resolves the extents of `T::copy`: the side given as a whole buffer gives
+/// the shape; `.at([..])` gives only an origin. Leading unit dims align a
+/// lower-rank tile with a higher-rank region (e.g. a row of a matrix).
+fn copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Option<Stmt> {
+    let sb = cx.f.buf(src.buf).clone();
+    let db = cx.f.buf(dst.buf).clone();
+    if db.scope == Scope::Global && !db.mutable {
+        cx.err(dst.span, format!("`{}` is an input (`Tensor`); declare it `TensorMut` to write to it", db.name));
+        return None;
+    }
+    let shape_of = |r: &RegionRef, b: &Buffer| if r.origin.is_none() { Some(b.shape.clone()) } else { None };
+    let tile = match (shape_of(&dst, &db), shape_of(&src, &sb)) {
+        (Some(d), Some(s)) => {
+            let (dc, sc) = (db.const_shape(), sb.const_shape());
+            let squeeze = |v: &[i64]| v.iter().copied().skip_while(|&x| x == 1).collect::<Vec<_>>();
+            match (dc, sc) {
+                (Some(dc), Some(sc)) if squeeze(&dc) != squeeze(&sc) => {
+                    cx.err(
+                        span,
+                        format!(
+                            "`T::copy` between incompatible tiles: `{}` is {:?} but `{}` is {:?}",
+                            sb.name, sc, db.name, dc
+                        ),
+                    );
+                    return None;
+                }
+                (Some(dc), Some(_)) => {
+                    let sq = squeeze(&dc);
+                    if sq.is_empty() { vec![Expr::int(1)] } else { sq.into_iter().map(Expr::int).collect() }
+                }
+                _ if d == s => d,
+                _ => {
+                    cx.err(span, format!("`T::copy` between `{}` and `{}`: shapes cannot be shown equal; give one side as `.at([..])`", sb.name, db.name));
+                    return None;
+                }
+            }
+        }
+        (Some(d), None) => d,
+        (None, Some(s)) => s,
+        (None, None) => {
+            cx.err(span, "`T::copy` needs one side as a whole tile to give the shape; both are `.at([..])`");
+            return None;
+        }
+    };
+    let make = |cx: &mut Ctx, r: RegionRef, b: &Buffer| -> Option<Region> {
+        let rank = b.shape.len();
+        if tile.len() > rank {
+            cx.err(
+                r.span,
+                format!("`T::copy` between incompatible tiles: the tile has {} dims but `{}` has {rank}", tile.len(), b.name),
+            );
+            return None;
+        }
+        let mut extent = vec![Expr::int(1); rank - tile.len()];
+        extent.extend(tile.iter().cloned());
+        let origin = r.origin.unwrap_or_else(|| vec![Expr::int(0); rank]);
+        if let Some(bs) = b.const_shape() {
+            for (d, (o, e)) in origin.iter().zip(&extent).enumerate() {
+                if let (Some(o), Some(e)) = (o.as_int(), e.as_int()) {
+                    if o + e > bs[d] || e > bs[d] {
+                        cx.err(
+                            r.span,
+                            format!("`T::copy` between incompatible tiles: the tile does not fit in `{}` (dim {d}: {o}+{e} > {})", b.name, bs[d]),
+                        );
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(Region { buf: r.buf, origin, extent })
+    };
+    let s = make(cx, src, &sb)?;
+    let d = make(cx, dst, &db)?;
+    Some(Stmt::Copy { src: s, dst: d })
+}

@@ -1,0 +1,608 @@
+//! The tile IR: one `PrimFunc` per kernel.
+//!
+//! Invariants (checked by `verify`):
+//! - Variables and buffers live in per-function tables and are referred to by
+//!   handle (`VarId`, `BufId`); a handle is valid only for its function.
+//! - Buffer parameters are `Scope::Global`; every other buffer is declared by an
+//!   `Stmt::Alloc` before use, and shared/fragment/local shapes are constants.
+//! - Dynamic dims are `int32` variables bound at launch (`PrimFunc::dims`).
+//! - Every expression has a dtype (`Expr::dtype`); stores convert explicitly.
+//! - Tile ops (`Copy`, `Fill`, `Gemm`) exist only before `lower_tile_ops`;
+//!   codegen sees loops, loads and stores.
+//!
+//! The printer (`print.rs`) turns a function into deterministic script text;
+//! the cache key is derived from that text, so debug-only information (spans,
+//! comments in the user's source) never reaches it.
+
+pub mod print;
+
+use std::fmt;
+
+/// Element and scalar types. Each is distinct: there is no silent relaxation
+/// between f8 variants or between integer and float types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    Bool,
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    F16,
+    BF16,
+    F32,
+    F64,
+    F8E4M3,
+    F8E5M2,
+}
+
+impl DType {
+    pub fn bytes(self) -> i64 {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 1,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::F8E4M3 | DType::F8E5M2
+        )
+    }
+    pub fn is_int(self) -> bool {
+        matches!(
+            self,
+            DType::I8
+                | DType::U8
+                | DType::I16
+                | DType::U16
+                | DType::I32
+                | DType::U32
+                | DType::I64
+                | DType::U64
+        )
+    }
+    pub fn is_signed(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64) || self.is_float()
+    }
+    /// The Rust spelling used in kernel signatures (`f16`, `bf16`, ...).
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
+            DType::I16 => "i16",
+            DType::U16 => "u16",
+            DType::I32 => "i32",
+            DType::U32 => "u32",
+            DType::I64 => "i64",
+            DType::U64 => "u64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::F8E4M3 => "f8e4m3",
+            DType::F8E5M2 => "f8e5m2",
+        }
+    }
+    pub fn from_rust_name(s: &str) -> Option<DType> {
+        Some(match s {
+            "bool" => DType::Bool,
+            "i8" => DType::I8,
+            "u8" => DType::U8,
+            "i16" => DType::I16,
+            "u16" => DType::U16,
+            "i32" => DType::I32,
+            "u32" => DType::U32,
+            "i64" => DType::I64,
+            "u64" => DType::U64,
+            "f16" => DType::F16,
+            "bf16" => DType::BF16,
+            "f32" => DType::F32,
+            "f64" => DType::F64,
+            "f8e4m3" => DType::F8E4M3,
+            "f8e5m2" => DType::F8E5M2,
+            _ => return None,
+        })
+    }
+    /// TileLang / DLPack spelling, used in the script and in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "int8",
+            DType::U8 => "uint8",
+            DType::I16 => "int16",
+            DType::U16 => "uint16",
+            DType::I32 => "int32",
+            DType::U32 => "uint32",
+            DType::I64 => "int64",
+            DType::U64 => "uint64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::F8E4M3 => "float8_e4m3",
+            DType::F8E5M2 => "float8_e5m2",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a buffer lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Device memory; kernel parameters.
+    Global,
+    /// Per block, visible to all its threads.
+    Shared,
+    /// Per block logically, distributed over the threads' registers.
+    Fragment,
+    /// Per thread.
+    Local,
+}
+
+impl Scope {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Global => "global",
+            Scope::Shared => "shared",
+            Scope::Fragment => "local.fragment",
+            Scope::Local => "local",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufId(pub u32);
+
+/// A scalar variable: loop index, block index, dynamic dim, let binding or
+/// mutable local.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Var {
+    pub name: String,
+    pub dtype: DType,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Buffer {
+    pub name: String,
+    pub dtype: DType,
+    /// Row-major shape; constants for on-chip buffers.
+    pub shape: Vec<Expr>,
+    pub scope: Scope,
+    /// Written by the kernel (only meaningful for parameters).
+    pub mutable: bool,
+}
+
+impl Buffer {
+    /// Shape as constants, if every dim is one.
+    pub fn const_shape(&self) -> Option<Vec<i64>> {
+        self.shape.iter().map(Expr::as_int).collect()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    /// Truncating division (Rust and C semantics; indices are non-negative).
+    Div,
+    Rem,
+    Min,
+    Max,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn is_cmp(self) -> bool {
+        matches!(self, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne)
+    }
+    pub fn is_logic(self) -> bool {
+        matches!(self, BinOp::And | BinOp::Or)
+    }
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+        }
+    }
+}
+
+/// Math intrinsics; each takes and returns one float dtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Intrin {
+    Exp,
+    Exp2,
+    Log,
+    Log2,
+    Sqrt,
+    Rsqrt,
+    Abs,
+    Tanh,
+    Sigmoid,
+}
+
+impl Intrin {
+    pub fn name(self) -> &'static str {
+        match self {
+            Intrin::Exp => "exp",
+            Intrin::Exp2 => "exp2",
+            Intrin::Log => "log",
+            Intrin::Log2 => "log2",
+            Intrin::Sqrt => "sqrt",
+            Intrin::Rsqrt => "rsqrt",
+            Intrin::Abs => "abs",
+            Intrin::Tanh => "tanh",
+            Intrin::Sigmoid => "sigmoid",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Intrin> {
+        Some(match s {
+            "exp" => Intrin::Exp,
+            "exp2" => Intrin::Exp2,
+            "log" => Intrin::Log,
+            "log2" => Intrin::Log2,
+            "sqrt" => Intrin::Sqrt,
+            "rsqrt" => Intrin::Rsqrt,
+            "abs" => Intrin::Abs,
+            "tanh" => Intrin::Tanh,
+            "sigmoid" => Intrin::Sigmoid,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Int(i64, DType),
+    Float(f64, DType),
+    Bool(bool),
+    Var(VarId, DType),
+    Load(BufId, Vec<Expr>, DType),
+    Bin(BinOp, Box<Expr>, Box<Expr>, DType),
+    Not(Box<Expr>),
+    Neg(Box<Expr>, DType),
+    Cast(DType, Box<Expr>),
+    Select(Box<Expr>, Box<Expr>, Box<Expr>, DType),
+    Call(Intrin, Vec<Expr>, DType),
+}
+
+impl Expr {
+    pub fn int(v: i64) -> Expr {
+        Expr::Int(v, DType::I32)
+    }
+    pub fn dtype(&self) -> DType {
+        match self {
+            Expr::Int(_, t) | Expr::Float(_, t) | Expr::Var(_, t) | Expr::Load(_, _, t) => *t,
+            Expr::Bin(_, _, _, t) | Expr::Neg(_, t) | Expr::Select(_, _, _, t) => *t,
+            Expr::Call(_, _, t) => *t,
+            Expr::Bool(_) | Expr::Not(_) => DType::Bool,
+            Expr::Cast(t, _) => *t,
+        }
+    }
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Expr::Int(v, _) => Some(*v),
+            _ => None,
+        }
+    }
+    /// Builds a binary op, folding integer constants and trivial identities.
+    pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+        let ty = if op.is_cmp() || op.is_logic() { DType::Bool } else { a.dtype() };
+        if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
+            let folded = match op {
+                BinOp::Add => x.checked_add(y),
+                BinOp::Sub => x.checked_sub(y),
+                BinOp::Mul => x.checked_mul(y),
+                BinOp::Div if y != 0 => Some(x / y),
+                BinOp::Rem if y != 0 => Some(x % y),
+                BinOp::Min => Some(x.min(y)),
+                BinOp::Max => Some(x.max(y)),
+                _ => None,
+            };
+            if let Some(v) = folded {
+                return Expr::Int(v, ty);
+            }
+            let cmp = match op {
+                BinOp::Lt => Some(x < y),
+                BinOp::Le => Some(x <= y),
+                BinOp::Gt => Some(x > y),
+                BinOp::Ge => Some(x >= y),
+                BinOp::Eq => Some(x == y),
+                BinOp::Ne => Some(x != y),
+                _ => None,
+            };
+            if let Some(c) = cmp {
+                return Expr::Bool(c);
+            }
+        }
+        match (op, a.as_int(), b.as_int()) {
+            (BinOp::Add, Some(0), _) if b.dtype() == ty => return b,
+            (BinOp::Add, _, Some(0)) | (BinOp::Sub, _, Some(0)) => return a,
+            (BinOp::Mul, Some(1), _) if b.dtype() == ty => return b,
+            (BinOp::Mul, _, Some(1)) | (BinOp::Div, _, Some(1)) => return a,
+            (BinOp::Mul, Some(0), _) | (BinOp::Mul, _, Some(0)) => return Expr::Int(0, ty),
+            _ => {}
+        }
+        match (op, &a, &b) {
+            (BinOp::And, Expr::Bool(true), _) => return b,
+            (BinOp::And, _, Expr::Bool(true)) => return a,
+            _ => {}
+        }
+        Expr::Bin(op, Box::new(a), Box::new(b), ty)
+    }
+    pub fn add(a: Expr, b: Expr) -> Expr {
+        Expr::bin(BinOp::Add, a, b)
+    }
+    pub fn mul(a: Expr, b: Expr) -> Expr {
+        Expr::bin(BinOp::Mul, a, b)
+    }
+    pub fn and(a: Expr, b: Expr) -> Expr {
+        Expr::bin(BinOp::And, a, b)
+    }
+    pub fn lt(a: Expr, b: Expr) -> Expr {
+        Expr::bin(BinOp::Lt, a, b)
+    }
+    pub fn cast(self, to: DType) -> Expr {
+        if self.dtype() == to {
+            return self;
+        }
+        match self {
+            Expr::Int(v, _) if to.is_int() => Expr::Int(v, to),
+            Expr::Int(v, _) if to.is_float() => Expr::Float(v as f64, to),
+            Expr::Float(v, _) if to.is_float() => Expr::Float(v, to),
+            e => Expr::Cast(to, Box::new(e)),
+        }
+    }
+
+    /// Calls `f` on every sub-expression, children first.
+    pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
+        match self {
+            Expr::Load(_, idx, _) => idx.iter().for_each(|e| e.visit(f)),
+            Expr::Bin(_, a, b, _) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::Not(a) | Expr::Neg(a, _) | Expr::Cast(_, a) => a.visit(f),
+            Expr::Select(c, a, b, _) => {
+                c.visit(f);
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::Call(_, args, _) => args.iter().for_each(|e| e.visit(f)),
+            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) | Expr::Var(..) => {}
+        }
+        f(self)
+    }
+
+    /// Rebuilds the expression bottom-up; `f` may replace any node.
+    pub fn map(self, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+        let e = match self {
+            Expr::Load(b, idx, t) => Expr::Load(b, idx.into_iter().map(|e| e.map(f)).collect(), t),
+            Expr::Bin(op, a, b, _) => Expr::bin(op, a.map(f), b.map(f)),
+            Expr::Not(a) => Expr::Not(Box::new(a.map(f))),
+            Expr::Neg(a, t) => Expr::Neg(Box::new(a.map(f)), t),
+            Expr::Cast(t, a) => a.map(f).cast(t),
+            Expr::Select(c, a, b, t) => {
+                Expr::Select(Box::new(c.map(f)), Box::new(a.map(f)), Box::new(b.map(f)), t)
+            }
+            Expr::Call(i, args, t) => Expr::Call(i, args.into_iter().map(|e| e.map(f)).collect(), t),
+            e => e,
+        };
+        f(e)
+    }
+
+    pub fn uses_var(&self, v: VarId) -> bool {
+        let mut found = false;
+        self.visit(&mut |e| {
+            if let Expr::Var(x, _) = e {
+                found |= *x == v;
+            }
+        });
+        found
+    }
+}
+
+/// A rectangular piece of a buffer: `origin` per dim, `extent` per dim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Region {
+    pub buf: BufId,
+    pub origin: Vec<Expr>,
+    pub extent: Vec<Expr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ForKind {
+    Serial,
+    /// Element-wise over a tile; thread mapping and vectorization are the
+    /// compiler's (`T::parallel`).
+    Parallel,
+    Unrolled,
+    /// Software pipeline with `stages` buffers (`T::pipelined`).
+    Pipelined { stages: i64 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gemm {
+    pub a: BufId,
+    pub b: BufId,
+    pub c: BufId,
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub clear: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stmt {
+    Seq(Vec<Stmt>),
+    /// Immutable binding, visible to the rest of the enclosing sequence.
+    Let { var: VarId, value: Expr },
+    /// Mutable scalar, visible to the rest of the enclosing sequence.
+    Local { var: VarId, init: Expr },
+    Assign { var: VarId, value: Expr },
+    Store { buf: BufId, idx: Vec<Expr>, value: Expr },
+    For { var: VarId, start: Expr, extent: Expr, kind: ForKind, body: Box<Stmt> },
+    If { cond: Expr, then: Box<Stmt>, els: Option<Box<Stmt>> },
+    /// Declares an on-chip buffer for the rest of the enclosing sequence.
+    Alloc { buf: BufId },
+    Copy { src: Region, dst: Region },
+    Fill { dst: Region, value: Expr },
+    Gemm(Gemm),
+    /// Block-wide barrier (inserted by passes, CUDA only).
+    Barrier,
+}
+
+impl Stmt {
+    /// Calls `f` on every statement, parents first.
+    pub fn visit<'a>(&'a self, f: &mut dyn FnMut(&'a Stmt)) {
+        f(self);
+        match self {
+            Stmt::Seq(v) => v.iter().for_each(|s| s.visit(f)),
+            Stmt::For { body, .. } => body.visit(f),
+            Stmt::If { then, els, .. } => {
+                then.visit(f);
+                if let Some(e) = els {
+                    e.visit(f);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Calls `f` on every expression directly held by this statement tree.
+    pub fn visit_exprs(&self, f: &mut dyn FnMut(&Expr)) {
+        self.visit(&mut |s| match s {
+            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => value.visit(f),
+            Stmt::Local { init, .. } => init.visit(f),
+            Stmt::Store { idx, value, .. } => {
+                idx.iter().for_each(|e| e.visit(f));
+                value.visit(f);
+            }
+            Stmt::For { start, extent, .. } => {
+                start.visit(f);
+                extent.visit(f);
+            }
+            Stmt::If { cond, .. } => cond.visit(f),
+            Stmt::Copy { src, dst } => {
+                for r in [src, dst] {
+                    r.origin.iter().chain(&r.extent).for_each(|e| e.visit(f));
+                }
+            }
+            Stmt::Fill { dst, value } => {
+                dst.origin.iter().chain(&dst.extent).for_each(|e| e.visit(f));
+                value.visit(f);
+            }
+            _ => {}
+        });
+    }
+}
+
+/// The launch frame of a kernel (`T::kernel`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    /// Grid extents, 1 to 3, over constants and dynamic dims.
+    pub grid: Vec<Expr>,
+    /// Block index variables, one per grid dim (x, y, z).
+    pub block_vars: Vec<VarId>,
+    pub threads: i64,
+}
+
+/// A compile-time parameter from the attribute, kept for the script.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConstVal {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl fmt::Display for ConstVal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConstVal::Int(v) => write!(f, "{v}"),
+            ConstVal::Float(v) => write!(f, "{v:?}"),
+            ConstVal::Bool(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrimFunc {
+    pub name: String,
+    pub consts: Vec<(String, ConstVal)>,
+    /// Buffer parameters, in signature order.
+    pub params: Vec<BufId>,
+    /// Dynamic dims (int32 vars), in ABI order.
+    pub dims: Vec<VarId>,
+    pub vars: Vec<Var>,
+    pub buffers: Vec<Buffer>,
+    pub launch: Launch,
+    pub body: Stmt,
+}
+
+impl PrimFunc {
+    pub fn var(&self, v: VarId) -> &Var {
+        &self.vars[v.0 as usize]
+    }
+    pub fn buf(&self, b: BufId) -> &Buffer {
+        &self.buffers[b.0 as usize]
+    }
+    /// Adds a variable; names are made unique (`i`, `i_1`, ...) so that the
+    /// script and generated code can use them directly.
+    pub fn new_var(&mut self, name: &str, dtype: DType) -> VarId {
+        let name = self.fresh_name(name);
+        let id = VarId(self.vars.len() as u32);
+        self.vars.push(Var { name, dtype });
+        id
+    }
+    pub fn new_buf(&mut self, mut b: Buffer) -> BufId {
+        b.name = self.fresh_name(&b.name);
+        let id = BufId(self.buffers.len() as u32);
+        self.buffers.push(b);
+        id
+    }
+    fn fresh_name(&self, base: &str) -> String {
+        let taken = |n: &str| {
+            self.vars.iter().any(|v| v.name == n) || self.buffers.iter().any(|b| b.name == n)
+        };
+        if !taken(base) {
+            return base.to_string();
+        }
+        (1..).map(|i| format!("{base}_{i}")).find(|n| !taken(n)).unwrap_or_default()
+    }
+    pub fn script(&self) -> String {
+        print::script(self)
+    }
+}

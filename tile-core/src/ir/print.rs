@@ -1,0 +1,195 @@
+//! Deterministic script text of a `PrimFunc`, in the spirit of TVMScript.
+//! The cache key hashes this text: it names every type, shape, scope, loop
+//! kind and constant, and nothing that does not change generated code.
+
+use super::*;
+use std::fmt::Write;
+
+pub fn script(f: &PrimFunc) -> String {
+    let mut p = Printer { f, out: String::new() };
+    p.func();
+    p.out
+}
+
+struct Printer<'a> {
+    f: &'a PrimFunc,
+    out: String,
+}
+
+impl Printer<'_> {
+    fn line(&mut self, depth: usize, s: &str) {
+        for _ in 0..depth {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(s);
+        self.out.push('\n');
+    }
+
+    fn func(&mut self) {
+        let f = self.f;
+        let consts: Vec<String> = f.consts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        self.line(0, &format!("# tile.prim_func consts({})", consts.join(", ")));
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .map(|&b| {
+                let buf = f.buf(b);
+                let kind = if buf.mutable { "TensorMut" } else { "Tensor" };
+                format!("{}: {kind}({}, {})", buf.name, self.shape(&buf.shape), buf.dtype)
+            })
+            .collect();
+        self.line(0, &format!("def {}({}):", f.name, params.join(", ")));
+        for &d in &f.dims {
+            let v = f.var(d);
+            self.line(1, &format!("{} = T.dynamic(\"{}\", {})", v.name, v.name, v.dtype));
+        }
+        let grid: Vec<String> = f.launch.grid.iter().map(|e| self.expr(e)).collect();
+        let bvars: Vec<String> =
+            f.launch.block_vars.iter().map(|&v| f.var(v).name.clone()).collect();
+        self.line(
+            1,
+            &format!(
+                "with T.Kernel({}, threads={}) as ({}):",
+                grid.join(", "),
+                f.launch.threads,
+                bvars.join(", ")
+            ),
+        );
+        self.stmt(&f.body, 2);
+    }
+
+    fn shape(&self, s: &[Expr]) -> String {
+        let dims: Vec<String> = s.iter().map(|e| self.expr(e)).collect();
+        if dims.len() == 1 {
+            format!("({},)", dims[0])
+        } else {
+            format!("({})", dims.join(", "))
+        }
+    }
+
+    fn region(&self, r: &Region) -> String {
+        let o: Vec<String> = r.origin.iter().map(|e| self.expr(e)).collect();
+        let x: Vec<String> = r.extent.iter().map(|e| self.expr(e)).collect();
+        format!("{}[{}; {}]", self.f.buf(r.buf).name, o.join(", "), x.join(", "))
+    }
+
+    fn stmt(&mut self, s: &Stmt, d: usize) {
+        let f = self.f;
+        match s {
+            Stmt::Seq(v) => {
+                if v.is_empty() {
+                    self.line(d, "pass");
+                }
+                v.iter().for_each(|s| self.stmt(s, d));
+            }
+            Stmt::Let { var, value } => {
+                let v = f.var(*var);
+                let t = format!("{}: {} = {}", v.name, v.dtype, self.expr(value));
+                self.line(d, &t);
+            }
+            Stmt::Local { var, init } => {
+                let v = f.var(*var);
+                let t = format!("{} = T.alloc_var({}, init={})", v.name, v.dtype, self.expr(init));
+                self.line(d, &t);
+            }
+            Stmt::Assign { var, value } => {
+                let t = format!("{} = {}", f.var(*var).name, self.expr(value));
+                self.line(d, &t);
+            }
+            Stmt::Store { buf, idx, value } => {
+                let t = format!("{}[{}] = {}", f.buf(*buf).name, self.list(idx), self.expr(value));
+                self.line(d, &t);
+            }
+            Stmt::For { var, start, extent, kind, body } => {
+                let k = match kind {
+                    ForKind::Serial => "T.serial".to_string(),
+                    ForKind::Parallel => "T.Parallel".to_string(),
+                    ForKind::Unrolled => "T.unroll".to_string(),
+                    ForKind::Pipelined { stages } => format!("T.Pipelined[num_stages={stages}]"),
+                };
+                let t = format!(
+                    "for {} in {k}({}, {}):",
+                    f.var(*var).name,
+                    self.expr(start),
+                    self.expr(extent)
+                );
+                self.line(d, &t);
+                self.stmt(body, d + 1);
+            }
+            Stmt::If { cond, then, els } => {
+                let t = format!("if {}:", self.expr(cond));
+                self.line(d, &t);
+                self.stmt(then, d + 1);
+                if let Some(e) = els {
+                    self.line(d, "else:");
+                    self.stmt(e, d + 1);
+                }
+            }
+            Stmt::Alloc { buf } => {
+                let b = f.buf(*buf);
+                let t = format!(
+                    "{} = T.alloc_buffer({}, {}, scope=\"{}\")",
+                    b.name,
+                    self.shape(&b.shape),
+                    b.dtype,
+                    b.scope.name()
+                );
+                self.line(d, &t);
+            }
+            Stmt::Copy { src, dst } => {
+                let t = format!("T.copy({}, {})", self.region(src), self.region(dst));
+                self.line(d, &t);
+            }
+            Stmt::Fill { dst, value } => {
+                let t = format!("T.fill({}, {})", self.region(dst), self.expr(value));
+                self.line(d, &t);
+            }
+            Stmt::Gemm(g) => {
+                let t = format!(
+                    "T.gemm({}, {}, {}, transpose_A={}, transpose_B={}, clear_accum={})",
+                    f.buf(g.a).name,
+                    f.buf(g.b).name,
+                    f.buf(g.c).name,
+                    g.trans_a,
+                    g.trans_b,
+                    g.clear
+                );
+                self.line(d, &t);
+            }
+            Stmt::Barrier => self.line(d, "T.sync_threads()"),
+        }
+    }
+
+    fn list(&self, v: &[Expr]) -> String {
+        v.iter().map(|e| self.expr(e)).collect::<Vec<_>>().join(", ")
+    }
+
+    pub fn expr(&self, e: &Expr) -> String {
+        let f = self.f;
+        match e {
+            Expr::Int(v, DType::I32) => format!("{v}"),
+            Expr::Int(v, t) => format!("T.{}({v})", t.name()),
+            Expr::Float(v, t) => format!("T.{}({v:?})", t.name()),
+            Expr::Bool(b) => format!("{}", if *b { "True" } else { "False" }),
+            Expr::Var(v, _) => f.var(*v).name.clone(),
+            Expr::Load(b, idx, _) => format!("{}[{}]", f.buf(*b).name, self.list(idx)),
+            Expr::Bin(op, a, b, _) => match op {
+                BinOp::Min | BinOp::Max => {
+                    format!("T.{}({}, {})", op.symbol(), self.expr(a), self.expr(b))
+                }
+                _ => format!("({} {} {})", self.expr(a), op.symbol(), self.expr(b)),
+            },
+            Expr::Not(a) => format!("not {}", self.expr(a)),
+            Expr::Neg(a, _) => format!("-{}", self.expr(a)),
+            Expr::Cast(t, a) => format!("T.Cast(\"{}\", {})", t.name(), self.expr(a)),
+            Expr::Select(c, a, b, _) => {
+                format!("T.if_then_else({}, {}, {})", self.expr(c), self.expr(a), self.expr(b))
+            }
+            Expr::Call(i, args, _) => {
+                let mut s = String::new();
+                let _ = write!(s, "T.{}({})", i.name(), self.list(args));
+                s
+            }
+        }
+    }
+}

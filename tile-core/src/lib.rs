@@ -1,0 +1,79 @@
+//! tile-core: the tile compiler.
+//!
+//! One pipeline, used identically by the `#[tile::kernel]` macro and by build
+//! scripts (so both derive the same IR text and cache keys):
+//!
+//! ```text
+//! syn::ItemFn ─frontend─▶ PrimFunc ─passes (per target)─▶ lowered PrimFunc ─codegen─▶ C / CUDA C++
+//! ```
+//!
+//! This crate never touches a GPU; only `build` touches the file system.
+
+pub mod build;
+pub mod codegen;
+pub mod diag;
+pub mod frontend;
+pub mod ir;
+pub mod key;
+pub mod passes;
+pub mod verify;
+
+pub use diag::Diagnostic;
+
+/// A code-generation target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// C for the host CPU.
+    C,
+    /// CUDA C++ (sm_80 and newer).
+    Cuda,
+}
+
+/// Everything generated for one kernel: the script, both sources and keys.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub def: frontend::KernelDef,
+    /// The IR script (before lowering) that the keys are derived from.
+    pub script: String,
+    pub c_key: String,
+    pub c_symbol: String,
+    pub c_source: String,
+    pub cuda_key: String,
+    pub cuda_entry: String,
+    pub cuda_source: String,
+    pub cuda_shared_bytes: i64,
+    pub param_align: Vec<u32>,
+}
+
+/// Compile options that change generated code (part of every key).
+pub const C_OPTIONS: &str = "-O3 -std=c11 -fno-strict-aliasing";
+pub const CUDA_OPTIONS: &str = "-O3 -std=c++17";
+
+/// Runs the whole pipeline for both targets.
+pub fn compile(def: frontend::KernelDef) -> Result<Compiled, Vec<Diagnostic>> {
+    let script = def.func.script();
+    let c_key = key::derive(&script, "c", C_OPTIONS);
+    let cuda_key = key::derive(&script, "cuda", CUDA_OPTIONS);
+    let c_symbol = format!("tile_{}_{}", def.func.name, &c_key[..16]);
+    let lowered_c = passes::run(def.func.clone(), Target::C).map_err(|d| vec![d])?;
+    let c = codegen::c::generate(&lowered_c, &c_symbol).map_err(|d| vec![d])?;
+    let lowered_cuda = passes::run(def.func.clone(), Target::Cuda).map_err(|d| vec![d])?;
+    let cu = codegen::cuda::generate(&lowered_cuda).map_err(|d| vec![d])?;
+    Ok(Compiled {
+        def,
+        script,
+        c_key,
+        c_symbol,
+        c_source: c.code,
+        cuda_key,
+        cuda_entry: cu.entry,
+        cuda_source: cu.code,
+        cuda_shared_bytes: cu.shared_bytes,
+        param_align: cu.param_align,
+    })
+}
+
+/// The lowered IR script for a target (for `tile inspect --emit lowered`).
+pub fn lowered_script(def: &frontend::KernelDef, target: Target) -> Result<String, Diagnostic> {
+    Ok(passes::run(def.func.clone(), target)?.script())
+}

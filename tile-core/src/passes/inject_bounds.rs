@@ -1,0 +1,290 @@
+//! Guards global accesses that the compiler cannot prove in bounds.
+//!
+//! A store to a global buffer is wrapped in `if (idx_d < shape_d && ..)`; a
+//! global load whose condition the enclosing store guard does not already
+//! cover becomes `cond ? load : 0` (the zero padding TileLang's copies give
+//! on ragged edges). Proof: interval analysis with constant loop and grid
+//! extents, and the symbolic case "index is a loop variable running over
+//! exactly that dim". Indices are assumed non-negative (origins are block
+//! offsets), so only upper bounds are checked.
+//!
+//! Interior fast path: a `T::parallel` nest whose guards are all monotone in
+//! the nest's indices is split into `if (whole tile in bounds) { unguarded
+//! nest } else { guarded nest }`. Every full tile then runs the vectorizable
+//! form and only the ragged edge pays for the checks (with dynamic shapes,
+//! this is what keeps an element-wise kernel at full bandwidth). Nests that
+//! touch fragments are not split: both branches would have to agree on the
+//! fragment's register layout.
+
+use super::range::Env;
+use crate::diag::Diagnostic;
+use crate::ir::*;
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut env = Env::default();
+    for (d, &v) in f.launch.block_vars.iter().enumerate() {
+        if let Some(g) = f.launch.grid[d].as_int() {
+            env.ranges.insert(v, (0, g - 1));
+        }
+    }
+    let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
+    let mut p = Pass { f, loops: Vec::new(), emitted: Vec::new(), extra: Default::default(), in_nest: false };
+    let body = p.stmt(body, &mut env);
+    let mut f = p.f;
+    f.body = body;
+    Ok(f)
+}
+
+struct Pass {
+    f: PrimFunc,
+    /// Enclosing loops: (var, start, extent).
+    loops: Vec<(VarId, Expr, Expr)>,
+    /// Guard conditions emitted in the current nest, with lets inlined.
+    emitted: Vec<Expr>,
+    /// Same, for load guards (collected through `&self`).
+    extra: std::cell::RefCell<Vec<Expr>>,
+    in_nest: bool,
+}
+
+fn inline(e: &Expr, lets: &std::collections::HashMap<VarId, Expr>) -> Expr {
+    e.clone().map(&mut |x| match x {
+        Expr::Var(v, t) => match lets.get(&v) {
+            Some(val) => inline(val, lets),
+            None => Expr::Var(v, t),
+        },
+        x => x,
+    })
+}
+
+/// Whether `e` is non-decreasing in each of `vars` (sums and products by
+/// non-negative constants of them; other parts must not mention them).
+fn monotone(e: &Expr, vars: &[VarId]) -> bool {
+    let mentions = |x: &Expr| vars.iter().any(|v| x.uses_var(*v));
+    match e {
+        _ if !mentions(e) => true,
+        Expr::Var(..) => true,
+        Expr::Cast(t, a) if t.is_int() => monotone(a, vars),
+        Expr::Bin(BinOp::Add, a, b, _) => monotone(a, vars) && monotone(b, vars),
+        Expr::Bin(BinOp::Mul, a, b, _) => match (a.as_int(), b.as_int()) {
+            (Some(c), _) => c >= 0 && monotone(b, vars),
+            (_, Some(c)) => c >= 0 && monotone(a, vars),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Copies `s` with fresh variables for everything it defines.
+fn fresh_copy(f: &mut PrimFunc, s: &Stmt) -> Stmt {
+    let mut defs = Vec::new();
+    s.visit(&mut |x| match x {
+        Stmt::For { var, .. } | Stmt::Let { var, .. } | Stmt::Local { var, .. } => defs.push(*var),
+        _ => {}
+    });
+    let mut map = std::collections::HashMap::new();
+    for v in defs {
+        let (name, t) = (f.var(v).name.clone(), f.var(v).dtype);
+        map.insert(v, f.new_var(&name, t));
+    }
+    rename(s.clone(), &map)
+}
+
+fn rename(s: Stmt, m: &std::collections::HashMap<VarId, VarId>) -> Stmt {
+    let e = |x: Expr| {
+        x.map(&mut |y| match y {
+            Expr::Var(v, t) => Expr::Var(*m.get(&v).unwrap_or(&v), t),
+            y => y,
+        })
+    };
+    let v = |x: VarId| *m.get(&x).unwrap_or(&x);
+    match s {
+        Stmt::Seq(xs) => Stmt::Seq(xs.into_iter().map(|x| rename(x, m)).collect()),
+        Stmt::Let { var, value } => Stmt::Let { var: v(var), value: e(value) },
+        Stmt::Local { var, init } => Stmt::Local { var: v(var), init: e(init) },
+        Stmt::Assign { var, value } => Stmt::Assign { var: v(var), value: e(value) },
+        Stmt::Store { buf, idx, value } => Stmt::Store { buf, idx: idx.into_iter().map(e).collect(), value: e(value) },
+        Stmt::For { var, start, extent, kind, body } => {
+            Stmt::For { var: v(var), start: e(start), extent: e(extent), kind, body: Box::new(rename(*body, m)) }
+        }
+        Stmt::If { cond, then, els } => {
+            Stmt::If { cond: e(cond), then: Box::new(rename(*then, m)), els: els.map(|x| Box::new(rename(*x, m))) }
+        }
+        other => other,
+    }
+}
+
+impl Pass {
+    /// Splits a guarded nest into an interior (unguarded) and an edge version.
+    fn split_interior(&mut self, orig: Stmt, guarded: Stmt, conds: Vec<Expr>, env: &Env) -> Stmt {
+        let mut vars = Vec::new();
+        let mut ext = Vec::new();
+        let mut cur = &orig;
+        while let Stmt::For { var, start, extent, kind: ForKind::Parallel, body } = cur {
+            match (start.as_int(), extent.as_int()) {
+                (Some(0), Some(e)) => {
+                    vars.push(*var);
+                    ext.push(e);
+                }
+                _ => return guarded,
+            }
+            cur = body;
+        }
+        let touches_fragment = {
+            let mut t = false;
+            orig.visit_exprs(&mut |x| {
+                if let Expr::Load(b, _, _) = x {
+                    t |= self.f.buf(*b).scope == Scope::Fragment;
+                }
+            });
+            orig.visit(&mut |x| {
+                if let Stmt::Store { buf, .. } = x {
+                    t |= self.f.buf(*buf).scope == Scope::Fragment;
+                }
+            });
+            t
+        };
+        if touches_fragment || vars.is_empty() {
+            return guarded;
+        }
+        let mut interior = Vec::new();
+        for c in conds {
+            let Expr::Bin(BinOp::Lt, lhs, rhs, _) = &c else { return guarded };
+            if !monotone(lhs, &vars) || vars.iter().any(|v| rhs.uses_var(*v)) {
+                return guarded;
+            }
+            let at_max = (**lhs).clone().map(&mut |x| match x {
+                Expr::Var(v, t) => match vars.iter().position(|y| *y == v) {
+                    Some(i) => Expr::Int(ext[i] - 1, t),
+                    None => Expr::Var(v, t),
+                },
+                x => x,
+            });
+            // Never interior (e.g. one ragged block): keep only the guarded form.
+            if let (Some((lo, _)), Some(n)) = (env.range(&at_max), rhs.as_int()) {
+                if lo >= n {
+                    return guarded;
+                }
+            }
+            let c = Expr::lt(at_max, (**rhs).clone());
+            if !interior.contains(&c) {
+                interior.push(c);
+            }
+        }
+        let Some(cond) = interior.into_iter().reduce(Expr::and) else { return guarded };
+        let edge = fresh_copy(&mut self.f, &guarded);
+        Stmt::If { cond, then: Box::new(orig), els: Some(Box::new(edge)) }
+    }
+
+    /// Conditions under which `buf[idx]` is in bounds, minus those proven.
+    fn conds(&self, buf: BufId, idx: &[Expr], env: &Env) -> Vec<Expr> {
+        let b = self.f.buf(buf);
+        if b.scope != Scope::Global {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (i, dim) in idx.iter().zip(&b.shape) {
+            let proven = match (env.range(i), dim.as_int()) {
+                (Some((_, hi)), Some(n)) => hi < n,
+                _ => false,
+            } || self.loops.iter().any(|(v, s, e)| {
+                matches!(i, Expr::Var(x, _) if x == v) && s.as_int() == Some(0) && e == dim
+            });
+            if !proven {
+                out.push(Expr::lt(i.clone(), dim.clone()));
+            }
+        }
+        out
+    }
+
+    fn emitted_extra(&self, conds: &[Expr], env: &Env) {
+        let mut v = self.extra.borrow_mut();
+        v.extend(conds.iter().map(|c| inline(c, &env.lets)));
+    }
+
+    /// Wraps unguarded global loads in `cond ? load : 0`.
+    fn guard_loads(&self, e: Expr, covered: &[Expr], env: &Env) -> Expr {
+        e.map(&mut |x| match x {
+            Expr::Load(b, idx, t) => {
+                let conds: Vec<Expr> =
+                    self.conds(b, &idx, env).into_iter().filter(|c| !covered.contains(c)).collect();
+                let load = Expr::Load(b, idx, t);
+                self.emitted_extra(&conds, env);
+                match conds.into_iter().reduce(Expr::and) {
+                    None => load,
+                    Some(c) => Expr::Select(Box::new(c), Box::new(load), Box::new(Expr::Int(0, DType::I32).cast(t)), t),
+                }
+            }
+            x => x,
+        })
+    }
+
+    fn stmt(&mut self, s: Stmt, env: &mut Env) -> Stmt {
+        match s {
+            Stmt::Seq(v) => {
+                let saved = env.clone();
+                let out = Stmt::Seq(v.into_iter().map(|s| self.stmt(s, env)).collect());
+                *env = saved;
+                out
+            }
+            Stmt::Let { var, value } => {
+                let value = self.guard_loads(value, &[], env);
+                env.lets.insert(var, value.clone());
+                Stmt::Let { var, value }
+            }
+            Stmt::Local { var, init } => Stmt::Local { var, init: self.guard_loads(init, &[], env) },
+            Stmt::Assign { var, value } => Stmt::Assign { var, value: self.guard_loads(value, &[], env) },
+            Stmt::Store { buf, idx, value } => {
+                let idx: Vec<Expr> = idx.into_iter().map(|i| self.guard_loads(i, &[], env)).collect();
+                let guard = self.conds(buf, &idx, env);
+                self.emitted.extend(guard.iter().map(|c| inline(c, &env.lets)));
+                let value = self.guard_loads(value, &guard, env);
+                let store = Stmt::Store { buf, idx, value };
+                match guard.into_iter().reduce(Expr::and) {
+                    None => store,
+                    Some(c) => Stmt::If { cond: c, then: Box::new(store), els: None },
+                }
+            }
+            Stmt::For { kind: ForKind::Parallel, .. } if !self.in_nest => {
+                let orig = s.clone();
+                self.in_nest = true;
+                self.emitted.clear();
+                self.extra.borrow_mut().clear();
+                let guarded = self.stmt(s, env);
+                self.in_nest = false;
+                let mut conds = std::mem::take(&mut self.emitted);
+                conds.extend(self.extra.borrow_mut().drain(..));
+                if conds.is_empty() {
+                    return guarded;
+                }
+                self.split_interior(orig, guarded, conds, env)
+            }
+            Stmt::For { var, start, extent, kind, body } => {
+                let start = self.guard_loads(start, &[], env);
+                let extent = self.guard_loads(extent, &[], env);
+                let saved = env.ranges.get(&var).copied();
+                match (start.as_int(), extent.as_int()) {
+                    (Some(s), Some(e)) if e > 0 => {
+                        env.ranges.insert(var, (s, s + e - 1));
+                    }
+                    _ => {
+                        env.ranges.remove(&var);
+                    }
+                }
+                self.loops.push((var, start.clone(), extent.clone()));
+                let body = Box::new(self.stmt(*body, env));
+                self.loops.pop();
+                match saved {
+                    Some(r) => env.ranges.insert(var, r),
+                    None => env.ranges.remove(&var),
+                };
+                Stmt::For { var, start, extent, kind, body }
+            }
+            Stmt::If { cond, then, els } => Stmt::If {
+                cond: self.guard_loads(cond, &[], env),
+                then: Box::new(self.stmt(*then, env)),
+                els: els.map(|e| Box::new(self.stmt(*e, env))),
+            },
+            s => s,
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Lowers tile ops into `T::parallel` loop nests over element stores:
+//! `T::copy` → `dst[o_d + i] = src[o_s + i]` (converted to dst's dtype),
+//! `T::fill`/`T::clear` → `dst[o + i] = v`,
+//! `T::gemm` → per accumulator element, a serial dot product over K.
+//! Leading unit dims of a region (a row of a matrix) do not become loops.
+
+use crate::diag::Diagnostic;
+use crate::ir::*;
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
+    f.body = lower(&mut f, body);
+    Ok(f)
+}
+
+fn lower(f: &mut PrimFunc, s: Stmt) -> Stmt {
+    match s {
+        Stmt::Seq(v) => Stmt::Seq(v.into_iter().map(|s| lower(f, s)).collect()),
+        Stmt::For { var, start, extent, kind, body } => {
+            Stmt::For { var, start, extent, kind, body: Box::new(lower(f, *body)) }
+        }
+        Stmt::If { cond, then, els } => Stmt::If {
+            cond,
+            then: Box::new(lower(f, *then)),
+            els: els.map(|e| Box::new(lower(f, *e))),
+        },
+        Stmt::Copy { src, dst } => copy(f, src, dst),
+        Stmt::Fill { dst, value } => {
+            let (vars, nest_of) = loop_vars(f, &dst.extent);
+            let idx = region_index(&dst, &vars);
+            nest_of(Stmt::Store { buf: dst.buf, idx, value })
+        }
+        Stmt::Gemm(g) => gemm(f, g),
+        s => s,
+    }
+}
+
+/// Loop variables over the trailing non-unit dims of `extent`, and a function
+/// wrapping a body in the parallel nest.
+fn loop_vars(f: &mut PrimFunc, extent: &[Expr]) -> (Vec<Option<VarId>>, impl FnOnce(Stmt) -> Stmt) {
+    let lead = extent.iter().take_while(|e| e.as_int() == Some(1)).count().min(extent.len() - 1);
+    let mut vars = vec![None; lead];
+    let mut loops = Vec::new();
+    let names = ["i", "j", "k", "l"];
+    for (d, e) in extent.iter().enumerate().skip(lead) {
+        let v = f.new_var(names.get(d - lead).copied().unwrap_or("i"), DType::I32);
+        vars.push(Some(v));
+        loops.push((v, e.clone()));
+    }
+    let nest = move |body: Stmt| {
+        loops.into_iter().rev().fold(body, |b, (v, e)| Stmt::For {
+            var: v,
+            start: Expr::int(0),
+            extent: e,
+            kind: ForKind::Parallel,
+            body: Box::new(b),
+        })
+    };
+    (vars, nest)
+}
+
+fn region_index(r: &Region, vars: &[Option<VarId>]) -> Vec<Expr> {
+    let off = vars.len() - vars.iter().filter(|v| v.is_some()).count();
+    let tile: Vec<VarId> = vars.iter().flatten().copied().collect();
+    let rank = r.origin.len();
+    let first_loop = rank - tile.len();
+    let _ = off;
+    (0..rank)
+        .map(|d| {
+            if d >= first_loop {
+                Expr::add(r.origin[d].clone(), Expr::Var(tile[d - first_loop], DType::I32))
+            } else {
+                r.origin[d].clone()
+            }
+        })
+        .collect()
+}
+
+fn copy(f: &mut PrimFunc, src: Region, dst: Region) -> Stmt {
+    let (vars, nest_of) = loop_vars(f, &dst.extent);
+    let tile: Vec<Option<VarId>> = vars.iter().filter(|v| v.is_some()).copied().collect();
+    let sidx = region_index(&src, &tile);
+    let didx = region_index(&dst, &tile);
+    let st = f.buf(src.buf).dtype;
+    let dt = f.buf(dst.buf).dtype;
+    let value = Expr::Load(src.buf, sidx, st).cast(dt);
+    nest_of(Stmt::Store { buf: dst.buf, idx: didx, value })
+}
+
+fn gemm(f: &mut PrimFunc, g: Gemm) -> Stmt {
+    let (a, b, c) = (f.buf(g.a).clone(), f.buf(g.b).clone(), f.buf(g.c).clone());
+    let sc = c.const_shape().unwrap_or_default();
+    let sa = a.const_shape().unwrap_or_default();
+    let kdim = if g.trans_a { sa[0] } else { sa[1] };
+    let i = f.new_var("i", DType::I32);
+    let j = f.new_var("j", DType::I32);
+    let k = f.new_var("k", DType::I32);
+    let acc = f.new_var("acc", c.dtype);
+    let (vi, vj, vk) = (Expr::Var(i, DType::I32), Expr::Var(j, DType::I32), Expr::Var(k, DType::I32));
+    let aidx = if g.trans_a { vec![vk.clone(), vi.clone()] } else { vec![vi.clone(), vk.clone()] };
+    let bidx = if g.trans_b { vec![vj.clone(), vk.clone()] } else { vec![vk.clone(), vj.clone()] };
+    let prod = Expr::mul(
+        Expr::Load(g.a, aidx, a.dtype).cast(c.dtype),
+        Expr::Load(g.b, bidx, b.dtype).cast(c.dtype),
+    );
+    let init = if g.clear { Expr::Int(0, DType::I32).cast(c.dtype) } else { Expr::Load(g.c, vec![vi.clone(), vj.clone()], c.dtype) };
+    let body = Stmt::Seq(vec![
+        Stmt::Local { var: acc, init },
+        Stmt::For {
+            var: k,
+            start: Expr::int(0),
+            extent: Expr::int(kdim),
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::Assign { var: acc, value: Expr::add(Expr::Var(acc, c.dtype), prod) }),
+        },
+        Stmt::Store { buf: g.c, idx: vec![vi, vj], value: Expr::Var(acc, c.dtype) },
+    ]);
+    let inner = Stmt::For { var: j, start: Expr::int(0), extent: Expr::int(sc[1]), kind: ForKind::Parallel, body: Box::new(body) };
+    Stmt::For { var: i, start: Expr::int(0), extent: Expr::int(sc[0]), kind: ForKind::Parallel, body: Box::new(inner) }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::frontend::parse_kernel_source;
+
+    #[test]
+    fn copy_becomes_parallel_nest() {
+        let src = r#"
+            #[tile::kernel(bm = 4, bn = 8, threads = 32)]
+            fn k(a: Tensor<f16, (M, N)>, c: TensorMut<f32, (M, N)>) {
+                T::kernel([T::ceildiv(N, bn), T::ceildiv(M, bm)], threads, |bx, by| {
+                    let t = T::alloc_shared::<f16>([bm, bn]);
+                    T::copy(a.at([by * bm, bx * bn]), t);
+                    T::copy(t, c.at([by * bm, bx * bn]));
+                });
+            }"#;
+        let f = parse_kernel_source(src).expect("parses").func;
+        let f = super::run(f).expect("lowers");
+        let s = f.script();
+        assert!(s.contains("for i in T.Parallel(0, 4):"), "{s}");
+        assert!(s.contains("t[i, j] = a[((by * 4) + i), ((bx * 8) + j)]"), "{s}");
+        assert!(s.contains("T.Cast(\"float32\", t[i_1, j_1])"), "{s}");
+    }
+}

@@ -1,0 +1,34 @@
+//! The pass pipeline: one straight line, one pass a line.
+//!
+//! Order matters:
+//! 1. `lower_tile_ops` first: copies, fills and gemms become `T::parallel`
+//!    loop nests, so later passes only see loads, stores and loops.
+//! 2. `inject_bounds` after it: the nests made by step 1 contain global
+//!    accesses that may run past a ragged edge and need guards too.
+//! 3. `insert_barriers` (CUDA only) last: it must see every shared-memory
+//!    access, including those created by steps 1-2.
+
+pub mod inject_bounds;
+pub mod insert_barriers;
+pub mod lower_tile_ops;
+pub mod range;
+
+use crate::diag::Diagnostic;
+use crate::ir::PrimFunc;
+use crate::Target;
+
+pub fn run(f: PrimFunc, target: Target) -> Result<PrimFunc, Diagnostic> {
+    let f = check(lower_tile_ops::run(f)?)?;
+    let f = check(inject_bounds::run(f)?)?;
+    let f = match target {
+        Target::Cuda => check(insert_barriers::run(f)?)?,
+        Target::C => f,
+    };
+    Ok(f)
+}
+
+/// Verifies the output of a pass (always: it is cheap next to codegen).
+fn check(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    crate::verify::verify(&f)?;
+    Ok(f)
+}

@@ -1,0 +1,207 @@
+//! The expansion: a typed launcher function plus a module of the same name
+//! holding the kernel's static spec, its in-process cache slot and helpers.
+//! Generated code names only `::tile::__private::…` and `::tile::…`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use tile_core::ir::{BinOp, DType, Expr, PrimFunc};
+use tile_core::Compiled;
+
+pub fn errors(item: &syn::ItemFn, diags: &[tile_core::Diagnostic]) -> TokenStream {
+    let errs = diags.iter().map(|d| syn::Error::new(d.span, &d.message).to_compile_error());
+    // A fallback item keeps the name defined so that one mistake does not
+    // cascade into "cannot find function" errors at every call site.
+    let vis = &item.vis;
+    let name = &item.sig.ident;
+    quote! {
+        #(#errs)*
+        #[allow(dead_code, unused_variables)]
+        #vis fn #name() {}
+    }
+}
+
+fn elem_type(t: DType, span: Span) -> TokenStream {
+    match t {
+        DType::F16 => quote_spanned!(span=> ::tile::__private::f16),
+        DType::BF16 => quote_spanned!(span=> ::tile::__private::bf16),
+        other => {
+            let id = syn::Ident::new(other.rust_name(), span);
+            quote!(#id)
+        }
+    }
+}
+
+fn dtype_tokens(t: DType) -> TokenStream {
+    let v = format_ident!("{}", format!("{t:?}"));
+    quote!(::tile::__private::DType::#v)
+}
+
+fn grid_tokens(f: &PrimFunc, e: &Expr) -> Result<TokenStream, String> {
+    let g = quote!(::tile::__private::GridExpr);
+    Ok(match e {
+        Expr::Int(v, _) => quote!(#g::Const(#v)),
+        Expr::Var(v, _) => {
+            let i = f.dims.iter().position(|d| d == v).ok_or("grid uses a non-dim variable")? as u32;
+            quote!(#g::Dim(#i))
+        }
+        Expr::Cast(_, a) => grid_tokens(f, a)?,
+        Expr::Bin(op, a, b, _) => {
+            let (a, b) = (grid_tokens(f, a)?, grid_tokens(f, b)?);
+            let v = match op {
+                BinOp::Add => quote!(Add),
+                BinOp::Sub => quote!(Sub),
+                BinOp::Mul => quote!(Mul),
+                BinOp::Div => quote!(Div),
+                BinOp::Rem => quote!(Mod),
+                BinOp::Min => quote!(Min),
+                BinOp::Max => quote!(Max),
+                _ => return Err("unsupported operator in the grid".into()),
+            };
+            quote!(#g::#v(&#a, &#b))
+        }
+        _ => return Err("unsupported grid expression".into()),
+    })
+}
+
+pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
+    let f = &c.def.func;
+    let vis = &item.vis;
+    let name = &item.sig.ident;
+    let name_str = name.to_string();
+    let p = quote!(::tile::__private);
+
+    // Typed parameters of the launcher.
+    let mut args = Vec::new();
+    let mut refs = Vec::new();
+    let mut names = Vec::new();
+    for pd in &c.def.params {
+        let n = &pd.name;
+        let t = elem_type(pd.dtype, pd.ty_span);
+        if pd.mutable {
+            args.push(quote_spanned!(pd.ty_span=> #n: &mut ::tile::Tensor<#t>));
+            refs.push(quote!(#p::ArgRef::output(#n)));
+        } else {
+            args.push(quote_spanned!(pd.ty_span=> #n: &::tile::Tensor<#t>));
+            refs.push(quote!(#p::ArgRef::input(#n)));
+        }
+        names.push(n.clone());
+    }
+
+    // Static parameter table.
+    let params = f.params.iter().enumerate().map(|(i, &b)| {
+        let buf = f.buf(b);
+        let pname = &buf.name;
+        let dt = dtype_tokens(buf.dtype);
+        let dims = buf.shape.iter().map(|d| match d {
+            Expr::Int(v, _) => quote!(#p::DimSpec::Static(#v)),
+            Expr::Var(v, _) => {
+                let k = f.dims.iter().position(|x| x == v).unwrap_or(0) as u32;
+                quote!(#p::DimSpec::Dyn(#k))
+            }
+            _ => quote!(#p::DimSpec::Static(0)),
+        });
+        let out = buf.mutable;
+        let align = c.param_align.get(i).copied().unwrap_or(1);
+        quote!(#p::ParamSpec { name: #pname, dtype: #dt, shape: &[#(#dims),*], output: #out, align: #align })
+    });
+    let dim_names = f.dims.iter().map(|&d| f.var(d).name.clone());
+    let mut grid = Vec::new();
+    for d in 0..3 {
+        match f.launch.grid.get(d) {
+            Some(e) => match grid_tokens(f, e) {
+                Ok(t) => grid.push(t),
+                Err(m) => return syn::Error::new(Span::call_site(), m).to_compile_error(),
+            },
+            None => grid.push(quote!(#p::GridExpr::Const(1))),
+        }
+    }
+    let threads = f.launch.threads as u32;
+    let ir = &c.script;
+    let (c_key, c_sym, c_src) = (&c.c_key, &c.c_symbol, &c.c_source);
+    let (cu_key, cu_entry, cu_src) = (&c.cuda_key, &c.cuda_entry, &c.cuda_source);
+    let shared = c.cuda_shared_bytes as u32;
+
+    // Ahead-of-time artifacts placed by the crate's build script, if their
+    // keys match this kernel exactly.
+    let art = tile_core::build::lookup_artifacts(c_sym, cu_key);
+    let track = art.manifest.as_ref().map(|m| {
+        let m = m.display().to_string();
+        quote!(const _: &[u8] = include_bytes!(#m);)
+    });
+    let (c_extern, c_aot) = match &art.c_lib {
+        Some(lib) => (
+            quote! {
+                #[link(name = #lib, kind = "static")]
+                unsafe extern "C" {
+                    #[link_name = #c_sym]
+                    fn __tile_cpu_entry(bufs: *const *mut ::core::ffi::c_void, dims: *const i64, grid: *const i64, begin: i64, end: i64);
+                }
+            },
+            quote!(::core::option::Option::Some(__tile_cpu_entry as #p::CpuEntry)),
+        ),
+        None => (quote!(), quote!(::core::option::Option::None)),
+    };
+    let cubins = art.cubins.iter().map(|(arch, path)| {
+        let path = path.display().to_string();
+        quote!((#arch, include_bytes!(#path) as &[u8]))
+    });
+    let doc = format!("Launch helpers and the compiled form of kernel `{name_str}`.");
+
+    quote! {
+        #[allow(clippy::too_many_arguments)]
+        #vis fn #name(#(#args),*) -> ::core::result::Result<(), ::tile::Error> {
+            #name::launch_on(::core::option::Option::None, #(#names),*)
+        }
+
+        #[doc = #doc]
+        #[allow(non_snake_case, dead_code)]
+        #vis mod #name {
+            #track
+            #c_extern
+
+            /// Everything the runtime needs to check, find and launch this kernel.
+            pub static SPEC: #p::KernelSpec = #p::KernelSpec {
+                name: #name_str,
+                params: &[#(#params),*],
+                dims: &[#(#dim_names),*],
+                grid: [#(&#grid),*],
+                threads: #threads,
+                ir: #ir,
+                cpu: #p::CpuKernel { key: #c_key, symbol: #c_sym, source: #c_src, aot: #c_aot },
+                cuda: #p::CudaKernel { key: #cu_key, entry: #cu_entry, source: #cu_src, cubins: &[#(#cubins),*], shared_bytes: #shared },
+            };
+            static SLOT: #p::KernelSlot = #p::KernelSlot::new();
+
+            /// Launches on `stream`, or on the tensors' device's default stream.
+            #[allow(clippy::too_many_arguments)]
+            pub fn launch_on(stream: ::core::option::Option<&::tile::Stream>, #(#args),*) -> ::core::result::Result<(), ::tile::Error> {
+                #p::launch(&SPEC, &SLOT, stream, &[#(#refs),*])
+            }
+
+            /// A launcher bound to an explicit stream.
+            pub struct Launcher<'s>(&'s ::tile::Stream);
+
+            /// Binds an explicit stream: `kernel::on(&stream).launch(..)`.
+            pub fn on(stream: &::tile::Stream) -> Launcher<'_> {
+                Launcher(stream)
+            }
+
+            impl Launcher<'_> {
+                #[allow(clippy::too_many_arguments)]
+                pub fn launch(&self, #(#args),*) -> ::core::result::Result<(), ::tile::Error> {
+                    launch_on(::core::option::Option::Some(self.0), #(#names),*)
+                }
+            }
+
+            /// The generated device source for a target.
+            pub fn source(target: ::tile::Target) -> &'static str {
+                #p::kernel_source(&SPEC, target)
+            }
+
+            /// The IR script the cache keys are derived from.
+            pub fn ir() -> &'static str {
+                SPEC.ir
+            }
+        }
+    }
+}

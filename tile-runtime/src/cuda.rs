@@ -1,0 +1,215 @@
+//! CUDA driver access: probing, one context and default stream per device, module
+//! loading and the raw kernel launch.
+//!
+//! Invariants:
+//! - Nothing here panics on a machine without CUDA. cudarc's dynamic loading panics when
+//!   the driver library or a symbol is missing, so the library is probed first
+//!   (through cudarc's own candidate list, so the probe and the later load agree) and
+//!   every first call into the driver runs under `catch_unwind`.
+//! - Each device's primary context and default stream are created once, lazily, and
+//!   live for the process (they sit in a static table and are never dropped, which
+//!   avoids tearing down contexts during process exit).
+//! - Kernels are launched with a raw `cuLaunchKernel` whose parameter list is the ABI in
+//!   [`crate::spec`]: one `CUdeviceptr` per buffer, then one `int` per dynamic dim.
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use once_cell::sync::OnceCell;
+
+use crate::error::{Error, Result};
+
+/// Result of looking for a CUDA driver, computed once per process.
+#[derive(Debug)]
+pub(crate) struct Probe {
+    pub count: usize,
+    /// Why there is no device, when `count == 0`.
+    pub reason: String,
+}
+
+/// Looks for a CUDA driver and counts devices; never panics.
+pub(crate) fn probe() -> &'static Probe {
+    static PROBE: OnceLock<Probe> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        // SAFETY: loading the driver library runs its initialisers, as any CUDA use does;
+        // the probe only opens and closes it.
+        let present = unsafe { cudarc::driver::sys::is_culib_present() };
+        if !present {
+            return Probe {
+                count: 0,
+                reason: "the CUDA driver library (libcuda.so.1) is not installed or not on the \
+                         library search path"
+                    .into(),
+            };
+        }
+        match catch_unwind(CudaContext::device_count) {
+            Ok(Ok(n)) if n > 0 => Probe {
+                count: n as usize,
+                reason: String::new(),
+            },
+            Ok(Ok(_)) => Probe {
+                count: 0,
+                reason: "the CUDA driver reports no devices".into(),
+            },
+            Ok(Err(e)) => Probe {
+                count: 0,
+                reason: Error::driver("cuInit/cuDeviceGetCount", e).to_string(),
+            },
+            Err(_) => Probe {
+                count: 0,
+                reason: "the CUDA driver library lacks a required entry point (driver too old?)"
+                    .into(),
+            },
+        }
+    })
+}
+
+pub(crate) fn no_cuda() -> Error {
+    Error::NoCuda {
+        reason: probe().reason.clone(),
+    }
+}
+
+/// A device's context, default stream and compute capability.
+pub(crate) struct DeviceState {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub cc: (i32, i32),
+}
+
+/// The state of CUDA device `ordinal`, created on first use.
+pub(crate) fn device(ordinal: usize) -> Result<&'static DeviceState> {
+    static DEVICES: OnceLock<Box<[OnceCell<DeviceState>]>> = OnceLock::new();
+    let count = probe().count;
+    if count == 0 {
+        return Err(no_cuda());
+    }
+    let table = DEVICES.get_or_init(|| (0..count).map(|_| OnceCell::new()).collect());
+    let cell = table
+        .get(ordinal)
+        .ok_or(Error::NoSuchDevice { ordinal, count })?;
+    cell.get_or_try_init(|| {
+        let ctx = match catch_unwind(|| CudaContext::new(ordinal)) {
+            Ok(r) => r.map_err(|e| Error::driver("cuDevicePrimaryCtxRetain", e))?,
+            Err(_) => return Err(no_symbol("cuDevicePrimaryCtxRetain")),
+        };
+        let cc = ctx
+            .compute_capability()
+            .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;
+        let stream = ctx.default_stream();
+        Ok(DeviceState { ctx, stream, cc })
+    })
+}
+
+fn no_symbol(call: &'static str) -> Error {
+    Error::Driver {
+        call,
+        message: "the CUDA driver library lacks this entry point (driver too old?)".into(),
+    }
+}
+
+/// Architectures whose embedded cubin can run on a device of compute capability `cc`,
+/// best first. SASS runs on the same major version with an equal or higher minor, so
+/// sm_80 code serves 8.6 and 8.9; the `a` variants only run on their exact arch.
+pub(crate) fn cubin_archs(cc: (i32, i32)) -> Vec<String> {
+    match cc {
+        (9, 0) => vec!["sm_90a".into(), "sm_90".into()],
+        (8, 0) => vec!["sm_80".into()],
+        (8, minor) => vec![format!("sm_8{minor}"), "sm_80".into()],
+        (major, minor) => vec![format!("sm_{major}{minor}")],
+    }
+}
+
+/// The architecture NVRTC compiles for on a device of compute capability `cc`.
+pub(crate) fn nvrtc_arch(cc: (i32, i32)) -> String {
+    match cc {
+        (9, 0) => "sm_90a".into(),
+        (major, minor) => format!("sm_{major}{minor}"),
+    }
+}
+
+/// Loads a cubin image into the device's context and looks up `entry`.
+pub(crate) fn load_function(
+    dev: &DeviceState,
+    kernel: &'static str,
+    image: Vec<u8>,
+    entry: &str,
+    origin: &std::path::Path,
+) -> Result<CudaFunction> {
+    let load_err = |message: String| Error::Load {
+        kernel,
+        path: origin.to_path_buf(),
+        message,
+    };
+    if entry.contains('\0') {
+        return Err(load_err(format!("entry name {entry:?} contains NUL")));
+    }
+    let ptx = cudarc::nvrtc::Ptx::from_binary(image);
+    let module = match catch_unwind(AssertUnwindSafe(|| dev.ctx.load_module(ptx))) {
+        Ok(r) => r.map_err(|e| load_err(Error::driver("cuModuleLoadData", e).to_string()))?,
+        Err(_) => return Err(no_symbol("cuModuleLoadData")),
+    };
+    module
+        .load_function(entry)
+        .map_err(|e| load_err(Error::driver("cuModuleGetFunction", e).to_string()))
+}
+
+/// Enqueues `f` on `stream`.
+///
+/// # Safety
+///
+/// `params` must match the kernel's signature exactly (one pointer to a `u64` device
+/// address per buffer, then one pointer to an `i32` per dynamic dim), every device
+/// address must point to live memory of the size the kernel indexes, and that memory must
+/// stay alive and correctly ordered (stream events) until the kernel finishes.
+pub(crate) unsafe fn launch(
+    f: &CudaFunction,
+    stream: &CudaStream,
+    grid: [u32; 3],
+    threads: u32,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    // SAFETY: forwarded from the caller's contract; the function handle belongs to a
+    // module that the kernel slot keeps loaded for the process lifetime.
+    unsafe {
+        cudarc::driver::result::launch_kernel(
+            f.cu_function(),
+            (grid[0], grid[1], grid[2]),
+            (threads, 1, 1),
+            0,
+            stream.cu_stream(),
+            params,
+        )
+    }
+    .map_err(|e| Error::driver("cuLaunchKernel", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_choice() {
+        assert_eq!(cubin_archs((9, 0)), ["sm_90a", "sm_90"]);
+        assert_eq!(cubin_archs((8, 0)), ["sm_80"]);
+        assert_eq!(cubin_archs((8, 9)), ["sm_89", "sm_80"]);
+        assert_eq!(cubin_archs((12, 0)), ["sm_120"]);
+        assert_eq!(nvrtc_arch((9, 0)), "sm_90a");
+        assert_eq!(nvrtc_arch((8, 6)), "sm_86");
+    }
+
+    #[test]
+    fn probe_does_not_panic() {
+        let p = probe();
+        if p.count == 0 {
+            assert!(!p.reason.is_empty());
+            assert!(device(0).is_err());
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! The runtime's one error type.
+//!
+//! Invariants:
+//! - Argument-check variants carry the kernel name, the buffer (the parameter name as
+//!   declared) and the field that failed; their `Display` text is part of the API (it
+//!   follows TileLang's wording, with the word `input` for every buffer parameter) and is
+//!   asserted by tests.
+//! - Compiler-tool failures keep what is needed to reproduce them outside the process:
+//!   the options, the log or stderr, the path of the source written to disk and a
+//!   command line.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use crate::device::Device;
+use crate::dtype::DType;
+
+/// `Result` with the runtime's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong between a typed launcher call and a finished launch.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The launcher passed a different number of arguments than the kernel declares.
+    NumArgs {
+        kernel: &'static str,
+        expected: usize,
+        got: usize,
+    },
+    /// A non-empty buffer has a null data pointer.
+    NullPointer {
+        kernel: &'static str,
+        buffer: &'static str,
+    },
+    NdimMismatch {
+        kernel: &'static str,
+        buffer: &'static str,
+        expected: usize,
+        got: usize,
+    },
+    DtypeMismatch {
+        kernel: &'static str,
+        buffer: &'static str,
+        expected: DType,
+        got: DType,
+    },
+    /// `bound_by` is `Some((dim name, parameter))` when the expected extent is a dynamic
+    /// dim bound by an earlier parameter.
+    ShapeMismatch {
+        kernel: &'static str,
+        buffer: &'static str,
+        dim: usize,
+        expected: i64,
+        got: usize,
+        bound_by: Option<(&'static str, &'static str)>,
+    },
+    /// Buffers must be contiguous row-major (dims of extent 1 may have any stride).
+    StrideMismatch {
+        kernel: &'static str,
+        buffer: &'static str,
+        dim: usize,
+        expected: isize,
+        got: isize,
+    },
+    Misaligned {
+        kernel: &'static str,
+        buffer: &'static str,
+        align: u32,
+    },
+    DeviceMismatch {
+        kernel: &'static str,
+        buffer: &'static str,
+        expected: Device,
+        got: Device,
+    },
+    /// The stream given to the launch is on another device than the tensors.
+    StreamDeviceMismatch {
+        kernel: &'static str,
+        tensors: Device,
+        stream: Device,
+    },
+    /// The generated code indexes with 32-bit `int`.
+    IndexRange {
+        kernel: &'static str,
+        buffer: &'static str,
+    },
+    /// The kernel spec itself is inconsistent (a macro or build bug, not a user error).
+    Spec {
+        kernel: &'static str,
+        message: String,
+    },
+    /// A grid extent could not be evaluated (division by zero, overflow) or is out of range.
+    Grid {
+        kernel: &'static str,
+        axis: usize,
+        message: String,
+    },
+    /// No usable CUDA driver or device.
+    NoCuda { reason: String },
+    /// `Device::cuda(n)` for an ordinal that does not exist.
+    NoSuchDevice { ordinal: usize, count: usize },
+    /// A CUDA driver API call failed.
+    Driver { call: &'static str, message: String },
+    /// NVRTC could not be loaded or is unusable.
+    NvrtcUnavailable { reason: String },
+    /// No include folder holds `cuda_fp16.h`, which the generated CUDA includes.
+    CudaHeaders { searched: Vec<PathBuf> },
+    /// NVRTC rejected the generated source.
+    Nvrtc {
+        kernel: &'static str,
+        log: String,
+        options: Vec<String>,
+        source: PathBuf,
+        reproduce: String,
+    },
+    /// The C compiler failed (or could not be started).
+    Cc {
+        kernel: &'static str,
+        command: String,
+        stderr: String,
+        source: PathBuf,
+    },
+    /// A compiled kernel could not be loaded (dlopen, missing symbol, bad cubin).
+    Load {
+        kernel: &'static str,
+        path: PathBuf,
+        message: String,
+    },
+    /// The disk cache (or a temporary build folder) could not be read or written.
+    Cache { path: PathBuf, source: io::Error },
+    /// A CPU worker thread could not be started.
+    Thread { source: io::Error },
+    /// `TILE_DEVICE` holds something other than `cpu`, `cuda` or `cuda:N`.
+    InvalidDevice { value: String },
+    /// Tensor construction: the data length does not match the shape.
+    TensorLen { shape: Vec<usize>, len: usize },
+    /// Tensor construction: the shape's element count (or byte size) overflows.
+    TensorTooLarge { shape: Vec<usize> },
+    /// A tensor view or copy request that does not fit the tensor.
+    TensorView { message: String },
+}
+
+impl Error {
+    pub(crate) fn driver(call: &'static str, err: cudarc::driver::DriverError) -> Error {
+        let name = err
+            .error_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| format!("{:?}", err.0));
+        let text = err
+            .error_string()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let message = if text.is_empty() {
+            name
+        } else {
+            format!("{name}: {text}")
+        };
+        Error::Driver { call, message }
+    }
+
+    pub(crate) fn cache(path: impl Into<PathBuf>, source: io::Error) -> Error {
+        Error::Cache {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn view(message: impl Into<String>) -> Error {
+        Error::TensorView {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NumArgs {
+                kernel,
+                expected,
+                got,
+            } => write!(f, "kernel {kernel}: num_args should be {expected}, got {got}"),
+            Error::NullPointer { kernel, buffer } => write!(
+                f,
+                "kernel {kernel} input {buffer} is expected to have non-NULL pointer"
+            ),
+            Error::NdimMismatch {
+                kernel,
+                buffer,
+                expected,
+                got,
+            } => write!(
+                f,
+                "kernel {kernel} input {buffer} ndim mismatch, expected {expected}, got {got}"
+            ),
+            Error::DtypeMismatch {
+                kernel,
+                buffer,
+                expected,
+                got,
+            } => write!(
+                f,
+                "kernel {kernel} input {buffer} dtype mismatch, expected {expected}, got {got}"
+            ),
+            Error::ShapeMismatch {
+                kernel,
+                buffer,
+                dim,
+                expected,
+                got,
+                bound_by,
+            } => {
+                write!(
+                    f,
+                    "kernel {kernel} input {buffer} shape mismatch: dim {dim} expected {expected}"
+                )?;
+                if let Some((name, by)) = bound_by {
+                    write!(f, " ({name} bound by {by})")?;
+                }
+                write!(f, ", got {got}")
+            }
+            Error::StrideMismatch {
+                kernel,
+                buffer,
+                dim,
+                expected,
+                got,
+            } => write!(
+                f,
+                "kernel {kernel} input {buffer} stride mismatch: dim {dim} expected {expected}, got {got}"
+            ),
+            Error::Misaligned {
+                kernel,
+                buffer,
+                align,
+            } => write!(
+                f,
+                "kernel {kernel} input {buffer} misaligned: data pointer must be aligned to {align} bytes"
+            ),
+            Error::DeviceMismatch {
+                kernel,
+                buffer,
+                expected,
+                got,
+            } => write!(
+                f,
+                "kernel {kernel} input {buffer} device mismatch, expected {expected}, got {got}"
+            ),
+            Error::StreamDeviceMismatch {
+                kernel,
+                tensors,
+                stream,
+            } => write!(
+                f,
+                "kernel {kernel} stream device mismatch, expected {tensors} (the tensors' device), got {stream}"
+            ),
+            Error::IndexRange { kernel, buffer } => write!(
+                f,
+                "kernel {kernel} input {buffer} exceeds the 32-bit index range"
+            ),
+            Error::Spec { kernel, message } => {
+                write!(f, "kernel {kernel}: invalid kernel spec: {message}")
+            }
+            Error::Grid {
+                kernel,
+                axis,
+                message,
+            } => {
+                let axis = ["x", "y", "z"].get(*axis).copied().unwrap_or("?");
+                write!(f, "kernel {kernel}: grid {axis}: {message}")
+            }
+            Error::NoCuda { reason } => write!(f, "no usable CUDA device: {reason}"),
+            Error::NoSuchDevice { ordinal, count } => write!(
+                f,
+                "CUDA device cuda:{ordinal} does not exist ({count} CUDA device(s) found)"
+            ),
+            Error::Driver { call, message } => write!(f, "CUDA driver call {call} failed: {message}"),
+            Error::NvrtcUnavailable { reason } => write!(f, "NVRTC is not usable: {reason}"),
+            Error::CudaHeaders { searched } => {
+                write!(
+                    f,
+                    "cuda_fp16.h not found: the generated CUDA source needs the CUDA toolkit headers; \
+                     set CUDA_HOME (or CUDA_PATH) to a CUDA installation. Searched:"
+                )?;
+                if searched.is_empty() {
+                    write!(f, " (no folders)")?;
+                }
+                for dir in searched {
+                    write!(f, "\n  {}", dir.display())?;
+                }
+                Ok(())
+            }
+            Error::Nvrtc {
+                kernel,
+                log,
+                options,
+                source,
+                reproduce,
+            } => write!(
+                f,
+                "kernel {kernel}: NVRTC compilation failed\noptions: {}\nsource: {}\nreproduce with: {reproduce}\nlog:\n{}",
+                options.join(" "),
+                source.display(),
+                log.trim_end()
+            ),
+            Error::Cc {
+                kernel,
+                command,
+                stderr,
+                source,
+            } => write!(
+                f,
+                "kernel {kernel}: C compiler failed\nsource: {}\nreproduce with: {command}\nstderr:\n{}",
+                source.display(),
+                stderr.trim_end()
+            ),
+            Error::Load {
+                kernel,
+                path,
+                message,
+            } => write!(
+                f,
+                "kernel {kernel}: cannot load {}: {message}",
+                path.display()
+            ),
+            Error::Cache { path, source } => {
+                write!(f, "kernel cache I/O error at {}: {source}", path.display())
+            }
+            Error::Thread { source } => write!(f, "cannot start a CPU worker thread: {source}"),
+            Error::InvalidDevice { value } => write!(
+                f,
+                "invalid TILE_DEVICE value {value:?}: expected `cpu`, `cuda` or `cuda:N`"
+            ),
+            Error::TensorLen { shape, len } => {
+                let numel: Option<usize> = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+                match numel {
+                    Some(n) => write!(
+                        f,
+                        "tensor shape {shape:?} holds {n} elements but the data has {len}"
+                    ),
+                    None => write!(f, "tensor shape {shape:?} does not match data of length {len}"),
+                }
+            }
+            Error::TensorTooLarge { shape } => {
+                write!(f, "tensor shape {shape:?} is too large (size overflows usize)")
+            }
+            Error::TensorView { message } => write!(f, "{message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Cache { source, .. } | Error::Thread { source } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_is_send_sync_static() {
+        fn check<E: std::error::Error + Send + Sync + 'static>() {}
+        check::<Error>();
+    }
+
+    #[test]
+    fn tool_errors_show_how_to_reproduce() {
+        let e = Error::Nvrtc {
+            kernel: "k",
+            log: "kernel.cu(3): error: identifier \"x\" is undefined\n".into(),
+            options: vec!["--gpu-architecture=sm_90a".into(), "-std=c++17".into()],
+            source: PathBuf::from("/c/kernel.cu"),
+            reproduce: "nvcc -cubin -arch=sm_90a /c/kernel.cu".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "kernel k: NVRTC compilation failed\noptions: --gpu-architecture=sm_90a -std=c++17\n\
+             source: /c/kernel.cu\nreproduce with: nvcc -cubin -arch=sm_90a /c/kernel.cu\n\
+             log:\nkernel.cu(3): error: identifier \"x\" is undefined"
+        );
+        let e = Error::Grid {
+            kernel: "k",
+            axis: 1,
+            message: "extent -1 is negative".into(),
+        };
+        assert_eq!(e.to_string(), "kernel k: grid y: extent -1 is negative");
+        let e = Error::cache("/x", std::io::Error::other("disk full"));
+        assert!(std::error::Error::source(&e).is_some());
+        assert_eq!(e.to_string(), "kernel cache I/O error at /x: disk full");
+    }
+}

@@ -1,0 +1,391 @@
+//! Launch-path tests that need a CUDA device. Each test returns early (and says so on
+//! stderr) on a machine without one, so `cargo test` stays green everywhere.
+
+use super::*;
+use crate::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, ParamSpec};
+use crate::testing::{assert_allclose, random_vec};
+use std::path::Path;
+
+const VECADD_CU: &str = r#"#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+extern "C" __global__ void tile_test_vecadd_cu(const float *__restrict__ a,
+                                               const float *__restrict__ b,
+                                               float *__restrict__ c, int n) {
+    int i = blockIdx.x * 256 + threadIdx.x;
+    if (i < n) {
+        c[i] = a[i] + b[i];
+    }
+}
+"#;
+
+static N_DIM: GridExpr = GridExpr::Dim(0);
+static BLOCK_N: GridExpr = GridExpr::Const(256);
+static BLOCKS: GridExpr = GridExpr::CeilDiv(&N_DIM, &BLOCK_N);
+static ONE: GridExpr = GridExpr::Const(1);
+const N: DimSpec = DimSpec::Dyn(0);
+static PARAMS: [ParamSpec; 3] = [
+    ParamSpec {
+        name: "a",
+        dtype: DType::F32,
+        shape: &[N],
+        output: false,
+        align: 4,
+    },
+    ParamSpec {
+        name: "b",
+        dtype: DType::F32,
+        shape: &[N],
+        output: false,
+        align: 4,
+    },
+    ParamSpec {
+        name: "c",
+        dtype: DType::F32,
+        shape: &[N],
+        output: true,
+        align: 4,
+    },
+];
+
+const fn spec(key: &'static str, cubins: &'static [(&'static str, &'static [u8])]) -> KernelSpec {
+    KernelSpec {
+        name: "vecadd",
+        params: &PARAMS,
+        dims: &["N"],
+        grid: [&BLOCKS, &ONE, &ONE],
+        threads: 256,
+        ir: "",
+        cpu: CpuKernel {
+            key,
+            symbol: "none",
+            source: "",
+            aot: None,
+        },
+        cuda: CudaKernel {
+            key,
+            entry: "tile_test_vecadd_cu",
+            source: VECADD_CU,
+            cubins,
+            shared_bytes: 0,
+        },
+    }
+}
+
+static VECADD_JIT: KernelSpec = spec(
+    "dddd456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    &[],
+);
+
+fn gpu() -> Option<Device> {
+    match Device::cuda(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+fn temp_root(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "tile-gpu-test-{tag}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}
+
+struct Case {
+    a: Tensor<f32>,
+    b: Tensor<f32>,
+    c: Tensor<f32>,
+    expected: Vec<f64>,
+}
+
+fn case(n: usize, seed: u64, dev: Device) -> Result<Case> {
+    let a = random_vec::<f32>(n, seed, -1.0, 1.0);
+    let b = random_vec::<f32>(n, seed + 1, -1.0, 1.0);
+    let expected = a.iter().zip(&b).map(|(x, y)| f64::from(x + y)).collect();
+    Ok(Case {
+        a: Tensor::from_vec(a, &[n], dev)?,
+        b: Tensor::from_vec(b, &[n], dev)?,
+        c: Tensor::empty(&[n], dev)?,
+        expected,
+    })
+}
+
+fn run(
+    cfg: &Config,
+    spec: &'static KernelSpec,
+    slot: &KernelSlot,
+    stream: Option<&Stream>,
+    k: &mut Case,
+) -> Result<()> {
+    launch_with(
+        cfg,
+        spec,
+        slot,
+        stream,
+        &[
+            ArgRef::input(&k.a),
+            ArgRef::input(&k.b),
+            ArgRef::output(&mut k.c),
+        ],
+    )
+}
+
+fn assert_result(k: &Case) -> Result<()> {
+    if let Err(e) = assert_allclose(&k.c.to_vec()?, &k.expected, 0.0, 0.0) {
+        panic!("{e}");
+    }
+    Ok(())
+}
+
+#[test]
+fn gpu_tensors_round_trip() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let data: Vec<i32> = (0..12).collect();
+    let t = Tensor::from_slice(&data, &[3, 4], dev)?;
+    assert_eq!(t.device(), dev);
+    assert_eq!(t.data_ptr() % 256, 0);
+    assert_eq!(t.to_vec()?, data);
+    assert_eq!(
+        t.transpose(0, 1).to_vec()?,
+        vec![0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]
+    );
+    assert_eq!(t.slice(1, 1..3)?.to_vec()?, vec![1, 2, 5, 6, 9, 10]);
+    let mut row = t.slice(0, 1..2)?;
+    row.copy_from_slice(&[40, 50, 60, 70])?;
+    assert_eq!(t.to_vec()?[4..8], [40, 50, 60, 70]);
+    assert!(t.transpose(0, 1).copy_from_slice(&data).is_err());
+    let host = t.to_device(Device::Cpu)?;
+    assert_eq!(host.device(), Device::Cpu);
+    assert_eq!(host.to_vec()?, t.to_vec()?);
+    assert_eq!(Tensor::<f32>::zeros(&[5], dev)?.to_vec()?, vec![0.0; 5]);
+    assert_eq!(
+        Tensor::full(&[3], half::f16::from_f32(1.5), dev)?.to_vec()?,
+        vec![half::f16::from_f32(1.5); 3]
+    );
+    assert_eq!(Tensor::<bool>::empty(&[7], dev)?.to_vec()?, vec![false; 7]);
+    assert!(Tensor::<f32>::zeros(&[0], dev)?.to_vec()?.is_empty());
+    assert_eq!(Device::from_setting(None)?, dev);
+    assert_eq!(Device::parse("cuda")?, Device::Cuda(0));
+    let count = Device::cuda_device_count();
+    assert!(matches!(
+        Device::cuda(count),
+        Err(Error::NoSuchDevice { .. })
+    ));
+    Ok(())
+}
+
+#[test]
+fn gpu_nvrtc_jit_with_disk_cache() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let root = temp_root("nvrtc");
+    let cfg = Config::for_test(root.clone());
+    let n = 100_003;
+
+    let slot = KernelSlot::new();
+    let mut k = case(n, 1, dev)?;
+    let t = Instant::now();
+    run(&cfg, &VECADD_JIT, &slot, None, &mut k)?;
+    let cold = t.elapsed();
+    assert_result(&k)?;
+    let entry = match slot.origin(dev) {
+        Some(Origin::Compiled(dir)) => dir.clone(),
+        other => panic!("expected an NVRTC compile, got {other:?}"),
+    };
+    let arch = cuda::nvrtc_arch(cuda::device(0)?.cc);
+    assert!(entry.ends_with(format!("cuda-binaries/{}-{arch}", VECADD_JIT.cuda.key)));
+    for f in ["kernel.cu", "kernel.cubin", "manifest.json"] {
+        assert!(entry.join(f).is_file(), "{f} missing");
+    }
+
+    // Warm launches: host cost per launch.
+    let mut k = case(n, 2, dev)?;
+    run(&cfg, &VECADD_JIT, &slot, None, &mut k)?;
+    dev.synchronize()?;
+    let reps = 2000;
+    let t = Instant::now();
+    for _ in 0..reps {
+        run(&cfg, &VECADD_JIT, &slot, None, &mut k)?;
+    }
+    let per_launch = t.elapsed() / reps;
+    dev.synchronize()?;
+    assert_result(&k)?;
+    assert_eq!(slot.finds.load(Ordering::Relaxed), 1);
+    // The same launch through a bare cuLaunchKernel, for the overhead ratio.
+    let func = &slot
+        .cuda
+        .get()
+        .and_then(|t| t.first())
+        .and_then(OnceLock::get);
+    let func = &func.as_ref().map(|l| &l.func).unwrap();
+    let stream = &cuda::device(0)?.stream;
+    let (mut pa, mut pb, mut pc, mut pn) = (
+        k.a.data_ptr() as u64,
+        k.b.data_ptr() as u64,
+        k.c.data_ptr() as u64,
+        n as i32,
+    );
+    let mut params: [*mut c_void; 4] = [
+        (&mut pa as *mut u64).cast(),
+        (&mut pb as *mut u64).cast(),
+        (&mut pc as *mut u64).cast(),
+        (&mut pn as *mut i32).cast(),
+    ];
+    let blocks = n.div_ceil(256) as u32;
+    let t = Instant::now();
+    for _ in 0..reps {
+        // SAFETY: the vecadd ABI with live buffers of `n` floats; nothing else uses them.
+        unsafe { cuda::launch(func, stream, [blocks, 1, 1], 256, &mut params)? };
+    }
+    let raw = t.elapsed() / reps;
+    dev.synchronize()?;
+    eprintln!(
+        "nvrtc cold launch {cold:?}; warm host cost per launch {per_launch:?} (bare cuLaunchKernel {raw:?})"
+    );
+
+    // Fresh slot: from disk, no NVRTC.
+    let slot2 = KernelSlot::new();
+    let mut k = case(n, 3, dev)?;
+    let t = Instant::now();
+    run(&cfg, &VECADD_JIT, &slot2, None, &mut k)?;
+    eprintln!("disk-cache cold launch {:?}", t.elapsed());
+    assert_result(&k)?;
+    assert_eq!(slot2.origin(dev), Some(&Origin::DiskCache(entry.clone())));
+
+    // Damaged cubin: rebuilt.
+    let cubin = entry.join("kernel.cubin");
+    let mut bytes = std::fs::read(&cubin).map_err(|e| Error::cache(&cubin, e))?;
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&cubin, &bytes).map_err(|e| Error::cache(&cubin, e))?;
+    let slot3 = KernelSlot::new();
+    let mut k = case(n, 4, dev)?;
+    run(&cfg, &VECADD_JIT, &slot3, None, &mut k)?;
+    assert_result(&k)?;
+    assert_eq!(slot3.origin(dev), Some(&Origin::Compiled(entry.clone())));
+
+    // Cache disabled: NVRTC into a temporary folder, removed after loading.
+    let mut nocache = cfg.clone();
+    nocache.disable_cache = true;
+    nocache.diagnostics = true;
+    let slot4 = KernelSlot::new();
+    let mut k = case(n, 5, dev)?;
+    run(&nocache, &VECADD_JIT, &slot4, None, &mut k)?;
+    assert_result(&k)?;
+    match slot4.origin(dev) {
+        Some(Origin::Compiled(dir)) => assert!(!dir.starts_with(&root) && !dir.exists()),
+        other => panic!("expected a compile, got {other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(())
+}
+
+#[test]
+fn gpu_embedded_cubin_is_preferred() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let state = cuda::device(0)?;
+    let arch = cuda::nvrtc_arch(state.cc);
+    let includes = nvrtc::include_dirs(nvrtc::include_candidates(|v| std::env::var(v).ok()))?;
+    let cubin = nvrtc::compile(
+        "vecadd",
+        VECADD_CU,
+        Path::new("kernel.cu"),
+        &arch,
+        &includes,
+    )?;
+    let arch: &'static str = Box::leak(arch.into_boxed_str());
+    let cubin: &'static [u8] = Box::leak(cubin.into_boxed_slice());
+    let cubins: &'static [(&'static str, &'static [u8])] = Box::leak(Box::new([(arch, cubin)]));
+    let spec: &'static KernelSpec = Box::leak(Box::new(spec(
+        "eeee456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        cubins,
+    )));
+    let root = temp_root("aot");
+    let cfg = Config::for_test(root.clone());
+    let slot = KernelSlot::new();
+    let mut k = case(4097, 5, dev)?;
+    run(&cfg, spec, &slot, None, &mut k)?;
+    assert_result(&k)?;
+    assert_eq!(slot.origin(dev), Some(&Origin::Aot));
+    assert!(!root
+        .join(env!("CARGO_PKG_VERSION"))
+        .join("linux-x86_64")
+        .join("cuda-binaries")
+        .exists());
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(())
+}
+
+#[test]
+fn gpu_streams_and_device_checks() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let cfg = Config::for_test(temp_root("streams"));
+    let slot = KernelSlot::new();
+    let n = 1 << 20;
+    let stream = dev.new_stream()?;
+    assert_eq!(stream.device(), dev);
+    // Write on a side stream, read back on the default stream without an explicit sync:
+    // cudarc's buffer events must order the copy after the kernel.
+    for seed in 0..4 {
+        let mut k = case(n, 10 + seed, dev)?;
+        run(&cfg, &VECADD_JIT, &slot, Some(&stream), &mut k)?;
+        assert_result(&k)?;
+    }
+    stream.synchronize()?;
+
+    // Tensors on the GPU, stream on the CPU (and the reverse).
+    let mut k = case(16, 20, dev)?;
+    let err = run(&cfg, &VECADD_JIT, &slot, Some(&Stream::Cpu), &mut k).err();
+    assert_eq!(
+        err.map(|e| e.to_string()).as_deref(),
+        Some(
+            "kernel vecadd stream device mismatch, expected cuda:0 (the tensors' device), got cpu"
+        )
+    );
+    let mut host = case(16, 21, Device::Cpu)?;
+    let err = run(&cfg, &VECADD_JIT, &slot, Some(&stream), &mut host).err();
+    assert!(
+        matches!(err, Some(Error::StreamDeviceMismatch { .. })),
+        "{err:?}"
+    );
+
+    // Mixed devices among the buffers.
+    k.b = Tensor::from_vec(vec![0.0; 16], &[16], Device::Cpu)?;
+    let err = run(&cfg, &VECADD_JIT, &slot, None, &mut k).err();
+    assert_eq!(
+        err.map(|e| e.to_string()).as_deref(),
+        Some("kernel vecadd input b device mismatch, expected cuda:0, got cpu")
+    );
+    Ok(())
+}
+
+#[test]
+fn gpu_nvrtc_error_reports_log_and_command() -> Result<()> {
+    let Some(_dev) = gpu() else { return Ok(()) };
+    let includes = nvrtc::include_dirs(nvrtc::include_candidates(|v| std::env::var(v).ok()))?;
+    let err = nvrtc::compile(
+        "broken",
+        "extern \"C\" __global__ void k(int *p) { p[0] = undefined_name; }",
+        Path::new("/tmp/broken.cu"),
+        "sm_90a",
+        &includes,
+    );
+    match err {
+        Err(e @ Error::Nvrtc { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("undefined_name"), "{msg}");
+            assert!(msg.contains("--gpu-architecture=sm_90a"), "{msg}");
+            assert!(msg.contains("nvcc -cubin -arch=sm_90a"), "{msg}");
+        }
+        other => panic!("expected an NVRTC error, got {other:?}"),
+    }
+    Ok(())
+}

@@ -1,0 +1,455 @@
+//! End-to-end tests of the launch path on the CPU backend, with hand-written C that
+//! follows the ABI in `spec`.
+
+use super::*;
+use crate::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, ParamSpec};
+use crate::testing::{assert_allclose, random_vec};
+
+const BLOCK: usize = 256;
+
+/// vecadd over blocks of 256 elements with a bounds check for the last block.
+const VECADD_C: &str = r#"#include <stdint.h>
+
+void tile_test_vecadd(void *const *bufs, const int64_t *dims, const int64_t *grid,
+                      int64_t begin, int64_t end) {
+    const float *a = (const float *)bufs[0];
+    const float *b = (const float *)bufs[1];
+    float *c = (float *)bufs[2];
+    const int64_t n = dims[0];
+    for (int64_t l = begin; l < end; ++l) {
+        const int64_t bx = l % grid[0];
+        for (int64_t i = 0; i < 256; ++i) {
+            const int64_t idx = bx * 256 + i;
+            if (idx < n) {
+                c[idx] = a[idx] + b[idx];
+            }
+        }
+    }
+}
+"#;
+
+static N_DIM: GridExpr = GridExpr::Dim(0);
+static BLOCK_N: GridExpr = GridExpr::Const(BLOCK as i64);
+static BLOCKS: GridExpr = GridExpr::CeilDiv(&N_DIM, &BLOCK_N);
+static ONE: GridExpr = GridExpr::Const(1);
+static ZERO: GridExpr = GridExpr::Const(0);
+static BAD_DIV: GridExpr = GridExpr::Div(&N_DIM, &ZERO);
+
+const N: DimSpec = DimSpec::Dyn(0);
+static PARAMS: [ParamSpec; 3] = [
+    ParamSpec {
+        name: "a",
+        dtype: DType::F32,
+        shape: &[N],
+        output: false,
+        align: 16,
+    },
+    ParamSpec {
+        name: "b",
+        dtype: DType::F32,
+        shape: &[N],
+        output: false,
+        align: 16,
+    },
+    ParamSpec {
+        name: "c",
+        dtype: DType::F32,
+        shape: &[N],
+        output: true,
+        align: 16,
+    },
+];
+
+const fn vecadd_spec(
+    key: &'static str,
+    source: &'static str,
+    aot: Option<CpuEntry>,
+    grid_x: &'static GridExpr,
+) -> KernelSpec {
+    KernelSpec {
+        name: "vecadd",
+        params: &PARAMS,
+        dims: &["N"],
+        grid: [grid_x, &ONE, &ONE],
+        threads: 256,
+        ir: "vecadd(a: f32[N], b: f32[N], c: mut f32[N])",
+        cpu: CpuKernel {
+            key,
+            symbol: "tile_test_vecadd",
+            source,
+            aot,
+        },
+        cuda: CudaKernel {
+            key,
+            entry: "tile_test_vecadd",
+            source: "",
+            cubins: &[],
+            shared_bytes: 0,
+        },
+    }
+}
+
+static VECADD: KernelSpec = vecadd_spec(
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    VECADD_C,
+    None,
+    &BLOCKS,
+);
+
+fn temp_root(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "tile-launch-test-{tag}-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}
+
+struct Case {
+    a: Tensor<f32>,
+    b: Tensor<f32>,
+    c: Tensor<f32>,
+    expected: Vec<f64>,
+}
+
+fn case(n: usize, seed: u64) -> Result<Case> {
+    let a = random_vec::<f32>(n, seed, -1.0, 1.0);
+    let b = random_vec::<f32>(n, seed + 1, -1.0, 1.0);
+    let expected = a.iter().zip(&b).map(|(x, y)| f64::from(x + y)).collect();
+    Ok(Case {
+        a: Tensor::from_vec(a, &[n], Device::Cpu)?,
+        b: Tensor::from_vec(b, &[n], Device::Cpu)?,
+        c: Tensor::zeros(&[n], Device::Cpu)?,
+        expected,
+    })
+}
+
+fn run(cfg: &Config, spec: &'static KernelSpec, slot: &KernelSlot, k: &mut Case) -> Result<()> {
+    launch_with(
+        cfg,
+        spec,
+        slot,
+        None,
+        &[
+            ArgRef::input(&k.a),
+            ArgRef::input(&k.b),
+            ArgRef::output(&mut k.c),
+        ],
+    )
+}
+
+fn assert_result(k: &Case) -> Result<()> {
+    let c = k.c.to_vec()?;
+    if let Err(e) = assert_allclose(&c, &k.expected, 0.0, 0.0) {
+        panic!("{e}");
+    }
+    Ok(())
+}
+
+#[test]
+fn c_jit_end_to_end_with_disk_cache() -> Result<()> {
+    let root = temp_root("e2e");
+    let cfg = Config::for_test(root.clone());
+    let n = 1000; // not a multiple of the block
+    assert_ne!(n % BLOCK, 0);
+
+    // Cold: compiled and published.
+    let slot = KernelSlot::new();
+    let mut k = case(n, 1)?;
+    run(&cfg, &VECADD, &slot, &mut k)?;
+    assert_result(&k)?;
+    let entry = match slot.origin(Device::Cpu) {
+        Some(Origin::Compiled(dir)) => dir.clone(),
+        other => panic!("expected a fresh compile, got {other:?}"),
+    };
+    assert!(entry.starts_with(&root));
+    assert!(entry.ends_with(format!("kernels/{}", VECADD.cpu.key)));
+    for f in ["kernel.c", "kernel.so", "manifest.json"] {
+        assert!(entry.join(f).is_file(), "{f} missing");
+    }
+    assert_eq!(
+        std::fs::read_to_string(entry.join("kernel.c"))
+            .ok()
+            .as_deref(),
+        Some(VECADD_C)
+    );
+
+    // Warm: the slot answers, nothing is looked up again.
+    let mut k = case(n, 2)?;
+    run(&cfg, &VECADD, &slot, &mut k)?;
+    assert_result(&k)?;
+    assert_eq!(slot.finds.load(Ordering::Relaxed), 1);
+
+    // A fresh slot (a new process, in effect) loads from disk without compiling.
+    let slot2 = KernelSlot::new();
+    let mut k = case(n, 3)?;
+    run(&cfg, &VECADD, &slot2, &mut k)?;
+    assert_result(&k)?;
+    assert_eq!(
+        slot2.origin(Device::Cpu),
+        Some(&Origin::DiskCache(entry.clone()))
+    );
+
+    // A damaged library (same size, one byte flipped) is caught by the manifest, removed
+    // and rebuilt. Replaced by rename, as the loaded copy must not change under us.
+    let so = entry.join("kernel.so");
+    let mut bytes = std::fs::read(&so).map_err(|e| Error::cache(&so, e))?;
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    let tmp = root.join("damaged.so");
+    std::fs::write(&tmp, &bytes).map_err(|e| Error::cache(&tmp, e))?;
+    std::fs::rename(&tmp, &so).map_err(|e| Error::cache(&so, e))?;
+    let slot3 = KernelSlot::new();
+    let mut k = case(n, 4)?;
+    run(&cfg, &VECADD, &slot3, &mut k)?;
+    assert_result(&k)?;
+    assert_eq!(
+        slot3.origin(Device::Cpu),
+        Some(&Origin::Compiled(entry.clone()))
+    );
+    let rebuilt = std::fs::read(&so).map_err(|e| Error::cache(&so, e))?;
+    assert_ne!(rebuilt, bytes);
+
+    // Nothing is left in staging.
+    let staging = entry
+        .parent()
+        .and_then(|p| p.parent())
+        .map(|ns| ns.join(".staging"));
+    let leftover = staging
+        .and_then(|s| std::fs::read_dir(s).ok())
+        .map_or(0, |d| d.count());
+    assert_eq!(leftover, 0);
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(())
+}
+
+#[test]
+fn disabled_cache_builds_in_a_temporary_folder() -> Result<()> {
+    let root = temp_root("nocache");
+    let mut cfg = Config::for_test(root.clone());
+    cfg.disable_cache = true;
+    let slot = KernelSlot::new();
+    let mut k = case(777, 5)?;
+    run(&cfg, &VECADD, &slot, &mut k)?;
+    assert_result(&k)?;
+    match slot.origin(Device::Cpu) {
+        Some(Origin::Compiled(dir)) => {
+            assert!(!dir.starts_with(&root));
+            assert!(
+                !dir.exists(),
+                "the temporary build folder is removed after loading"
+            );
+        }
+        other => panic!("expected a compile, got {other:?}"),
+    }
+    assert!(!root.join(env!("CARGO_PKG_VERSION")).exists());
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(())
+}
+
+unsafe extern "C" fn rust_vecadd(
+    bufs: *const *mut c_void,
+    dims: *const i64,
+    grid: *const i64,
+    begin: i64,
+    end: i64,
+) {
+    // SAFETY: called through the checked launch path with the vecadd ABI.
+    unsafe {
+        let (a, b, c) = (
+            *bufs as *const f32,
+            *bufs.add(1) as *const f32,
+            *bufs.add(2) as *mut f32,
+        );
+        let n = *dims;
+        for l in begin..end {
+            let bx = l % *grid;
+            for i in 0..BLOCK as i64 {
+                let idx = bx * BLOCK as i64 + i;
+                if idx < n {
+                    *c.add(idx as usize) = *a.add(idx as usize) + *b.add(idx as usize);
+                }
+            }
+        }
+    }
+}
+
+static VECADD_AOT: KernelSpec = vecadd_spec(
+    "aaaa456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    VECADD_C,
+    Some(rust_vecadd),
+    &BLOCKS,
+);
+
+#[test]
+fn aot_entry_is_used_unless_disabled() -> Result<()> {
+    let root = temp_root("aot");
+    let mut cfg = Config::for_test(root.clone());
+    let slot = KernelSlot::new();
+    let mut k = case(513, 6)?;
+    run(&cfg, &VECADD_AOT, &slot, &mut k)?;
+    assert_result(&k)?;
+    assert_eq!(slot.origin(Device::Cpu), Some(&Origin::Aot));
+    assert!(!root
+        .join(env!("CARGO_PKG_VERSION"))
+        .join("kernels")
+        .exists());
+
+    cfg.no_aot = true;
+    cfg.diagnostics = true; // exercises the phase lines (shown with --nocapture)
+    let slot = KernelSlot::new();
+    let mut k = case(513, 7)?;
+    run(&cfg, &VECADD_AOT, &slot, &mut k)?;
+    assert_result(&k)?;
+    assert!(matches!(
+        slot.origin(Device::Cpu),
+        Some(Origin::Compiled(_))
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(())
+}
+
+#[test]
+fn empty_grid_launches_nothing() -> Result<()> {
+    let cfg = Config::for_test(temp_root("empty"));
+    let slot = KernelSlot::new();
+    let mut k = case(0, 8)?;
+    run(&cfg, &VECADD, &slot, &mut k)?;
+    assert_eq!(slot.origin(Device::Cpu), None);
+    assert_eq!(slot.finds.load(Ordering::Relaxed), 0);
+    let _ = std::fs::remove_dir_all(&cfg.cache_root);
+    Ok(())
+}
+
+#[test]
+fn grid_errors() -> Result<()> {
+    static DIV0: KernelSpec = vecadd_spec(
+        "bbbb456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        VECADD_C,
+        None,
+        &BAD_DIV,
+    );
+    let cfg = Config::for_test(temp_root("grid"));
+    let slot = KernelSlot::new();
+    let mut k = case(10, 9)?;
+    let err = run(&cfg, &DIV0, &slot, &mut k).err();
+    assert!(matches!(err, Some(Error::Grid { axis: 0, .. })), "{err:?}");
+    let msg = err.map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        msg.starts_with("kernel vecadd: grid x: cannot evaluate"),
+        "{msg}"
+    );
+    assert_eq!(slot.finds.load(Ordering::Relaxed), 0);
+    Ok(())
+}
+
+#[test]
+fn failed_check_writes_nothing() -> Result<()> {
+    let cfg = Config::for_test(temp_root("check"));
+    let slot = KernelSlot::new();
+    let mut k = case(300, 10)?;
+    k.b = Tensor::zeros(&[299], Device::Cpu)?;
+    let err = run(&cfg, &VECADD, &slot, &mut k)
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some("kernel vecadd input b shape mismatch: dim 0 expected 300 (N bound by a), got 299")
+    );
+    assert!(k.c.to_vec()?.iter().all(|&x| x == 0.0));
+    assert_eq!(slot.origin(Device::Cpu), None);
+    Ok(())
+}
+
+#[test]
+fn compile_error_keeps_the_source() -> Result<()> {
+    static BROKEN: KernelSpec = vecadd_spec(
+        "cccc456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "this is not C;\n",
+        None,
+        &BLOCKS,
+    );
+    let root = temp_root("broken");
+    let cfg = Config::for_test(root.clone());
+    let slot = KernelSlot::new();
+    let mut k = case(10, 11)?;
+    match run(&cfg, &BROKEN, &slot, &mut k) {
+        Err(Error::Cc {
+            source, command, ..
+        }) => {
+            assert!(source.is_file(), "source kept at {}", source.display());
+            assert!(command.contains(" -o "));
+        }
+        other => panic!("expected a C compiler error, got {other:?}"),
+    }
+    assert!(!root
+        .join(env!("CARGO_PKG_VERSION"))
+        .join(format!(
+            "{}-{}",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ))
+        .join("kernels")
+        .join(BROKEN.cpu.key)
+        .exists());
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(())
+}
+
+#[test]
+fn aliased_input_and_output_do_not_deadlock() -> Result<()> {
+    // c = c + b, with `a` a view of c's storage: one exclusive lock covers both.
+    let cfg = Config::for_test(temp_root("alias"));
+    let slot = KernelSlot::new();
+    let n = 600;
+    let init = random_vec::<f32>(n, 12, -1.0, 1.0);
+    let bv = random_vec::<f32>(n, 13, -1.0, 1.0);
+    let mut c = Tensor::from_slice(&init, &[n], Device::Cpu)?;
+    let a = c.slice(0, 0..n)?;
+    let b = Tensor::from_slice(&bv, &[n], Device::Cpu)?;
+    let mut no_aot = cfg.clone();
+    no_aot.no_aot = false;
+    launch_with(
+        &no_aot,
+        &VECADD_AOT,
+        &slot,
+        Some(&Stream::Cpu),
+        &[ArgRef::input(&a), ArgRef::input(&b), ArgRef::output(&mut c)],
+    )?;
+    let expected: Vec<f64> = init
+        .iter()
+        .zip(&bv)
+        .map(|(x, y)| f64::from(x + y))
+        .collect();
+    if let Err(e) = assert_allclose(&c.to_vec()?, &expected, 0.0, 0.0) {
+        panic!("{e}");
+    }
+    Ok(())
+}
+
+#[test]
+fn public_launch_and_sources() {
+    assert_eq!(kernel_source(&VECADD, Target::Cpu), VECADD_C);
+    assert_eq!(kernel_source(&VECADD, Target::Cuda), "");
+    assert_eq!(Target::of(Device::Cuda(1)), Target::Cuda);
+    assert_eq!(Target::Cpu.to_string(), "cpu");
+    // The generated launcher's shape: a static slot and `launch`.
+    static SLOT: KernelSlot = KernelSlot::new();
+    let a = Tensor::<f32>::zeros(&[4], Device::Cpu).unwrap();
+    let b = Tensor::<f32>::zeros(&[4], Device::Cpu).unwrap();
+    let err = launch(
+        &VECADD,
+        &SLOT,
+        None,
+        &[ArgRef::input(&a), ArgRef::input(&b)],
+    )
+    .err();
+    assert_eq!(
+        err.map(|e| e.to_string()).as_deref(),
+        Some("kernel vecadd: num_args should be 3, got 2")
+    );
+}
