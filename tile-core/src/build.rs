@@ -94,6 +94,9 @@ impl Builder {
                 }
             }
         }
+        // The same kernel in two files has one symbol and key: build it once.
+        let mut seen = std::collections::HashSet::new();
+        compiled.retain(|c| seen.insert(c.c_symbol.clone()));
         report.kernels = compiled.len();
         let mut manifest = String::new();
         // C: one static library per kernel, compiled in parallel.

@@ -408,6 +408,7 @@ pub fn is_kernel_attr(a: &syn::Attribute) -> bool {
     let p = a.path();
     let names: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
     matches!(names.as_slice(), [t, k] if t == "tile" && k == "kernel")
+        || matches!(names.as_slice(), [k] if k == "kernel")
 }
 
 /// The argument tokens of a kernel attribute (empty for `#[tile::kernel]`).

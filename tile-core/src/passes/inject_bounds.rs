@@ -146,6 +146,18 @@ impl Pass {
         if touches_fragment || vars.is_empty() {
             return guarded;
         }
+        // Guards may only be hoisted above the nest if every variable they use
+        // is defined outside it (serial loops inside the nest define others).
+        let mut inner_defs = Vec::new();
+        orig.visit(&mut |x| match x {
+            Stmt::For { var, .. } | Stmt::Let { var, .. } | Stmt::Local { var, .. } if !vars.contains(var) => {
+                inner_defs.push(*var)
+            }
+            _ => {}
+        });
+        if conds.iter().any(|c| inner_defs.iter().any(|v| c.uses_var(*v))) {
+            return guarded;
+        }
         let mut interior = Vec::new();
         for c in conds {
             let Expr::Bin(BinOp::Lt, lhs, rhs, _) = &c else { return guarded };

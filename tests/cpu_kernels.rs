@@ -1,0 +1,1031 @@
+//! Execution tests on the CPU backend: kernels written in the tile language,
+//! launched on `Device::Cpu` explicitly (never from the environment) and
+//! compared against a host reference computed in `f64`.
+//!
+//! Every output is poisoned first (NaN for floats, a sentinel for integers) so
+//! an element the kernel forgets to write fails the comparison. Each kernel
+//! runs at sizes that divide its tile and at sizes that do not, so the bounds
+//! guards on ragged edges are exercised as well as the interior fast path.
+
+use tile::prelude::*;
+use tile::testing::{assert_allclose, random_tensor, random_vec};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const CPU: Device = Device::Cpu;
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+fn host<E: Element>(t: &Tensor<E>) -> Vec<f64> {
+    t.to_vec()
+        .expect("read tensor back")
+        .iter()
+        .map(|x| x.to_f64())
+        .collect()
+}
+
+/// `assert_allclose` with the case named in the panic message.
+fn check<E: Element>(what: &str, got: &Tensor<E>, want: &[f64], atol: f64, rtol: f64) {
+    let got = got.to_vec().expect("read tensor back");
+    if let Err(e) = assert_allclose(&got, want, atol, rtol) {
+        panic!("{what}: {e}");
+    }
+}
+
+/// Exact comparison for integer outputs (also catches unwritten sentinels).
+fn check_exact<E: Element + PartialEq + std::fmt::Debug>(what: &str, got: &Tensor<E>, want: &[E]) {
+    let got = got.to_vec().expect("read tensor back");
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        panic!(
+            "{what}: first mismatch at index {i}: got {:?}, want {:?}",
+            got[i], want[i]
+        );
+    }
+}
+
+/// Rounds an exact result to the element type, as a store into an `E` buffer does.
+fn round_to<E: Element>(v: f64) -> f64 {
+    E::from_f64(v).to_f64()
+}
+
+// ---------------------------------------------------------------------------
+// Vector add, version A: direct global loads and stores in `T::parallel`
+// ---------------------------------------------------------------------------
+
+#[tile::kernel(block_n = 2048, threads = 256)]
+pub fn vecadd_a_f16(a: Tensor<f16, (N,)>, b: Tensor<f16, (N,)>, c: TensorMut<f16, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            c[bx * block_n + i] = a[bx * block_n + i] + b[bx * block_n + i];
+        }
+    });
+}
+
+#[tile::kernel(block_n = 1024, threads = 128)]
+pub fn vecadd_a_f32(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            c[bx * block_n + i] = a[bx * block_n + i] + b[bx * block_n + i];
+        }
+    });
+}
+
+#[tile::kernel(block_n = 512, threads = 128)]
+pub fn vecadd_a_bf16(a: Tensor<bf16, (N,)>, b: Tensor<bf16, (N,)>, c: TensorMut<bf16, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            c[bx * block_n + i] = a[bx * block_n + i] + b[bx * block_n + i];
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Vector add, version B: tiles staged in fragments with `T::copy`
+// ---------------------------------------------------------------------------
+
+#[tile::kernel(block_n = 1024, threads = 128)]
+pub fn vecadd_b_f16(a: Tensor<f16, (N,)>, b: Tensor<f16, (N,)>, c: TensorMut<f16, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        let a_l = T::alloc_fragment::<f16>([block_n]);
+        let b_l = T::alloc_fragment::<f16>([block_n]);
+        let c_l = T::alloc_fragment::<f16>([block_n]);
+        T::copy(a.at(bx * block_n), a_l);
+        T::copy(b.at(bx * block_n), b_l);
+        for i in T::parallel(block_n) {
+            c_l[i] = a_l[i] + b_l[i];
+        }
+        T::copy(c_l, c.at(bx * block_n));
+    });
+}
+
+#[tile::kernel(block_n = 1024, threads = 128)]
+pub fn vecadd_b_f32(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        let a_l = T::alloc_fragment::<f32>([block_n]);
+        let b_l = T::alloc_fragment::<f32>([block_n]);
+        let c_l = T::alloc_fragment::<f32>([block_n]);
+        T::copy(a.at(bx * block_n), a_l);
+        T::copy(b.at(bx * block_n), b_l);
+        for i in T::parallel(block_n) {
+            c_l[i] = a_l[i] + b_l[i];
+        }
+        T::copy(c_l, c.at(bx * block_n));
+    });
+}
+
+#[tile::kernel(block_n = 256, threads = 128)]
+pub fn vecadd_b_bf16(a: Tensor<bf16, (N,)>, b: Tensor<bf16, (N,)>, c: TensorMut<bf16, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        let a_l = T::alloc_fragment::<bf16>([block_n]);
+        let b_l = T::alloc_fragment::<bf16>([block_n]);
+        let c_l = T::alloc_fragment::<bf16>([block_n]);
+        T::copy(a.at(bx * block_n), a_l);
+        T::copy(b.at(bx * block_n), b_l);
+        for i in T::parallel(block_n) {
+            c_l[i] = a_l[i] + b_l[i];
+        }
+        T::copy(c_l, c.at(bx * block_n));
+    });
+}
+
+type Launch<E> = fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), Error>;
+
+/// Runs a vecadd launcher at `n` and checks it bit-exactly: the sum of two
+/// values of `E` is exact in f32, so one rounding on store gives `E(a + b)`.
+fn run_vecadd<E: Element>(name: &str, launch: Launch<E>, n: usize, seed: u64) -> TestResult {
+    let a = random_tensor::<E>(&[n], seed, CPU)?;
+    let b = random_tensor::<E>(&[n], seed + 1, CPU)?;
+    let mut c = Tensor::full(&[n], E::from_f64(f64::NAN), CPU)?;
+    launch(&a, &b, &mut c)?;
+    let want: Vec<f64> = host(&a)
+        .iter()
+        .zip(host(&b))
+        .map(|(x, y)| round_to::<E>(x + y))
+        .collect();
+    check(&format!("{name} n={n}"), &c, &want, 0.0, 0.0);
+    // Inputs are never written.
+    assert_eq!(
+        host(&a),
+        host(&random_tensor::<E>(&[n], seed, CPU)?),
+        "{name}: input a changed"
+    );
+    Ok(())
+}
+
+const VEC_SIZES: &[usize] = &[1, 255, 256, 2047, 2048, 4096, 4097, 10_000, 65_536];
+
+#[test]
+fn vecadd_a_all_dtypes() -> TestResult {
+    for (k, &n) in VEC_SIZES.iter().enumerate() {
+        let seed = 10 + 3 * k as u64;
+        run_vecadd::<f16>("vecadd_a_f16", vecadd_a_f16, n, seed)?;
+        run_vecadd::<f32>("vecadd_a_f32", vecadd_a_f32, n, seed)?;
+        run_vecadd::<bf16>("vecadd_a_bf16", vecadd_a_bf16, n, seed)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn vecadd_b_all_dtypes() -> TestResult {
+    for (k, &n) in VEC_SIZES.iter().enumerate() {
+        let seed = 100 + 3 * k as u64;
+        run_vecadd::<f16>("vecadd_b_f16", vecadd_b_f16, n, seed)?;
+        run_vecadd::<f32>("vecadd_b_f32", vecadd_b_f32, n, seed)?;
+        run_vecadd::<bf16>("vecadd_b_bf16", vecadd_b_bf16, n, seed)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn vecadd_forms_agree() -> TestResult {
+    let n = 2047;
+    let a = random_tensor::<f32>(&[n], 7, CPU)?;
+    let b = random_tensor::<f32>(&[n], 8, CPU)?;
+    let mut ca = Tensor::full(&[n], f32::NAN, CPU)?;
+    let mut cb = Tensor::full(&[n], f32::NAN, CPU)?;
+    vecadd_a_f32(&a, &b, &mut ca)?;
+    vecadd_b_f32(&a, &b, &mut cb)?;
+    assert_eq!(ca.to_vec()?, cb.to_vec()?);
+    Ok(())
+}
+
+#[test]
+fn empty_launch_writes_nothing() -> TestResult {
+    // N = 0: the grid is empty, the launch succeeds and does nothing.
+    let a = Tensor::<f32>::zeros(&[0], CPU)?;
+    let b = Tensor::<f32>::zeros(&[0], CPU)?;
+    let mut c = Tensor::<f32>::zeros(&[0], CPU)?;
+    vecadd_a_f32(&a, &b, &mut c)?;
+    vecadd_b_f32(&a, &b, &mut c)?;
+    assert!(c.to_vec()?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn repeated_launches_reuse_the_kernel() -> TestResult {
+    let n = 3000;
+    let a = random_tensor::<f32>(&[n], 21, CPU)?;
+    let b = random_tensor::<f32>(&[n], 22, CPU)?;
+    let want: Vec<f64> = host(&a)
+        .iter()
+        .zip(host(&b))
+        .map(|(x, y)| round_to::<f32>(x + y))
+        .collect();
+    for _ in 0..5 {
+        let mut c = Tensor::full(&[n], f32::NAN, CPU)?;
+        vecadd_a_f32(&a, &b, &mut c)?;
+        check("repeated vecadd", &c, &want, 0.0, 0.0);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// 2-D element-wise add with dynamic M, N
+// ---------------------------------------------------------------------------
+
+#[tile::kernel(block_m = 32, block_n = 64, threads = 256)]
+pub fn ew_add_2d(a: Tensor<f32, (M, N)>, b: Tensor<f32, (M, N)>, c: TensorMut<f32, (M, N)>) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            for (local_y, local_x) in T::parallel([block_m, block_n]) {
+                let y = by * block_m + local_y;
+                let x = bx * block_n + local_x;
+                c[(y, x)] = a[(y, x)] + b[(y, x)];
+            }
+        },
+    );
+}
+
+#[test]
+fn elementwise_2d_dynamic_shapes() -> TestResult {
+    for (k, &(m, n)) in [
+        (32, 64),
+        (64, 128),
+        (1, 1),
+        (33, 65),
+        (67, 129),
+        (1000, 1030),
+        (1, 700),
+        (700, 1),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let a = random_tensor::<f32>(&[m, n], 300 + k as u64, CPU)?;
+        let b = random_tensor::<f32>(&[m, n], 400 + k as u64, CPU)?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, CPU)?;
+        ew_add_2d(&a, &b, &mut c)?;
+        let want: Vec<f64> = host(&a)
+            .iter()
+            .zip(host(&b))
+            .map(|(x, y)| round_to::<f32>(x + y))
+            .collect();
+        check(&format!("ew_add_2d {m}x{n}"), &c, &want, 0.0, 0.0);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// GEMM + ReLU (the quickstart), dynamic M, N, K
+// ---------------------------------------------------------------------------
+
+#[tile::kernel(block_m = 64, block_n = 64, block_k = 32, stages = 3, threads = 128)]
+pub fn gemm_relu_f16(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            let a_s = T::alloc_shared::<f16>([block_m, block_k]);
+            let b_s = T::alloc_shared::<f16>([block_k, block_n]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            for (i, j) in T::parallel([block_m, block_n]) {
+                acc[(i, j)] = T::max(acc[(i, j)], 0.0);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
+/// f32 GEMM with B given transposed (`[N, K]`), no ReLU, f32 out.
+#[tile::kernel(block_m = 32, block_n = 32, block_k = 16, threads = 128)]
+pub fn gemm_nt_f32(a: Tensor<f32, (M, K)>, b: Tensor<f32, (N, K)>, c: TensorMut<f32, (M, N)>) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            let a_s = T::alloc_shared::<f32>([block_m, block_k]);
+            let b_s = T::alloc_shared::<f32>([block_n, block_k]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::clear(acc);
+            for ko in T::serial(T::ceildiv(K, block_k)) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([bx * block_n, ko * block_k]), b_s);
+                T::gemm(a_s, b_s, acc, transpose_b = true);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
+/// `C = A · B` in f64 (`a` is `[m, k]`, `b` is `[k, n]`, or `[n, k]` when `b_t`).
+fn matmul_ref(a: &[f64], b: &[f64], m: usize, n: usize, k: usize, b_t: bool) -> Vec<f64> {
+    let mut c = vec![0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = a[i * k + p];
+            for j in 0..n {
+                let y = if b_t { b[j * k + p] } else { b[p * n + j] };
+                c[i * n + j] += x * y;
+            }
+        }
+    }
+    c
+}
+
+const GEMM_SIZES: &[(usize, usize, usize)] = &[
+    (64, 64, 32),
+    (128, 64, 96),
+    (67, 129, 33),
+    (129, 67, 100),
+    (1, 1, 1),
+    (5, 3, 70),
+    (200, 136, 64),
+];
+
+#[test]
+fn gemm_relu_dynamic_shapes() -> TestResult {
+    for (s, &(m, n, k)) in GEMM_SIZES.iter().enumerate() {
+        let a = random_tensor::<f16>(&[m, k], 500 + s as u64, CPU)?;
+        let b = random_tensor::<f16>(&[k, n], 600 + s as u64, CPU)?;
+        let mut c = Tensor::full(&[m, n], f16::NAN, CPU)?;
+        gemm_relu_f16(&a, &b, &mut c)?;
+        let want: Vec<f64> = matmul_ref(&host(&a), &host(&b), m, n, k, false)
+            .into_iter()
+            .map(|v| v.max(0.0))
+            .collect();
+        check(
+            &format!("gemm_relu_f16 m={m} n={n} k={k}"),
+            &c,
+            &want,
+            2e-2,
+            2e-2,
+        );
+        // ReLU really happened: no negative outputs, and some exact zeros.
+        let out = host(&c);
+        assert!(out.iter().all(|&v| v >= 0.0));
+        if m * n >= 64 {
+            assert!(
+                out.iter().any(|&v| v == 0.0),
+                "gemm_relu_f16 m={m} n={n} k={k}: expected some clamped zeros"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn gemm_transposed_b_f32() -> TestResult {
+    for (s, &(m, n, k)) in GEMM_SIZES.iter().enumerate() {
+        let a = random_tensor::<f32>(&[m, k], 700 + s as u64, CPU)?;
+        let b = random_tensor::<f32>(&[n, k], 800 + s as u64, CPU)?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, CPU)?;
+        gemm_nt_f32(&a, &b, &mut c)?;
+        let want = matmul_ref(&host(&a), &host(&b), m, n, k, true);
+        check(
+            &format!("gemm_nt_f32 m={m} n={n} k={k}"),
+            &c,
+            &want,
+            1e-4,
+            1e-4,
+        );
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Copies through shared memory and fragments
+// ---------------------------------------------------------------------------
+
+/// Global → shared → fragment → global, with an f16 → f32 conversion on the
+/// way into the fragment.
+#[tile::kernel(block_m = 16, block_n = 32, threads = 128)]
+pub fn copy_widen_2d(a: Tensor<f16, (M, N)>, c: TensorMut<f32, (M, N)>) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            let a_s = T::alloc_shared::<f16>([block_m, block_n]);
+            let c_l = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::copy(a.at([by * block_m, bx * block_n]), a_s);
+            T::copy(a_s, c_l);
+            T::copy(c_l, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
+/// A 1-D fragment copied from and to one row of a 2-D tensor (leading unit dim).
+#[tile::kernel(block_n = 64, threads = 64)]
+pub fn row_scale(a: Tensor<f32, (M, N)>, c: TensorMut<f32, (M, N)>) {
+    T::kernel([T::ceildiv(N, block_n), M], threads, |bx, by| {
+        let r = T::alloc_fragment::<f32>([block_n]);
+        T::copy(a.at([by, bx * block_n]), r);
+        for i in T::parallel(block_n) {
+            r[i] = r[i] * 3.0 - 1.0;
+        }
+        T::copy(r, c.at([by, bx * block_n]));
+    });
+}
+
+#[test]
+fn copy_through_shared_and_fragment() -> TestResult {
+    for (s, &(m, n)) in [(16, 32), (48, 96), (17, 33), (100, 1), (1, 100)]
+        .iter()
+        .enumerate()
+    {
+        let a = random_tensor::<f16>(&[m, n], 900 + s as u64, CPU)?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, CPU)?;
+        copy_widen_2d(&a, &mut c)?;
+        check(&format!("copy_widen_2d {m}x{n}"), &c, &host(&a), 0.0, 0.0);
+    }
+    Ok(())
+}
+
+#[test]
+fn copy_rows_with_unit_leading_dim() -> TestResult {
+    for (s, &(m, n)) in [(4, 64), (3, 200), (1, 1), (9, 63)].iter().enumerate() {
+        let a = random_tensor::<f32>(&[m, n], 950 + s as u64, CPU)?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, CPU)?;
+        row_scale(&a, &mut c)?;
+        let want: Vec<f64> = host(&a)
+            .iter()
+            .map(|&x| round_to::<f32>(x * 3.0 - 1.0))
+            .collect();
+        check(&format!("row_scale {m}x{n}"), &c, &want, 1e-6, 1e-6);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// `T::fill` and `T::clear`
+// ---------------------------------------------------------------------------
+
+#[tile::kernel(block_n = 128, threads = 128)]
+pub fn fill_and_clear(a: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>, z: TensorMut<i32, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        let f = T::alloc_fragment::<f32>([block_n]);
+        let zi = T::alloc_fragment::<i32>([block_n]);
+        T::fill(f, 2.5);
+        T::clear(zi);
+        for i in T::parallel(block_n) {
+            f[i] = f[i] + a[bx * block_n + i];
+            zi[i] = zi[i] + 7;
+        }
+        T::copy(f, c.at(bx * block_n));
+        T::copy(zi, z.at(bx * block_n));
+    });
+}
+
+/// Fill of a shared 2-D tile with a value computed from the block index.
+#[tile::kernel(block_m = 8, block_n = 16, threads = 128)]
+pub fn fill_block_id(c: TensorMut<f32, (M, N)>) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            let s = T::alloc_shared::<f32>([block_m, block_n]);
+            T::fill(s, (by * 1000 + bx) as f32);
+            T::copy(s, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
+#[test]
+fn fill_and_clear_tiles() -> TestResult {
+    for (s, &n) in [128usize, 1000, 1, 129].iter().enumerate() {
+        let a = random_tensor::<f32>(&[n], 1000 + s as u64, CPU)?;
+        let mut c = Tensor::full(&[n], f32::NAN, CPU)?;
+        let mut z = Tensor::full(&[n], i32::MIN, CPU)?;
+        fill_and_clear(&a, &mut c, &mut z)?;
+        let want: Vec<f64> = host(&a).iter().map(|&x| round_to::<f32>(x + 2.5)).collect();
+        check(&format!("fill n={n}"), &c, &want, 0.0, 0.0);
+        check_exact(&format!("clear n={n}"), &z, &vec![7i32; n]);
+    }
+    Ok(())
+}
+
+#[test]
+fn fill_with_block_dependent_value() -> TestResult {
+    for &(m, n) in &[(8usize, 16usize), (20, 40), (1, 1), (17, 15)] {
+        let mut c = Tensor::full(&[m, n], f32::NAN, CPU)?;
+        fill_block_id(&mut c)?;
+        let want: Vec<f64> = (0..m * n)
+            .map(|e| ((e / n / 8) * 1000 + (e % n) / 16) as f64)
+            .collect();
+        check(&format!("fill_block_id {m}x{n}"), &c, &want, 0.0, 0.0);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// `if` as a statement and as a value
+// ---------------------------------------------------------------------------
+
+#[tile::kernel(block_n = 256, threads = 128)]
+pub fn piecewise(a: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>, d: TensorMut<f32, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            let x = a[bx * block_n + i];
+            if x > 0.5 {
+                c[bx * block_n + i] = x;
+            } else if x > -0.5 {
+                c[bx * block_n + i] = 0.0;
+            } else {
+                c[bx * block_n + i] = x * -2.0;
+            }
+            d[bx * block_n + i] = if x < 0.25 {
+                x + 1.0
+            } else {
+                T::if_then_else(x >= 0.75, 9.0, -9.0)
+            };
+        }
+    });
+}
+
+/// Block-level `if` on the block index: only even blocks write 1, odd blocks 2.
+#[tile::kernel(block_n = 100, threads = 128)]
+pub fn parity(c: TensorMut<i32, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        if bx % 2 == 0 {
+            for i in T::parallel(block_n) {
+                c[bx * block_n + i] = 1;
+            }
+        } else {
+            for i in T::parallel(block_n) {
+                c[bx * block_n + i] = 2;
+            }
+        }
+    });
+}
+
+#[test]
+fn if_statements_and_values() -> TestResult {
+    for (s, &n) in [256usize, 1000, 3, 4097].iter().enumerate() {
+        let a = random_tensor::<f32>(&[n], 1100 + s as u64, CPU)?;
+        let mut c = Tensor::full(&[n], f32::NAN, CPU)?;
+        let mut d = Tensor::full(&[n], f32::NAN, CPU)?;
+        piecewise(&a, &mut c, &mut d)?;
+        let av = host(&a);
+        let wc: Vec<f64> = av
+            .iter()
+            .map(|&x| {
+                if x > 0.5 {
+                    x
+                } else if x > -0.5 {
+                    0.0
+                } else {
+                    round_to::<f32>(x * -2.0)
+                }
+            })
+            .collect();
+        let wd: Vec<f64> = av
+            .iter()
+            .map(|&x| {
+                if x < 0.25 {
+                    round_to::<f32>(x + 1.0)
+                } else if x >= 0.75 {
+                    9.0
+                } else {
+                    -9.0
+                }
+            })
+            .collect();
+        check(&format!("piecewise c n={n}"), &c, &wc, 0.0, 0.0);
+        check(&format!("piecewise d n={n}"), &d, &wd, 0.0, 0.0);
+    }
+    for &n in &[100usize, 250, 1, 999] {
+        let mut c = Tensor::full(&[n], -1i32, CPU)?;
+        parity(&mut c)?;
+        let want: Vec<i32> = (0..n)
+            .map(|e| if (e / 100) % 2 == 0 { 1 } else { 2 })
+            .collect();
+        check_exact(&format!("parity n={n}"), &c, &want);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// `let mut` accumulation in serial loops
+// ---------------------------------------------------------------------------
+
+/// Row sums and positive counts over a dynamic K, plus a sum over the first
+/// half of each row selected with an `if` on the serial index.
+#[tile::kernel(block_m = 32, threads = 32)]
+pub fn row_stats(
+    a: Tensor<f32, (M, K)>,
+    sum: TensorMut<f32, (M,)>,
+    pos: TensorMut<i32, (M,)>,
+    half: TensorMut<f32, (M,)>,
+) {
+    T::kernel(T::ceildiv(M, block_m), threads, |bx| {
+        for i in T::parallel(block_m) {
+            let row = bx * block_m + i;
+            let mut s = 0.0;
+            let mut n = 0;
+            let mut h: f32 = 0.0;
+            for k in T::serial(K) {
+                let v = a[(row, k)];
+                s += v;
+                if v > 0.0 {
+                    n += 1;
+                }
+                if k < K / 2 {
+                    h = h + v;
+                }
+            }
+            sum[row] = s;
+            pos[row] = n;
+            half[row] = h;
+        }
+    });
+}
+
+/// Horner evaluation of a polynomial whose degree is a runtime dim (`coef[0]`
+/// is the highest-degree coefficient), with `T::serial(start, end)`, and a
+/// `T::unroll` over a constant range.
+#[tile::kernel(block_n = 64, unroll_n = 4, threads = 64)]
+pub fn horner(x: Tensor<f32, (N,)>, coef: Tensor<f32, (D,)>, y: TensorMut<f32, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            let xv = x[bx * block_n + i];
+            let mut acc = 0.0;
+            for d in T::serial(0, D) {
+                acc = acc * xv + coef[d];
+            }
+            let mut extra = 0.0;
+            for u in T::unroll(unroll_n) {
+                extra += (u + 1) as f32;
+            }
+            y[bx * block_n + i] = acc + extra;
+        }
+    });
+}
+
+#[test]
+fn let_mut_accumulation() -> TestResult {
+    for (s, &(m, k)) in [(32usize, 16usize), (33, 7), (1, 1), (100, 129), (64, 0)]
+        .iter()
+        .enumerate()
+    {
+        let a = random_tensor::<f32>(&[m, k], 1200 + s as u64, CPU)?;
+        let mut sum = Tensor::full(&[m], f32::NAN, CPU)?;
+        let mut pos = Tensor::full(&[m], i32::MIN, CPU)?;
+        let mut half = Tensor::full(&[m], f32::NAN, CPU)?;
+        row_stats(&a, &mut sum, &mut pos, &mut half)?;
+        let av = host(&a);
+        let rows: Vec<&[f64]> = if k == 0 {
+            vec![&[][..]; m]
+        } else {
+            av.chunks(k).collect()
+        };
+        let ws: Vec<f64> = rows.iter().map(|r| r.iter().sum()).collect();
+        let wp: Vec<i32> = rows
+            .iter()
+            .map(|r| r.iter().filter(|&&v| v > 0.0).count() as i32)
+            .collect();
+        let wh: Vec<f64> = rows.iter().map(|r| r[..k / 2].iter().sum()).collect();
+        check(&format!("row sum {m}x{k}"), &sum, &ws, 1e-4, 1e-5);
+        check_exact(&format!("row positives {m}x{k}"), &pos, &wp);
+        check(&format!("row half-sum {m}x{k}"), &half, &wh, 1e-4, 1e-5);
+    }
+    Ok(())
+}
+
+#[test]
+fn serial_range_and_unroll() -> TestResult {
+    for (s, &(n, d)) in [(64usize, 3usize), (100, 1), (7, 6), (200, 0)]
+        .iter()
+        .enumerate()
+    {
+        let x = random_tensor::<f32>(&[n], 1300 + s as u64, CPU)?;
+        let coef = random_tensor::<f32>(&[d], 1400 + s as u64, CPU)?;
+        let mut y = Tensor::full(&[n], f32::NAN, CPU)?;
+        horner(&x, &coef, &mut y)?;
+        let cv = host(&coef);
+        let want: Vec<f64> = host(&x)
+            .iter()
+            .map(|&xv| cv.iter().fold(0.0, |acc, &c| acc * xv + c) + 10.0)
+            .collect();
+        check(&format!("horner n={n} d={d}"), &y, &want, 1e-5, 1e-5);
+    }
+    Ok(())
+}
+
+/// A bounds guard whose index uses a serial loop variable inside a
+/// `T::parallel` nest (`c[d + 1]`, or `a[(row, k)]` with `k in 0..K / 2`).
+/// The interior/edge split must not hoist such guards in front of the nest,
+/// where the inner loop variable is not defined (a regression test).
+#[test]
+fn guard_on_inner_loop_variable_compiles() {
+    for src in [
+        r#"
+        #[tile::kernel(block_n = 64, threads = 64)]
+        pub fn shifted(c: Tensor<f32, (D,)>, y: TensorMut<f32, (N,)>) {
+            T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+                for i in T::parallel(block_n) {
+                    for d in T::serial(D - 1) {
+                        y[bx * block_n + i] = c[d + 1];
+                    }
+                }
+            });
+        }
+        "#,
+        r#"
+        #[tile::kernel(block_n = 64, threads = 64)]
+        pub fn half_rows(a: Tensor<f32, (M, K)>, y: TensorMut<f32, (M,)>) {
+            T::kernel(T::ceildiv(M, block_n), threads, |bx| {
+                for i in T::parallel(block_n) {
+                    let mut s = 0.0;
+                    for k in 0..K / 2 {
+                        s += a[(bx * block_n + i, k)];
+                    }
+                    y[bx * block_n + i] = s;
+                }
+            });
+        }
+        "#,
+    ] {
+        let def = tile_core::frontend::parse_kernel_source(src)
+            .unwrap_or_else(|d| panic!("parse: {}", d[0]));
+        if let Err(d) = tile_core::compile(def) {
+            panic!("compile: {}", d[0]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Casts
+// ---------------------------------------------------------------------------
+
+#[tile::kernel(block_n = 128, threads = 128)]
+pub fn casts(
+    a: Tensor<f16, (N,)>,
+    b: Tensor<i32, (N,)>,
+    f: TensorMut<f32, (N,)>,
+    i: TensorMut<i32, (N,)>,
+    h: TensorMut<bf16, (N,)>,
+    d: TensorMut<f64, (N,)>,
+) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for j in T::parallel(block_n) {
+            let x = a[bx * block_n + j];
+            let k = b[bx * block_n + j];
+            f[bx * block_n + j] = x as f32 + k as f32;
+            i[bx * block_n + j] = (x as f32 * 100.0) as i32 + k / 3;
+            h[bx * block_n + j] = (x as f32 * 0.5) as bf16;
+            d[bx * block_n + j] = (k as i64 * 3000000000) as f64 + x as f64;
+        }
+    });
+}
+
+#[test]
+fn casts_between_dtypes() -> TestResult {
+    for (s, &n) in [128usize, 1000, 1].iter().enumerate() {
+        let a = random_tensor::<f16>(&[n], 1500 + s as u64, CPU)?;
+        let b = random_tensor::<i32>(&[n], 1600 + s as u64, CPU)?;
+        let mut f = Tensor::full(&[n], f32::NAN, CPU)?;
+        let mut i = Tensor::full(&[n], i32::MIN, CPU)?;
+        let mut h = Tensor::full(&[n], bf16::NAN, CPU)?;
+        let mut d = Tensor::full(&[n], f64::NAN, CPU)?;
+        casts(&a, &b, &mut f, &mut i, &mut h, &mut d)?;
+        let (av, bv) = (host(&a), b.to_vec()?);
+        let wf: Vec<f64> = av
+            .iter()
+            .zip(&bv)
+            .map(|(&x, &k)| round_to::<f32>(x + k as f64))
+            .collect();
+        // Rust's `as` truncates toward zero, and so does integer division.
+        let wi: Vec<i32> = av
+            .iter()
+            .zip(&bv)
+            .map(|(&x, &k)| (x as f32 * 100.0) as i32 + k / 3)
+            .collect();
+        let wh: Vec<f64> = av.iter().map(|&x| round_to::<bf16>(x * 0.5)).collect();
+        let wd: Vec<f64> = av
+            .iter()
+            .zip(&bv)
+            .map(|(&x, &k)| (k as i64 * 3_000_000_000) as f64 + x)
+            .collect();
+        check(&format!("cast f32 n={n}"), &f, &wf, 0.0, 0.0);
+        check_exact(&format!("cast i32 n={n}"), &i, &wi);
+        check(&format!("cast bf16 n={n}"), &h, &wh, 0.0, 0.0);
+        check(&format!("cast f64 n={n}"), &d, &wd, 0.0, 0.0);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Math: T::max / T::min / T::exp / T::sqrt (and friends)
+// ---------------------------------------------------------------------------
+
+#[tile::kernel(block_n = 256, threads = 128)]
+pub fn math_fns(
+    a: Tensor<f32, (N,)>,
+    b: Tensor<f32, (N,)>,
+    c: TensorMut<f32, (N,)>,
+    d: TensorMut<f32, (N,)>,
+) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            let x = a[bx * block_n + i];
+            let y = b[bx * block_n + i];
+            c[bx * block_n + i] = T::exp(T::min(T::max(x, -0.5), 0.5)) + T::sqrt(T::abs(y));
+            d[bx * block_n + i] = T::max(x, y) - T::min(x, y) + T::tanh(x) * T::sigmoid(y);
+        }
+    });
+}
+
+#[tile::kernel(block_n = 64, threads = 64)]
+pub fn math_f16(a: Tensor<f16, (N,)>, c: TensorMut<f16, (N,)>, m: TensorMut<i32, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            let x = a[bx * block_n + i];
+            c[bx * block_n + i] = T::sqrt(T::exp(x));
+            m[bx * block_n + i] = T::min(T::max((x * 20.0) as i32, -5), 5);
+        }
+    });
+}
+
+#[test]
+fn math_functions() -> TestResult {
+    for (s, &n) in [256usize, 1000, 1, 257].iter().enumerate() {
+        let a = random_tensor::<f32>(&[n], 1700 + s as u64, CPU)?;
+        let b = random_tensor::<f32>(&[n], 1800 + s as u64, CPU)?;
+        let mut c = Tensor::full(&[n], f32::NAN, CPU)?;
+        let mut d = Tensor::full(&[n], f32::NAN, CPU)?;
+        math_fns(&a, &b, &mut c, &mut d)?;
+        let (av, bv) = (host(&a), host(&b));
+        let wc: Vec<f64> = av
+            .iter()
+            .zip(&bv)
+            .map(|(&x, &y)| x.clamp(-0.5, 0.5).exp() + y.abs().sqrt())
+            .collect();
+        let wd: Vec<f64> = av
+            .iter()
+            .zip(&bv)
+            .map(|(&x, &y)| x.max(y) - x.min(y) + x.tanh() / (1.0 + (-y).exp()))
+            .collect();
+        check(&format!("math c n={n}"), &c, &wc, 1e-5, 1e-5);
+        check(&format!("math d n={n}"), &d, &wd, 1e-5, 1e-5);
+    }
+    for (s, &n) in [64usize, 65, 3].iter().enumerate() {
+        let a = random_tensor::<f16>(&[n], 1900 + s as u64, CPU)?;
+        let mut c = Tensor::full(&[n], f16::NAN, CPU)?;
+        let mut m = Tensor::full(&[n], i32::MIN, CPU)?;
+        math_f16(&a, &mut c, &mut m)?;
+        let av = host(&a);
+        let wc: Vec<f64> = av.iter().map(|&x| x.exp().sqrt()).collect();
+        check(&format!("math_f16 c n={n}"), &c, &wc, 2e-3, 2e-3);
+        let got = m.to_vec()?;
+        // (x * 20) may round in f16 before truncation: allow the neighbouring integer.
+        for (e, (&x, &g)) in av.iter().zip(&got).enumerate() {
+            let exact = ((x * 20.0).trunc() as i32).clamp(-5, 5);
+            assert!(
+                (g - exact).abs() <= 1 && (-5..=5).contains(&g),
+                "math_f16 m[{e}] = {g}, want about {exact} (x = {x})"
+            );
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Static shapes: dims named by compile-time parameters
+// ---------------------------------------------------------------------------
+
+#[tile::kernel(n = 1000, block_n = 128, threads = 128)]
+pub fn static_axpy(x: Tensor<f32, (n,)>, y: Tensor<f32, (n,)>, out: TensorMut<f32, (n,)>) {
+    T::kernel(T::ceildiv(n, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            out[bx * block_n + i] = 2.0 * x[bx * block_n + i] + y[bx * block_n + i];
+        }
+    });
+}
+
+/// A static dim and a dynamic dim in one parameter.
+#[tile::kernel(rows = 6, block_n = 32, threads = 64)]
+pub fn static_rows(a: Tensor<f32, (rows, N)>, c: TensorMut<f32, (rows, N)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for (r, j) in T::parallel([rows, block_n]) {
+            c[(r, bx * block_n + j)] = a[(r, bx * block_n + j)] * (r + 1) as f32;
+        }
+    });
+}
+
+#[test]
+fn static_shape_kernel() -> TestResult {
+    let x = random_tensor::<f32>(&[1000], 2000, CPU)?;
+    let y = random_tensor::<f32>(&[1000], 2001, CPU)?;
+    let mut out = Tensor::full(&[1000], f32::NAN, CPU)?;
+    static_axpy(&x, &y, &mut out)?;
+    let want: Vec<f64> = host(&x)
+        .iter()
+        .zip(host(&y))
+        .map(|(a, b)| round_to::<f32>(2.0 * a + b))
+        .collect();
+    check("static_axpy", &out, &want, 1e-6, 1e-6);
+    assert_eq!(
+        static_axpy::SPEC.dims.len(),
+        0,
+        "a fully static kernel has no dynamic dims"
+    );
+    Ok(())
+}
+
+#[test]
+fn static_shape_is_checked() -> TestResult {
+    let x = random_tensor::<f32>(&[1024], 2002, CPU)?;
+    let y = random_tensor::<f32>(&[1024], 2003, CPU)?;
+    let mut out = Tensor::full(&[1024], f32::NAN, CPU)?;
+    let err = static_axpy(&x, &y, &mut out).expect_err("n = 1024 must be refused");
+    assert!(matches!(
+        err,
+        Error::ShapeMismatch {
+            kernel: "static_axpy",
+            buffer: "x",
+            dim: 0,
+            expected: 1000,
+            got: 1024,
+            bound_by: None
+        }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "kernel static_axpy input x shape mismatch: dim 0 expected 1000, got 1024"
+    );
+    assert!(
+        out.to_vec()?.iter().all(|v| v.is_nan()),
+        "a refused launch writes nothing"
+    );
+
+    // The output alone has the wrong static extent.
+    let x = random_tensor::<f32>(&[1000], 2004, CPU)?;
+    let mut out = Tensor::full(&[999], f32::NAN, CPU)?;
+    let err = static_axpy(&x, &x, &mut out).expect_err("out of 999 must be refused");
+    assert_eq!(
+        err.to_string(),
+        "kernel static_axpy input out shape mismatch: dim 0 expected 1000, got 999"
+    );
+    assert!(out.to_vec()?.iter().all(|v| v.is_nan()));
+    Ok(())
+}
+
+#[test]
+fn mixed_static_and_dynamic_dims() -> TestResult {
+    for (s, &n) in [32usize, 100, 1].iter().enumerate() {
+        let a = random_tensor::<f32>(&[6, n], 2100 + s as u64, CPU)?;
+        let mut c = Tensor::full(&[6, n], f32::NAN, CPU)?;
+        static_rows(&a, &mut c)?;
+        let want: Vec<f64> = host(&a)
+            .iter()
+            .enumerate()
+            .map(|(e, &v)| round_to::<f32>(v * (e / n + 1) as f64))
+            .collect();
+        check(&format!("static_rows n={n}"), &c, &want, 0.0, 0.0);
+    }
+    let a = random_tensor::<f32>(&[5, 32], 2200, CPU)?;
+    let mut c = Tensor::full(&[5, 32], f32::NAN, CPU)?;
+    let err = static_rows(&a, &mut c).expect_err("5 rows must be refused");
+    assert_eq!(
+        err.to_string(),
+        "kernel static_rows input a shape mismatch: dim 0 expected 6, got 5"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Launch plumbing visible through the generated module
+// ---------------------------------------------------------------------------
+
+#[test]
+fn generated_module_describes_the_kernel() {
+    let spec = &gemm_relu_f16::SPEC;
+    assert_eq!(spec.name, "gemm_relu_f16");
+    let names: Vec<&str> = spec.params.iter().map(|p| p.name).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    let outputs: Vec<bool> = spec.params.iter().map(|p| p.output).collect();
+    assert_eq!(outputs, [false, false, true]);
+    assert_eq!(spec.dims, ["M", "K", "N"]);
+    assert_eq!(spec.threads, 128);
+    assert!(!gemm_relu_f16::source(Target::Cpu).is_empty());
+    assert!(!gemm_relu_f16::source(Target::Cuda).is_empty());
+    assert!(!gemm_relu_f16::ir().is_empty());
+}
+
+#[test]
+fn explicit_cpu_stream() -> TestResult {
+    let stream = CPU.default_stream()?;
+    let n = 777;
+    let a = Tensor::from_vec(random_vec::<f32>(n, 1, -1.0, 1.0), &[n], CPU)?;
+    let b = Tensor::from_vec(random_vec::<f32>(n, 2, -1.0, 1.0), &[n], CPU)?;
+    let mut c = Tensor::full(&[n], f32::NAN, CPU)?;
+    vecadd_a_f32::on(&stream).launch(&a, &b, &mut c)?;
+    stream.synchronize()?;
+    let want: Vec<f64> = host(&a)
+        .iter()
+        .zip(host(&b))
+        .map(|(x, y)| round_to::<f32>(x + y))
+        .collect();
+    check("vecadd on an explicit CPU stream", &c, &want, 0.0, 0.0);
+    Ok(())
+}
