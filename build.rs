@@ -1,7 +1,10 @@
 //! Builds the kernels of `examples/` and `tests/` ahead of time through the
 //! public build API, exactly as a downstream crate's build script would.
 fn main() {
-    let report = tile_core::build::Builder::new().dir("examples").dir("tests").compile();
+    let report = tile_core::build::Builder::new()
+        .dir("examples")
+        .dir("tests")
+        .compile();
     match report {
         Ok(r) => {
             if r.nvcc.is_none() {

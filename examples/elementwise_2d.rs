@@ -8,18 +8,25 @@ use tile::prelude::*;
 
 #[tile::kernel(block_m = 32, block_n = 64, threads = 256)]
 pub fn elementwise_2d(a: Tensor<f32, (M, N)>, b: Tensor<f32, (M, N)>, c: TensorMut<f32, (M, N)>) {
-    T::kernel([T::ceildiv(N, block_n), T::ceildiv(M, block_m)], threads, |bx, by| {
-        for (local_y, local_x) in T::parallel([block_m, block_n]) {
-            let y = by * block_m + local_y;
-            let x = bx * block_n + local_x;
-            c[(y, x)] = a[(y, x)] + b[(y, x)];
-        }
-    });
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            for (local_y, local_x) in T::parallel([block_m, block_n]) {
+                let y = by * block_m + local_y;
+                let x = bx * block_n + local_x;
+                c[(y, x)] = a[(y, x)] + b[(y, x)];
+            }
+        },
+    );
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::default();
-    let args: Vec<usize> = std::env::args().skip(1).map(|s| s.parse()).collect::<Result<_, _>>()?;
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|s| s.parse())
+        .collect::<Result<_, _>>()?;
     let (m, n) = match args.as_slice() {
         [m, n] => (*m, *n),
         _ => (1000, 1030),

@@ -8,26 +8,33 @@ use tile::prelude::*;
 
 #[tile::kernel(block_m = 64, block_n = 64, block_k = 32, stages = 3, threads = 128)]
 pub fn gemm_relu(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
-    T::kernel([T::ceildiv(N, block_n), T::ceildiv(M, block_m)], threads, |bx, by| {
-        let a_s = T::alloc_shared::<f16>([block_m, block_k]);
-        let b_s = T::alloc_shared::<f16>([block_k, block_n]);
-        let acc = T::alloc_fragment::<f32>([block_m, block_n]);
-        T::clear(acc);
-        for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
-            T::copy(a.at([by * block_m, ko * block_k]), a_s);
-            T::copy(b.at([ko * block_k, bx * block_n]), b_s);
-            T::gemm(a_s, b_s, acc);
-        }
-        for (i, j) in T::parallel([block_m, block_n]) {
-            acc[(i, j)] = T::max(acc[(i, j)], 0.0);
-        }
-        T::copy(acc, c.at([by * block_m, bx * block_n]));
-    });
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            let a_s = T::alloc_shared::<f16>([block_m, block_k]);
+            let b_s = T::alloc_shared::<f16>([block_k, block_n]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            for (i, j) in T::parallel([block_m, block_n]) {
+                acc[(i, j)] = T::max(acc[(i, j)], 0.0);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        },
+    );
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::default();
-    let args: Vec<usize> = std::env::args().skip(1).map(|s| s.parse()).collect::<Result<_, _>>()?;
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|s| s.parse())
+        .collect::<Result<_, _>>()?;
     let (m, n, k) = match args.as_slice() {
         [m, n, k] => (*m, *n, *k),
         _ if dev == Device::Cpu => (200, 136, 100),

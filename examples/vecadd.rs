@@ -19,14 +19,22 @@ pub fn vecadd(a: Tensor<f16, (N,)>, b: Tensor<f16, (N,)>, c: TensorMut<f16, (N,)
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::default();
     let default_n = if dev == Device::Cpu { 1 << 20 } else { 1 << 28 };
-    let n: usize = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(default_n);
+    let n: usize = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(default_n);
     let a = tile::testing::random_tensor::<f16>(&[n], 1, dev)?;
     let b = tile::testing::random_tensor::<f16>(&[n], 2, dev)?;
     let mut c = Tensor::full(&[n], f16::NAN, dev)?; // poisoned: every element must be written
     vecadd(&a, &b, &mut c)?;
     dev.synchronize()?;
     let (av, bv, cv) = (a.to_vec()?, b.to_vec()?, c.to_vec()?);
-    let want: Vec<f64> = av.iter().zip(&bv).map(|(x, y)| f16::from_f32(x.to_f32() + y.to_f32()).to_f64()).collect();
+    let want: Vec<f64> = av
+        .iter()
+        .zip(&bv)
+        .map(|(x, y)| f16::from_f32(x.to_f32() + y.to_f32()).to_f64())
+        .collect();
     let report = tile::testing::assert_allclose(&cv, &want, 1e-3, 1e-3)?;
     let reps = if dev == Device::Cpu { 5 } else { 50 };
     let mut times = Vec::new();

@@ -23,8 +23,16 @@ pub fn vecadd_buffered(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::default();
-    let default_n = if dev == Device::Cpu { 1_000_003 } else { 1 << 26 };
-    let n: usize = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(default_n);
+    let default_n = if dev == Device::Cpu {
+        1_000_003
+    } else {
+        1 << 26
+    };
+    let n: usize = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(default_n);
     let a = tile::testing::random_tensor::<f32>(&[n], 3, dev)?;
     let b = tile::testing::random_tensor::<f32>(&[n], 4, dev)?;
     let mut c = Tensor::full(&[n], f32::NAN, dev)?;

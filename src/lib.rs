@@ -27,7 +27,9 @@
 //! that runs on the host: `T` is not a Rust item.
 
 pub use tile_macros::kernel;
-pub use tile_runtime::{bf16, f16, testing, DType, Device, Element, Error, Result, Stream, Target, Tensor};
+pub use tile_runtime::{
+    bf16, f16, testing, DType, Device, Element, Error, Result, Stream, Target, Tensor,
+};
 
 /// Everything a kernel file usually needs.
 pub mod prelude {

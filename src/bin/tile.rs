@@ -34,7 +34,11 @@ fn inspect(args: &[String]) -> Result<(), String> {
     let mut emit = "all".to_string();
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let mut val = || it.next().cloned().ok_or(format!("{a} needs a value\n{USAGE}"));
+        let mut val = || {
+            it.next()
+                .cloned()
+                .ok_or(format!("{a} needs a value\n{USAGE}"))
+        };
         match a.as_str() {
             "--kernel" => kernel = Some(val()?),
             "--target" => target = val()?,
@@ -49,14 +53,18 @@ fn inspect(args: &[String]) -> Result<(), String> {
         return Err(format!("--target is cuda or cpu, got {target}"));
     }
     if !matches!(emit.as_str(), "ir" | "lowered" | "source" | "key" | "all") {
-        return Err(format!("--emit is ir, lowered, source, key or all, got {emit}"));
+        return Err(format!(
+            "--emit is ir, lowered, source, key or all, got {emit}"
+        ));
     }
     let text = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
     let parsed = syn::parse_file(&text).map_err(|e| format!("{file}: not valid Rust: {e}"))?;
     let mut found = 0;
     for item in &parsed.items {
         let syn::Item::Fn(f) = item else { continue };
-        let Some(attr) = kernel_attr(&f.attrs) else { continue };
+        let Some(attr) = kernel_attr(&f.attrs) else {
+            continue;
+        };
         if kernel.as_deref().is_some_and(|k| f.sig.ident != k) {
             continue;
         }
@@ -65,14 +73,22 @@ fn inspect(args: &[String]) -> Result<(), String> {
         f.attrs.retain(|a| !is_kernel_attr(a));
         let name = f.sig.ident.to_string();
         let def = parse_kernel(attr, &f).map_err(|d| {
-            let msgs: Vec<String> = d.iter().map(|x| {
-                let s = x.span.start();
-                format!("{file}:{}:{}: {}", s.line, s.column + 1, x.message)
-            }).collect();
+            let msgs: Vec<String> = d
+                .iter()
+                .map(|x| {
+                    let s = x.span.start();
+                    format!("{file}:{}:{}: {}", s.line, s.column + 1, x.message)
+                })
+                .collect();
             msgs.join("\n")
         })?;
-        let t = if target == "cuda" { tile_core::Target::Cuda } else { tile_core::Target::C };
-        let lowered = tile_core::lowered_script(&def, t).map_err(|d| format!("{name}: {}", d.message))?;
+        let t = if target == "cuda" {
+            tile_core::Target::Cuda
+        } else {
+            tile_core::Target::C
+        };
+        let lowered =
+            tile_core::lowered_script(&def, t).map_err(|d| format!("{name}: {}", d.message))?;
         let c = tile_core::compile(def).map_err(|d| format!("{name}: {}", d[0].message))?;
         let all = emit == "all";
         if all {
@@ -94,13 +110,24 @@ fn inspect(args: &[String]) -> Result<(), String> {
             if all {
                 println!("--- source ({target}) ---");
             }
-            print!("{}", if target == "cuda" { &c.cuda_source } else { &c.c_source });
+            print!(
+                "{}",
+                if target == "cuda" {
+                    &c.cuda_source
+                } else {
+                    &c.c_source
+                }
+            );
         }
         if all || emit == "key" {
             if all {
                 println!("--- key ---");
             }
-            let (tname, opts) = if target == "cuda" { ("cuda", tile_core::CUDA_OPTIONS) } else { ("c", tile_core::C_OPTIONS) };
+            let (tname, opts) = if target == "cuda" {
+                ("cuda", tile_core::CUDA_OPTIONS)
+            } else {
+                ("c", tile_core::C_OPTIONS)
+            };
             print!("{}", tile_core::key::describe(&c.script, tname, opts));
             if target == "cuda" {
                 println!("arch     {arch} (appended per device: cuda-binaries/<key>-{arch})");
@@ -110,7 +137,10 @@ fn inspect(args: &[String]) -> Result<(), String> {
         }
     }
     if found == 0 {
-        return Err(format!("no #[tile::kernel] function{} in {file}", kernel.map(|k| format!(" named {k}")).unwrap_or_default()));
+        return Err(format!(
+            "no #[tile::kernel] function{} in {file}",
+            kernel.map(|k| format!(" named {k}")).unwrap_or_default()
+        ));
     }
     Ok(())
 }

@@ -67,27 +67,44 @@ impl Builder {
     /// Builds every kernel found. Kernels with errors are skipped here: the
     /// macro reports them with their spans when the crate compiles.
     pub fn compile(self) -> Result<Report, String> {
-        let out = std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set: call the tile build API from a build script")?;
+        let out = std::env::var_os("OUT_DIR")
+            .ok_or("OUT_DIR is not set: call the tile build API from a build script")?;
         let dir = PathBuf::from(out).join("tile");
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        for v in ["NVCC", "TILE_NO_NVCC", "TILE_CUDA_ARCHS", "CUDA_HOME", "CUDA_PATH"] {
+        for v in [
+            "NVCC",
+            "TILE_NO_NVCC",
+            "TILE_CUDA_ARCHS",
+            "CUDA_HOME",
+            "CUDA_PATH",
+        ] {
             println!("cargo:rerun-if-env-changed={v}");
         }
         let archs = self.archs.unwrap_or_else(default_archs);
         let nvcc = find_nvcc();
-        let mut report = Report { nvcc: nvcc.clone(), ..Report::default() };
+        let mut report = Report {
+            nvcc: nvcc.clone(),
+            ..Report::default()
+        };
         let mut compiled = Vec::new();
         for f in &self.files {
             println!("cargo:rerun-if-changed={}", f.display());
-            let text = std::fs::read_to_string(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
-            let Ok(file) = syn::parse_file(&text) else { continue };
+            let text =
+                std::fs::read_to_string(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
+            let Ok(file) = syn::parse_file(&text) else {
+                continue;
+            };
             let mut fns = Vec::new();
             collect_fns(&file.items, &mut fns);
             for item in fns {
-                let Some(attr) = kernel_attr(&item.attrs) else { continue };
+                let Some(attr) = kernel_attr(&item.attrs) else {
+                    continue;
+                };
                 let mut item = item.clone();
                 item.attrs.retain(|a| !is_kernel_attr(a));
-                let Ok(def) = parse_kernel(attr, &item) else { continue };
+                let Ok(def) = parse_kernel(attr, &item) else {
+                    continue;
+                };
                 match crate::compile(def) {
                     Ok(c) => compiled.push(c),
                     Err(d) => report.warnings.push(format!("{}: {}", f.display(), d[0])),
@@ -100,8 +117,16 @@ impl Builder {
         report.kernels = compiled.len();
         let mut manifest = String::new();
         // C: one static library per kernel, compiled in parallel.
-        let c_jobs: Vec<(String, String, String)> =
-            compiled.iter().map(|c| (c.c_symbol.clone(), c.c_source.clone(), c.def.func.name.clone())).collect();
+        let c_jobs: Vec<(String, String, String)> = compiled
+            .iter()
+            .map(|c| {
+                (
+                    c.c_symbol.clone(),
+                    c.c_source.clone(),
+                    c.def.func.name.clone(),
+                )
+            })
+            .collect();
         let results = parallel_map(&c_jobs, |(sym, code, name)| {
             let src = dir.join(format!("{sym}.c"));
             std::fs::write(&src, code).map_err(|e| e.to_string())?;
@@ -130,7 +155,14 @@ impl Builder {
             let jobs: Vec<(String, String, String, String)> = compiled
                 .iter()
                 .flat_map(|c| {
-                    archs.iter().map(move |a| (c.cuda_key.clone(), c.cuda_source.clone(), c.def.func.name.clone(), a.clone()))
+                    archs.iter().map(move |a| {
+                        (
+                            c.cuda_key.clone(),
+                            c.cuda_source.clone(),
+                            c.def.func.name.clone(),
+                            a.clone(),
+                        )
+                    })
                 })
                 .collect();
             let results = parallel_map(&jobs, |(key, code, name, arch)| {
@@ -165,7 +197,8 @@ impl Builder {
             }
         }
         let mpath = dir.join("manifest.txt");
-        std::fs::write(&mpath, manifest).map_err(|e| format!("writing {}: {e}", mpath.display()))?;
+        std::fs::write(&mpath, manifest)
+            .map_err(|e| format!("writing {}: {e}", mpath.display()))?;
         for w in &report.warnings {
             println!("cargo:warning=tile: {}", w.lines().next().unwrap_or(""));
         }
@@ -227,11 +260,21 @@ pub fn find_nvcc() -> Option<PathBuf> {
 }
 
 fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(8).max(1);
+    let n = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .min(8)
+        .max(1);
     let chunk = items.len().div_ceil(n).max(1);
     std::thread::scope(|s| {
-        let handles: Vec<_> = items.chunks(chunk).map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>())).collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
     })
 }
 
@@ -248,10 +291,17 @@ pub struct Artifacts {
 
 /// Looks up `$OUT_DIR/tile/manifest.txt` for a kernel's keys.
 pub fn lookup_artifacts(c_symbol: &str, cuda_key: &str) -> Artifacts {
-    let Some(out) = std::env::var_os("OUT_DIR") else { return Artifacts::default() };
+    let Some(out) = std::env::var_os("OUT_DIR") else {
+        return Artifacts::default();
+    };
     let mpath = PathBuf::from(out).join("tile").join("manifest.txt");
-    let Ok(text) = std::fs::read_to_string(&mpath) else { return Artifacts::default() };
-    let mut a = Artifacts { manifest: Some(mpath), ..Artifacts::default() };
+    let Ok(text) = std::fs::read_to_string(&mpath) else {
+        return Artifacts::default();
+    };
+    let mut a = Artifacts {
+        manifest: Some(mpath),
+        ..Artifacts::default()
+    };
     for line in text.lines() {
         let parts: Vec<&str> = line.splitn(4, ' ').collect();
         match parts.as_slice() {

@@ -45,7 +45,10 @@ mod tests {
     fn stamp_and_options_change_the_key() {
         let a = derive_with_stamp("s", "cuda", "-O3", "aaaa");
         assert_ne!(a, derive_with_stamp("s", "cuda", "-O3", "bbbb"));
-        assert_ne!(a, derive_with_stamp("s", "cuda", "-O3 --use_fast_math", "aaaa"));
+        assert_ne!(
+            a,
+            derive_with_stamp("s", "cuda", "-O3 --use_fast_math", "aaaa")
+        );
         assert_ne!(a, derive_with_stamp("s", "c", "-O3", "aaaa"));
         assert_eq!(a, derive_with_stamp("s", "cuda", "-O3", "aaaa"));
     }

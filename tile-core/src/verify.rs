@@ -10,7 +10,11 @@ use proc_macro2::Span;
 use std::collections::HashSet;
 
 pub fn verify(f: &PrimFunc) -> Result<(), Diagnostic> {
-    let mut v = Verifier { f, defined: HashSet::new(), allocated: HashSet::new() };
+    let mut v = Verifier {
+        f,
+        defined: HashSet::new(),
+        allocated: HashSet::new(),
+    };
     for &d in &f.dims {
         v.defined.insert(d);
     }
@@ -23,7 +27,10 @@ pub fn verify(f: &PrimFunc) -> Result<(), Diagnostic> {
     for g in &f.launch.grid {
         v.expr(g)?;
     }
-    if f.launch.grid.is_empty() || f.launch.grid.len() > 3 || f.launch.grid.len() != f.launch.block_vars.len() {
+    if f.launch.grid.is_empty()
+        || f.launch.grid.len() > 3
+        || f.launch.grid.len() != f.launch.block_vars.len()
+    {
         return v.fail("the launch has 1 to 3 grid dims, one block variable each".into());
     }
     for &b in &f.launch.block_vars {
@@ -40,7 +47,10 @@ struct Verifier<'a> {
 
 impl Verifier<'_> {
     fn fail<T>(&self, msg: String) -> Result<T, Diagnostic> {
-        Err(Diagnostic::new(Span::call_site(), format!("internal error: invalid IR in `{}`: {msg}", self.f.name)))
+        Err(Diagnostic::new(
+            Span::call_site(),
+            format!("internal error: invalid IR in `{}`: {msg}", self.f.name),
+        ))
     }
 
     fn buf(&self, b: BufId) -> Result<&Buffer, Diagnostic> {
@@ -48,7 +58,10 @@ impl Verifier<'_> {
             return self.fail(format!("buffer handle {} out of range", b.0));
         }
         if !self.allocated.contains(&b) {
-            return self.fail(format!("buffer `{}` used before allocation", self.f.buf(b).name));
+            return self.fail(format!(
+                "buffer `{}` used before allocation",
+                self.f.buf(b).name
+            ));
         }
         Ok(self.f.buf(b))
     }
@@ -64,13 +77,20 @@ impl Verifier<'_> {
                     if (v.0 as usize) >= self.f.vars.len() || !self.defined.contains(v) {
                         err = Some(format!("variable #{} used before definition", v.0));
                     } else if self.f.var(*v).dtype != *t {
-                        err = Some(format!("variable `{}` has dtype {} but is used as {t}", self.f.var(*v).name, self.f.var(*v).dtype));
+                        err = Some(format!(
+                            "variable `{}` has dtype {} but is used as {t}",
+                            self.f.var(*v).name,
+                            self.f.var(*v).dtype
+                        ));
                     }
                 }
                 Expr::Load(b, idx, t) => match self.buf(*b) {
                     Ok(buf) => {
                         if buf.shape.len() != idx.len() || buf.dtype != *t {
-                            err = Some(format!("load from `{}` has the wrong rank or dtype", buf.name));
+                            err = Some(format!(
+                                "load from `{}` has the wrong rank or dtype",
+                                buf.name
+                            ));
                         }
                     }
                     Err(d) => err = Some(d.message),
@@ -97,7 +117,10 @@ impl Verifier<'_> {
             Stmt::Let { var, value } | Stmt::Local { var, init: value } => {
                 self.expr(value)?;
                 if self.f.var(*var).dtype != value.dtype() {
-                    return self.fail(format!("`{}` is bound to a value of another dtype", self.f.var(*var).name));
+                    return self.fail(format!(
+                        "`{}` is bound to a value of another dtype",
+                        self.f.var(*var).name
+                    ));
                 }
                 self.defined.insert(*var);
             }
@@ -117,7 +140,13 @@ impl Verifier<'_> {
                 }
                 self.expr(value)?;
             }
-            Stmt::For { var, start, extent, body, .. } => {
+            Stmt::For {
+                var,
+                start,
+                extent,
+                body,
+                ..
+            } => {
                 self.expr(start)?;
                 self.expr(extent)?;
                 let had = self.defined.insert(*var);
@@ -139,7 +168,10 @@ impl Verifier<'_> {
             Stmt::Alloc { buf } => {
                 let b = self.f.buf(*buf);
                 if b.scope == Scope::Global || b.const_shape().is_none() {
-                    return self.fail(format!("allocation `{}` is global or has a dynamic shape", b.name));
+                    return self.fail(format!(
+                        "allocation `{}` is global or has a dynamic shape",
+                        b.name
+                    ));
                 }
                 self.allocated.insert(*buf);
             }
@@ -147,7 +179,8 @@ impl Verifier<'_> {
                 for r in [src, dst] {
                     let b = self.buf(r.buf)?;
                     if r.origin.len() != b.shape.len() || r.extent.len() != b.shape.len() {
-                        return self.fail(format!("copy region of `{}` has the wrong rank", b.name));
+                        return self
+                            .fail(format!("copy region of `{}` has the wrong rank", b.name));
                     }
                     for e in r.origin.iter().chain(&r.extent) {
                         self.expr(e)?;

@@ -11,8 +11,14 @@ fn check(path: &Path, actual: &str, failures: &mut Vec<String>) {
     }
     match std::fs::read_to_string(path) {
         Ok(expected) if expected == actual => {}
-        Ok(_) => failures.push(format!("{} differs (regenerate with TILE_BLESS=1 and review the diff)", path.display())),
-        Err(_) => failures.push(format!("{} is missing (create it with TILE_BLESS=1)", path.display())),
+        Ok(_) => failures.push(format!(
+            "{} differs (regenerate with TILE_BLESS=1 and review the diff)",
+            path.display()
+        )),
+        Err(_) => failures.push(format!(
+            "{} is missing (create it with TILE_BLESS=1)",
+            path.display()
+        )),
     }
 }
 
@@ -20,10 +26,17 @@ fn check(path: &Path, actual: &str, failures: &mut Vec<String>) {
 fn generated_code_matches_golden_files() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let mut failures = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(&dir).expect("golden dir").flatten().map(|e| e.path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .expect("golden dir")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     entries.sort();
     let mut n = 0;
-    for p in entries.iter().filter(|p| p.extension().is_some_and(|e| e == "rs")) {
+    for p in entries
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+    {
         let src = std::fs::read_to_string(p).expect("read kernel");
         let def = tile_core::frontend::parse_kernel_source(&src)
             .unwrap_or_else(|d| panic!("{}: {}", p.display(), d[0]));
@@ -32,7 +45,11 @@ fn generated_code_matches_golden_files() {
         check(&p.with_extension("cu"), &c.cuda_source, &mut failures);
         // The C symbol carries the key, which moves with every compiler change;
         // the golden file names it generically.
-        check(&p.with_extension("c"), &c.c_source.replace(&c.c_symbol, "tile_kernel"), &mut failures);
+        check(
+            &p.with_extension("c"),
+            &c.c_source.replace(&c.c_symbol, "tile_kernel"),
+            &mut failures,
+        );
         n += 1;
     }
     assert!(n >= 3, "expected golden kernels in {}", dir.display());
@@ -44,12 +61,22 @@ fn vectorized_and_bounds_checked_forms() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let compile = |f: &str| {
         let src = std::fs::read_to_string(dir.join(f)).expect("read");
-        tile_core::compile(tile_core::frontend::parse_kernel_source(&src).expect("parse")).expect("compile")
+        tile_core::compile(tile_core::frontend::parse_kernel_source(&src).expect("parse"))
+            .expect("compile")
     };
     let v = compile("vecadd.rs").cuda_source;
-    assert!(v.contains("tl::vec<half, 8>"), "divisible N uses 128-bit vectors:\n{v}");
-    assert!(!v.contains("if ("), "divisible N needs no bounds check:\n{v}");
+    assert!(
+        v.contains("tl::vec<half, 8>"),
+        "divisible N uses 128-bit vectors:\n{v}"
+    );
+    assert!(
+        !v.contains("if ("),
+        "divisible N needs no bounds check:\n{v}"
+    );
     let b = compile("vecadd_2047.rs").cuda_source;
     assert!(b.contains("< 2047"), "N = 2047 keeps a bounds check:\n{b}");
-    assert!(!b.contains("tl::vec"), "the bounds-checked form is scalar:\n{b}");
+    assert!(
+        !b.contains("tl::vec"),
+        "the bounds-checked form is scalar:\n{b}"
+    );
 }

@@ -8,7 +8,9 @@ use tile_core::ir::{BinOp, DType, Expr, PrimFunc};
 use tile_core::Compiled;
 
 pub fn errors(item: &syn::ItemFn, diags: &[tile_core::Diagnostic]) -> TokenStream {
-    let errs = diags.iter().map(|d| syn::Error::new(d.span, &d.message).to_compile_error());
+    let errs = diags
+        .iter()
+        .map(|d| syn::Error::new(d.span, &d.message).to_compile_error());
     // A fallback item keeps the name defined so that one mistake does not
     // cascade into "cannot find function" errors at every call site.
     let vis = &item.vis;
@@ -41,7 +43,11 @@ fn grid_tokens(f: &PrimFunc, e: &Expr) -> Result<TokenStream, String> {
     Ok(match e {
         Expr::Int(v, _) => quote!(#g::Const(#v)),
         Expr::Var(v, _) => {
-            let i = f.dims.iter().position(|d| d == v).ok_or("grid uses a non-dim variable")? as u32;
+            let i = f
+                .dims
+                .iter()
+                .position(|d| d == v)
+                .ok_or("grid uses a non-dim variable")? as u32;
             quote!(#g::Dim(#i))
         }
         Expr::Cast(_, a) => grid_tokens(f, a)?,
@@ -126,7 +132,9 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
     let art = tile_core::build::lookup_artifacts(c_sym, cu_key);
     let track = art.manifest.as_ref().map(|m| {
         let m = m.display().to_string();
-        quote!(const _: &[u8] = include_bytes!(#m);)
+        quote!(
+            const _: &[u8] = include_bytes!(#m);
+        )
     });
     let (c_extern, c_aot) = match &art.c_lib {
         Some(lib) => (

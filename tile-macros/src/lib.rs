@@ -26,7 +26,8 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(f) => f,
         Err(e) => return e.to_compile_error().into(),
     };
-    let compiled = tile_core::frontend::parse_kernel(attr.into(), &item).and_then(tile_core::compile);
+    let compiled =
+        tile_core::frontend::parse_kernel(attr.into(), &item).and_then(tile_core::compile);
     match compiled {
         Ok(c) => expand::launcher(&item, &c).into(),
         Err(diags) => expand::errors(&item, &diags).into(),

@@ -56,7 +56,11 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         lane: None,
         env: Env::default(),
         shared_bytes: 0,
-        param_align: f.params.iter().map(|&b| f.buf(b).dtype.bytes() as u32).collect(),
+        param_align: f
+            .params
+            .iter()
+            .map(|&b| f.buf(b).dtype.bytes() as u32)
+            .collect(),
         nest_counter: 0,
     };
     w.out.push_str(&format!(
@@ -69,7 +73,11 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     for &b in &f.params {
         let buf = f.buf(b);
         let konst = if buf.mutable { "" } else { "const " };
-        params.push(format!("{konst}{}* __restrict__ {}", ty(buf.dtype)?, ident(&buf.name)));
+        params.push(format!(
+            "{konst}{}* __restrict__ {}",
+            ty(buf.dtype)?,
+            ident(&buf.name)
+        ));
     }
     for &d in &f.dims {
         params.push(format!("int {}", ident(&f.var(d).name)));
@@ -82,7 +90,10 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     );
     for (d, &v) in f.launch.block_vars.iter().enumerate() {
         let axis = ["x", "y", "z"][d];
-        w.line(&format!("const int {} = (int)blockIdx.{axis};", ident(&f.var(v).name)));
+        w.line(&format!(
+            "const int {} = (int)blockIdx.{axis};",
+            ident(&f.var(v).name)
+        ));
         if let Some(g) = f.launch.grid[d].as_int() {
             w.env.ranges.insert(v, (0, g - 1));
         }
@@ -95,7 +106,12 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
             f.name, w.shared_bytes
         )));
     }
-    Ok(Source { code: w.out, entry, shared_bytes: w.shared_bytes, param_align: w.param_align })
+    Ok(Source {
+        code: w.out,
+        entry,
+        shared_bytes: w.shared_bytes,
+        param_align: w.param_align,
+    })
 }
 
 pub fn ty(t: DType) -> Result<&'static str, Diagnostic> {
@@ -128,7 +144,14 @@ fn collect_nest(s: &Stmt) -> Option<Nest<'_>> {
     let mut vars = Vec::new();
     let mut extents = Vec::new();
     let mut cur = s;
-    while let Stmt::For { var, start, extent, kind: ForKind::Parallel, body } = cur {
+    while let Stmt::For {
+        var,
+        start,
+        extent,
+        kind: ForKind::Parallel,
+        body,
+    } = cur
+    {
         if start.as_int() != Some(0) {
             return None;
         }
@@ -139,7 +162,11 @@ fn collect_nest(s: &Stmt) -> Option<Nest<'_>> {
     if vars.is_empty() {
         return None;
     }
-    Some(Nest { vars, extents, body: cur })
+    Some(Nest {
+        vars,
+        extents,
+        body: cur,
+    })
 }
 
 /// Per-nest vector width and per-fragment layout width.
@@ -188,7 +215,12 @@ fn plan(f: &PrimFunc) -> Result<Plan, Diagnostic> {
     let mut infos = Vec::new();
     for n in &nests {
         let (bufs, guarded) = bufs_in(n.body);
-        let max_bytes = bufs.iter().map(|&b| f.buf(b).dtype.bytes()).max().unwrap_or(4).max(1);
+        let max_bytes = bufs
+            .iter()
+            .map(|&b| f.buf(b).dtype.bytes())
+            .max()
+            .unwrap_or(4)
+            .max(1);
         let inner_ext = *n.extents.last().unwrap_or(&1);
         let mut v = (16 / max_bytes).max(1);
         while v > 1 && inner_ext % v != 0 {
@@ -213,14 +245,25 @@ fn plan(f: &PrimFunc) -> Result<Plan, Diagnostic> {
                 }
             }
         }
-        let frags: Vec<BufId> = bufs.into_iter().filter(|&b| f.buf(b).scope == Scope::Fragment).collect();
-        infos.push(Info { key: n.vars[0], natural: v, frags });
+        let frags: Vec<BufId> = bufs
+            .into_iter()
+            .filter(|&b| f.buf(b).scope == Scope::Fragment)
+            .collect();
+        infos.push(Info {
+            key: n.vars[0],
+            natural: v,
+            frags,
+        });
     }
     let mut frag_v: HashMap<BufId, i64> = HashMap::new();
     loop {
         let mut changed = false;
         for i in &infos {
-            let v = i.frags.iter().filter_map(|b| frag_v.get(b)).fold(i.natural, |a, &b| a.min(b));
+            let v = i
+                .frags
+                .iter()
+                .filter_map(|b| frag_v.get(b))
+                .fold(i.natural, |a, &b| a.min(b));
             for b in &i.frags {
                 if frag_v.get(b).is_none_or(|&x| x > v) {
                     frag_v.insert(*b, v);
@@ -234,7 +277,15 @@ fn plan(f: &PrimFunc) -> Result<Plan, Diagnostic> {
     }
     let nest_v = infos
         .iter()
-        .map(|i| (i.key, i.frags.iter().filter_map(|b| frag_v.get(b)).fold(i.natural, |a, &b| a.min(b))))
+        .map(|i| {
+            (
+                i.key,
+                i.frags
+                    .iter()
+                    .filter_map(|b| frag_v.get(b))
+                    .fold(i.natural, |a, &b| a.min(b)),
+            )
+        })
         .collect();
     Ok(Plan { nest_v, frag_v })
 }
@@ -286,10 +337,16 @@ impl Affine {
 
 fn affine(e: &Expr, lets: &HashMap<VarId, Expr>) -> Option<Affine> {
     match e {
-        Expr::Int(c, _) => Some(Affine { terms: HashMap::new(), constant: *c }),
+        Expr::Int(c, _) => Some(Affine {
+            terms: HashMap::new(),
+            constant: *c,
+        }),
         Expr::Var(v, _) => match lets.get(v) {
             Some(x) => affine(x, lets),
-            None => Some(Affine { terms: [(*v, 1)].into_iter().collect(), constant: 0 }),
+            None => Some(Affine {
+                terms: [(*v, 1)].into_iter().collect(),
+                constant: 0,
+            }),
         },
         Expr::Cast(t, a) if t.is_int() => affine(a, lets),
         Expr::Bin(op @ (BinOp::Add | BinOp::Sub), a, b, _) => {
@@ -304,7 +361,13 @@ fn affine(e: &Expr, lets: &HashMap<VarId, Expr>) -> Option<Affine> {
         }
         Expr::Bin(BinOp::Mul, a, b, _) => {
             let (x, y) = (affine(a, lets)?, affine(b, lets)?);
-            let (k, mut other) = if x.terms.is_empty() { (x.constant, y) } else if y.terms.is_empty() { (y.constant, x) } else { return None };
+            let (k, mut other) = if x.terms.is_empty() {
+                (x.constant, y)
+            } else if y.terms.is_empty() {
+                (y.constant, x)
+            } else {
+                return None;
+            };
             other.constant *= k;
             other.terms.values_mut().for_each(|c| *c *= k);
             other.terms.retain(|_, c| *c != 0);
@@ -314,7 +377,12 @@ fn affine(e: &Expr, lets: &HashMap<VarId, Expr>) -> Option<Affine> {
     }
 }
 
-fn affine_access(f: &PrimFunc, b: BufId, idx: &[Expr], lets: &HashMap<VarId, Expr>) -> Option<Affine> {
+fn affine_access(
+    f: &PrimFunc,
+    b: BufId,
+    idx: &[Expr],
+    lets: &HashMap<VarId, Expr>,
+) -> Option<Affine> {
     // Dynamic dims may appear: a dim multiplied by an index is not affine
     // (so a dynamic row length is never assumed aligned), a 1-D index is.
     let buf = f.buf(b);
@@ -384,9 +452,17 @@ impl Writer<'_> {
             }
             Stmt::Let { var, value } | Stmt::Local { var, init: value } => {
                 let v = f.var(*var);
-                let konst = if matches!(s, Stmt::Let { .. }) { "const " } else { "" };
+                let konst = if matches!(s, Stmt::Let { .. }) {
+                    "const "
+                } else {
+                    ""
+                };
                 let e = self.expr(value)?;
-                self.line(&format!("{konst}{} {} = {e};", ty(v.dtype)?, ident(&v.name)));
+                self.line(&format!(
+                    "{konst}{} {} = {e};",
+                    ty(v.dtype)?,
+                    ident(&v.name)
+                ));
             }
             Stmt::Assign { var, value } => {
                 let e = self.expr(value)?;
@@ -403,7 +479,13 @@ impl Writer<'_> {
                 let target = self.access(*buf, idx)?;
                 self.line(&format!("{target} = {v};"));
             }
-            Stmt::For { var, start, extent, kind, body } => {
+            Stmt::For {
+                var,
+                start,
+                extent,
+                kind,
+                body,
+            } => {
                 if *kind == ForKind::Parallel {
                     return Err(err(format!(
                         "kernel `{}`: a `T::parallel` loop over a dynamic extent or inside another parallel \
@@ -445,20 +527,28 @@ impl Writer<'_> {
                 match b.scope {
                     Scope::Shared => {
                         self.shared_bytes += n * b.dtype.bytes();
-                        self.line(&format!("__shared__ alignas(16) {t} {}[{n}];", self.name(*buf)));
+                        self.line(&format!(
+                            "__shared__ alignas(16) {t} {}[{n}];",
+                            self.name(*buf)
+                        ));
                     }
                     Scope::Fragment => {
                         let v = self.plan.frag_v.get(buf).copied().unwrap_or(1);
                         let per = f.launch.threads * v;
                         let regs = (n + per - 1) / per * v;
-                        self.line(&format!("{t} {}[{regs}];  // fragment: {n} elements, {v} per chunk", self.name(*buf)));
+                        self.line(&format!(
+                            "{t} {}[{regs}];  // fragment: {n} elements, {v} per chunk",
+                            self.name(*buf)
+                        ));
                     }
                     _ => self.line(&format!("{t} {}[{n}];", self.name(*buf))),
                 }
             }
             Stmt::Barrier => self.line("__syncthreads();"),
             Stmt::Copy { .. } | Stmt::Fill { .. } | Stmt::Gemm(_) => {
-                return Err(err("internal error: tile op reached the CUDA backend unlowered"))
+                return Err(err(
+                    "internal error: tile op reached the CUDA backend unlowered",
+                ))
             }
         }
         Ok(())
@@ -486,7 +576,10 @@ impl Writer<'_> {
                 continue;
             }
             let identity = buf.const_shape().as_deref() == Some(&n.extents[..])
-                && idx.iter().zip(&n.vars).all(|(e, v)| matches!(e, Expr::Var(x, _) if x == v))
+                && idx
+                    .iter()
+                    .zip(&n.vars)
+                    .all(|(e, v)| matches!(e, Expr::Var(x, _) if x == v))
                 && idx.len() == n.vars.len();
             if !identity {
                 return Err(err(format!(
@@ -504,8 +597,14 @@ impl Writer<'_> {
             s => vec![s],
         };
         let simple = v > 1
-            && items.iter().all(|s| matches!(s, Stmt::Let { .. } | Stmt::Store { .. }))
-            && items.iter().filter(|s| matches!(s, Stmt::Store { .. })).count() == 1;
+            && items
+                .iter()
+                .all(|s| matches!(s, Stmt::Let { .. } | Stmt::Store { .. }))
+            && items
+                .iter()
+                .filter(|s| matches!(s, Stmt::Store { .. }))
+                .count()
+                == 1;
         let vec_ok = |b: BufId, idx: &[Expr]| -> bool {
             let buf = f.buf(b);
             matches!(buf.scope, Scope::Global | Scope::Shared)
@@ -514,7 +613,9 @@ impl Writer<'_> {
         let mut vloads = Vec::new();
         let mut vstore = None;
         if simple {
-            if let Some(Stmt::Store { buf, idx, value }) = items.iter().find(|s| matches!(s, Stmt::Store { .. })) {
+            if let Some(Stmt::Store { buf, idx, value }) =
+                items.iter().find(|s| matches!(s, Stmt::Store { .. }))
+            {
                 if vec_ok(*buf, idx) {
                     vstore = Some((*buf, idx.clone(), format!("tl_st{k}.x[tl_v]")));
                 }
@@ -534,7 +635,11 @@ impl Writer<'_> {
                     }
                 }
                 for (b, i) in loads {
-                    if vec_ok(b, &i) && !vloads.iter().any(|(x, y, _): &(BufId, Vec<Expr>, String)| *x == b && *y == i) {
+                    if vec_ok(b, &i)
+                        && !vloads
+                            .iter()
+                            .any(|(x, y, _): &(BufId, Vec<Expr>, String)| *x == b && *y == i)
+                    {
                         let name = format!("tl_ld{k}_{}.x[tl_v]", vloads.len());
                         vloads.push((b, i, name));
                     }
@@ -553,7 +658,9 @@ impl Writer<'_> {
         if v == 1 {
             self.line(&format!("const int {flat} = {it} * {threads} + {tid};"));
         } else {
-            self.line(&format!("const int {flat} = ({it} * {threads} + {tid}) * {v};"));
+            self.line(&format!(
+                "const int {flat} = ({it} * {threads} + {tid}) * {v};"
+            ));
         }
         let guard = total % per != 0;
         if guard {
@@ -580,7 +687,11 @@ impl Writer<'_> {
             } else {
                 format!("{flat} / {} % {}", strides[d], n.extents[d])
             };
-            let decl = if d == nd - 1 && v > 1 { format!("tl_base{k}") } else { name };
+            let decl = if d == nd - 1 && v > 1 {
+                format!("tl_base{k}")
+            } else {
+                name
+            };
             self.line(&format!("const int {decl} = {e};"));
             self.env.ranges.insert(n.vars[d], (0, n.extents[d] - 1));
         }
@@ -595,14 +706,20 @@ impl Writer<'_> {
         for (i, (b, idx, _)) in vloads.iter().enumerate() {
             let t = ty(f.buf(*b).dtype)?;
             let a = at_base(self, *b, idx)?;
-            self.line(&format!("const tl::vec<{t}, {v}> tl_ld{k}_{i} = *(const tl::vec<{t}, {v}>*)(&{a});"));
+            self.line(&format!(
+                "const tl::vec<{t}, {v}> tl_ld{k}_{i} = *(const tl::vec<{t}, {v}>*)(&{a});"
+            ));
             self.note_align(*b, v);
         }
         if let Some((b, _, _)) = &vstore {
             let t = ty(f.buf(*b).dtype)?;
             self.line(&format!("tl::vec<{t}, {v}> tl_st{k};"));
         }
-        let slot = if v == 1 { it.clone() } else { format!("{it} * {v} + tl_v") };
+        let slot = if v == 1 {
+            it.clone()
+        } else {
+            format!("{it} * {v} + tl_v")
+        };
         if v > 1 {
             self.line("#pragma unroll");
             self.line(&format!("for (int tl_v = 0; tl_v < {v}; ++tl_v) {{"));
@@ -611,7 +728,13 @@ impl Writer<'_> {
             self.line(&format!("const int {name} = tl_base{k} + tl_v;"));
             let _ = inner_ext;
         }
-        self.lane = Some(Lane { vars: n.vars.clone(), extents: n.extents.clone(), slot, vloads, vstore: vstore.clone() });
+        self.lane = Some(Lane {
+            vars: n.vars.clone(),
+            extents: n.extents.clone(),
+            slot,
+            vloads,
+            vstore: vstore.clone(),
+        });
         let r = self.stmt(n.body);
         self.lane = None;
         r?;
@@ -704,10 +827,34 @@ impl Writer<'_> {
                     BinOp::Min | BinOp::Max => {
                         let mx = *op == BinOp::Max;
                         let name = match t {
-                            DType::F32 => if mx { "fmaxf" } else { "fminf" },
-                            DType::F64 => if mx { "fmax" } else { "fmin" },
-                            DType::F16 | DType::BF16 => if mx { "__hmax" } else { "__hmin" },
-                            _ => if mx { "max" } else { "min" },
+                            DType::F32 => {
+                                if mx {
+                                    "fmaxf"
+                                } else {
+                                    "fminf"
+                                }
+                            }
+                            DType::F64 => {
+                                if mx {
+                                    "fmax"
+                                } else {
+                                    "fmin"
+                                }
+                            }
+                            DType::F16 | DType::BF16 => {
+                                if mx {
+                                    "__hmax"
+                                } else {
+                                    "__hmin"
+                                }
+                            }
+                            _ => {
+                                if mx {
+                                    "max"
+                                } else {
+                                    "min"
+                                }
+                            }
                         };
                         format!("{name}({x}, {y})")
                     }
@@ -758,7 +905,10 @@ impl Writer<'_> {
 
 fn float_const(v: f64, t: DType) -> String {
     let body = if v.is_infinite() {
-        format!("{}__int_as_float(0x7f800000)", if v < 0.0 { "-" } else { "" })
+        format!(
+            "{}__int_as_float(0x7f800000)",
+            if v < 0.0 { "-" } else { "" }
+        )
     } else if v.is_nan() {
         "__int_as_float(0x7fffffff)".to_string()
     } else if t == DType::F64 {

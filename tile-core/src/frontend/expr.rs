@@ -12,8 +12,19 @@ use syn::spanned::Spanned;
 
 /// Names of the `T::` functions usable inside expressions.
 pub const EXPR_FNS: &[&str] = &[
-    "ceildiv", "max", "min", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh",
-    "sigmoid", "if_then_else",
+    "ceildiv",
+    "max",
+    "min",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "sqrt",
+    "rsqrt",
+    "abs",
+    "tanh",
+    "sigmoid",
+    "if_then_else",
 ];
 
 /// Every `T::` function the language knows (statements and expressions).
@@ -77,14 +88,21 @@ pub fn unify(cx: &mut Ctx, span: Span, a: Expr, b: Expr) -> (Expr, Expr) {
     }
     let wider = |x: DType, y: DType| if x.bytes() >= y.bytes() { x } else { y };
     if ta.is_float() && tb.is_float() {
-        let t = if ta.bytes() == tb.bytes() { DType::F32 } else { wider(ta, tb) };
+        let t = if ta.bytes() == tb.bytes() {
+            DType::F32
+        } else {
+            wider(ta, tb)
+        };
         return (a.cast(t), b.cast(t));
     }
     if ta.is_int() && tb.is_int() {
         let t = wider(ta, tb);
         return (a.cast(t), b.cast(t));
     }
-    cx.err(span, format!("mismatched types {ta} and {tb}; convert one side with `as`"));
+    cx.err(
+        span,
+        format!("mismatched types {ta} and {tb}; convert one side with `as`"),
+    );
     (a, b)
 }
 
@@ -102,7 +120,13 @@ pub fn convert_for_store(cx: &mut Ctx, span: Span, v: Expr, to: DType, what: &st
     if ok {
         v.cast(to)
     } else {
-        cx.err(span, format!("cannot store a {from} value into {what} of type {to}; convert with `as {}`", to.rust_name()));
+        cx.err(
+            span,
+            format!(
+                "cannot store a {from} value into {what} of type {to}; convert with `as {}`",
+                to.rust_name()
+            ),
+        );
         v
     }
 }
@@ -140,7 +164,10 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
             }
             syn::Lit::Bool(b) => Expr::Bool(b.value),
             _ => {
-                cx.err(span, "only integer, float and bool literals are supported in kernels");
+                cx.err(
+                    span,
+                    "only integer, float and bool literals are supported in kernels",
+                );
                 Expr::int(0)
             }
         },
@@ -151,7 +178,14 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
                 cx.err(span, "expected a value; a path is not a value here");
                 return Expr::int(0);
             }
-            name(cx, p.path.get_ident().map(|i| i.to_string()).unwrap_or_default(), span)
+            name(
+                cx,
+                p.path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default(),
+                span,
+            )
         }
         syn::Expr::Binary(b) => binary(cx, b),
         syn::Expr::Unary(u) => {
@@ -189,7 +223,10 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
             match dtype_of_type(&c.ty) {
                 Some(t) => {
                     if t == DType::Bool || a.dtype() == DType::Bool {
-                        cx.err(span, "casts to or from bool are not supported; compare instead");
+                        cx.err(
+                            span,
+                            "casts to or from bool are not supported; compare instead",
+                        );
                     }
                     a.cast(t)
                 }
@@ -230,12 +267,18 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
         syn::Expr::MethodCall(m) => {
             cx.err(
                 m.method.span(),
-                format!("method `.{}()` is not supported here; use the `T::` functions ({ALL_FNS})", m.method),
+                format!(
+                    "method `.{}()` is not supported here; use the `T::` functions ({ALL_FNS})",
+                    m.method
+                ),
             );
             Expr::int(0)
         }
         other => {
-            cx.err(other.span(), format!("unsupported expression in a kernel: {}", describe(other)));
+            cx.err(
+                other.span(),
+                format!("unsupported expression in a kernel: {}", describe(other)),
+            );
             Expr::int(0)
         }
     }
@@ -279,7 +322,10 @@ fn name(cx: &mut Ctx, n: String, span: Span) -> Expr {
         Some(Sym::Const(ConstVal::Bool(v))) => Expr::Bool(v),
         Some(Sym::Var(v)) | Some(Sym::Mut(v)) => Expr::Var(v, cx.f.var(v).dtype),
         Some(Sym::Buf(_)) => {
-            cx.err(span, format!("`{n}` is a buffer; index it (`{n}[i]`) to read an element"));
+            cx.err(
+                span,
+                format!("`{n}` is a buffer; index it (`{n}[i]`) to read an element"),
+            );
             Expr::int(0)
         }
         None => {
@@ -307,7 +353,10 @@ fn binary(cx: &mut Ctx, b: &syn::ExprBinary) -> Expr {
         B::And(_) => BinOp::And,
         B::Or(_) => BinOp::Or,
         _ => {
-            cx.err(b.op.span(), "unsupported operator in an expression (compound assignment is a statement)");
+            cx.err(
+                b.op.span(),
+                "unsupported operator in an expression (compound assignment is a statement)",
+            );
             return Expr::int(0);
         }
     };
@@ -325,7 +374,10 @@ pub fn arith(cx: &mut Ctx, span: Span, op: BinOp, l: Expr, r: Expr) -> Expr {
     }
     if l.dtype() == DType::Bool || r.dtype() == DType::Bool {
         if !(matches!(op, BinOp::Eq | BinOp::Ne) && l.dtype() == r.dtype()) {
-            cx.err(span, format!("`{}` does not apply to bool values", op.symbol()));
+            cx.err(
+                span,
+                format!("`{}` does not apply to bool values", op.symbol()),
+            );
         }
         return Expr::bin(op, l, r);
     }
@@ -382,7 +434,10 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
         let name = cx.f.buf(b).name.clone();
         cx.err(
             ix.index.span(),
-            format!("`{name}` has {rank} dim(s) but is indexed with {} index(es)", idx.len()),
+            format!(
+                "`{name}` has {rank} dim(s) but is indexed with {} index(es)",
+                idx.len()
+            ),
         );
         return (None, idx);
     }
@@ -414,7 +469,10 @@ pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
 fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
     let span = c.span();
     let Some(f) = t_fn_name(&c.func) else {
-        cx.err(c.func.span(), format!("only `T::` functions can be called in a kernel ({ALL_FNS})"));
+        cx.err(
+            c.func.span(),
+            format!("only `T::` functions can be called in a kernel ({ALL_FNS})"),
+        );
         return Expr::int(0);
     };
     let args: Vec<&syn::Expr> = c.args.iter().collect();
@@ -423,16 +481,25 @@ fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
         "if_then_else" => 3,
         n if Intrin::from_name(n).is_some() => 1,
         n if ALL_FNS.contains(&format!("T::{n},")) || ALL_FNS.ends_with(&format!("T::{n}")) => {
-            cx.err(c.func.span(), format!("`T::{n}` is a statement, not a value"));
+            cx.err(
+                c.func.span(),
+                format!("`T::{n}` is a statement, not a value"),
+            );
             return Expr::int(0);
         }
         n => {
-            cx.err(c.func.span(), format!("unknown function `T::{n}`; the tile language has {ALL_FNS}"));
+            cx.err(
+                c.func.span(),
+                format!("unknown function `T::{n}`; the tile language has {ALL_FNS}"),
+            );
             return Expr::int(0);
         }
     };
     if args.len() != want {
-        cx.err(span, format!("`T::{f}` takes {want} argument(s), got {}", args.len()));
+        cx.err(
+            span,
+            format!("`T::{f}` takes {want} argument(s), got {}", args.len()),
+        );
         return Expr::int(0);
     }
     let vals: Vec<Expr> = args.iter().map(|a| lower(cx, a)).collect();
@@ -468,7 +535,12 @@ fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
             if i == Intrin::Abs && t.is_int() && t.is_signed() {
                 let zero = Expr::Int(0, t);
                 let neg = Expr::Neg(Box::new(a.clone()), t);
-                return Expr::Select(Box::new(Expr::lt(a.clone(), zero)), Box::new(neg), Box::new(a), t);
+                return Expr::Select(
+                    Box::new(Expr::lt(a.clone(), zero)),
+                    Box::new(neg),
+                    Box::new(a),
+                    t,
+                );
             }
             if !t.is_float() {
                 cx.err(span, format!("`T::{n}` takes a float value, got {t}"));

@@ -82,7 +82,11 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, 
             dims: Vec::new(),
             vars: Vec::new(),
             buffers: Vec::new(),
-            launch: Launch { grid: Vec::new(), block_vars: Vec::new(), threads: 128 },
+            launch: Launch {
+                grid: Vec::new(),
+                block_vars: Vec::new(),
+                threads: 128,
+            },
             body: Stmt::Seq(Vec::new()),
         },
         scopes: vec![HashMap::new()],
@@ -102,7 +106,8 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, 
 
 fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
     use syn::parse::Parser;
-    let parser = syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated;
+    let parser =
+        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated;
     let args = match parser.parse2(attr) {
         Ok(a) => a,
         Err(e) => {
@@ -118,7 +123,10 @@ fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
     };
     for nv in args {
         let Some(name) = nv.path.get_ident().map(|i| i.to_string()) else {
-            cx.err(nv.path.span(), "compile-time parameter names are plain identifiers");
+            cx.err(
+                nv.path.span(),
+                "compile-time parameter names are plain identifiers",
+            );
             continue;
         };
         let val = match literal_value(&nv.value) {
@@ -135,7 +143,10 @@ fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
             }
         };
         if cx.lookup(&name).is_some() {
-            cx.err(nv.path.span(), format!("compile-time parameter `{name}` is given twice"));
+            cx.err(
+                nv.path.span(),
+                format!("compile-time parameter `{name}` is given twice"),
+            );
             continue;
         }
         cx.f.consts.push((name.clone(), val.clone()));
@@ -163,10 +174,16 @@ fn literal_value(e: &syn::Expr) -> Option<ConstVal> {
 
 fn parse_signature(cx: &mut Ctx, sig: &syn::Signature) -> Vec<ParamDef> {
     if let Some(g) = sig.generics.params.first() {
-        cx.err(g.span(), "kernels take no generic parameters; use compile-time parameters in the attribute");
+        cx.err(
+            g.span(),
+            "kernels take no generic parameters; use compile-time parameters in the attribute",
+        );
     }
     if let syn::ReturnType::Type(_, ty) = &sig.output {
-        cx.err(ty.span(), "kernels return nothing; write results into a `TensorMut` parameter");
+        cx.err(
+            ty.span(),
+            "kernels return nothing; write results into a `TensorMut` parameter",
+        );
     }
     if let Some(a) = &sig.asyncness {
         cx.err(a.span(), "kernels cannot be `async`");
@@ -174,7 +191,10 @@ fn parse_signature(cx: &mut Ctx, sig: &syn::Signature) -> Vec<ParamDef> {
     let mut out = Vec::new();
     for input in &sig.inputs {
         let syn::FnArg::Typed(pt) = input else {
-            cx.err(input.span(), "kernels are free functions; `self` is not allowed");
+            cx.err(
+                input.span(),
+                "kernels are free functions; `self` is not allowed",
+            );
             continue;
         };
         let syn::Pat::Ident(pi) = &*pt.pat else {
@@ -206,7 +226,12 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         "Tensor" => false,
         "TensorMut" => true,
         _ => {
-            cx.err(ty.span(), format!("unsupported parameter type: {usage} (scalar parameters are not supported yet)"));
+            cx.err(
+                ty.span(),
+                format!(
+                    "unsupported parameter type: {usage} (scalar parameters are not supported yet)"
+                ),
+            );
             return None;
         }
     };
@@ -235,14 +260,20 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         return None;
     };
     if matches!(dtype, DType::F8E4M3 | DType::F8E5M2) {
-        cx.err(args[0].span(), "f8 tensors are not supported by the runtime yet");
+        cx.err(
+            args[0].span(),
+            "f8 tensors are not supported by the runtime yet",
+        );
         return None;
     }
     let dims: Vec<&syn::Type> = match args[1] {
         syn::GenericArgument::Type(syn::Type::Tuple(t)) => t.elems.iter().collect(),
         syn::GenericArgument::Type(syn::Type::Paren(p)) => vec![&*p.elem],
         other => {
-            cx.err(other.span(), "the shape is a tuple of dims, e.g. `(M, K)` or `(N,)`");
+            cx.err(
+                other.span(),
+                "the shape is a tuple of dims, e.g. `(M, K)` or `(N,)`",
+            );
             return None;
         }
     };
@@ -257,14 +288,20 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
             _ => None,
         };
         let Some(ident) = ident else {
-            cx.err(d.span(), "a dim is a compile-time parameter name or a dynamic dim name");
+            cx.err(
+                d.span(),
+                "a dim is a compile-time parameter name or a dynamic dim name",
+            );
             return None;
         };
         let dname = ident.to_string();
         match cx.lookup(&dname) {
             Some(Sym::Const(ConstVal::Int(v))) if v > 0 => shape.push(Expr::int(v)),
             Some(Sym::Const(_)) => {
-                cx.err(d.span(), format!("dim `{dname}` must be a positive integer"));
+                cx.err(
+                    d.span(),
+                    format!("dim `{dname}` must be a positive integer"),
+                );
                 return None;
             }
             Some(Sym::Var(v)) => shape.push(Expr::Var(v, DType::I32)),
@@ -278,19 +315,37 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
     }
     let pname = name.to_string();
     if cx.lookup(&pname).is_some() {
-        cx.err(name.span(), format!("`{pname}` is already a compile-time parameter or dim name"));
+        cx.err(
+            name.span(),
+            format!("`{pname}` is already a compile-time parameter or dim name"),
+        );
         return None;
     }
-    let b = cx.f.new_buf(Buffer { name: pname.clone(), dtype, shape, scope: Scope::Global, mutable });
+    let b = cx.f.new_buf(Buffer {
+        name: pname.clone(),
+        dtype,
+        shape,
+        scope: Scope::Global,
+        mutable,
+    });
     cx.f.params.push(b);
     cx.bind(&pname, Sym::Buf(b));
-    Some(ParamDef { name: name.clone(), dtype, mutable, ty_span: ty.span() })
+    Some(ParamDef {
+        name: name.clone(),
+        dtype,
+        mutable,
+        ty_span: ty.span(),
+    })
 }
 
 fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
     let stmts = &item.block.stmts;
     let launch = stmts.iter().find_map(|s| match s {
-        syn::Stmt::Expr(syn::Expr::Call(c), _) if expr::t_fn_name(&c.func).as_deref() == Some("kernel") => Some(c),
+        syn::Stmt::Expr(syn::Expr::Call(c), _)
+            if expr::t_fn_name(&c.func).as_deref() == Some("kernel") =>
+        {
+            Some(c)
+        }
         _ => None,
     });
     for s in stmts {
@@ -304,14 +359,20 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
     }
     let Some(call) = launch else {
         if stmts.is_empty() {
-            cx.err(item.block.span(), "a kernel body is exactly one `T::kernel(grid, threads, |bx, ..| { .. })` launch");
+            cx.err(
+                item.block.span(),
+                "a kernel body is exactly one `T::kernel(grid, threads, |bx, ..| { .. })` launch",
+            );
         }
         return;
     };
     let usage = "`T::kernel(grid, threads, |bx, ..| { .. })` where grid is `gx` or `[gx, gy]` or `[gx, gy, gz]`";
     let args: Vec<&syn::Expr> = call.args.iter().collect();
     if args.len() != 3 {
-        cx.err(call.span(), format!("T::kernel takes 3 arguments, got {}: {usage}", args.len()));
+        cx.err(
+            call.span(),
+            format!("T::kernel takes 3 arguments, got {}: {usage}", args.len()),
+        );
         return;
     }
     let grid_exprs: Vec<&syn::Expr> = match args[0] {
@@ -331,7 +392,10 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
         let mut ok = true;
         e.visit(&mut |x| ok &= !matches!(x, Expr::Load(..)));
         if !ok {
-            cx.err(g.span(), "grid extents depend only on compile-time parameters and dims");
+            cx.err(
+                g.span(),
+                "grid extents depend only on compile-time parameters and dims",
+            );
         }
         cx.f.launch.grid.push(e.cast(DType::I32));
     }
@@ -341,11 +405,20 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
     };
     match expr::lower(cx, threads_arg).as_int() {
         Some(t) if (1..=1024).contains(&t) => cx.f.launch.threads = t,
-        Some(t) => cx.err(threads_arg.span(), format!("threads must be in 1..=1024, got {t}")),
-        None => cx.err(threads_arg.span(), "threads must be a compile-time constant"),
+        Some(t) => cx.err(
+            threads_arg.span(),
+            format!("threads must be in 1..=1024, got {t}"),
+        ),
+        None => cx.err(
+            threads_arg.span(),
+            "threads must be a compile-time constant",
+        ),
     }
     let syn::Expr::Closure(clo) = args[2] else {
-        cx.err(args[2].span(), format!("the third argument is the block body closure: {usage}"));
+        cx.err(
+            args[2].span(),
+            format!("the third argument is the block body closure: {usage}"),
+        );
         return;
     };
     if clo.inputs.len() != grid_exprs.len() {
@@ -369,7 +442,8 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
                 "_".to_string()
             }
         };
-        let v = cx.f.new_var(if name == "_" { "b" } else { &name }, DType::I32);
+        let v =
+            cx.f.new_var(if name == "_" { "b" } else { &name }, DType::I32);
         cx.f.launch.block_vars.push(v);
         if name != "_" {
             cx.bind(&name, Sym::Var(v));
@@ -400,7 +474,10 @@ pub fn parse_kernel_source(src: &str) -> Result<KernelDef, Vec<Diagnostic>> {
             }
         }
     }
-    Err(vec![Diagnostic::new(Span::call_site(), "no #[tile::kernel] function found")])
+    Err(vec![Diagnostic::new(
+        Span::call_site(),
+        "no #[tile::kernel] function found",
+    )])
 }
 
 /// Whether an attribute is `#[tile::kernel(..)]` or `#[kernel(..)]`.
@@ -413,8 +490,11 @@ pub fn is_kernel_attr(a: &syn::Attribute) -> bool {
 
 /// The argument tokens of a kernel attribute (empty for `#[tile::kernel]`).
 pub fn kernel_attr(attrs: &[syn::Attribute]) -> Option<TokenStream> {
-    attrs.iter().find(|a| is_kernel_attr(a)).map(|a| match &a.meta {
-        syn::Meta::List(l) => l.tokens.clone(),
-        _ => TokenStream::new(),
-    })
+    attrs
+        .iter()
+        .find(|a| is_kernel_attr(a))
+        .map(|a| match &a.meta {
+            syn::Meta::List(l) => l.tokens.clone(),
+            _ => TokenStream::new(),
+        })
 }

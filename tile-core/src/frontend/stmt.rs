@@ -21,7 +21,10 @@ fn lower_stmt(cx: &mut Ctx, s: &syn::Stmt, out: &mut Vec<Stmt>) {
     match s {
         syn::Stmt::Local(l) => local(cx, l, out),
         syn::Stmt::Expr(e, _) => stmt_expr(cx, e, out),
-        syn::Stmt::Item(i) => cx.err(i.span(), "items (fn, struct, use, ..) cannot be declared inside a kernel"),
+        syn::Stmt::Item(i) => cx.err(
+            i.span(),
+            "items (fn, struct, use, ..) cannot be declared inside a kernel",
+        ),
         syn::Stmt::Macro(m) => cx.err(m.span(), "macros are not supported inside kernels"),
     }
 }
@@ -70,7 +73,9 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
     let mut v = expr::lower(cx, &init.expr);
     if let Some(ty) = ty {
         match expr::dtype_of_type(ty) {
-            Some(t) => v = expr::convert_for_store(cx, init.expr.span(), v, t, &format!("`{name}`")),
+            Some(t) => {
+                v = expr::convert_for_store(cx, init.expr.span(), v, t, &format!("`{name}`"))
+            }
             None => cx.err(ty.span(), "unknown scalar type"),
         }
     }
@@ -91,16 +96,25 @@ fn alloc(cx: &mut Ctx, c: &syn::ExprCall, name: &str, scope: Scope) -> Option<Bu
     let args: Vec<&syn::Expr> = c.args.iter().collect();
     let (shape_arg, dtype) = match (t_fn_turbofish(&c.func), args.as_slice()) {
         (Some(t), [s]) => (*s, expr::dtype_of_type(t)),
-        (None, [s, syn::Expr::Path(p)]) => {
-            (*s, p.path.get_ident().and_then(|i| DType::from_rust_name(&i.to_string())))
-        }
+        (None, [s, syn::Expr::Path(p)]) => (
+            *s,
+            p.path
+                .get_ident()
+                .and_then(|i| DType::from_rust_name(&i.to_string())),
+        ),
         _ => {
-            cx.err(c.span(), format!("`T::{fname}` takes a shape and a dtype: {usage}"));
+            cx.err(
+                c.span(),
+                format!("`T::{fname}` takes a shape and a dtype: {usage}"),
+            );
             return None;
         }
     };
     let Some(dtype) = dtype else {
-        cx.err(c.span(), format!("unknown element type in `T::{fname}`: {usage}"));
+        cx.err(
+            c.span(),
+            format!("unknown element type in `T::{fname}`: {usage}"),
+        );
         return None;
     };
     let dims: Vec<&syn::Expr> = match shape_arg {
@@ -134,7 +148,13 @@ fn alloc(cx: &mut Ctx, c: &syn::ExprCall, name: &str, scope: Scope) -> Option<Bu
             }
         }
     }
-    Some(cx.f.new_buf(Buffer { name: name.to_string(), dtype, shape, scope, mutable: true }))
+    Some(cx.f.new_buf(Buffer {
+        name: name.to_string(),
+        dtype,
+        shape,
+        scope,
+        mutable: true,
+    }))
 }
 
 fn stmt_expr(cx: &mut Ctx, e: &syn::Expr, out: &mut Vec<Stmt>) {
@@ -159,14 +179,23 @@ fn stmt_expr(cx: &mut Ctx, e: &syn::Expr, out: &mut Vec<Stmt>) {
         syn::Expr::If(i) => out.push(if_stmt(cx, i)),
         syn::Expr::Block(b) => out.push(Stmt::Seq(lower_block(cx, &b.block))),
         syn::Expr::Call(c) => tile_op(cx, c, out),
-        other => cx.err(other.span(), format!("unsupported statement in a kernel: {}", expr::describe(other))),
+        other => cx.err(
+            other.span(),
+            format!(
+                "unsupported statement in a kernel: {}",
+                expr::describe(other)
+            ),
+        ),
     }
 }
 
 fn if_stmt(cx: &mut Ctx, i: &syn::ExprIf) -> Stmt {
     let cond = expr::lower(cx, &i.cond);
     if cond.dtype() != DType::Bool {
-        cx.err(i.cond.span(), format!("`if` conditions are bool, got {}", cond.dtype()));
+        cx.err(
+            i.cond.span(),
+            format!("`if` conditions are bool, got {}", cond.dtype()),
+        );
     }
     let then = Stmt::Seq(lower_block(cx, &i.then_branch));
     let els = i.else_branch.as_ref().map(|(_, e)| {
@@ -179,10 +208,21 @@ fn if_stmt(cx: &mut Ctx, i: &syn::ExprIf) -> Stmt {
             }
         })
     });
-    Stmt::If { cond, then: Box::new(then), els }
+    Stmt::If {
+        cond,
+        then: Box::new(then),
+        els,
+    }
 }
 
-fn assign(cx: &mut Ctx, lhs: &syn::Expr, op: Option<BinOp>, rhs: &syn::Expr, span: Span, out: &mut Vec<Stmt>) {
+fn assign(
+    cx: &mut Ctx,
+    lhs: &syn::Expr,
+    op: Option<BinOp>,
+    rhs: &syn::Expr,
+    span: Span,
+    out: &mut Vec<Stmt>,
+) {
     match lhs {
         syn::Expr::Index(ix) => {
             let (buf, idx) = expr::index(cx, ix);
@@ -195,7 +235,9 @@ fn assign(cx: &mut Ctx, lhs: &syn::Expr, op: Option<BinOp>, rhs: &syn::Expr, spa
             if scope == Scope::Global && !mutable {
                 cx.err(
                     ix.expr.span(),
-                    format!("`{bname}` is an input (`Tensor`); declare it `TensorMut` to write to it"),
+                    format!(
+                        "`{bname}` is an input (`Tensor`); declare it `TensorMut` to write to it"
+                    ),
                 );
                 return;
             }
@@ -206,11 +248,16 @@ fn assign(cx: &mut Ctx, lhs: &syn::Expr, op: Option<BinOp>, rhs: &syn::Expr, spa
                 }
                 None => rhs_v,
             };
-            let value = expr::convert_for_store(cx, rhs.span(), value, dtype, &format!("buffer `{bname}`"));
+            let value =
+                expr::convert_for_store(cx, rhs.span(), value, dtype, &format!("buffer `{bname}`"));
             out.push(Stmt::Store { buf: b, idx, value });
         }
         syn::Expr::Path(p) if p.path.get_ident().is_some() => {
-            let n = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            let n = p
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
             let rhs_v = expr::lower(cx, rhs);
             match cx.lookup(&n) {
                 Some(Sym::Mut(v)) => {
@@ -227,7 +274,10 @@ fn assign(cx: &mut Ctx, lhs: &syn::Expr, op: Option<BinOp>, rhs: &syn::Expr, spa
                 None => cx.err(lhs.span(), format!("cannot find `{n}` in this kernel")),
             }
         }
-        other => cx.err(other.span(), "assignments target `buffer[index]` or a `let mut` name"),
+        other => cx.err(
+            other.span(),
+            "assignments target `buffer[index]` or a `let mut` name",
+        ),
     }
 }
 
@@ -244,7 +294,10 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
             })
             .collect(),
         other => {
-            cx.err(other.span(), "loop variables are a name or a tuple of names");
+            cx.err(
+                other.span(),
+                "loop variables are a name or a tuple of names",
+            );
             return;
         }
     };
@@ -283,7 +336,10 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                     for e in exts {
                         let v = expr::lower(cx, e);
                         if v.as_int().is_none() {
-                            cx.err(e.span(), "`T::parallel` extents are compile-time constants (tile sizes)");
+                            cx.err(
+                                e.span(),
+                                "`T::parallel` extents are compile-time constants (tile sizes)",
+                            );
                             return;
                         }
                         r.push((Expr::int(0), v));
@@ -291,7 +347,11 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                     (ForKind::Parallel, r)
                 }
                 "serial" | "unroll" => {
-                    let kind = if fname == "serial" { ForKind::Serial } else { ForKind::Unrolled };
+                    let kind = if fname == "serial" {
+                        ForKind::Serial
+                    } else {
+                        ForKind::Unrolled
+                    };
                     match args.as_slice() {
                         [n] => (kind, vec![(Expr::int(0), expr::lower(cx, n))]),
                         [a, b] => {
@@ -299,7 +359,13 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                             (kind, vec![(a.clone(), Expr::bin(BinOp::Sub, b, a))])
                         }
                         _ => {
-                            cx.err(c.span(), format!("`T::{fname}` takes `(n)` or `(start, end)`, got {} arguments", args.len()));
+                            cx.err(
+                                c.span(),
+                                format!(
+                                    "`T::{fname}` takes `(n)` or `(start, end)`, got {} arguments",
+                                    args.len()
+                                ),
+                            );
                             return;
                         }
                     }
@@ -309,7 +375,13 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                         [n] => (*n, None),
                         [n, s] => (*n, Some(*s)),
                         _ => {
-                            cx.err(c.span(), format!("`T::pipelined` takes `(n, num_stages)`, got {} arguments", args.len()));
+                            cx.err(
+                                c.span(),
+                                format!(
+                                    "`T::pipelined` takes `(n, num_stages)`, got {} arguments",
+                                    args.len()
+                                ),
+                            );
                             return;
                         }
                     };
@@ -322,14 +394,20 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                             match expr::lower(cx, s_expr).as_int() {
                                 Some(v) if v >= 0 => v,
                                 _ => {
-                                    cx.err(s.span(), "`num_stages` is a non-negative compile-time constant");
+                                    cx.err(
+                                        s.span(),
+                                        "`num_stages` is a non-negative compile-time constant",
+                                    );
                                     return;
                                 }
                             }
                         }
                         None => 0,
                     };
-                    (ForKind::Pipelined { stages: st }, vec![(Expr::int(0), expr::lower(cx, n))])
+                    (
+                        ForKind::Pipelined { stages: st },
+                        vec![(Expr::int(0), expr::lower(cx, n))],
+                    )
                 }
                 other => {
                     cx.err(c.func.span(), format!("`T::{other}` is not a loop; loops iterate over `T::parallel`, `T::serial`, `T::unroll` or `T::pipelined`"));
@@ -343,7 +421,14 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
         }
     };
     if names.len() != ranges.len() {
-        cx.err(f.pat.span(), format!("the loop has {} dim(s) but binds {} name(s)", ranges.len(), names.len()));
+        cx.err(
+            f.pat.span(),
+            format!(
+                "the loop has {} dim(s) but binds {} name(s)",
+                ranges.len(),
+                names.len()
+            ),
+        );
         return;
     }
     for (s, e) in &ranges {
@@ -353,7 +438,10 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
         }
     }
     if kind == ForKind::Parallel && cx.parallel_depth > 0 {
-        cx.err(f.expr.span(), "`T::parallel` loops cannot be nested; write one `T::parallel([m, n])` over all dims");
+        cx.err(
+            f.expr.span(),
+            "`T::parallel` loops cannot be nested; write one `T::parallel([m, n])` over all dims",
+        );
     }
     cx.push();
     let mut vars = Vec::new();
@@ -374,7 +462,13 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
     cx.pop();
     let mut s = Stmt::Seq(body);
     for (v, (start, ext)) in vars.into_iter().zip(ranges).rev() {
-        s = Stmt::For { var: v, start: start.cast(DType::I32), extent: ext.cast(DType::I32), kind, body: Box::new(s) };
+        s = Stmt::For {
+            var: v,
+            start: start.cast(DType::I32),
+            extent: ext.cast(DType::I32),
+            kind,
+            body: Box::new(s),
+        };
     }
     out.push(s);
 }
@@ -409,25 +503,48 @@ fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
             let rank = cx.f.buf(buf).shape.len();
             if origin.len() != rank {
                 let n = cx.f.buf(buf).name.clone();
-                cx.err(m.span(), format!("`{n}` has {rank} dim(s) but `.at()` gives {} coordinate(s)", origin.len()));
+                cx.err(
+                    m.span(),
+                    format!(
+                        "`{n}` has {rank} dim(s) but `.at()` gives {} coordinate(s)",
+                        origin.len()
+                    ),
+                );
                 return None;
             }
-            Some(RegionRef { buf, origin: Some(origin), span: e.span() })
+            Some(RegionRef {
+                buf,
+                origin: Some(origin),
+                span: e.span(),
+            })
         }
         syn::Expr::MethodCall(m) => {
-            cx.err(m.method.span(), format!("unknown method `.{}()`; a tile is `buffer` or `buffer.at([origin..])`", m.method));
+            cx.err(
+                m.method.span(),
+                format!(
+                    "unknown method `.{}()`; a tile is `buffer` or `buffer.at([origin..])`",
+                    m.method
+                ),
+            );
             None
         }
         _ => {
             let buf = expr::buffer_ref(cx, e)?;
-            Some(RegionRef { buf, origin: None, span: e.span() })
+            Some(RegionRef {
+                buf,
+                origin: None,
+                span: e.span(),
+            })
         }
     }
 }
 
 fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
     let Some(f) = t_fn_name(&c.func) else {
-        cx.err(c.func.span(), format!("only `T::` functions can be called in a kernel ({ALL_FNS})"));
+        cx.err(
+            c.func.span(),
+            format!("only `T::` functions can be called in a kernel ({ALL_FNS})"),
+        );
         return;
     };
     let args: Vec<&syn::Expr> = c.args.iter().collect();
@@ -435,7 +552,10 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
         if n.contains(&args.len()) {
             true
         } else {
-            cx.err(c.span(), format!("`T::{f}` takes {usage}, got {} argument(s)", args.len()));
+            cx.err(
+                c.span(),
+                format!("`T::{f}` takes {usage}, got {} argument(s)", args.len()),
+            );
             false
         }
     };
@@ -444,48 +564,87 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
             if !arity(cx, 2..=2, "2 arguments `(src, dst)`") {
                 return;
             }
-            let (Some(src), Some(dst)) = (region_ref(cx, args[0]), region_ref(cx, args[1])) else { return };
+            let (Some(src), Some(dst)) = (region_ref(cx, args[0]), region_ref(cx, args[1])) else {
+                return;
+            };
             if let Some(s) = copy(cx, src, dst, c.span()) {
                 out.push(s);
             }
         }
         "clear" | "fill" => {
-            let (n, usage) = if f == "clear" { (1, "1 argument `(buffer)`") } else { (2, "2 arguments `(buffer, value)`") };
+            let (n, usage) = if f == "clear" {
+                (1, "1 argument `(buffer)`")
+            } else {
+                (2, "2 arguments `(buffer, value)`")
+            };
             if !arity(cx, n..=n, usage) {
                 return;
             }
-            let Some(r) = region_ref(cx, args[0]) else { return };
+            let Some(r) = region_ref(cx, args[0]) else {
+                return;
+            };
             let b = cx.f.buf(r.buf).clone();
             if r.origin.is_some() {
                 cx.err(r.span, format!("`T::{f}` takes a whole buffer"));
                 return;
             }
             if b.scope == Scope::Global && !b.mutable {
-                cx.err(r.span, format!("`{}` is an input (`Tensor`); declare it `TensorMut` to write to it", b.name));
+                cx.err(
+                    r.span,
+                    format!(
+                        "`{}` is an input (`Tensor`); declare it `TensorMut` to write to it",
+                        b.name
+                    ),
+                );
                 return;
             }
             let value = if f == "clear" {
                 Expr::Int(0, DType::I32).cast(b.dtype)
             } else {
                 let v = expr::lower(cx, args[1]);
-                expr::convert_for_store(cx, args[1].span(), v, b.dtype, &format!("buffer `{}`", b.name))
+                expr::convert_for_store(
+                    cx,
+                    args[1].span(),
+                    v,
+                    b.dtype,
+                    &format!("buffer `{}`", b.name),
+                )
             };
             let origin = vec![Expr::int(0); b.shape.len()];
-            out.push(Stmt::Fill { dst: Region { buf: r.buf, origin, extent: b.shape.clone() }, value });
+            out.push(Stmt::Fill {
+                dst: Region {
+                    buf: r.buf,
+                    origin,
+                    extent: b.shape.clone(),
+                },
+                value,
+            });
         }
         "gemm" => {
             if !arity(cx, 3..=6, "`(a, b, c)` plus optional `transpose_a = ..`, `transpose_b = ..`, `clear_accum = ..`") {
                 return;
             }
-            let bufs: Vec<Option<BufId>> = args[..3].iter().map(|a| expr::buffer_ref(cx, a)).collect();
-            let mut g = Gemm { a: BufId(0), b: BufId(0), c: BufId(0), trans_a: false, trans_b: false, clear: false };
+            let bufs: Vec<Option<BufId>> =
+                args[..3].iter().map(|a| expr::buffer_ref(cx, a)).collect();
+            let mut g = Gemm {
+                a: BufId(0),
+                b: BufId(0),
+                c: BufId(0),
+                trans_a: false,
+                trans_b: false,
+                clear: false,
+            };
             for kw in &args[3..] {
                 let syn::Expr::Assign(a) = kw else {
                     cx.err(kw.span(), "optional `T::gemm` arguments are `transpose_a = bool`, `transpose_b = bool`, `clear_accum = bool`");
                     continue;
                 };
                 let key = match &*a.left {
-                    syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()).unwrap_or_default(),
+                    syn::Expr::Path(p) => p
+                        .path
+                        .get_ident()
+                        .map(|i| i.to_string())
+                        .unwrap_or_default(),
                     _ => String::new(),
                 };
                 let val = match expr::lower(cx, &a.right) {
@@ -502,7 +661,9 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
                     _ => cx.err(a.left.span(), format!("unknown `T::gemm` option `{key}`; options are transpose_a, transpose_b, clear_accum")),
                 }
             }
-            let [Some(a), Some(b), Some(cc)] = bufs[..] else { return };
+            let [Some(a), Some(b), Some(cc)] = bufs[..] else {
+                return;
+            };
             g.a = a;
             g.b = b;
             g.c = cc;
@@ -510,31 +671,63 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
                 out.push(s);
             }
         }
-        "kernel" => cx.err(c.span(), "`T::kernel` is the whole kernel body and cannot be nested"),
-        n if n.starts_with("alloc_") => cx.err(c.span(), format!("bind the allocation to a name: `let buf = T::{n}(..);`")),
-        n if expr::EXPR_FNS.contains(&n) => cx.err(c.span(), format!("the value of `T::{n}` is unused")),
-        "parallel" | "serial" | "unroll" | "pipelined" => cx.err(c.span(), format!("`T::{f}` is a loop: `for i in T::{f}(..) {{ .. }}`")),
-        n => cx.err(c.func.span(), format!("unknown function `T::{n}`; the tile language has {ALL_FNS}")),
+        "kernel" => cx.err(
+            c.span(),
+            "`T::kernel` is the whole kernel body and cannot be nested",
+        ),
+        n if n.starts_with("alloc_") => cx.err(
+            c.span(),
+            format!("bind the allocation to a name: `let buf = T::{n}(..);`"),
+        ),
+        n if expr::EXPR_FNS.contains(&n) => {
+            cx.err(c.span(), format!("the value of `T::{n}` is unused"))
+        }
+        "parallel" | "serial" | "unroll" | "pipelined" => cx.err(
+            c.span(),
+            format!("`T::{f}` is a loop: `for i in T::{f}(..) {{ .. }}`"),
+        ),
+        n => cx.err(
+            c.func.span(),
+            format!("unknown function `T::{n}`; the tile language has {ALL_FNS}"),
+        ),
     }
 }
 
 fn gemm_check(cx: &mut Ctx, g: Gemm, span: Span) -> Option<Stmt> {
-    let (a, b, c) = (cx.f.buf(g.a).clone(), cx.f.buf(g.b).clone(), cx.f.buf(g.c).clone());
+    let (a, b, c) = (
+        cx.f.buf(g.a).clone(),
+        cx.f.buf(g.b).clone(),
+        cx.f.buf(g.c).clone(),
+    );
     let shapes = (a.const_shape(), b.const_shape(), c.const_shape());
     let (Some(sa), Some(sb), Some(sc)) = shapes else {
-        cx.err(span, "`T::gemm` operands are on-chip tiles (shared or fragment buffers)");
+        cx.err(
+            span,
+            "`T::gemm` operands are on-chip tiles (shared or fragment buffers)",
+        );
         return None;
     };
     if [&a, &b, &c].iter().any(|x| x.scope == Scope::Global) {
-        cx.err(span, "`T::gemm` operands are on-chip tiles: copy global tiles into shared memory first");
+        cx.err(
+            span,
+            "`T::gemm` operands are on-chip tiles: copy global tiles into shared memory first",
+        );
         return None;
     }
     if sa.len() != 2 || sb.len() != 2 || sc.len() != 2 {
         cx.err(span, "`T::gemm` takes 2-D tiles");
         return None;
     }
-    let (m, ka) = if g.trans_a { (sa[1], sa[0]) } else { (sa[0], sa[1]) };
-    let (kb, n) = if g.trans_b { (sb[1], sb[0]) } else { (sb[0], sb[1]) };
+    let (m, ka) = if g.trans_a {
+        (sa[1], sa[0])
+    } else {
+        (sa[0], sa[1])
+    };
+    let (kb, n) = if g.trans_b {
+        (sb[1], sb[0])
+    } else {
+        (sb[0], sb[1])
+    };
     if ka != kb || sc[0] != m || sc[1] != n {
         cx.err(
             span,
@@ -546,7 +739,13 @@ fn gemm_check(cx: &mut Ctx, g: Gemm, span: Span) -> Option<Stmt> {
         return None;
     }
     if c.scope != Scope::Fragment {
-        cx.err(span, format!("the `T::gemm` accumulator `{}` is a fragment (`T::alloc_fragment`)", c.name));
+        cx.err(
+            span,
+            format!(
+                "the `T::gemm` accumulator `{}` is a fragment (`T::alloc_fragment`)",
+                c.name
+            ),
+        );
         return None;
     }
     let ok = (a.dtype == b.dtype)
@@ -577,14 +776,31 @@ fn copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Option<Stmt
     let sb = cx.f.buf(src.buf).clone();
     let db = cx.f.buf(dst.buf).clone();
     if db.scope == Scope::Global && !db.mutable {
-        cx.err(dst.span, format!("`{}` is an input (`Tensor`); declare it `TensorMut` to write to it", db.name));
+        cx.err(
+            dst.span,
+            format!(
+                "`{}` is an input (`Tensor`); declare it `TensorMut` to write to it",
+                db.name
+            ),
+        );
         return None;
     }
-    let shape_of = |r: &RegionRef, b: &Buffer| if r.origin.is_none() { Some(b.shape.clone()) } else { None };
+    let shape_of = |r: &RegionRef, b: &Buffer| {
+        if r.origin.is_none() {
+            Some(b.shape.clone())
+        } else {
+            None
+        }
+    };
     let tile = match (shape_of(&dst, &db), shape_of(&src, &sb)) {
         (Some(d), Some(s)) => {
             let (dc, sc) = (db.const_shape(), sb.const_shape());
-            let squeeze = |v: &[i64]| v.iter().copied().skip_while(|&x| x == 1).collect::<Vec<_>>();
+            let squeeze = |v: &[i64]| {
+                v.iter()
+                    .copied()
+                    .skip_while(|&x| x == 1)
+                    .collect::<Vec<_>>()
+            };
             match (dc, sc) {
                 (Some(dc), Some(sc)) if squeeze(&dc) != squeeze(&sc) => {
                     cx.err(
@@ -598,7 +814,11 @@ fn copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Option<Stmt
                 }
                 (Some(dc), Some(_)) => {
                     let sq = squeeze(&dc);
-                    if sq.is_empty() { vec![Expr::int(1)] } else { sq.into_iter().map(Expr::int).collect() }
+                    if sq.is_empty() {
+                        vec![Expr::int(1)]
+                    } else {
+                        sq.into_iter().map(Expr::int).collect()
+                    }
                 }
                 _ if d == s => d,
                 _ => {
@@ -610,7 +830,10 @@ fn copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Option<Stmt
         (Some(d), None) => d,
         (None, Some(s)) => s,
         (None, None) => {
-            cx.err(span, "`T::copy` needs one side as a whole tile to give the shape; both are `.at([..])`");
+            cx.err(
+                span,
+                "`T::copy` needs one side as a whole tile to give the shape; both are `.at([..])`",
+            );
             return None;
         }
     };
@@ -639,7 +862,11 @@ fn copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Option<Stmt
                 }
             }
         }
-        Some(Region { buf: r.buf, origin, extent })
+        Some(Region {
+            buf: r.buf,
+            origin,
+            extent,
+        })
     };
     let s = make(cx, src, &sb)?;
     let d = make(cx, dst, &db)?;

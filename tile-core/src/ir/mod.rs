@@ -215,7 +215,10 @@ pub enum BinOp {
 
 impl BinOp {
     pub fn is_cmp(self) -> bool {
-        matches!(self, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne)
+        matches!(
+            self,
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
+        )
     }
     pub fn is_logic(self) -> bool {
         matches!(self, BinOp::And | BinOp::Or)
@@ -321,7 +324,11 @@ impl Expr {
     }
     /// Builds a binary op, folding integer constants and trivial identities.
     pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-        let ty = if op.is_cmp() || op.is_logic() { DType::Bool } else { a.dtype() };
+        let ty = if op.is_cmp() || op.is_logic() {
+            DType::Bool
+        } else {
+            a.dtype()
+        };
         if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
             let folded = match op {
                 BinOp::Add => x.checked_add(y),
@@ -416,10 +423,15 @@ impl Expr {
             Expr::Not(a) => Expr::Not(Box::new(a.map(f))),
             Expr::Neg(a, t) => Expr::Neg(Box::new(a.map(f)), t),
             Expr::Cast(t, a) => a.map(f).cast(t),
-            Expr::Select(c, a, b, t) => {
-                Expr::Select(Box::new(c.map(f)), Box::new(a.map(f)), Box::new(b.map(f)), t)
+            Expr::Select(c, a, b, t) => Expr::Select(
+                Box::new(c.map(f)),
+                Box::new(a.map(f)),
+                Box::new(b.map(f)),
+                t,
+            ),
+            Expr::Call(i, args, t) => {
+                Expr::Call(i, args.into_iter().map(|e| e.map(f)).collect(), t)
             }
-            Expr::Call(i, args, t) => Expr::Call(i, args.into_iter().map(|e| e.map(f)).collect(), t),
             e => e,
         };
         f(e)
@@ -452,7 +464,9 @@ pub enum ForKind {
     Parallel,
     Unrolled,
     /// Software pipeline with `stages` buffers (`T::pipelined`).
-    Pipelined { stages: i64 },
+    Pipelined {
+        stages: i64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -469,17 +483,48 @@ pub struct Gemm {
 pub enum Stmt {
     Seq(Vec<Stmt>),
     /// Immutable binding, visible to the rest of the enclosing sequence.
-    Let { var: VarId, value: Expr },
+    Let {
+        var: VarId,
+        value: Expr,
+    },
     /// Mutable scalar, visible to the rest of the enclosing sequence.
-    Local { var: VarId, init: Expr },
-    Assign { var: VarId, value: Expr },
-    Store { buf: BufId, idx: Vec<Expr>, value: Expr },
-    For { var: VarId, start: Expr, extent: Expr, kind: ForKind, body: Box<Stmt> },
-    If { cond: Expr, then: Box<Stmt>, els: Option<Box<Stmt>> },
+    Local {
+        var: VarId,
+        init: Expr,
+    },
+    Assign {
+        var: VarId,
+        value: Expr,
+    },
+    Store {
+        buf: BufId,
+        idx: Vec<Expr>,
+        value: Expr,
+    },
+    For {
+        var: VarId,
+        start: Expr,
+        extent: Expr,
+        kind: ForKind,
+        body: Box<Stmt>,
+    },
+    If {
+        cond: Expr,
+        then: Box<Stmt>,
+        els: Option<Box<Stmt>>,
+    },
     /// Declares an on-chip buffer for the rest of the enclosing sequence.
-    Alloc { buf: BufId },
-    Copy { src: Region, dst: Region },
-    Fill { dst: Region, value: Expr },
+    Alloc {
+        buf: BufId,
+    },
+    Copy {
+        src: Region,
+        dst: Region,
+    },
+    Fill {
+        dst: Region,
+        value: Expr,
+    },
     Gemm(Gemm),
     /// Block-wide barrier (inserted by passes, CUDA only).
     Barrier,
@@ -522,7 +567,10 @@ impl Stmt {
                 }
             }
             Stmt::Fill { dst, value } => {
-                dst.origin.iter().chain(&dst.extent).for_each(|e| e.visit(f));
+                dst.origin
+                    .iter()
+                    .chain(&dst.extent)
+                    .for_each(|e| e.visit(f));
                 value.visit(f);
             }
             _ => {}
@@ -600,7 +648,10 @@ impl PrimFunc {
         if !taken(base) {
             return base.to_string();
         }
-        (1..).map(|i| format!("{base}_{i}")).find(|n| !taken(n)).unwrap_or_default()
+        (1..)
+            .map(|i| format!("{base}_{i}"))
+            .find(|n| !taken(n))
+            .unwrap_or_default()
     }
     pub fn script(&self) -> String {
         print::script(self)

@@ -6,7 +6,10 @@ use super::*;
 use std::fmt::Write;
 
 pub fn script(f: &PrimFunc) -> String {
-    let mut p = Printer { f, out: String::new() };
+    let mut p = Printer {
+        f,
+        out: String::new(),
+    };
     p.func();
     p.out
 }
@@ -28,24 +31,39 @@ impl Printer<'_> {
     fn func(&mut self) {
         let f = self.f;
         let consts: Vec<String> = f.consts.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        self.line(0, &format!("# tile.prim_func consts({})", consts.join(", ")));
+        self.line(
+            0,
+            &format!("# tile.prim_func consts({})", consts.join(", ")),
+        );
         let params: Vec<String> = f
             .params
             .iter()
             .map(|&b| {
                 let buf = f.buf(b);
                 let kind = if buf.mutable { "TensorMut" } else { "Tensor" };
-                format!("{}: {kind}({}, {})", buf.name, self.shape(&buf.shape), buf.dtype)
+                format!(
+                    "{}: {kind}({}, {})",
+                    buf.name,
+                    self.shape(&buf.shape),
+                    buf.dtype
+                )
             })
             .collect();
         self.line(0, &format!("def {}({}):", f.name, params.join(", ")));
         for &d in &f.dims {
             let v = f.var(d);
-            self.line(1, &format!("{} = T.dynamic(\"{}\", {})", v.name, v.name, v.dtype));
+            self.line(
+                1,
+                &format!("{} = T.dynamic(\"{}\", {})", v.name, v.name, v.dtype),
+            );
         }
         let grid: Vec<String> = f.launch.grid.iter().map(|e| self.expr(e)).collect();
-        let bvars: Vec<String> =
-            f.launch.block_vars.iter().map(|&v| f.var(v).name.clone()).collect();
+        let bvars: Vec<String> = f
+            .launch
+            .block_vars
+            .iter()
+            .map(|&v| f.var(v).name.clone())
+            .collect();
         self.line(
             1,
             &format!(
@@ -70,7 +88,12 @@ impl Printer<'_> {
     fn region(&self, r: &Region) -> String {
         let o: Vec<String> = r.origin.iter().map(|e| self.expr(e)).collect();
         let x: Vec<String> = r.extent.iter().map(|e| self.expr(e)).collect();
-        format!("{}[{}; {}]", self.f.buf(r.buf).name, o.join(", "), x.join(", "))
+        format!(
+            "{}[{}; {}]",
+            self.f.buf(r.buf).name,
+            o.join(", "),
+            x.join(", ")
+        )
     }
 
     fn stmt(&mut self, s: &Stmt, d: usize) {
@@ -89,7 +112,12 @@ impl Printer<'_> {
             }
             Stmt::Local { var, init } => {
                 let v = f.var(*var);
-                let t = format!("{} = T.alloc_var({}, init={})", v.name, v.dtype, self.expr(init));
+                let t = format!(
+                    "{} = T.alloc_var({}, init={})",
+                    v.name,
+                    v.dtype,
+                    self.expr(init)
+                );
                 self.line(d, &t);
             }
             Stmt::Assign { var, value } => {
@@ -97,10 +125,21 @@ impl Printer<'_> {
                 self.line(d, &t);
             }
             Stmt::Store { buf, idx, value } => {
-                let t = format!("{}[{}] = {}", f.buf(*buf).name, self.list(idx), self.expr(value));
+                let t = format!(
+                    "{}[{}] = {}",
+                    f.buf(*buf).name,
+                    self.list(idx),
+                    self.expr(value)
+                );
                 self.line(d, &t);
             }
-            Stmt::For { var, start, extent, kind, body } => {
+            Stmt::For {
+                var,
+                start,
+                extent,
+                kind,
+                body,
+            } => {
                 let k = match kind {
                     ForKind::Serial => "T.serial".to_string(),
                     ForKind::Parallel => "T.Parallel".to_string(),
@@ -161,7 +200,10 @@ impl Printer<'_> {
     }
 
     fn list(&self, v: &[Expr]) -> String {
-        v.iter().map(|e| self.expr(e)).collect::<Vec<_>>().join(", ")
+        v.iter()
+            .map(|e| self.expr(e))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     pub fn expr(&self, e: &Expr) -> String {
@@ -183,7 +225,12 @@ impl Printer<'_> {
             Expr::Neg(a, _) => format!("-{}", self.expr(a)),
             Expr::Cast(t, a) => format!("T.Cast(\"{}\", {})", t.name(), self.expr(a)),
             Expr::Select(c, a, b, _) => {
-                format!("T.if_then_else({}, {}, {})", self.expr(c), self.expr(a), self.expr(b))
+                format!(
+                    "T.if_then_else({}, {}, {})",
+                    self.expr(c),
+                    self.expr(a),
+                    self.expr(b)
+                )
             }
             Expr::Call(i, args, _) => {
                 let mut s = String::new();

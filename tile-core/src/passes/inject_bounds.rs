@@ -28,7 +28,13 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         }
     }
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
-    let mut p = Pass { f, loops: Vec::new(), emitted: Vec::new(), extra: Default::default(), in_nest: false };
+    let mut p = Pass {
+        f,
+        loops: Vec::new(),
+        emitted: Vec::new(),
+        extra: Default::default(),
+        in_nest: false,
+    };
     let body = p.stmt(body, &mut env);
     let mut f = p.f;
     f.body = body;
@@ -99,16 +105,41 @@ fn rename(s: Stmt, m: &std::collections::HashMap<VarId, VarId>) -> Stmt {
     let v = |x: VarId| *m.get(&x).unwrap_or(&x);
     match s {
         Stmt::Seq(xs) => Stmt::Seq(xs.into_iter().map(|x| rename(x, m)).collect()),
-        Stmt::Let { var, value } => Stmt::Let { var: v(var), value: e(value) },
-        Stmt::Local { var, init } => Stmt::Local { var: v(var), init: e(init) },
-        Stmt::Assign { var, value } => Stmt::Assign { var: v(var), value: e(value) },
-        Stmt::Store { buf, idx, value } => Stmt::Store { buf, idx: idx.into_iter().map(e).collect(), value: e(value) },
-        Stmt::For { var, start, extent, kind, body } => {
-            Stmt::For { var: v(var), start: e(start), extent: e(extent), kind, body: Box::new(rename(*body, m)) }
-        }
-        Stmt::If { cond, then, els } => {
-            Stmt::If { cond: e(cond), then: Box::new(rename(*then, m)), els: els.map(|x| Box::new(rename(*x, m))) }
-        }
+        Stmt::Let { var, value } => Stmt::Let {
+            var: v(var),
+            value: e(value),
+        },
+        Stmt::Local { var, init } => Stmt::Local {
+            var: v(var),
+            init: e(init),
+        },
+        Stmt::Assign { var, value } => Stmt::Assign {
+            var: v(var),
+            value: e(value),
+        },
+        Stmt::Store { buf, idx, value } => Stmt::Store {
+            buf,
+            idx: idx.into_iter().map(e).collect(),
+            value: e(value),
+        },
+        Stmt::For {
+            var,
+            start,
+            extent,
+            kind,
+            body,
+        } => Stmt::For {
+            var: v(var),
+            start: e(start),
+            extent: e(extent),
+            kind,
+            body: Box::new(rename(*body, m)),
+        },
+        Stmt::If { cond, then, els } => Stmt::If {
+            cond: e(cond),
+            then: Box::new(rename(*then, m)),
+            els: els.map(|x| Box::new(rename(*x, m))),
+        },
         other => other,
     }
 }
@@ -119,7 +150,14 @@ impl Pass {
         let mut vars = Vec::new();
         let mut ext = Vec::new();
         let mut cur = &orig;
-        while let Stmt::For { var, start, extent, kind: ForKind::Parallel, body } = cur {
+        while let Stmt::For {
+            var,
+            start,
+            extent,
+            kind: ForKind::Parallel,
+            body,
+        } = cur
+        {
             match (start.as_int(), extent.as_int()) {
                 (Some(0), Some(e)) => {
                     vars.push(*var);
@@ -150,17 +188,24 @@ impl Pass {
         // is defined outside it (serial loops inside the nest define others).
         let mut inner_defs = Vec::new();
         orig.visit(&mut |x| match x {
-            Stmt::For { var, .. } | Stmt::Let { var, .. } | Stmt::Local { var, .. } if !vars.contains(var) => {
+            Stmt::For { var, .. } | Stmt::Let { var, .. } | Stmt::Local { var, .. }
+                if !vars.contains(var) =>
+            {
                 inner_defs.push(*var)
             }
             _ => {}
         });
-        if conds.iter().any(|c| inner_defs.iter().any(|v| c.uses_var(*v))) {
+        if conds
+            .iter()
+            .any(|c| inner_defs.iter().any(|v| c.uses_var(*v)))
+        {
             return guarded;
         }
         let mut interior = Vec::new();
         for c in conds {
-            let Expr::Bin(BinOp::Lt, lhs, rhs, _) = &c else { return guarded };
+            let Expr::Bin(BinOp::Lt, lhs, rhs, _) = &c else {
+                return guarded;
+            };
             if !monotone(lhs, &vars) || vars.iter().any(|v| rhs.uses_var(*v)) {
                 return guarded;
             }
@@ -182,9 +227,15 @@ impl Pass {
                 interior.push(c);
             }
         }
-        let Some(cond) = interior.into_iter().reduce(Expr::and) else { return guarded };
+        let Some(cond) = interior.into_iter().reduce(Expr::and) else {
+            return guarded;
+        };
         let edge = fresh_copy(&mut self.f, &guarded);
-        Stmt::If { cond, then: Box::new(orig), els: Some(Box::new(edge)) }
+        Stmt::If {
+            cond,
+            then: Box::new(orig),
+            els: Some(Box::new(edge)),
+        }
     }
 
     /// Conditions under which `buf[idx]` is in bounds, minus those proven.
@@ -217,13 +268,21 @@ impl Pass {
     fn guard_loads(&self, e: Expr, covered: &[Expr], env: &Env) -> Expr {
         e.map(&mut |x| match x {
             Expr::Load(b, idx, t) => {
-                let conds: Vec<Expr> =
-                    self.conds(b, &idx, env).into_iter().filter(|c| !covered.contains(c)).collect();
+                let conds: Vec<Expr> = self
+                    .conds(b, &idx, env)
+                    .into_iter()
+                    .filter(|c| !covered.contains(c))
+                    .collect();
                 let load = Expr::Load(b, idx, t);
                 self.emitted_extra(&conds, env);
                 match conds.into_iter().reduce(Expr::and) {
                     None => load,
-                    Some(c) => Expr::Select(Box::new(c), Box::new(load), Box::new(Expr::Int(0, DType::I32).cast(t)), t),
+                    Some(c) => Expr::Select(
+                        Box::new(c),
+                        Box::new(load),
+                        Box::new(Expr::Int(0, DType::I32).cast(t)),
+                        t,
+                    ),
                 }
             }
             x => x,
@@ -243,20 +302,37 @@ impl Pass {
                 env.lets.insert(var, value.clone());
                 Stmt::Let { var, value }
             }
-            Stmt::Local { var, init } => Stmt::Local { var, init: self.guard_loads(init, &[], env) },
-            Stmt::Assign { var, value } => Stmt::Assign { var, value: self.guard_loads(value, &[], env) },
+            Stmt::Local { var, init } => Stmt::Local {
+                var,
+                init: self.guard_loads(init, &[], env),
+            },
+            Stmt::Assign { var, value } => Stmt::Assign {
+                var,
+                value: self.guard_loads(value, &[], env),
+            },
             Stmt::Store { buf, idx, value } => {
-                let idx: Vec<Expr> = idx.into_iter().map(|i| self.guard_loads(i, &[], env)).collect();
+                let idx: Vec<Expr> = idx
+                    .into_iter()
+                    .map(|i| self.guard_loads(i, &[], env))
+                    .collect();
                 let guard = self.conds(buf, &idx, env);
-                self.emitted.extend(guard.iter().map(|c| inline(c, &env.lets)));
+                self.emitted
+                    .extend(guard.iter().map(|c| inline(c, &env.lets)));
                 let value = self.guard_loads(value, &guard, env);
                 let store = Stmt::Store { buf, idx, value };
                 match guard.into_iter().reduce(Expr::and) {
                     None => store,
-                    Some(c) => Stmt::If { cond: c, then: Box::new(store), els: None },
+                    Some(c) => Stmt::If {
+                        cond: c,
+                        then: Box::new(store),
+                        els: None,
+                    },
                 }
             }
-            Stmt::For { kind: ForKind::Parallel, .. } if !self.in_nest => {
+            Stmt::For {
+                kind: ForKind::Parallel,
+                ..
+            } if !self.in_nest => {
                 let orig = s.clone();
                 self.in_nest = true;
                 self.emitted.clear();
@@ -270,7 +346,13 @@ impl Pass {
                 }
                 self.split_interior(orig, guarded, conds, env)
             }
-            Stmt::For { var, start, extent, kind, body } => {
+            Stmt::For {
+                var,
+                start,
+                extent,
+                kind,
+                body,
+            } => {
                 let start = self.guard_loads(start, &[], env);
                 let extent = self.guard_loads(extent, &[], env);
                 let saved = env.ranges.get(&var).copied();
@@ -289,7 +371,13 @@ impl Pass {
                     Some(r) => env.ranges.insert(var, r),
                     None => env.ranges.remove(&var),
                 };
-                Stmt::For { var, start, extent, kind, body }
+                Stmt::For {
+                    var,
+                    start,
+                    extent,
+                    kind,
+                    body,
+                }
             }
             Stmt::If { cond, then, els } => Stmt::If {
                 cond: self.guard_loads(cond, &[], env),

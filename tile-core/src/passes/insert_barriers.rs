@@ -24,7 +24,11 @@ struct State {
 
 impl State {
     fn conflicts(&self, other: &State) -> bool {
-        other.reads.iter().chain(&other.writes).any(|b| self.writes.contains(b))
+        other
+            .reads
+            .iter()
+            .chain(&other.writes)
+            .any(|b| self.writes.contains(b))
             || other.writes.iter().any(|b| self.reads.contains(b))
     }
     fn absorb(&mut self, other: &State) {
@@ -66,7 +70,13 @@ fn seq(f: &PrimFunc, s: Stmt, pending: &mut State) -> Stmt {
     for s in items {
         let acc = accesses(f, &s);
         match s {
-            Stmt::For { var, start, extent, kind, body } if kind != ForKind::Parallel && !acc.is_empty() => {
+            Stmt::For {
+                var,
+                start,
+                extent,
+                kind,
+                body,
+            } if kind != ForKind::Parallel && !acc.is_empty() => {
                 if pending.conflicts(&acc) {
                     out.push(Stmt::Barrier);
                     *pending = State::default();
@@ -82,7 +92,13 @@ fn seq(f: &PrimFunc, s: Stmt, pending: &mut State) -> Stmt {
                 }
                 pending.absorb(&inner);
                 pending.absorb(&acc);
-                out.push(Stmt::For { var, start, extent, kind, body: Box::new(body) });
+                out.push(Stmt::For {
+                    var,
+                    start,
+                    extent,
+                    kind,
+                    body: Box::new(body),
+                });
             }
             Stmt::Seq(v) => {
                 let inner = seq(f, Stmt::Seq(v), pending);

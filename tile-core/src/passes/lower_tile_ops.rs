@@ -16,9 +16,19 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 fn lower(f: &mut PrimFunc, s: Stmt) -> Stmt {
     match s {
         Stmt::Seq(v) => Stmt::Seq(v.into_iter().map(|s| lower(f, s)).collect()),
-        Stmt::For { var, start, extent, kind, body } => {
-            Stmt::For { var, start, extent, kind, body: Box::new(lower(f, *body)) }
-        }
+        Stmt::For {
+            var,
+            start,
+            extent,
+            kind,
+            body,
+        } => Stmt::For {
+            var,
+            start,
+            extent,
+            kind,
+            body: Box::new(lower(f, *body)),
+        },
         Stmt::If { cond, then, els } => Stmt::If {
             cond,
             then: Box::new(lower(f, *then)),
@@ -28,7 +38,11 @@ fn lower(f: &mut PrimFunc, s: Stmt) -> Stmt {
         Stmt::Fill { dst, value } => {
             let (vars, nest_of) = loop_vars(f, &dst.extent);
             let idx = region_index(&dst, &vars);
-            nest_of(Stmt::Store { buf: dst.buf, idx, value })
+            nest_of(Stmt::Store {
+                buf: dst.buf,
+                idx,
+                value,
+            })
         }
         Stmt::Gemm(g) => gemm(f, g),
         s => s,
@@ -38,7 +52,11 @@ fn lower(f: &mut PrimFunc, s: Stmt) -> Stmt {
 /// Loop variables over the trailing non-unit dims of `extent`, and a function
 /// wrapping a body in the parallel nest.
 fn loop_vars(f: &mut PrimFunc, extent: &[Expr]) -> (Vec<Option<VarId>>, impl FnOnce(Stmt) -> Stmt) {
-    let lead = extent.iter().take_while(|e| e.as_int() == Some(1)).count().min(extent.len() - 1);
+    let lead = extent
+        .iter()
+        .take_while(|e| e.as_int() == Some(1))
+        .count()
+        .min(extent.len() - 1);
     let mut vars = vec![None; lead];
     let mut loops = Vec::new();
     let names = ["i", "j", "k", "l"];
@@ -68,7 +86,10 @@ fn region_index(r: &Region, vars: &[Option<VarId>]) -> Vec<Expr> {
     (0..rank)
         .map(|d| {
             if d >= first_loop {
-                Expr::add(r.origin[d].clone(), Expr::Var(tile[d - first_loop], DType::I32))
+                Expr::add(
+                    r.origin[d].clone(),
+                    Expr::Var(tile[d - first_loop], DType::I32),
+                )
             } else {
                 r.origin[d].clone()
             }
@@ -84,7 +105,11 @@ fn copy(f: &mut PrimFunc, src: Region, dst: Region) -> Stmt {
     let st = f.buf(src.buf).dtype;
     let dt = f.buf(dst.buf).dtype;
     let value = Expr::Load(src.buf, sidx, st).cast(dt);
-    nest_of(Stmt::Store { buf: dst.buf, idx: didx, value })
+    nest_of(Stmt::Store {
+        buf: dst.buf,
+        idx: didx,
+        value,
+    })
 }
 
 fn gemm(f: &mut PrimFunc, g: Gemm) -> Stmt {
@@ -96,14 +121,30 @@ fn gemm(f: &mut PrimFunc, g: Gemm) -> Stmt {
     let j = f.new_var("j", DType::I32);
     let k = f.new_var("k", DType::I32);
     let acc = f.new_var("acc", c.dtype);
-    let (vi, vj, vk) = (Expr::Var(i, DType::I32), Expr::Var(j, DType::I32), Expr::Var(k, DType::I32));
-    let aidx = if g.trans_a { vec![vk.clone(), vi.clone()] } else { vec![vi.clone(), vk.clone()] };
-    let bidx = if g.trans_b { vec![vj.clone(), vk.clone()] } else { vec![vk.clone(), vj.clone()] };
+    let (vi, vj, vk) = (
+        Expr::Var(i, DType::I32),
+        Expr::Var(j, DType::I32),
+        Expr::Var(k, DType::I32),
+    );
+    let aidx = if g.trans_a {
+        vec![vk.clone(), vi.clone()]
+    } else {
+        vec![vi.clone(), vk.clone()]
+    };
+    let bidx = if g.trans_b {
+        vec![vj.clone(), vk.clone()]
+    } else {
+        vec![vk.clone(), vj.clone()]
+    };
     let prod = Expr::mul(
         Expr::Load(g.a, aidx, a.dtype).cast(c.dtype),
         Expr::Load(g.b, bidx, b.dtype).cast(c.dtype),
     );
-    let init = if g.clear { Expr::Int(0, DType::I32).cast(c.dtype) } else { Expr::Load(g.c, vec![vi.clone(), vj.clone()], c.dtype) };
+    let init = if g.clear {
+        Expr::Int(0, DType::I32).cast(c.dtype)
+    } else {
+        Expr::Load(g.c, vec![vi.clone(), vj.clone()], c.dtype)
+    };
     let body = Stmt::Seq(vec![
         Stmt::Local { var: acc, init },
         Stmt::For {
@@ -111,12 +152,31 @@ fn gemm(f: &mut PrimFunc, g: Gemm) -> Stmt {
             start: Expr::int(0),
             extent: Expr::int(kdim),
             kind: ForKind::Serial,
-            body: Box::new(Stmt::Assign { var: acc, value: Expr::add(Expr::Var(acc, c.dtype), prod) }),
+            body: Box::new(Stmt::Assign {
+                var: acc,
+                value: Expr::add(Expr::Var(acc, c.dtype), prod),
+            }),
         },
-        Stmt::Store { buf: g.c, idx: vec![vi, vj], value: Expr::Var(acc, c.dtype) },
+        Stmt::Store {
+            buf: g.c,
+            idx: vec![vi, vj],
+            value: Expr::Var(acc, c.dtype),
+        },
     ]);
-    let inner = Stmt::For { var: j, start: Expr::int(0), extent: Expr::int(sc[1]), kind: ForKind::Parallel, body: Box::new(body) };
-    Stmt::For { var: i, start: Expr::int(0), extent: Expr::int(sc[0]), kind: ForKind::Parallel, body: Box::new(inner) }
+    let inner = Stmt::For {
+        var: j,
+        start: Expr::int(0),
+        extent: Expr::int(sc[1]),
+        kind: ForKind::Parallel,
+        body: Box::new(body),
+    };
+    Stmt::For {
+        var: i,
+        start: Expr::int(0),
+        extent: Expr::int(sc[0]),
+        kind: ForKind::Parallel,
+        body: Box::new(inner),
+    }
 }
 
 #[cfg(test)]
@@ -138,7 +198,10 @@ mod tests {
         let f = super::run(f).expect("lowers");
         let s = f.script();
         assert!(s.contains("for i in T.Parallel(0, 4):"), "{s}");
-        assert!(s.contains("t[i, j] = a[((by * 4) + i), ((bx * 8) + j)]"), "{s}");
+        assert!(
+            s.contains("t[i, j] = a[((by * 4) + i), ((bx * 8) + j)]"),
+            "{s}"
+        );
         assert!(s.contains("T.Cast(\"float32\", t[i_1, j_1])"), "{s}");
     }
 }

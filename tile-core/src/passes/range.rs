@@ -28,7 +28,12 @@ impl Env {
                     BinOp::Add => Some((al.checked_add(bl)?, ah.checked_add(bh)?)),
                     BinOp::Sub => Some((al.checked_sub(bh)?, ah.checked_sub(bl)?)),
                     BinOp::Mul => {
-                        let c = [al.checked_mul(bl)?, al.checked_mul(bh)?, ah.checked_mul(bl)?, ah.checked_mul(bh)?];
+                        let c = [
+                            al.checked_mul(bl)?,
+                            al.checked_mul(bh)?,
+                            ah.checked_mul(bl)?,
+                            ah.checked_mul(bh)?,
+                        ];
                         Some((*c.iter().min()?, *c.iter().max()?))
                     }
                     BinOp::Div if bl > 0 && al >= 0 => Some((al / bh, ah / bl)),
