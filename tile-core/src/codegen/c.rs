@@ -296,7 +296,8 @@ impl Writer<'_> {
                     float_lit(*v)
                 } else {
                     let x = match t {
-                        DType::F16 => half_round(*v as f32),
+                        // f16 constants are rounded once here, as the GPU would.
+                        DType::F16 => half::f16::from_f64(*v).to_f64(),
                         _ => *v as f32 as f64,
                     };
                     format!("{}f", float_lit(x))
@@ -371,64 +372,4 @@ impl Writer<'_> {
             }
         })
     }
-}
-
-fn half_round(x: f32) -> f64 {
-    // Literal constants of type f16 are rounded once here, as the GPU would.
-    let h = half_bits(x);
-    half_value(h) as f64
-}
-
-fn half_bits(f: f32) -> u16 {
-    let u = f.to_bits();
-    let s = ((u >> 16) & 0x8000) as u16;
-    let a = u & 0x7fff_ffff;
-    if a >= 0x7f80_0000 {
-        return s | 0x7c00 | if a > 0x7f80_0000 { 0x200 } else { 0 };
-    }
-    if a >= 0x477f_f000 {
-        return s | 0x7c00;
-    }
-    if a < 0x3880_0000 {
-        if a < 0x3300_0000 {
-            return s;
-        }
-        let e = a >> 23;
-        let m = (a & 0x7f_ffff) | 0x80_0000;
-        let sh = 126 - e;
-        let mut r = m >> sh;
-        let rem = m & ((1 << sh) - 1);
-        let half = 1 << (sh - 1);
-        if rem > half || (rem == half && (r & 1) == 1) {
-            r += 1;
-        }
-        return s | r as u16;
-    }
-    let mut r = (a - 0x3800_0000) >> 13;
-    let rem = a & 0x1fff;
-    if rem > 0x1000 || (rem == 0x1000 && (r & 1) == 1) {
-        r += 1;
-    }
-    s | r as u16
-}
-
-fn half_value(h: u16) -> f32 {
-    let s = ((h & 0x8000) as u32) << 16;
-    let e = ((h >> 10) & 0x1f) as u32;
-    let mut m = (h & 0x3ff) as u32;
-    let u = if e == 0x1f {
-        s | 0x7f80_0000 | (m << 13)
-    } else if e != 0 {
-        s | ((e + 112) << 23) | (m << 13)
-    } else if m == 0 {
-        s
-    } else {
-        let mut e = 113u32;
-        while m & 0x400 == 0 {
-            m <<= 1;
-            e -= 1;
-        }
-        s | (e << 23) | ((m & 0x3ff) << 13)
-    };
-    f32::from_bits(u)
 }

@@ -221,8 +221,8 @@ fn plan(f: &PrimFunc) -> Result<Plan, Diagnostic> {
             .max()
             .unwrap_or(4)
             .max(1);
-        let inner_ext = *n.extents.last().unwrap_or(&1);
         let mut v = (16 / max_bytes).max(1);
+        let inner_ext = *n.extents.last().unwrap_or(&1);
         while v > 1 && inner_ext % v != 0 {
             v /= 2;
         }
@@ -389,21 +389,8 @@ fn affine_access(
     affine(&flatten(&buf.shape, idx), lets)
 }
 
-/// Substitutes let-bound values (for addresses computed outside the lane loop).
-fn inline_lets(e: &Expr, lets: &HashMap<VarId, Expr>) -> Expr {
-    e.clone().map(&mut |x| match x {
-        Expr::Var(v, t) => match lets.get(&v) {
-            Some(val) => inline_lets(val, lets),
-            None => Expr::Var(v, t),
-        },
-        x => x,
-    })
-}
-
 /// Context while emitting the body of a partitioned nest.
 struct Lane {
-    vars: Vec<VarId>,
-    extents: Vec<i64>,
     /// Register slot of the current element in fragments of this nest.
     slot: String,
     /// Hoisted vector loads: (buffer, index) → lane expression.
@@ -567,7 +554,6 @@ impl Writer<'_> {
         let it = format!("tl_it{k}");
         let flat = format!("tl_flat{k}");
         let inner_var = *n.vars.last().unwrap_or(&VarId(0));
-        let inner_ext = *n.extents.last().unwrap_or(&1);
 
         // Fragments in this nest must be addressed by identity.
         for (b, idx) in accesses(n.body) {
@@ -698,7 +684,7 @@ impl Writer<'_> {
         // Hoisted vector loads, addressed at the chunk's first lane.
         let base_name = format!("tl_base{k}");
         let at_base = |w: &Writer, b: BufId, idx: &[Expr]| -> Result<String, Diagnostic> {
-            let idx: Vec<Expr> = idx.iter().map(|e| inline_lets(e, &lets)).collect();
+            let idx: Vec<Expr> = idx.iter().map(|e| e.inline_lets(&lets)).collect();
             let off = flatten(&w.f.buf(b).shape, &idx);
             let s = w.expr_with(&off, Some((inner_var, base_name.as_str())))?;
             Ok(format!("{}[{s}]", w.name(b)))
@@ -726,11 +712,8 @@ impl Writer<'_> {
             self.depth += 1;
             let name = ident(&f.var(inner_var).name);
             self.line(&format!("const int {name} = tl_base{k} + tl_v;"));
-            let _ = inner_ext;
         }
         self.lane = Some(Lane {
-            vars: n.vars.clone(),
-            extents: n.extents.clone(),
             slot,
             vloads,
             vstore: vstore.clone(),
@@ -770,10 +753,7 @@ impl Writer<'_> {
         let buf = self.f.buf(b);
         if buf.scope == Scope::Fragment {
             return match &self.lane {
-                Some(l) => {
-                    let _ = (&l.vars, &l.extents);
-                    Ok(format!("{}[{}]", self.name(b), l.slot))
-                }
+                Some(l) => Ok(format!("{}[{}]", self.name(b), l.slot)),
                 None => Err(err(format!(
                     "kernel `{}`: fragment `{}` is distributed over threads and can only be accessed inside \
                      a `T::parallel` over its shape (or through `T::copy`)",

@@ -90,15 +90,13 @@ pub fn ident(name: &str) -> String {
 
 /// Row-major flat offset of `idx` in a buffer of `shape`, folded where constant.
 pub fn flatten(shape: &[Expr], idx: &[Expr]) -> Expr {
-    let mut acc: Option<Expr> = None;
-    for (i, (d, x)) in shape.iter().zip(idx).enumerate() {
-        acc = Some(match acc {
-            None => x.clone(),
-            Some(a) => Expr::add(Expr::mul(a, d.clone()), x.clone()),
-        });
-        let _ = i;
-    }
-    acc.unwrap_or(Expr::int(0))
+    let mut pairs = shape.iter().zip(idx);
+    let Some((_, first)) = pairs.next() else {
+        return Expr::int(0);
+    };
+    pairs.fold(first.clone(), |acc, (d, x)| {
+        Expr::add(Expr::mul(acc, d.clone()), x.clone())
+    })
 }
 
 /// Float literal text (without suffix) that C and CUDA parse back exactly.

@@ -27,6 +27,22 @@ pub const EXPR_FNS: &[&str] = &[
     "if_then_else",
 ];
 
+/// Names of the `T::` functions that are statements or loops, not values.
+pub const STMT_FNS: &[&str] = &[
+    "kernel",
+    "alloc_shared",
+    "alloc_fragment",
+    "alloc_local",
+    "copy",
+    "clear",
+    "fill",
+    "gemm",
+    "parallel",
+    "serial",
+    "unroll",
+    "pipelined",
+];
+
 /// Every `T::` function the language knows (statements and expressions).
 pub const ALL_FNS: &str = "T::kernel, T::alloc_shared, T::alloc_fragment, T::alloc_local, \
 T::copy, T::clear, T::fill, T::gemm, T::parallel, T::serial, T::unroll, T::pipelined, \
@@ -480,7 +496,7 @@ fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
         "ceildiv" | "max" | "min" => 2,
         "if_then_else" => 3,
         n if Intrin::from_name(n).is_some() => 1,
-        n if ALL_FNS.contains(&format!("T::{n},")) || ALL_FNS.ends_with(&format!("T::{n}")) => {
+        n if STMT_FNS.contains(&n) => {
             cx.err(
                 c.func.span(),
                 format!("`T::{n}` is a statement, not a value"),

@@ -437,6 +437,17 @@ impl Expr {
         f(e)
     }
 
+    /// Substitutes let-bound values (transitively) for their variables.
+    pub fn inline_lets(&self, lets: &std::collections::HashMap<VarId, Expr>) -> Expr {
+        self.clone().map(&mut |x| match x {
+            Expr::Var(v, t) => match lets.get(&v) {
+                Some(val) => val.inline_lets(lets),
+                None => Expr::Var(v, t),
+            },
+            x => x,
+        })
+    }
+
     pub fn uses_var(&self, v: VarId) -> bool {
         let mut found = false;
         self.visit(&mut |e| {

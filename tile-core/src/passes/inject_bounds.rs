@@ -52,16 +52,6 @@ struct Pass {
     in_nest: bool,
 }
 
-fn inline(e: &Expr, lets: &std::collections::HashMap<VarId, Expr>) -> Expr {
-    e.clone().map(&mut |x| match x {
-        Expr::Var(v, t) => match lets.get(&v) {
-            Some(val) => inline(val, lets),
-            None => Expr::Var(v, t),
-        },
-        x => x,
-    })
-}
-
 /// Whether `e` is non-decreasing in each of `vars` (sums and products by
 /// non-negative constants of them; other parts must not mention them).
 fn monotone(e: &Expr, vars: &[VarId]) -> bool {
@@ -261,7 +251,7 @@ impl Pass {
 
     fn emitted_extra(&self, conds: &[Expr], env: &Env) {
         let mut v = self.extra.borrow_mut();
-        v.extend(conds.iter().map(|c| inline(c, &env.lets)));
+        v.extend(conds.iter().map(|c| c.inline_lets(&env.lets)));
     }
 
     /// Wraps unguarded global loads in `cond ? load : 0`.
@@ -317,7 +307,7 @@ impl Pass {
                     .collect();
                 let guard = self.conds(buf, &idx, env);
                 self.emitted
-                    .extend(guard.iter().map(|c| inline(c, &env.lets)));
+                    .extend(guard.iter().map(|c| c.inline_lets(&env.lets)));
                 let value = self.guard_loads(value, &guard, env);
                 let store = Stmt::Store { buf, idx, value };
                 match guard.into_iter().reduce(Expr::and) {

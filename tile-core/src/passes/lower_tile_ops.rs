@@ -77,12 +77,12 @@ fn loop_vars(f: &mut PrimFunc, extent: &[Expr]) -> (Vec<Option<VarId>>, impl FnO
     (vars, nest)
 }
 
+/// Index into region `r` for the tile loop variables `vars` (which align with
+/// the region's trailing dims; leading dims stay at the origin).
 fn region_index(r: &Region, vars: &[Option<VarId>]) -> Vec<Expr> {
-    let off = vars.len() - vars.iter().filter(|v| v.is_some()).count();
     let tile: Vec<VarId> = vars.iter().flatten().copied().collect();
     let rank = r.origin.len();
     let first_loop = rank - tile.len();
-    let _ = off;
     (0..rank)
         .map(|d| {
             if d >= first_loop {
