@@ -29,17 +29,14 @@ pub fn gemm_relu(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f1
     );
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dev = Device::default();
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|s| s.parse())
-        .collect::<Result<_, _>>()?;
-    let (m, n, k) = match args.as_slice() {
-        [m, n, k] => (*m, *n, *k),
-        _ if dev == Device::Cpu => (200, 136, 100),
-        _ => (1000, 1030, 1050),
-    };
+/// Checks `gemm_relu` against a host reference at `m × n × k` on `dev`;
+/// returns the summary line. `main` and `tests/examples.rs` call it.
+pub fn run(
+    dev: Device,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<String, Box<dyn std::error::Error>> {
     let a = tile::testing::random_tensor::<f16>(&[m, k], 7, dev)?;
     let b = tile::testing::random_tensor::<f16>(&[k, n], 8, dev)?;
     let mut c = Tensor::full(&[m, n], f16::NAN, dev)?;
@@ -59,11 +56,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     want.iter_mut().for_each(|w| *w = w.max(0.0));
     let report = tile::testing::assert_allclose(&c.to_vec()?, &want, 2e-2, 2e-2)?;
-    println!(
+    Ok(format!(
         "quickstart: device={dev} m={m} n={n} k={k} max_abs_err={:.3e} time={:.3} ms (first call) {:.2} TFLOP/s",
         report.max_abs,
         el.as_secs_f64() * 1e3,
         2.0 * (m * n * k) as f64 / el.as_secs_f64() / 1e12
-    );
+    ))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dev = Device::default();
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|s| s.parse())
+        .collect::<Result<_, _>>()?;
+    let (m, n, k) = match args.as_slice() {
+        [m, n, k] => (*m, *n, *k),
+        _ if dev == Device::Cpu => (200, 136, 100),
+        _ => (1000, 1030, 1050),
+    };
+    println!("{}", run(dev, m, n, k)?);
     Ok(())
 }

@@ -16,14 +16,9 @@ pub fn vecadd(a: Tensor<f16, (N,)>, b: Tensor<f16, (N,)>, c: TensorMut<f16, (N,)
     });
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dev = Device::default();
-    let default_n = if dev == Device::Cpu { 1 << 20 } else { 1 << 28 };
-    let n: usize = std::env::args()
-        .nth(1)
-        .map(|s| s.parse())
-        .transpose()?
-        .unwrap_or(default_n);
+/// Checks `vecadd` against a host reference at size `n` on `dev`, then times
+/// it; returns the summary line. `main` and `tests/examples.rs` call it.
+pub fn run(dev: Device, n: usize) -> Result<String, Box<dyn std::error::Error>> {
     let a = tile::testing::random_tensor::<f16>(&[n], 1, dev)?;
     let b = tile::testing::random_tensor::<f16>(&[n], 2, dev)?;
     let mut c = Tensor::full(&[n], f16::NAN, dev)?; // poisoned: every element must be written
@@ -46,11 +41,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     times.sort_by(f64::total_cmp);
     let med = times[times.len() / 2];
-    println!(
+    Ok(format!(
         "vecadd: device={dev} n={n} max_abs_err={:.3e} median={:.3} ms bandwidth={:.1} GB/s (3 x 2 bytes per element)",
         report.max_abs,
         med * 1e3,
         (3 * 2 * n) as f64 / med / 1e9
-    );
+    ))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dev = Device::default();
+    let default_n = if dev == Device::Cpu { 1 << 20 } else { 1 << 28 };
+    let n = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(default_n);
+    println!("{}", run(dev, n)?);
     Ok(())
 }

@@ -21,18 +21,9 @@ pub fn vecadd_buffered(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<
     });
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dev = Device::default();
-    let default_n = if dev == Device::Cpu {
-        1_000_003
-    } else {
-        1 << 26
-    };
-    let n: usize = std::env::args()
-        .nth(1)
-        .map(|s| s.parse())
-        .transpose()?
-        .unwrap_or(default_n);
+/// Checks `vecadd_buffered` against a host reference at size `n` on `dev`;
+/// returns the summary line. `main` and `tests/examples.rs` call it.
+pub fn run(dev: Device, n: usize) -> Result<String, Box<dyn std::error::Error>> {
     let a = tile::testing::random_tensor::<f32>(&[n], 3, dev)?;
     let b = tile::testing::random_tensor::<f32>(&[n], 4, dev)?;
     let mut c = Tensor::full(&[n], f32::NAN, dev)?;
@@ -46,11 +37,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     vecadd_buffered(&a, &b, &mut c)?;
     dev.synchronize()?;
-    println!(
+    Ok(format!(
         "vecadd_buffered: device={dev} n={n} max_abs_err={:.3e} first call={:.3} ms, second={:.3} ms",
         report.max_abs,
         first.as_secs_f64() * 1e3,
         t.elapsed().as_secs_f64() * 1e3
-    );
+    ))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dev = Device::default();
+    let default_n = if dev == Device::Cpu {
+        1_000_003
+    } else {
+        1 << 26
+    };
+    let n = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(default_n);
+    println!("{}", run(dev, n)?);
     Ok(())
 }

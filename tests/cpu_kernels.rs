@@ -8,6 +8,16 @@
 //! guards on ragged edges are exercised as well as the interior fast path.
 
 use tile::prelude::*;
+
+// The examples' kernels are tested here too (not copied): vecadd (version A,
+// f16) and the quickstart's gemm_relu.
+#[allow(dead_code)]
+#[path = "../examples/vecadd.rs"]
+mod vecadd_example;
+
+#[allow(dead_code)]
+#[path = "../examples/quickstart.rs"]
+mod quickstart;
 use tile::testing::{assert_allclose, random_tensor, random_vec};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -54,15 +64,6 @@ fn round_to<E: Element>(v: f64) -> f64 {
 // ---------------------------------------------------------------------------
 // Vector add, version A: direct global loads and stores in `T::parallel`
 // ---------------------------------------------------------------------------
-
-#[tile::kernel(block_n = 2048, threads = 256)]
-pub fn vecadd_a_f16(a: Tensor<f16, (N,)>, b: Tensor<f16, (N,)>, c: TensorMut<f16, (N,)>) {
-    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
-        for i in T::parallel(block_n) {
-            c[bx * block_n + i] = a[bx * block_n + i] + b[bx * block_n + i];
-        }
-    });
-}
 
 #[tile::kernel(block_n = 1024, threads = 128)]
 pub fn vecadd_a_f32(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
@@ -161,7 +162,7 @@ const VEC_SIZES: &[usize] = &[1, 255, 256, 2047, 2048, 4096, 4097, 10_000, 65_53
 fn vecadd_a_all_dtypes() -> TestResult {
     for (k, &n) in VEC_SIZES.iter().enumerate() {
         let seed = 10 + 3 * k as u64;
-        run_vecadd::<f16>("vecadd_a_f16", vecadd_a_f16, n, seed)?;
+        run_vecadd::<f16>("vecadd", vecadd_example::vecadd, n, seed)?;
         run_vecadd::<f32>("vecadd_a_f32", vecadd_a_f32, n, seed)?;
         run_vecadd::<bf16>("vecadd_a_bf16", vecadd_a_bf16, n, seed)?;
     }
@@ -274,29 +275,6 @@ fn elementwise_2d_dynamic_shapes() -> TestResult {
 // GEMM + ReLU (the quickstart), dynamic M, N, K
 // ---------------------------------------------------------------------------
 
-#[tile::kernel(block_m = 64, block_n = 64, block_k = 32, stages = 3, threads = 128)]
-pub fn gemm_relu_f16(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
-    T::kernel(
-        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
-        threads,
-        |bx, by| {
-            let a_s = T::alloc_shared::<f16>([block_m, block_k]);
-            let b_s = T::alloc_shared::<f16>([block_k, block_n]);
-            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
-            T::clear(acc);
-            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
-                T::copy(a.at([by * block_m, ko * block_k]), a_s);
-                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
-                T::gemm(a_s, b_s, acc);
-            }
-            for (i, j) in T::parallel([block_m, block_n]) {
-                acc[(i, j)] = T::max(acc[(i, j)], 0.0);
-            }
-            T::copy(acc, c.at([by * block_m, bx * block_n]));
-        },
-    );
-}
-
 /// f32 GEMM with B given transposed (`[N, K]`), no ReLU, f32 out.
 #[tile::kernel(block_m = 32, block_n = 32, block_k = 16, threads = 128)]
 pub fn gemm_nt_f32(a: Tensor<f32, (M, K)>, b: Tensor<f32, (N, K)>, c: TensorMut<f32, (M, N)>) {
@@ -349,13 +327,13 @@ fn gemm_relu_dynamic_shapes() -> TestResult {
         let a = random_tensor::<f16>(&[m, k], 500 + s as u64, CPU)?;
         let b = random_tensor::<f16>(&[k, n], 600 + s as u64, CPU)?;
         let mut c = Tensor::full(&[m, n], f16::NAN, CPU)?;
-        gemm_relu_f16(&a, &b, &mut c)?;
+        quickstart::gemm_relu(&a, &b, &mut c)?;
         let want: Vec<f64> = matmul_ref(&host(&a), &host(&b), m, n, k, false)
             .into_iter()
             .map(|v| v.max(0.0))
             .collect();
         check(
-            &format!("gemm_relu_f16 m={m} n={n} k={k}"),
+            &format!("gemm_relu m={m} n={n} k={k}"),
             &c,
             &want,
             2e-2,
@@ -367,7 +345,7 @@ fn gemm_relu_dynamic_shapes() -> TestResult {
         if m * n >= 64 {
             assert!(
                 out.iter().any(|&v| v == 0.0),
-                "gemm_relu_f16 m={m} n={n} k={k}: expected some clamped zeros"
+                "gemm_relu m={m} n={n} k={k}: expected some clamped zeros"
             );
         }
     }
@@ -999,17 +977,17 @@ fn mixed_static_and_dynamic_dims() -> TestResult {
 
 #[test]
 fn generated_module_describes_the_kernel() {
-    let spec = &gemm_relu_f16::SPEC;
-    assert_eq!(spec.name, "gemm_relu_f16");
+    let spec = &quickstart::gemm_relu::SPEC;
+    assert_eq!(spec.name, "gemm_relu");
     let names: Vec<&str> = spec.params.iter().map(|p| p.name).collect();
     assert_eq!(names, ["a", "b", "c"]);
     let outputs: Vec<bool> = spec.params.iter().map(|p| p.output).collect();
     assert_eq!(outputs, [false, false, true]);
     assert_eq!(spec.dims, ["M", "K", "N"]);
     assert_eq!(spec.threads, 128);
-    assert!(!gemm_relu_f16::source(Target::Cpu).is_empty());
-    assert!(!gemm_relu_f16::source(Target::Cuda).is_empty());
-    assert!(!gemm_relu_f16::ir().is_empty());
+    assert!(!quickstart::gemm_relu::source(Target::Cpu).is_empty());
+    assert!(!quickstart::gemm_relu::source(Target::Cuda).is_empty());
+    assert!(!quickstart::gemm_relu::ir().is_empty());
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! in `tests/golden/*.rs` are checked in beside it. A change in generated code
 //! fails this test until the files are regenerated with `TILE_BLESS=1`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn check(path: &Path, actual: &str, failures: &mut Vec<String>) {
     if std::env::var("TILE_BLESS").is_ok_and(|v| v == "1") {
@@ -22,37 +22,53 @@ fn check(path: &Path, actual: &str, failures: &mut Vec<String>) {
     }
 }
 
+/// The kernel files checked: this folder's, and every example of the
+/// workspace (their golden files go to `golden/examples/`).
+fn kernel_files() -> Vec<(PathBuf, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for (src_dir, gold_dir) in [
+        (root.join("tests/golden"), root.join("tests/golden")),
+        (root.join("../examples"), root.join("tests/golden/examples")),
+    ] {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&src_dir)
+            .expect("kernel dir")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+            .collect();
+        v.sort();
+        for p in v {
+            let gold = gold_dir.join(p.file_name().expect("file name"));
+            out.push((p, gold));
+        }
+    }
+    out
+}
+
 #[test]
 fn generated_code_matches_golden_files() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let mut failures = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .expect("golden dir")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    let mut n = 0;
-    for p in entries
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-    {
+    let files = kernel_files();
+    for (p, gold) in &files {
         let src = std::fs::read_to_string(p).expect("read kernel");
         let def = tile_core::frontend::parse_kernel_source(&src)
             .unwrap_or_else(|d| panic!("{}: {}", p.display(), d[0]));
         let c = tile_core::compile(def).unwrap_or_else(|d| panic!("{}: {}", p.display(), d[0]));
-        check(&p.with_extension("ir"), &c.script, &mut failures);
-        check(&p.with_extension("cu"), &c.cuda_source, &mut failures);
+        check(&gold.with_extension("ir"), &c.script, &mut failures);
+        check(&gold.with_extension("cu"), &c.cuda_source, &mut failures);
         // The C symbol carries the key, which moves with every compiler change;
         // the golden file names it generically.
         check(
-            &p.with_extension("c"),
+            &gold.with_extension("c"),
             &c.c_source.replace(&c.c_symbol, "tile_kernel"),
             &mut failures,
         );
-        n += 1;
     }
-    assert!(n >= 3, "expected golden kernels in {}", dir.display());
+    assert!(
+        files.len() >= 6,
+        "expected the golden kernels and the examples"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -1,0 +1,56 @@
+//! Runs every example's own check (its kernel against a host reference on
+//! random data, output poisoned first) at sizes that divide its tile and
+//! sizes that do not. The device is `Device::default()`: the CPU here, the GPU
+//! when the test binary runs on a machine with one (or `TILE_DEVICE=cuda`).
+
+#[allow(dead_code)]
+#[path = "../examples/vecadd.rs"]
+mod vecadd;
+
+#[allow(dead_code)]
+#[path = "../examples/vecadd_buffered.rs"]
+mod vecadd_buffered;
+
+#[allow(dead_code)]
+#[path = "../examples/elementwise_2d.rs"]
+mod elementwise_2d;
+
+#[allow(dead_code)]
+#[path = "../examples/quickstart.rs"]
+mod quickstart;
+
+use tile::Device;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+#[test]
+fn vecadd_example() -> TestResult {
+    for n in [1 << 16, 2047, 4097, 1] {
+        println!("{}", vecadd::run(Device::default(), n)?);
+    }
+    Ok(())
+}
+
+#[test]
+fn vecadd_buffered_example() -> TestResult {
+    for n in [1 << 16, 1_000_003, 5] {
+        println!("{}", vecadd_buffered::run(Device::default(), n)?);
+    }
+    Ok(())
+}
+
+#[test]
+fn elementwise_2d_example() -> TestResult {
+    for (m, n) in [(64, 128), (1000, 1030), (1, 3)] {
+        println!("{}", elementwise_2d::run(Device::default(), m, n)?);
+    }
+    Ok(())
+}
+
+#[test]
+fn quickstart_example() -> TestResult {
+    for (m, n, k) in [(128, 128, 64), (67, 129, 33), (129, 67, 100)] {
+        println!("{}", quickstart::run(Device::default(), m, n, k)?);
+    }
+    Ok(())
+}
