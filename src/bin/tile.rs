@@ -76,7 +76,7 @@ fn inspect(args: &[String]) -> Result<(), String> {
             let msgs: Vec<String> = d
                 .iter()
                 .map(|x| {
-                    let s = x.span.start();
+                    let s = x.span.start.start();
                     format!("{file}:{}:{}: {}", s.line, s.column + 1, x.message)
                 })
                 .collect();

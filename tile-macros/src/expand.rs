@@ -8,18 +8,60 @@ use tile_core::ir::{BinOp, DType, Expr, PrimFunc};
 use tile_core::Compiled;
 
 pub fn errors(item: &syn::ItemFn, diags: &[tile_core::Diagnostic]) -> TokenStream {
-    let errs = diags
-        .iter()
-        .map(|d| syn::Error::new(d.span, &d.message).to_compile_error());
-    // A fallback item keeps the name defined so that one mistake does not
-    // cascade into "cannot find function" errors at every call site.
+    let errs = diags.iter().map(|d| {
+        // Two tokens carrying the range's ends: `new_spanned` underlines from
+        // the first to the last.
+        let ends = quote::quote_spanned!(d.span.start=> a)
+            .into_iter()
+            .chain(quote::quote_spanned!(d.span.end=> b));
+        syn::Error::new_spanned(ends.collect::<TokenStream>(), &d.message).to_compile_error()
+    });
+    // A fallback launcher with the kernel's signature keeps call sites
+    // type-checking, so one mistake in a body is reported once, not again as
+    // "wrong number of arguments" wherever the kernel is called.
     let vis = &item.vis;
     let name = &item.sig.ident;
+    let args = fallback_args(&item.sig).unwrap_or_default();
     quote! {
         #(#errs)*
-        #[allow(dead_code, unused_variables)]
-        #vis fn #name() {}
+        #[allow(dead_code, unused_variables, clippy::too_many_arguments)]
+        #vis fn #name(#(#args),*) -> ::core::result::Result<(), ::tile::Error> {
+            ::core::unreachable!("this kernel did not compile")
+        }
     }
+}
+
+/// The launcher parameters read straight from the signature, when it is
+/// well-formed enough (the body may still be wrong).
+fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
+    sig.inputs
+        .iter()
+        .map(|input| {
+            let syn::FnArg::Typed(pt) = input else {
+                return None;
+            };
+            let syn::Pat::Ident(pi) = &*pt.pat else {
+                return None;
+            };
+            let syn::Type::Path(tp) = &*pt.ty else {
+                return None;
+            };
+            let seg = tp.path.segments.last()?;
+            let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
+                return None;
+            };
+            let Some(syn::GenericArgument::Type(syn::Type::Path(dt))) = ab.args.first() else {
+                return None;
+            };
+            let dtype = DType::from_rust_name(&dt.path.get_ident()?.to_string())?;
+            let (n, t) = (&pi.ident, elem_type(dtype, Span::call_site()));
+            match seg.ident.to_string().as_str() {
+                "Tensor" => Some(quote!(#n: &::tile::Tensor<#t>)),
+                "TensorMut" => Some(quote!(#n: &mut ::tile::Tensor<#t>)),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 fn elem_type(t: DType, span: Span) -> TokenStream {
@@ -82,12 +124,12 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
     let mut names = Vec::new();
     for pd in &c.def.params {
         let n = &pd.name;
-        let t = elem_type(pd.dtype, pd.ty_span);
+        let t = elem_type(pd.dtype, pd.ty_span.start);
         if pd.mutable {
-            args.push(quote_spanned!(pd.ty_span=> #n: &mut ::tile::Tensor<#t>));
+            args.push(quote_spanned!(pd.ty_span.start=> #n: &mut ::tile::Tensor<#t>));
             refs.push(quote!(#p::ArgRef::output(#n)));
         } else {
-            args.push(quote_spanned!(pd.ty_span=> #n: &::tile::Tensor<#t>));
+            args.push(quote_spanned!(pd.ty_span.start=> #n: &::tile::Tensor<#t>));
             refs.push(quote!(#p::ArgRef::input(#n)));
         }
         names.push(n.clone());

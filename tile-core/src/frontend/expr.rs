@@ -6,9 +6,8 @@
 //! types at the wider one; integer with float is an error (write `as`).
 
 use super::{Ctx, Sym};
+use crate::diag::{range, SpanRange as Span};
 use crate::ir::*;
-use proc_macro2::Span;
-use syn::spanned::Spanned;
 
 /// Names of the `T::` functions usable inside expressions.
 pub const EXPR_FNS: &[&str] = &[
@@ -84,6 +83,30 @@ fn is_const(e: &Expr) -> bool {
 }
 
 /// Brings two operands to one dtype, or reports why they cannot meet.
+/// Whether integer `v` is representable in `t` (floats take any integer).
+pub fn fits(v: i64, t: DType) -> bool {
+    match t {
+        DType::I8 => i8::try_from(v).is_ok(),
+        DType::U8 => u8::try_from(v).is_ok(),
+        DType::I16 => i16::try_from(v).is_ok(),
+        DType::U16 => u16::try_from(v).is_ok(),
+        DType::I32 => i32::try_from(v).is_ok(),
+        DType::U32 => u32::try_from(v).is_ok(),
+        DType::U64 => v >= 0,
+        _ => true,
+    }
+}
+
+/// Converts an integer constant to `to`, reporting one that does not fit.
+fn int_const_to(cx: &mut Ctx, span: Span, c: Expr, to: DType) -> Expr {
+    if let Expr::Int(v, _) = c {
+        if to.is_int() && !fits(v, to) {
+            cx.err(span, format!("the integer {v} does not fit in {to}"));
+        }
+    }
+    c.cast(to)
+}
+
 pub fn unify(cx: &mut Ctx, span: Span, a: Expr, b: Expr) -> (Expr, Expr) {
     let (ta, tb) = (a.dtype(), b.dtype());
     if ta == tb {
@@ -97,10 +120,10 @@ pub fn unify(cx: &mut Ctx, span: Span, a: Expr, b: Expr) -> (Expr, Expr) {
         }
     };
     if is_const(&a) && adapt(&a, tb) {
-        return (a.cast(tb), b);
+        return (int_const_to(cx, span, a, tb), b);
     }
     if is_const(&b) && adapt(&b, ta) {
-        return (a, b.cast(ta));
+        return (a, int_const_to(cx, span, b, ta));
     }
     let wider = |x: DType, y: DType| if x.bytes() >= y.bytes() { x } else { y };
     if ta.is_float() && tb.is_float() {
@@ -134,7 +157,7 @@ pub fn convert_for_store(cx: &mut Ctx, span: Span, v: Expr, to: DType, what: &st
         _ => (from.is_float() && to.is_float()) || (from.is_int() && to.is_int()),
     };
     if ok {
-        v.cast(to)
+        int_const_to(cx, span, v, to)
     } else {
         cx.err(
             span,
@@ -148,16 +171,24 @@ pub fn convert_for_store(cx: &mut Ctx, span: Span, v: Expr, to: DType, what: &st
 }
 
 pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
-    let span = e.span();
+    let span = range(&e);
     match e {
         syn::Expr::Lit(l) => match &l.lit {
             syn::Lit::Int(i) => {
-                let t = match i.suffix() {
-                    "" => Some(DType::I32),
-                    s => DType::from_rust_name(s),
+                let (t, v) = (i.suffix(), i.base10_parse::<i64>());
+                // An unsuffixed literal is int32, or int64 when it needs to be;
+                // a suffixed one must fit its type.
+                let t = match (t, &v) {
+                    ("", Ok(v)) if !fits(*v, DType::I32) => Some(DType::I64),
+                    ("", _) => Some(DType::I32),
+                    (s, _) => DType::from_rust_name(s),
                 };
-                match (t, i.base10_parse::<i64>()) {
+                match (t, v) {
                     (Some(t), Ok(v)) if t.is_float() => Expr::Float(v as f64, t),
+                    (Some(t), Ok(v)) if !fits(v, t) => {
+                        cx.err(span, format!("the integer {v} does not fit in {t}"));
+                        Expr::Int(0, t)
+                    }
                     (Some(t), Ok(v)) => Expr::Int(v, t),
                     _ => {
                         cx.err(span, "unsupported integer literal");
@@ -247,7 +278,7 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
                     a.cast(t)
                 }
                 None => {
-                    cx.err(c.ty.span(), "cast to an unknown element type");
+                    cx.err(range(&c.ty), "cast to an unknown element type");
                     a
                 }
             }
@@ -282,7 +313,7 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
         syn::Expr::Block(b) => block_value(cx, &b.block),
         syn::Expr::MethodCall(m) => {
             cx.err(
-                m.method.span(),
+                range(&m.method),
                 format!(
                     "method `.{}()` is not supported here; use the `T::` functions ({ALL_FNS})",
                     m.method
@@ -292,7 +323,7 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
         }
         other => {
             cx.err(
-                other.span(),
+                range(&other),
                 format!("unsupported expression in a kernel: {}", describe(other)),
             );
             Expr::int(0)
@@ -304,7 +335,7 @@ fn block_value(cx: &mut Ctx, b: &syn::Block) -> Expr {
     match b.stmts.as_slice() {
         [syn::Stmt::Expr(e, None)] => lower(cx, e),
         _ => {
-            cx.err(b.span(), "a value block holds exactly one expression");
+            cx.err(range(&b), "a value block holds exactly one expression");
             Expr::int(0)
         }
     }
@@ -337,6 +368,7 @@ fn name(cx: &mut Ctx, n: String, span: Span) -> Expr {
         Some(Sym::Const(ConstVal::Float(v))) => Expr::Float(v, DType::F32),
         Some(Sym::Const(ConstVal::Bool(v))) => Expr::Bool(v),
         Some(Sym::Var(v)) | Some(Sym::Mut(v)) => Expr::Var(v, cx.f.var(v).dtype),
+        Some(Sym::Poison) => Expr::int(1),
         Some(Sym::Buf(_)) => {
             cx.err(
                 span,
@@ -353,7 +385,7 @@ fn name(cx: &mut Ctx, n: String, span: Span) -> Expr {
 
 fn binary(cx: &mut Ctx, b: &syn::ExprBinary) -> Expr {
     use syn::BinOp as B;
-    let span = b.span();
+    let span = range(&b);
     let op = match b.op {
         B::Add(_) => BinOp::Add,
         B::Sub(_) => BinOp::Sub,
@@ -370,7 +402,7 @@ fn binary(cx: &mut Ctx, b: &syn::ExprBinary) -> Expr {
         B::Or(_) => BinOp::Or,
         _ => {
             cx.err(
-                b.op.span(),
+                range(&b.op),
                 "unsupported operator in an expression (compound assignment is a statement)",
             );
             return Expr::int(0);
@@ -440,7 +472,10 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
     for p in &parts {
         let e = lower(cx, p);
         if !e.dtype().is_int() {
-            cx.err(p.span(), format!("indices are integers, got {}", e.dtype()));
+            cx.err(
+                range(&p),
+                format!("indices are integers, got {}", e.dtype()),
+            );
         }
         idx.push(e.cast(DType::I32));
     }
@@ -449,7 +484,7 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
     if rank != idx.len() {
         let name = cx.f.buf(b).name.clone();
         cx.err(
-            ix.index.span(),
+            range(&ix.index),
             format!(
                 "`{name}` has {rank} dim(s) but is indexed with {} index(es)",
                 idx.len()
@@ -466,27 +501,30 @@ pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
         _ => None,
     };
     let Some(n) = id else {
-        cx.err(e.span(), "expected a buffer name");
+        cx.err(range(&e), "expected a buffer name");
         return None;
     };
     match cx.lookup(&n) {
         Some(Sym::Buf(b)) => Some(b),
         Some(_) => {
-            cx.err(e.span(), format!("`{n}` is a scalar, not a buffer"));
+            cx.err(range(&e), format!("`{n}` is a scalar, not a buffer"));
             None
         }
         None => {
-            cx.err(e.span(), format!("cannot find buffer `{n}` in this kernel"));
+            cx.err(
+                range(&e),
+                format!("cannot find buffer `{n}` in this kernel"),
+            );
             None
         }
     }
 }
 
 fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
-    let span = c.span();
+    let span = range(&c);
     let Some(f) = t_fn_name(&c.func) else {
         cx.err(
-            c.func.span(),
+            range(&c.func),
             format!("only `T::` functions can be called in a kernel ({ALL_FNS})"),
         );
         return Expr::int(0);
@@ -498,14 +536,14 @@ fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
         n if Intrin::from_name(n).is_some() => 1,
         n if STMT_FNS.contains(&n) => {
             cx.err(
-                c.func.span(),
+                range(&c.func),
                 format!("`T::{n}` is a statement, not a value"),
             );
             return Expr::int(0);
         }
         n => {
             cx.err(
-                c.func.span(),
+                range(&c.func),
                 format!("unknown function `T::{n}`; the tile language has {ALL_FNS}"),
             );
             return Expr::int(0);

@@ -13,10 +13,10 @@ mod expr;
 mod stmt;
 
 use crate::diag::Diagnostic;
+use crate::diag::{range, SpanRange as Span};
 use crate::ir::*;
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use std::collections::HashMap;
-use syn::spanned::Spanned;
 
 /// What the macro needs besides the IR to write the typed launcher.
 #[derive(Debug, Clone)]
@@ -42,6 +42,9 @@ pub(crate) enum Sym {
     /// A `let mut` scalar.
     Mut(VarId),
     Buf(BufId),
+    /// A name whose definition was already reported as an error; its uses
+    /// stay quiet so one mistake is reported once.
+    Poison,
 }
 
 pub(crate) struct Ctx {
@@ -112,7 +115,7 @@ fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
         Ok(a) => a,
         Err(e) => {
             cx.err(
-                e.span(),
+                Span::from(e.span()),
                 format!(
                     "expected compile-time parameters as `name = literal, ...` \
                      (e.g. `#[tile::kernel(block_n = 256, threads = 128)]`): {e}"
@@ -124,7 +127,7 @@ fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
     for nv in args {
         let Some(name) = nv.path.get_ident().map(|i| i.to_string()) else {
             cx.err(
-                nv.path.span(),
+                range(&nv.path),
                 "compile-time parameter names are plain identifiers",
             );
             continue;
@@ -132,8 +135,9 @@ fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
         let val = match literal_value(&nv.value) {
             Some(v) => v,
             None => {
+                cx.bind(&name, Sym::Poison);
                 cx.err(
-                    nv.value.span(),
+                    range(&nv.value),
                     format!(
                         "compile-time parameter `{name}` must be a literal (integer, float or bool); \
                          it is fixed when the kernel is compiled"
@@ -144,7 +148,7 @@ fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
         };
         if cx.lookup(&name).is_some() {
             cx.err(
-                nv.path.span(),
+                range(&nv.path),
                 format!("compile-time parameter `{name}` is given twice"),
             );
             continue;
@@ -175,30 +179,30 @@ fn literal_value(e: &syn::Expr) -> Option<ConstVal> {
 fn parse_signature(cx: &mut Ctx, sig: &syn::Signature) -> Vec<ParamDef> {
     if let Some(g) = sig.generics.params.first() {
         cx.err(
-            g.span(),
+            range(&g),
             "kernels take no generic parameters; use compile-time parameters in the attribute",
         );
     }
     if let syn::ReturnType::Type(_, ty) = &sig.output {
         cx.err(
-            ty.span(),
+            range(&ty),
             "kernels return nothing; write results into a `TensorMut` parameter",
         );
     }
     if let Some(a) = &sig.asyncness {
-        cx.err(a.span(), "kernels cannot be `async`");
+        cx.err(range(&a), "kernels cannot be `async`");
     }
     let mut out = Vec::new();
     for input in &sig.inputs {
         let syn::FnArg::Typed(pt) = input else {
             cx.err(
-                input.span(),
+                range(&input),
                 "kernels are free functions; `self` is not allowed",
             );
             continue;
         };
         let syn::Pat::Ident(pi) = &*pt.pat else {
-            cx.err(pt.pat.span(), "kernel parameters are plain names");
+            cx.err(range(&pt.pat), "kernel parameters are plain names");
             continue;
         };
         let name = pi.ident.clone();
@@ -215,11 +219,11 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
                  `TensorMut<dtype, (D0, ..)>` (written); a dim is a compile-time parameter \
                  or a name for a dynamic dim";
     let syn::Type::Path(tp) = ty else {
-        cx.err(ty.span(), usage);
+        cx.err(range(&ty), usage);
         return None;
     };
     let Some(seg) = tp.path.segments.last() else {
-        cx.err(ty.span(), usage);
+        cx.err(range(&ty), usage);
         return None;
     };
     let mutable = match seg.ident.to_string().as_str() {
@@ -227,7 +231,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         "TensorMut" => true,
         _ => {
             cx.err(
-                ty.span(),
+                range(&ty),
                 format!(
                     "unsupported parameter type: {usage} (scalar parameters are not supported yet)"
                 ),
@@ -236,12 +240,12 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         }
     };
     let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
-        cx.err(ty.span(), usage);
+        cx.err(range(&ty), usage);
         return None;
     };
     let args: Vec<_> = ab.args.iter().collect();
     if args.len() != 2 {
-        cx.err(ab.span(), usage);
+        cx.err(range(&ab), usage);
         return None;
     }
     let dtype = match args[0] {
@@ -253,7 +257,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
     };
     let Some(dtype) = dtype else {
         cx.err(
-            args[0].span(),
+            range(&args[0]),
             "unknown element type; expected one of bool, i8, u8, i16, u16, i32, u32, i64, u64, \
              f16, bf16, f32, f64",
         );
@@ -261,7 +265,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
     };
     if matches!(dtype, DType::F8E4M3 | DType::F8E5M2) {
         cx.err(
-            args[0].span(),
+            range(&args[0]),
             "f8 tensors are not supported by the runtime yet",
         );
         return None;
@@ -271,14 +275,14 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         syn::GenericArgument::Type(syn::Type::Paren(p)) => vec![&*p.elem],
         other => {
             cx.err(
-                other.span(),
+                range(&other),
                 "the shape is a tuple of dims, e.g. `(M, K)` or `(N,)`",
             );
             return None;
         }
     };
     if dims.is_empty() {
-        cx.err(args[1].span(), "tensors have at least one dim");
+        cx.err(range(&args[1]), "tensors have at least one dim");
         return None;
     }
     let mut shape = Vec::new();
@@ -289,7 +293,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         };
         let Some(ident) = ident else {
             cx.err(
-                d.span(),
+                range(&d),
                 "a dim is a compile-time parameter name or a dynamic dim name",
             );
             return None;
@@ -299,12 +303,13 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
             Some(Sym::Const(ConstVal::Int(v))) if v > 0 => shape.push(Expr::int(v)),
             Some(Sym::Const(_)) => {
                 cx.err(
-                    d.span(),
+                    range(&d),
                     format!("dim `{dname}` must be a positive integer"),
                 );
                 return None;
             }
             Some(Sym::Var(v)) => shape.push(Expr::Var(v, DType::I32)),
+            Some(Sym::Poison) => shape.push(Expr::int(1)),
             _ => {
                 let v = cx.f.new_var(&dname, DType::I32);
                 cx.f.dims.push(v);
@@ -316,7 +321,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
     let pname = name.to_string();
     if cx.lookup(&pname).is_some() {
         cx.err(
-            name.span(),
+            range(&name),
             format!("`{pname}` is already a compile-time parameter or dim name"),
         );
         return None;
@@ -334,7 +339,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         name: name.clone(),
         dtype,
         mutable,
-        ty_span: ty.span(),
+        ty_span: range(&ty),
     })
 }
 
@@ -352,7 +357,7 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
         let is_launch = matches!(s, syn::Stmt::Expr(syn::Expr::Call(c), _) if Some(c) == launch);
         if !is_launch {
             cx.err(
-                s.span(),
+                range(&s),
                 "a kernel body is exactly one `T::kernel(grid, threads, |bx, ..| { .. })` launch",
             );
         }
@@ -360,7 +365,7 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
     let Some(call) = launch else {
         if stmts.is_empty() {
             cx.err(
-                item.block.span(),
+                range(&item.block),
                 "a kernel body is exactly one `T::kernel(grid, threads, |bx, ..| { .. })` launch",
             );
         }
@@ -370,7 +375,7 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
     let args: Vec<&syn::Expr> = call.args.iter().collect();
     if args.len() != 3 {
         cx.err(
-            call.span(),
+            range(&call),
             format!("T::kernel takes 3 arguments, got {}: {usage}", args.len()),
         );
         return;
@@ -381,19 +386,22 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
         e => vec![e],
     };
     if grid_exprs.is_empty() || grid_exprs.len() > 3 {
-        cx.err(args[0].span(), format!("the grid has 1 to 3 dims: {usage}"));
+        cx.err(
+            range(&args[0]),
+            format!("the grid has 1 to 3 dims: {usage}"),
+        );
         return;
     }
     for g in &grid_exprs {
         let e = expr::lower(cx, g);
         if !e.dtype().is_int() {
-            cx.err(g.span(), "grid extents are integers");
+            cx.err(range(&g), "grid extents are integers");
         }
         let mut ok = true;
         e.visit(&mut |x| ok &= !matches!(x, Expr::Load(..)));
         if !ok {
             cx.err(
-                g.span(),
+                range(&g),
                 "grid extents depend only on compile-time parameters and dims",
             );
         }
@@ -406,24 +414,24 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
     match expr::lower(cx, threads_arg).as_int() {
         Some(t) if (1..=1024).contains(&t) => cx.f.launch.threads = t,
         Some(t) => cx.err(
-            threads_arg.span(),
+            range(&threads_arg),
             format!("threads must be in 1..=1024, got {t}"),
         ),
         None => cx.err(
-            threads_arg.span(),
+            range(&threads_arg),
             "threads must be a compile-time constant",
         ),
     }
     let syn::Expr::Closure(clo) = args[2] else {
         cx.err(
-            args[2].span(),
+            range(&args[2]),
             format!("the third argument is the block body closure: {usage}"),
         );
         return;
     };
     if clo.inputs.len() != grid_exprs.len() {
         cx.err(
-            clo.inputs.span(),
+            range(&clo.inputs),
             format!(
                 "the grid has {} dims, so the closure takes {} block indices",
                 grid_exprs.len(),
@@ -438,7 +446,7 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
             syn::Pat::Ident(pi) => pi.ident.to_string(),
             syn::Pat::Wild(_) => "_".to_string(),
             _ => {
-                cx.err(p.span(), "block indices are plain names");
+                cx.err(range(&p), "block indices are plain names");
                 "_".to_string()
             }
         };
@@ -452,7 +460,7 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
     let body = match &*clo.body {
         syn::Expr::Block(b) => stmt::lower_block(cx, &b.block),
         e => {
-            cx.err(e.span(), "the block body is a `{ .. }` block");
+            cx.err(range(&e), "the block body is a `{ .. }` block");
             Vec::new()
         }
     };

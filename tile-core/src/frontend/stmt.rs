@@ -3,9 +3,8 @@
 
 use super::expr::{self, t_fn_name, t_fn_turbofish, ALL_FNS};
 use super::{Ctx, Sym};
+use crate::diag::{range, SpanRange as Span};
 use crate::ir::*;
-use proc_macro2::Span;
-use syn::spanned::Spanned;
 
 pub fn lower_block(cx: &mut Ctx, b: &syn::Block) -> Vec<Stmt> {
     cx.push();
@@ -22,10 +21,10 @@ fn lower_stmt(cx: &mut Ctx, s: &syn::Stmt, out: &mut Vec<Stmt>) {
         syn::Stmt::Local(l) => local(cx, l, out),
         syn::Stmt::Expr(e, _) => stmt_expr(cx, e, out),
         syn::Stmt::Item(i) => cx.err(
-            i.span(),
+            range(&i),
             "items (fn, struct, use, ..) cannot be declared inside a kernel",
         ),
-        syn::Stmt::Macro(m) => cx.err(m.span(), "macros are not supported inside kernels"),
+        syn::Stmt::Macro(m) => cx.err(range(&m), "macros are not supported inside kernels"),
     }
 }
 
@@ -35,21 +34,21 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
         syn::Pat::Type(pt) => match &*pt.pat {
             syn::Pat::Ident(pi) => (pi.ident.clone(), pi.mutability.is_some(), Some(&*pt.ty)),
             p => {
-                cx.err(p.span(), "`let` binds one plain name");
+                cx.err(range(&p), "`let` binds one plain name");
                 return;
             }
         },
         p => {
-            cx.err(p.span(), "`let` binds one plain name");
+            cx.err(range(&p), "`let` binds one plain name");
             return;
         }
     };
     let Some(init) = &l.init else {
-        cx.err(l.span(), "`let` needs a value");
+        cx.err(range(&l), "`let` needs a value");
         return;
     };
     if init.diverge.is_some() {
-        cx.err(l.span(), "`let .. else` is not supported in kernels");
+        cx.err(range(&l), "`let .. else` is not supported in kernels");
         return;
     }
     let name = ident.to_string();
@@ -74,9 +73,9 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
     if let Some(ty) = ty {
         match expr::dtype_of_type(ty) {
             Some(t) => {
-                v = expr::convert_for_store(cx, init.expr.span(), v, t, &format!("`{name}`"))
+                v = expr::convert_for_store(cx, range(&init.expr), v, t, &format!("`{name}`"))
             }
-            None => cx.err(ty.span(), "unknown scalar type"),
+            None => cx.err(range(&ty), "unknown scalar type"),
         }
     }
     let var = cx.f.new_var(&name, v.dtype());
@@ -104,7 +103,7 @@ fn alloc(cx: &mut Ctx, c: &syn::ExprCall, name: &str, scope: Scope) -> Option<Bu
         ),
         _ => {
             cx.err(
-                c.span(),
+                range(&c),
                 format!("`T::{fname}` takes a shape and a dtype: {usage}"),
             );
             return None;
@@ -112,7 +111,7 @@ fn alloc(cx: &mut Ctx, c: &syn::ExprCall, name: &str, scope: Scope) -> Option<Bu
     };
     let Some(dtype) = dtype else {
         cx.err(
-            c.span(),
+            range(&c),
             format!("unknown element type in `T::{fname}`: {usage}"),
         );
         return None;
@@ -123,7 +122,7 @@ fn alloc(cx: &mut Ctx, c: &syn::ExprCall, name: &str, scope: Scope) -> Option<Bu
         e => vec![e],
     };
     if dims.is_empty() {
-        cx.err(shape_arg.span(), "a buffer has at least one dim");
+        cx.err(range(&shape_arg), "a buffer has at least one dim");
         return None;
     }
     let mut shape = Vec::new();
@@ -132,12 +131,12 @@ fn alloc(cx: &mut Ctx, c: &syn::ExprCall, name: &str, scope: Scope) -> Option<Bu
         match e.as_int() {
             Some(v) if v > 0 => shape.push(Expr::int(v)),
             Some(v) => {
-                cx.err(d.span(), format!("buffer dims are positive, got {v}"));
+                cx.err(range(&d), format!("buffer dims are positive, got {v}"));
                 return None;
             }
             None => {
                 cx.err(
-                    d.span(),
+                    range(&d),
                     format!(
                         "`{name}` is a {} allocation and needs a compile-time shape; this dim depends on \
                          a dynamic value (use a compile-time parameter)",
@@ -159,7 +158,7 @@ fn alloc(cx: &mut Ctx, c: &syn::ExprCall, name: &str, scope: Scope) -> Option<Bu
 
 fn stmt_expr(cx: &mut Ctx, e: &syn::Expr, out: &mut Vec<Stmt>) {
     match e {
-        syn::Expr::Assign(a) => assign(cx, &a.left, None, &a.right, a.span(), out),
+        syn::Expr::Assign(a) => assign(cx, &a.left, None, &a.right, range(&a), out),
         syn::Expr::Binary(b) => {
             use syn::BinOp as B;
             let op = match b.op {
@@ -169,18 +168,18 @@ fn stmt_expr(cx: &mut Ctx, e: &syn::Expr, out: &mut Vec<Stmt>) {
                 B::DivAssign(_) => BinOp::Div,
                 B::RemAssign(_) => BinOp::Rem,
                 _ => {
-                    cx.err(e.span(), "this expression has no effect; statements are stores, loops, `if`, `let` or `T::` tile ops");
+                    cx.err(range(&e), "this expression has no effect; statements are stores, loops, `if`, `let` or `T::` tile ops");
                     return;
                 }
             };
-            assign(cx, &b.left, Some(op), &b.right, b.span(), out)
+            assign(cx, &b.left, Some(op), &b.right, range(&b), out)
         }
         syn::Expr::ForLoop(f) => for_loop(cx, f, out),
         syn::Expr::If(i) => out.push(if_stmt(cx, i)),
         syn::Expr::Block(b) => out.push(Stmt::Seq(lower_block(cx, &b.block))),
         syn::Expr::Call(c) => tile_op(cx, c, out),
         other => cx.err(
-            other.span(),
+            range(&other),
             format!(
                 "unsupported statement in a kernel: {}",
                 expr::describe(other)
@@ -193,7 +192,7 @@ fn if_stmt(cx: &mut Ctx, i: &syn::ExprIf) -> Stmt {
     let cond = expr::lower(cx, &i.cond);
     if cond.dtype() != DType::Bool {
         cx.err(
-            i.cond.span(),
+            range(&i.cond),
             format!("`if` conditions are bool, got {}", cond.dtype()),
         );
     }
@@ -203,7 +202,7 @@ fn if_stmt(cx: &mut Ctx, i: &syn::ExprIf) -> Stmt {
             syn::Expr::Block(b) => Stmt::Seq(lower_block(cx, &b.block)),
             syn::Expr::If(i) => if_stmt(cx, i),
             other => {
-                cx.err(other.span(), "expected a block after `else`");
+                cx.err(range(&other), "expected a block after `else`");
                 Stmt::Seq(Vec::new())
             }
         })
@@ -234,7 +233,7 @@ fn assign(
             };
             if scope == Scope::Global && !mutable {
                 cx.err(
-                    ix.expr.span(),
+                    range(&ix.expr),
                     format!(
                         "`{bname}` is an input (`Tensor`); declare it `TensorMut` to write to it"
                     ),
@@ -248,8 +247,13 @@ fn assign(
                 }
                 None => rhs_v,
             };
-            let value =
-                expr::convert_for_store(cx, rhs.span(), value, dtype, &format!("buffer `{bname}`"));
+            let value = expr::convert_for_store(
+                cx,
+                range(&rhs),
+                value,
+                dtype,
+                &format!("buffer `{bname}`"),
+            );
             out.push(Stmt::Store { buf: b, idx, value });
         }
         syn::Expr::Path(p) if p.path.get_ident().is_some() => {
@@ -266,16 +270,16 @@ fn assign(
                         Some(op) => expr::arith(cx, span, op, Expr::Var(v, t), rhs_v),
                         None => rhs_v,
                     };
-                    let value = expr::convert_for_store(cx, rhs.span(), value, t, &format!("`{n}`"));
+                    let value = expr::convert_for_store(cx, range(&rhs), value, t, &format!("`{n}`"));
                     out.push(Stmt::Assign { var: v, value });
                 }
-                Some(Sym::Buf(_)) => cx.err(lhs.span(), format!("`{n}` is a buffer; assign to elements (`{n}[i] = ..`) or use `T::copy`/`T::fill`")),
-                Some(_) => cx.err(lhs.span(), format!("`{n}` is immutable; declare it with `let mut`")),
-                None => cx.err(lhs.span(), format!("cannot find `{n}` in this kernel")),
+                Some(Sym::Buf(_)) => cx.err(range(&lhs), format!("`{n}` is a buffer; assign to elements (`{n}[i] = ..`) or use `T::copy`/`T::fill`")),
+                Some(_) => cx.err(range(&lhs), format!("`{n}` is immutable; declare it with `let mut`")),
+                None => cx.err(range(&lhs), format!("cannot find `{n}` in this kernel")),
             }
         }
         other => cx.err(
-            other.span(),
+            range(&other),
             "assignments target `buffer[index]` or a `let mut` name",
         ),
     }
@@ -283,19 +287,19 @@ fn assign(
 
 fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
     let names: Vec<(String, Span)> = match &*f.pat {
-        syn::Pat::Ident(pi) => vec![(pi.ident.to_string(), pi.span())],
-        syn::Pat::Wild(w) => vec![("_".into(), w.span())],
+        syn::Pat::Ident(pi) => vec![(pi.ident.to_string(), range(&pi))],
+        syn::Pat::Wild(w) => vec![("_".into(), range(&w))],
         syn::Pat::Tuple(t) => t
             .elems
             .iter()
             .map(|p| match p {
-                syn::Pat::Ident(pi) => (pi.ident.to_string(), pi.span()),
-                other => ("_".into(), other.span()),
+                syn::Pat::Ident(pi) => (pi.ident.to_string(), range(&pi)),
+                other => ("_".into(), range(&other)),
             })
             .collect(),
         other => {
             cx.err(
-                other.span(),
+                range(&other),
                 "loop variables are a name or a tuple of names",
             );
             return;
@@ -305,11 +309,14 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
     let (kind, ranges): (ForKind, Vec<(Expr, Expr)>) = match &*f.expr {
         syn::Expr::Range(r) => {
             let (Some(a), Some(b)) = (&r.start, &r.end) else {
-                cx.err(r.span(), "ranges in `for` need a start and an end (`a..b`)");
+                cx.err(
+                    range(&r),
+                    "ranges in `for` need a start and an end (`a..b`)",
+                );
                 return;
             };
             if matches!(r.limits, syn::RangeLimits::Closed(_)) {
-                cx.err(r.span(), "use a half-open range `a..b`");
+                cx.err(range(&r), "use a half-open range `a..b`");
             }
             let (a, b) = (expr::lower(cx, a), expr::lower(cx, b));
             let ext = Expr::bin(BinOp::Sub, b, a.clone());
@@ -317,7 +324,7 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
         }
         syn::Expr::Call(c) => {
             let Some(fname) = t_fn_name(&c.func) else {
-                cx.err(f.expr.span(), "loops iterate over `T::parallel`, `T::serial`, `T::unroll`, `T::pipelined` or `a..b`");
+                cx.err(range(&f.expr), "loops iterate over `T::parallel`, `T::serial`, `T::unroll`, `T::pipelined` or `a..b`");
                 return;
             };
             let args: Vec<&syn::Expr> = c.args.iter().collect();
@@ -329,7 +336,7 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                         a => a.to_vec(),
                     };
                     if exts.is_empty() {
-                        cx.err(c.span(), "`T::parallel` takes the tile's extents: `T::parallel(n)` or `T::parallel([m, n])`");
+                        cx.err(range(&c), "`T::parallel` takes the tile's extents: `T::parallel(n)` or `T::parallel([m, n])`");
                         return;
                     }
                     let mut r = Vec::new();
@@ -337,7 +344,7 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                         let v = expr::lower(cx, e);
                         if v.as_int().is_none() {
                             cx.err(
-                                e.span(),
+                                range(&e),
                                 "`T::parallel` extents are compile-time constants (tile sizes)",
                             );
                             return;
@@ -360,7 +367,7 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                         }
                         _ => {
                             cx.err(
-                                c.span(),
+                                range(&c),
                                 format!(
                                     "`T::{fname}` takes `(n)` or `(start, end)`, got {} arguments",
                                     args.len()
@@ -376,7 +383,7 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                         [n, s] => (*n, Some(*s)),
                         _ => {
                             cx.err(
-                                c.span(),
+                                range(&c),
                                 format!(
                                     "`T::pipelined` takes `(n, num_stages)`, got {} arguments",
                                     args.len()
@@ -395,7 +402,7 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                                 Some(v) if v >= 0 => v,
                                 _ => {
                                     cx.err(
-                                        s.span(),
+                                        range(&s),
                                         "`num_stages` is a non-negative compile-time constant",
                                     );
                                     return;
@@ -410,19 +417,19 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                     )
                 }
                 other => {
-                    cx.err(c.func.span(), format!("`T::{other}` is not a loop; loops iterate over `T::parallel`, `T::serial`, `T::unroll` or `T::pipelined`"));
+                    cx.err(range(&c.func), format!("`T::{other}` is not a loop; loops iterate over `T::parallel`, `T::serial`, `T::unroll` or `T::pipelined`"));
                     return;
                 }
             }
         }
         other => {
-            cx.err(other.span(), "loops iterate over `T::parallel`, `T::serial`, `T::unroll`, `T::pipelined` or `a..b`");
+            cx.err(range(&other), "loops iterate over `T::parallel`, `T::serial`, `T::unroll`, `T::pipelined` or `a..b`");
             return;
         }
     };
     if names.len() != ranges.len() {
         cx.err(
-            f.pat.span(),
+            range(&f.pat),
             format!(
                 "the loop has {} dim(s) but binds {} name(s)",
                 ranges.len(),
@@ -433,13 +440,13 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
     }
     for (s, e) in &ranges {
         if !s.dtype().is_int() || !e.dtype().is_int() {
-            cx.err(f.expr.span(), "loop bounds are integers");
+            cx.err(range(&f.expr), "loop bounds are integers");
             return;
         }
     }
     if kind == ForKind::Parallel && cx.parallel_depth > 0 {
         cx.err(
-            f.expr.span(),
+            range(&f.expr),
             "`T::parallel` loops cannot be nested; write one `T::parallel([m, n])` over all dims",
         );
     }
@@ -495,7 +502,7 @@ fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
                 .map(|p| {
                     let v = expr::lower(cx, p);
                     if !v.dtype().is_int() {
-                        cx.err(p.span(), "tile origins are integers");
+                        cx.err(range(&p), "tile origins are integers");
                     }
                     v.cast(DType::I32)
                 })
@@ -504,7 +511,7 @@ fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
             if origin.len() != rank {
                 let n = cx.f.buf(buf).name.clone();
                 cx.err(
-                    m.span(),
+                    range(&m),
                     format!(
                         "`{n}` has {rank} dim(s) but `.at()` gives {} coordinate(s)",
                         origin.len()
@@ -515,12 +522,12 @@ fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
             Some(RegionRef {
                 buf,
                 origin: Some(origin),
-                span: e.span(),
+                span: range(&e),
             })
         }
         syn::Expr::MethodCall(m) => {
             cx.err(
-                m.method.span(),
+                range(&m.method),
                 format!(
                     "unknown method `.{}()`; a tile is `buffer` or `buffer.at([origin..])`",
                     m.method
@@ -533,7 +540,7 @@ fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
             Some(RegionRef {
                 buf,
                 origin: None,
-                span: e.span(),
+                span: range(&e),
             })
         }
     }
@@ -542,7 +549,7 @@ fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
 fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
     let Some(f) = t_fn_name(&c.func) else {
         cx.err(
-            c.func.span(),
+            range(&c.func),
             format!("only `T::` functions can be called in a kernel ({ALL_FNS})"),
         );
         return;
@@ -553,7 +560,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
             true
         } else {
             cx.err(
-                c.span(),
+                range(&c),
                 format!("`T::{f}` takes {usage}, got {} argument(s)", args.len()),
             );
             false
@@ -567,7 +574,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
             let (Some(src), Some(dst)) = (region_ref(cx, args[0]), region_ref(cx, args[1])) else {
                 return;
             };
-            if let Some(s) = copy(cx, src, dst, c.span()) {
+            if let Some(s) = copy(cx, src, dst, range(&c)) {
                 out.push(s);
             }
         }
@@ -604,7 +611,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
                 let v = expr::lower(cx, args[1]);
                 expr::convert_for_store(
                     cx,
-                    args[1].span(),
+                    range(&args[1]),
                     v,
                     b.dtype,
                     &format!("buffer `{}`", b.name),
@@ -636,7 +643,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
             };
             for kw in &args[3..] {
                 let syn::Expr::Assign(a) = kw else {
-                    cx.err(kw.span(), "optional `T::gemm` arguments are `transpose_a = bool`, `transpose_b = bool`, `clear_accum = bool`");
+                    cx.err(range(&kw), "optional `T::gemm` arguments are `transpose_a = bool`, `transpose_b = bool`, `clear_accum = bool`");
                     continue;
                 };
                 let key = match &*a.left {
@@ -650,7 +657,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
                 let val = match expr::lower(cx, &a.right) {
                     Expr::Bool(v) => v,
                     _ => {
-                        cx.err(a.right.span(), "gemm flags are compile-time bools");
+                        cx.err(range(&a.right), "gemm flags are compile-time bools");
                         continue;
                     }
                 };
@@ -658,7 +665,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
                     "transpose_a" => g.trans_a = val,
                     "transpose_b" => g.trans_b = val,
                     "clear_accum" => g.clear = val,
-                    _ => cx.err(a.left.span(), format!("unknown `T::gemm` option `{key}`; options are transpose_a, transpose_b, clear_accum")),
+                    _ => cx.err(range(&a.left), format!("unknown `T::gemm` option `{key}`; options are transpose_a, transpose_b, clear_accum")),
                 }
             }
             let [Some(a), Some(b), Some(cc)] = bufs[..] else {
@@ -667,27 +674,27 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
             g.a = a;
             g.b = b;
             g.c = cc;
-            if let Some(s) = gemm_check(cx, g, c.span()) {
+            if let Some(s) = gemm_check(cx, g, range(&c)) {
                 out.push(s);
             }
         }
         "kernel" => cx.err(
-            c.span(),
+            range(&c),
             "`T::kernel` is the whole kernel body and cannot be nested",
         ),
         n if n.starts_with("alloc_") => cx.err(
-            c.span(),
+            range(&c),
             format!("bind the allocation to a name: `let buf = T::{n}(..);`"),
         ),
         n if expr::EXPR_FNS.contains(&n) => {
-            cx.err(c.span(), format!("the value of `T::{n}` is unused"))
+            cx.err(range(&c), format!("the value of `T::{n}` is unused"))
         }
         "parallel" | "serial" | "unroll" | "pipelined" => cx.err(
-            c.span(),
+            range(&c),
             format!("`T::{f}` is a loop: `for i in T::{f}(..) {{ .. }}`"),
         ),
         n => cx.err(
-            c.func.span(),
+            range(&c.func),
             format!("unknown function `T::{n}`; the tile language has {ALL_FNS}"),
         ),
     }
