@@ -1,6 +1,6 @@
-//! Execution tests on the CPU backend: kernels written in the tile language,
-//! launched on `Device::Cpu` explicitly (never from the environment) and
-//! compared against a host reference computed in `f64`.
+//! Conformance: kernels written in the tile language, launched on
+//! `Device::default()` (the CPU here; the GPU on a machine with one, or as
+//! `TILE_DEVICE` says) and compared against a host reference computed in `f64`.
 //!
 //! Every output is poisoned first (NaN for floats, a sentinel for integers) so
 //! an element the kernel forgets to write fails the comparison. Each kernel
@@ -22,7 +22,10 @@ use tile::testing::{assert_allclose, random_tensor, random_vec};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-const CPU: Device = Device::Cpu;
+/// The device under test.
+fn dev() -> Device {
+    Device::default()
+}
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -137,9 +140,9 @@ type Launch<E> = fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), Error>
 /// Runs a vecadd launcher at `n` and checks it bit-exactly: the sum of two
 /// values of `E` is exact in f32, so one rounding on store gives `E(a + b)`.
 fn run_vecadd<E: Element>(name: &str, launch: Launch<E>, n: usize, seed: u64) -> TestResult {
-    let a = random_tensor::<E>(&[n], seed, CPU)?;
-    let b = random_tensor::<E>(&[n], seed + 1, CPU)?;
-    let mut c = Tensor::full(&[n], E::from_f64(f64::NAN), CPU)?;
+    let a = random_tensor::<E>(&[n], seed, dev())?;
+    let b = random_tensor::<E>(&[n], seed + 1, dev())?;
+    let mut c = Tensor::full(&[n], E::from_f64(f64::NAN), dev())?;
     launch(&a, &b, &mut c)?;
     let want: Vec<f64> = host(&a)
         .iter()
@@ -150,7 +153,7 @@ fn run_vecadd<E: Element>(name: &str, launch: Launch<E>, n: usize, seed: u64) ->
     // Inputs are never written.
     assert_eq!(
         host(&a),
-        host(&random_tensor::<E>(&[n], seed, CPU)?),
+        host(&random_tensor::<E>(&[n], seed, dev())?),
         "{name}: input a changed"
     );
     Ok(())
@@ -183,10 +186,10 @@ fn vecadd_b_all_dtypes() -> TestResult {
 #[test]
 fn vecadd_forms_agree() -> TestResult {
     let n = 2047;
-    let a = random_tensor::<f32>(&[n], 7, CPU)?;
-    let b = random_tensor::<f32>(&[n], 8, CPU)?;
-    let mut ca = Tensor::full(&[n], f32::NAN, CPU)?;
-    let mut cb = Tensor::full(&[n], f32::NAN, CPU)?;
+    let a = random_tensor::<f32>(&[n], 7, dev())?;
+    let b = random_tensor::<f32>(&[n], 8, dev())?;
+    let mut ca = Tensor::full(&[n], f32::NAN, dev())?;
+    let mut cb = Tensor::full(&[n], f32::NAN, dev())?;
     vecadd_a_f32(&a, &b, &mut ca)?;
     vecadd_b_f32(&a, &b, &mut cb)?;
     assert_eq!(ca.to_vec()?, cb.to_vec()?);
@@ -196,9 +199,9 @@ fn vecadd_forms_agree() -> TestResult {
 #[test]
 fn empty_launch_writes_nothing() -> TestResult {
     // N = 0: the grid is empty, the launch succeeds and does nothing.
-    let a = Tensor::<f32>::zeros(&[0], CPU)?;
-    let b = Tensor::<f32>::zeros(&[0], CPU)?;
-    let mut c = Tensor::<f32>::zeros(&[0], CPU)?;
+    let a = Tensor::<f32>::zeros(&[0], dev())?;
+    let b = Tensor::<f32>::zeros(&[0], dev())?;
+    let mut c = Tensor::<f32>::zeros(&[0], dev())?;
     vecadd_a_f32(&a, &b, &mut c)?;
     vecadd_b_f32(&a, &b, &mut c)?;
     assert!(c.to_vec()?.is_empty());
@@ -208,15 +211,15 @@ fn empty_launch_writes_nothing() -> TestResult {
 #[test]
 fn repeated_launches_reuse_the_kernel() -> TestResult {
     let n = 3000;
-    let a = random_tensor::<f32>(&[n], 21, CPU)?;
-    let b = random_tensor::<f32>(&[n], 22, CPU)?;
+    let a = random_tensor::<f32>(&[n], 21, dev())?;
+    let b = random_tensor::<f32>(&[n], 22, dev())?;
     let want: Vec<f64> = host(&a)
         .iter()
         .zip(host(&b))
         .map(|(x, y)| round_to::<f32>(x + y))
         .collect();
     for _ in 0..5 {
-        let mut c = Tensor::full(&[n], f32::NAN, CPU)?;
+        let mut c = Tensor::full(&[n], f32::NAN, dev())?;
         vecadd_a_f32(&a, &b, &mut c)?;
         check("repeated vecadd", &c, &want, 0.0, 0.0);
     }
@@ -257,9 +260,9 @@ fn elementwise_2d_dynamic_shapes() -> TestResult {
     .iter()
     .enumerate()
     {
-        let a = random_tensor::<f32>(&[m, n], 300 + k as u64, CPU)?;
-        let b = random_tensor::<f32>(&[m, n], 400 + k as u64, CPU)?;
-        let mut c = Tensor::full(&[m, n], f32::NAN, CPU)?;
+        let a = random_tensor::<f32>(&[m, n], 300 + k as u64, dev())?;
+        let b = random_tensor::<f32>(&[m, n], 400 + k as u64, dev())?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, dev())?;
         ew_add_2d(&a, &b, &mut c)?;
         let want: Vec<f64> = host(&a)
             .iter()
@@ -324,9 +327,9 @@ const GEMM_SIZES: &[(usize, usize, usize)] = &[
 #[test]
 fn gemm_relu_dynamic_shapes() -> TestResult {
     for (s, &(m, n, k)) in GEMM_SIZES.iter().enumerate() {
-        let a = random_tensor::<f16>(&[m, k], 500 + s as u64, CPU)?;
-        let b = random_tensor::<f16>(&[k, n], 600 + s as u64, CPU)?;
-        let mut c = Tensor::full(&[m, n], f16::NAN, CPU)?;
+        let a = random_tensor::<f16>(&[m, k], 500 + s as u64, dev())?;
+        let b = random_tensor::<f16>(&[k, n], 600 + s as u64, dev())?;
+        let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
         quickstart::gemm_relu(&a, &b, &mut c)?;
         let want: Vec<f64> = matmul_ref(&host(&a), &host(&b), m, n, k, false)
             .into_iter()
@@ -355,9 +358,9 @@ fn gemm_relu_dynamic_shapes() -> TestResult {
 #[test]
 fn gemm_transposed_b_f32() -> TestResult {
     for (s, &(m, n, k)) in GEMM_SIZES.iter().enumerate() {
-        let a = random_tensor::<f32>(&[m, k], 700 + s as u64, CPU)?;
-        let b = random_tensor::<f32>(&[n, k], 800 + s as u64, CPU)?;
-        let mut c = Tensor::full(&[m, n], f32::NAN, CPU)?;
+        let a = random_tensor::<f32>(&[m, k], 700 + s as u64, dev())?;
+        let b = random_tensor::<f32>(&[n, k], 800 + s as u64, dev())?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, dev())?;
         gemm_nt_f32(&a, &b, &mut c)?;
         let want = matmul_ref(&host(&a), &host(&b), m, n, k, true);
         check(
@@ -411,8 +414,8 @@ fn copy_through_shared_and_fragment() -> TestResult {
         .iter()
         .enumerate()
     {
-        let a = random_tensor::<f16>(&[m, n], 900 + s as u64, CPU)?;
-        let mut c = Tensor::full(&[m, n], f32::NAN, CPU)?;
+        let a = random_tensor::<f16>(&[m, n], 900 + s as u64, dev())?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, dev())?;
         copy_widen_2d(&a, &mut c)?;
         check(&format!("copy_widen_2d {m}x{n}"), &c, &host(&a), 0.0, 0.0);
     }
@@ -422,8 +425,8 @@ fn copy_through_shared_and_fragment() -> TestResult {
 #[test]
 fn copy_rows_with_unit_leading_dim() -> TestResult {
     for (s, &(m, n)) in [(4, 64), (3, 200), (1, 1), (9, 63)].iter().enumerate() {
-        let a = random_tensor::<f32>(&[m, n], 950 + s as u64, CPU)?;
-        let mut c = Tensor::full(&[m, n], f32::NAN, CPU)?;
+        let a = random_tensor::<f32>(&[m, n], 950 + s as u64, dev())?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, dev())?;
         row_scale(&a, &mut c)?;
         let want: Vec<f64> = host(&a)
             .iter()
@@ -471,9 +474,9 @@ pub fn fill_block_id(c: TensorMut<f32, (M, N)>) {
 #[test]
 fn fill_and_clear_tiles() -> TestResult {
     for (s, &n) in [128usize, 1000, 1, 129].iter().enumerate() {
-        let a = random_tensor::<f32>(&[n], 1000 + s as u64, CPU)?;
-        let mut c = Tensor::full(&[n], f32::NAN, CPU)?;
-        let mut z = Tensor::full(&[n], i32::MIN, CPU)?;
+        let a = random_tensor::<f32>(&[n], 1000 + s as u64, dev())?;
+        let mut c = Tensor::full(&[n], f32::NAN, dev())?;
+        let mut z = Tensor::full(&[n], i32::MIN, dev())?;
         fill_and_clear(&a, &mut c, &mut z)?;
         let want: Vec<f64> = host(&a).iter().map(|&x| round_to::<f32>(x + 2.5)).collect();
         check(&format!("fill n={n}"), &c, &want, 0.0, 0.0);
@@ -485,7 +488,7 @@ fn fill_and_clear_tiles() -> TestResult {
 #[test]
 fn fill_with_block_dependent_value() -> TestResult {
     for &(m, n) in &[(8usize, 16usize), (20, 40), (1, 1), (17, 15)] {
-        let mut c = Tensor::full(&[m, n], f32::NAN, CPU)?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, dev())?;
         fill_block_id(&mut c)?;
         let want: Vec<f64> = (0..m * n)
             .map(|e| ((e / n / 8) * 1000 + (e % n) / 16) as f64)
@@ -539,9 +542,9 @@ pub fn parity(c: TensorMut<i32, (N,)>) {
 #[test]
 fn if_statements_and_values() -> TestResult {
     for (s, &n) in [256usize, 1000, 3, 4097].iter().enumerate() {
-        let a = random_tensor::<f32>(&[n], 1100 + s as u64, CPU)?;
-        let mut c = Tensor::full(&[n], f32::NAN, CPU)?;
-        let mut d = Tensor::full(&[n], f32::NAN, CPU)?;
+        let a = random_tensor::<f32>(&[n], 1100 + s as u64, dev())?;
+        let mut c = Tensor::full(&[n], f32::NAN, dev())?;
+        let mut d = Tensor::full(&[n], f32::NAN, dev())?;
         piecewise(&a, &mut c, &mut d)?;
         let av = host(&a);
         let wc: Vec<f64> = av
@@ -572,7 +575,7 @@ fn if_statements_and_values() -> TestResult {
         check(&format!("piecewise d n={n}"), &d, &wd, 0.0, 0.0);
     }
     for &n in &[100usize, 250, 1, 999] {
-        let mut c = Tensor::full(&[n], -1i32, CPU)?;
+        let mut c = Tensor::full(&[n], -1i32, dev())?;
         parity(&mut c)?;
         let want: Vec<i32> = (0..n)
             .map(|e| if (e / 100) % 2 == 0 { 1 } else { 2 })
@@ -645,10 +648,10 @@ fn let_mut_accumulation() -> TestResult {
         .iter()
         .enumerate()
     {
-        let a = random_tensor::<f32>(&[m, k], 1200 + s as u64, CPU)?;
-        let mut sum = Tensor::full(&[m], f32::NAN, CPU)?;
-        let mut pos = Tensor::full(&[m], i32::MIN, CPU)?;
-        let mut half = Tensor::full(&[m], f32::NAN, CPU)?;
+        let a = random_tensor::<f32>(&[m, k], 1200 + s as u64, dev())?;
+        let mut sum = Tensor::full(&[m], f32::NAN, dev())?;
+        let mut pos = Tensor::full(&[m], i32::MIN, dev())?;
+        let mut half = Tensor::full(&[m], f32::NAN, dev())?;
         row_stats(&a, &mut sum, &mut pos, &mut half)?;
         let av = host(&a);
         let rows: Vec<&[f64]> = if k == 0 {
@@ -675,9 +678,9 @@ fn serial_range_and_unroll() -> TestResult {
         .iter()
         .enumerate()
     {
-        let x = random_tensor::<f32>(&[n], 1300 + s as u64, CPU)?;
-        let coef = random_tensor::<f32>(&[d], 1400 + s as u64, CPU)?;
-        let mut y = Tensor::full(&[n], f32::NAN, CPU)?;
+        let x = random_tensor::<f32>(&[n], 1300 + s as u64, dev())?;
+        let coef = random_tensor::<f32>(&[d], 1400 + s as u64, dev())?;
+        let mut y = Tensor::full(&[n], f32::NAN, dev())?;
         horner(&x, &coef, &mut y)?;
         let cv = host(&coef);
         let want: Vec<f64> = host(&x)
@@ -759,12 +762,12 @@ pub fn casts(
 #[test]
 fn casts_between_dtypes() -> TestResult {
     for (s, &n) in [128usize, 1000, 1].iter().enumerate() {
-        let a = random_tensor::<f16>(&[n], 1500 + s as u64, CPU)?;
-        let b = random_tensor::<i32>(&[n], 1600 + s as u64, CPU)?;
-        let mut f = Tensor::full(&[n], f32::NAN, CPU)?;
-        let mut i = Tensor::full(&[n], i32::MIN, CPU)?;
-        let mut h = Tensor::full(&[n], bf16::NAN, CPU)?;
-        let mut d = Tensor::full(&[n], f64::NAN, CPU)?;
+        let a = random_tensor::<f16>(&[n], 1500 + s as u64, dev())?;
+        let b = random_tensor::<i32>(&[n], 1600 + s as u64, dev())?;
+        let mut f = Tensor::full(&[n], f32::NAN, dev())?;
+        let mut i = Tensor::full(&[n], i32::MIN, dev())?;
+        let mut h = Tensor::full(&[n], bf16::NAN, dev())?;
+        let mut d = Tensor::full(&[n], f64::NAN, dev())?;
         casts(&a, &b, &mut f, &mut i, &mut h, &mut d)?;
         let (av, bv) = (host(&a), b.to_vec()?);
         let wf: Vec<f64> = av
@@ -827,10 +830,10 @@ pub fn math_f16(a: Tensor<f16, (N,)>, c: TensorMut<f16, (N,)>, m: TensorMut<i32,
 #[test]
 fn math_functions() -> TestResult {
     for (s, &n) in [256usize, 1000, 1, 257].iter().enumerate() {
-        let a = random_tensor::<f32>(&[n], 1700 + s as u64, CPU)?;
-        let b = random_tensor::<f32>(&[n], 1800 + s as u64, CPU)?;
-        let mut c = Tensor::full(&[n], f32::NAN, CPU)?;
-        let mut d = Tensor::full(&[n], f32::NAN, CPU)?;
+        let a = random_tensor::<f32>(&[n], 1700 + s as u64, dev())?;
+        let b = random_tensor::<f32>(&[n], 1800 + s as u64, dev())?;
+        let mut c = Tensor::full(&[n], f32::NAN, dev())?;
+        let mut d = Tensor::full(&[n], f32::NAN, dev())?;
         math_fns(&a, &b, &mut c, &mut d)?;
         let (av, bv) = (host(&a), host(&b));
         let wc: Vec<f64> = av
@@ -847,9 +850,9 @@ fn math_functions() -> TestResult {
         check(&format!("math d n={n}"), &d, &wd, 1e-5, 1e-5);
     }
     for (s, &n) in [64usize, 65, 3].iter().enumerate() {
-        let a = random_tensor::<f16>(&[n], 1900 + s as u64, CPU)?;
-        let mut c = Tensor::full(&[n], f16::NAN, CPU)?;
-        let mut m = Tensor::full(&[n], i32::MIN, CPU)?;
+        let a = random_tensor::<f16>(&[n], 1900 + s as u64, dev())?;
+        let mut c = Tensor::full(&[n], f16::NAN, dev())?;
+        let mut m = Tensor::full(&[n], i32::MIN, dev())?;
         math_f16(&a, &mut c, &mut m)?;
         let av = host(&a);
         let wc: Vec<f64> = av.iter().map(|&x| x.exp().sqrt()).collect();
@@ -892,9 +895,9 @@ pub fn static_rows(a: Tensor<f32, (rows, N)>, c: TensorMut<f32, (rows, N)>) {
 
 #[test]
 fn static_shape_kernel() -> TestResult {
-    let x = random_tensor::<f32>(&[1000], 2000, CPU)?;
-    let y = random_tensor::<f32>(&[1000], 2001, CPU)?;
-    let mut out = Tensor::full(&[1000], f32::NAN, CPU)?;
+    let x = random_tensor::<f32>(&[1000], 2000, dev())?;
+    let y = random_tensor::<f32>(&[1000], 2001, dev())?;
+    let mut out = Tensor::full(&[1000], f32::NAN, dev())?;
     static_axpy(&x, &y, &mut out)?;
     let want: Vec<f64> = host(&x)
         .iter()
@@ -912,9 +915,9 @@ fn static_shape_kernel() -> TestResult {
 
 #[test]
 fn static_shape_is_checked() -> TestResult {
-    let x = random_tensor::<f32>(&[1024], 2002, CPU)?;
-    let y = random_tensor::<f32>(&[1024], 2003, CPU)?;
-    let mut out = Tensor::full(&[1024], f32::NAN, CPU)?;
+    let x = random_tensor::<f32>(&[1024], 2002, dev())?;
+    let y = random_tensor::<f32>(&[1024], 2003, dev())?;
+    let mut out = Tensor::full(&[1024], f32::NAN, dev())?;
     let err = static_axpy(&x, &y, &mut out).expect_err("n = 1024 must be refused");
     assert!(matches!(
         err,
@@ -937,8 +940,8 @@ fn static_shape_is_checked() -> TestResult {
     );
 
     // The output alone has the wrong static extent.
-    let x = random_tensor::<f32>(&[1000], 2004, CPU)?;
-    let mut out = Tensor::full(&[999], f32::NAN, CPU)?;
+    let x = random_tensor::<f32>(&[1000], 2004, dev())?;
+    let mut out = Tensor::full(&[999], f32::NAN, dev())?;
     let err = static_axpy(&x, &x, &mut out).expect_err("out of 999 must be refused");
     assert_eq!(
         err.to_string(),
@@ -951,8 +954,8 @@ fn static_shape_is_checked() -> TestResult {
 #[test]
 fn mixed_static_and_dynamic_dims() -> TestResult {
     for (s, &n) in [32usize, 100, 1].iter().enumerate() {
-        let a = random_tensor::<f32>(&[6, n], 2100 + s as u64, CPU)?;
-        let mut c = Tensor::full(&[6, n], f32::NAN, CPU)?;
+        let a = random_tensor::<f32>(&[6, n], 2100 + s as u64, dev())?;
+        let mut c = Tensor::full(&[6, n], f32::NAN, dev())?;
         static_rows(&a, &mut c)?;
         let want: Vec<f64> = host(&a)
             .iter()
@@ -961,8 +964,8 @@ fn mixed_static_and_dynamic_dims() -> TestResult {
             .collect();
         check(&format!("static_rows n={n}"), &c, &want, 0.0, 0.0);
     }
-    let a = random_tensor::<f32>(&[5, 32], 2200, CPU)?;
-    let mut c = Tensor::full(&[5, 32], f32::NAN, CPU)?;
+    let a = random_tensor::<f32>(&[5, 32], 2200, dev())?;
+    let mut c = Tensor::full(&[5, 32], f32::NAN, dev())?;
     let err = static_rows(&a, &mut c).expect_err("5 rows must be refused");
     assert_eq!(
         err.to_string(),
@@ -992,11 +995,11 @@ fn generated_module_describes_the_kernel() {
 
 #[test]
 fn explicit_cpu_stream() -> TestResult {
-    let stream = CPU.default_stream()?;
+    let stream = dev().default_stream()?;
     let n = 777;
-    let a = Tensor::from_vec(random_vec::<f32>(n, 1, -1.0, 1.0), &[n], CPU)?;
-    let b = Tensor::from_vec(random_vec::<f32>(n, 2, -1.0, 1.0), &[n], CPU)?;
-    let mut c = Tensor::full(&[n], f32::NAN, CPU)?;
+    let a = Tensor::from_vec(random_vec::<f32>(n, 1, -1.0, 1.0), &[n], dev())?;
+    let b = Tensor::from_vec(random_vec::<f32>(n, 2, -1.0, 1.0), &[n], dev())?;
+    let mut c = Tensor::full(&[n], f32::NAN, dev())?;
     vecadd_a_f32::on(&stream).launch(&a, &b, &mut c)?;
     stream.synchronize()?;
     let want: Vec<f64> = host(&a)
@@ -1004,6 +1007,6 @@ fn explicit_cpu_stream() -> TestResult {
         .zip(host(&b))
         .map(|(x, y)| round_to::<f32>(x + y))
         .collect();
-    check("vecadd on an explicit CPU stream", &c, &want, 0.0, 0.0);
+    check("vecadd on an explicit dev() stream", &c, &want, 0.0, 0.0);
     Ok(())
 }
