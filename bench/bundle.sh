@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the examples and the test binaries in release mode and copies them
+# into a folder to run on a GPU machine with bench/gpu_run.sh. A GPU is not
+# needed here; with NVCC set, cubins are embedded (else NVRTC compiles there).
+#   NVCC=/path/to/nvcc bash bench/bundle.sh [DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-gpu-bundle}
+rm -rf "$DIR" && mkdir -p "$DIR/tests"
+cargo build --release --examples
+for e in examples/*.rs; do cp "target/release/examples/$(basename "$e" .rs)" "$DIR/"; done
+# Test binaries that launch kernels (compile-only suites stay behind).
+cargo test --workspace --release --no-run --message-format=json 2>/dev/null \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        name = m["target"]["name"]
+        if name in ("kernels", "examples", "bad_calls", "run", "tile_runtime"):
+            print(name, m["executable"])' \
+  | while read -r name exe; do cp "$exe" "$DIR/tests/$name"; done
+ls -l "$DIR" "$DIR/tests"
