@@ -54,3 +54,37 @@ fn quickstart_example() -> TestResult {
     }
     Ok(())
 }
+
+#[allow(dead_code)]
+#[path = "../examples/softmax.rs"]
+mod softmax;
+
+#[allow(dead_code)]
+#[path = "../examples/rmsnorm.rs"]
+mod rmsnorm;
+
+#[allow(dead_code)]
+#[path = "../examples/layernorm.rs"]
+mod layernorm;
+
+#[allow(dead_code)]
+#[path = "../examples/reduce_sum.rs"]
+mod reduce_sum;
+
+#[allow(dead_code)]
+#[path = "../examples/cumsum.rs"]
+mod cumsum;
+
+#[test]
+fn row_kernels_examples() -> TestResult {
+    for m in [1, 7] {
+        println!("{}", softmax::run(Device::default(), m)?);
+        println!("{}", rmsnorm::run(Device::default(), m)?);
+        println!("{}", layernorm::run(Device::default(), m)?);
+        println!("{}", cumsum::run(Device::default(), m)?);
+    }
+    for (m, n) in [(5, 1500), (64, 1024)] {
+        println!("{}", reduce_sum::run(Device::default(), m, n)?);
+    }
+    Ok(())
+}

@@ -175,7 +175,7 @@ impl Verifier<'_> {
                 }
                 self.allocated.insert(*buf);
             }
-            Stmt::Copy { src, dst } => {
+            Stmt::Copy { src, dst } | Stmt::AtomicAddTile { src, dst } => {
                 for r in [src, dst] {
                     let b = self.buf(r.buf)?;
                     if r.origin.len() != b.shape.len() || r.extent.len() != b.shape.len() {
@@ -196,6 +196,41 @@ impl Verifier<'_> {
                 self.buf(g.b)?;
                 self.buf(g.c)?;
             }
+            Stmt::Reduce(r) => {
+                let (src, dst) = (self.buf(r.src)?, self.buf(r.dst)?);
+                let (ss, ds) = (src.const_shape(), dst.const_shape());
+                let ok = match (ss, ds) {
+                    (Some(ss), Some(ds)) if r.dim < ss.len() => {
+                        let mut want: Vec<i64> = ss.clone();
+                        want.remove(r.dim);
+                        if want.is_empty() {
+                            want.push(1);
+                        }
+                        want == ds
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    return self.fail(format!(
+                        "reduction from `{}` into `{}` has mismatched shapes",
+                        src.name, dst.name
+                    ));
+                }
+            }
+            Stmt::AtomicAdd { buf, idx, value } => {
+                let b = self.buf(*buf)?;
+                if b.shape.len() != idx.len() || b.dtype != value.dtype() {
+                    return self.fail(format!(
+                        "atomic add to `{}` has the wrong rank or dtype",
+                        b.name
+                    ));
+                }
+                for i in idx {
+                    self.expr(i)?;
+                }
+                self.expr(value)?;
+            }
+            Stmt::Print { value, .. } => self.expr(value)?,
             Stmt::Barrier => {}
         }
         Ok(())

@@ -13,6 +13,7 @@ use crate::ir::*;
 use std::fmt::Write;
 
 const PRELUDE: &str = r#"#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <math.h>
 
@@ -45,6 +46,22 @@ static inline uint16_t tl_f2bf(float f) {
   uint32_t u; memcpy(&u, &f, 4);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+/* Atomic adds: blocks of one launch run on several CPU threads. */
+static inline void tl_atomic_add_f32(float *p, float v) {
+  uint32_t o = __atomic_load_n((uint32_t *)p, __ATOMIC_RELAXED), n; float f;
+  do { memcpy(&f, &o, 4); f += v; memcpy(&n, &f, 4); }
+  while (!__atomic_compare_exchange_n((uint32_t *)p, &o, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+static inline void tl_atomic_add_f64(double *p, double v) {
+  uint64_t o = __atomic_load_n((uint64_t *)p, __ATOMIC_RELAXED), n; double f;
+  do { memcpy(&f, &o, 8); f += v; memcpy(&n, &f, 8); }
+  while (!__atomic_compare_exchange_n((uint64_t *)p, &o, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+static inline void tl_atomic_add_h(uint16_t *p, float v, int bf) {
+  uint16_t o = __atomic_load_n(p, __ATOMIC_RELAXED), n;
+  do { n = bf ? tl_f2bf(tl_bf2f(o) + v) : tl_f2h(tl_h2f(o) + v); }
+  while (!__atomic_compare_exchange_n(p, &o, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 static inline float tl_rh(float x) { return tl_h2f(tl_f2h(x)); }
 static inline float tl_rbf(float x) { return tl_bf2f(tl_f2bf(x)); }
@@ -268,7 +285,46 @@ impl Writer<'_> {
                 self.line(&format!("{t} {}[{n}];", ident(&b.name)));
             }
             Stmt::Barrier => {}
-            Stmt::Copy { .. } | Stmt::Fill { .. } | Stmt::Gemm(_) => {
+            Stmt::AtomicAdd { buf, idx, value } => {
+                let b = f.buf(*buf);
+                let p = format!("&{}[{}]", ident(&b.name), self.offset(*buf, idx)?);
+                let v = self.expr(value)?;
+                self.line(&match b.dtype {
+                    DType::F32 => format!("tl_atomic_add_f32({p}, {v});"),
+                    DType::F64 => format!("tl_atomic_add_f64({p}, {v});"),
+                    DType::F16 => format!("tl_atomic_add_h({p}, {v}, 0);"),
+                    DType::BF16 => format!("tl_atomic_add_h({p}, {v}, 1);"),
+                    _ => format!("__atomic_fetch_add({p}, {v}, __ATOMIC_RELAXED);"),
+                });
+            }
+            Stmt::Print { label, value } => {
+                let v = self.expr(value)?;
+                let (fmt, arg) = if value.dtype().is_float() {
+                    ("%g", format!("(double)({v})"))
+                } else {
+                    ("%lld", format!("(long long)({v})"))
+                };
+                let blocks: Vec<String> = f
+                    .launch
+                    .block_vars
+                    .iter()
+                    .map(|&b| ident(&f.var(b).name))
+                    .collect();
+                let label = label
+                    .replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('%', "%%");
+                self.line(&format!(
+                    "printf(\"tile.print block({}): {label} = {fmt}\\n\", {}, {arg});",
+                    vec!["%d"; blocks.len()].join(", "),
+                    blocks.join(", ")
+                ));
+            }
+            Stmt::Copy { .. }
+            | Stmt::AtomicAddTile { .. }
+            | Stmt::Reduce(_)
+            | Stmt::Fill { .. }
+            | Stmt::Gemm(_) => {
                 return Err(Diagnostic::new(
                     proc_macro2::Span::call_site(),
                     "internal error: tile op reached the C backend unlowered",
@@ -281,6 +337,12 @@ impl Writer<'_> {
     fn expr(&self, e: &Expr) -> Result<String, Diagnostic> {
         let f = self.f;
         Ok(match e {
+            Expr::Thread => {
+                return Err(Diagnostic::new(
+                    proc_macro2::Span::call_site(),
+                    "T::get_thread_binding has no meaning on the CPU backend",
+                ))
+            }
             Expr::Int(v, t) => match t {
                 DType::I64 => format!("{v}LL"),
                 DType::U64 => format!("{v}ULL"),

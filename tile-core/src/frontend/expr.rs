@@ -24,6 +24,8 @@ pub const EXPR_FNS: &[&str] = &[
     "tanh",
     "sigmoid",
     "if_then_else",
+    "infinity",
+    "max_value",
 ];
 
 /// Names of the `T::` functions that are statements or loops, not values.
@@ -40,13 +42,24 @@ pub const STMT_FNS: &[&str] = &[
     "serial",
     "unroll",
     "pipelined",
+    "reduce_sum",
+    "reduce_max",
+    "reduce_min",
+    "reduce_abssum",
+    "cumsum",
+    "atomic_add",
+    "alloc_var",
+    "print",
+    "use_swizzle",
 ];
 
 /// Every `T::` function the language knows (statements and expressions).
 pub const ALL_FNS: &str = "T::kernel, T::alloc_shared, T::alloc_fragment, T::alloc_local, \
 T::copy, T::clear, T::fill, T::gemm, T::parallel, T::serial, T::unroll, T::pipelined, \
 T::ceildiv, T::max, T::min, T::exp, T::exp2, T::log, T::log2, T::sqrt, T::rsqrt, T::abs, \
-T::tanh, T::sigmoid, T::if_then_else";
+T::tanh, T::sigmoid, T::if_then_else, T::infinity, T::max_value, T::alloc_var, \
+T::reduce_sum, T::reduce_max, T::reduce_min, T::reduce_abssum, T::cumsum, T::atomic_add, \
+T::print, T::use_swizzle";
 
 /// `T::name` → `name`.
 pub fn t_fn_name(e: &syn::Expr) -> Option<String> {
@@ -520,6 +533,57 @@ pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
     }
 }
 
+/// The dtype of `T::f::<dtype>()` or `T::f(dtype)`.
+pub fn type_arg(cx: &mut Ctx, c: &syn::ExprCall, f: &str) -> Option<DType> {
+    let t = match (t_fn_turbofish(&c.func), c.args.first()) {
+        (Some(t), None) => dtype_of_type(t),
+        (None, Some(syn::Expr::Path(p))) if c.args.len() == 1 => p
+            .path
+            .get_ident()
+            .and_then(|i| DType::from_rust_name(&i.to_string())),
+        _ => None,
+    };
+    if t.is_none() {
+        cx.err(
+            range(c),
+            format!("`T::{f}` takes a dtype: `T::{f}::<f32>()`"),
+        );
+    }
+    t
+}
+
+/// `T::infinity::<t>()` and `T::max_value::<t>()`.
+fn type_constant(cx: &mut Ctx, c: &syn::ExprCall, f: &str) -> Expr {
+    let Some(t) = type_arg(cx, c, f) else {
+        return Expr::int(0);
+    };
+    match (f, t) {
+        ("infinity", t) if t.is_float() => Expr::Float(f64::INFINITY, t),
+        ("infinity", t) => {
+            cx.err(
+                range(c),
+                format!("`T::infinity` needs a float dtype, got {t}"),
+            );
+            Expr::int(0)
+        }
+        (_, DType::F16) => Expr::Float(65504.0, t),
+        (_, DType::BF16) => Expr::Float(3.3895313892515355e38, t),
+        (_, DType::F32) => Expr::Float(f32::MAX as f64, t),
+        (_, DType::F64) => Expr::Float(f64::MAX, t),
+        (_, DType::I8) => Expr::Int(i8::MAX as i64, t),
+        (_, DType::U8) => Expr::Int(u8::MAX as i64, t),
+        (_, DType::I16) => Expr::Int(i16::MAX as i64, t),
+        (_, DType::U16) => Expr::Int(u16::MAX as i64, t),
+        (_, DType::I32) => Expr::Int(i32::MAX as i64, t),
+        (_, DType::U32) => Expr::Int(u32::MAX as i64, t),
+        (_, DType::I64) => Expr::Int(i64::MAX, t),
+        (_, t) => {
+            cx.err(range(c), format!("`T::max_value` has no value for {t}"));
+            Expr::int(0)
+        }
+    }
+}
+
 fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
     let span = range(&c);
     let Some(f) = t_fn_name(&c.func) else {
@@ -530,6 +594,9 @@ fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
         return Expr::int(0);
     };
     let args: Vec<&syn::Expr> = c.args.iter().collect();
+    if f == "infinity" || f == "max_value" {
+        return type_constant(cx, c, &f);
+    }
     let want = match f.as_str() {
         "ceildiv" | "max" | "min" => 2,
         "if_then_else" => 3,

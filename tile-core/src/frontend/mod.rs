@@ -458,7 +458,19 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
         }
     }
     let body = match &*clo.body {
-        syn::Expr::Block(b) => stmt::lower_block(cx, &b.block),
+        syn::Expr::Block(b) => {
+            // `T::use_swizzle(panel)` first: rebind the block indices.
+            let mut block = b.block.clone();
+            let mut prologue = Vec::new();
+            if let Some(syn::Stmt::Expr(syn::Expr::Call(c), _)) = block.stmts.first() {
+                if expr::t_fn_name(&c.func).as_deref() == Some("use_swizzle") {
+                    prologue = swizzle(cx, c);
+                    block.stmts.remove(0);
+                }
+            }
+            prologue.extend(stmt::lower_block(cx, &block));
+            prologue
+        }
         e => {
             cx.err(range(&e), "the block body is a `{ .. }` block");
             Vec::new()
@@ -466,6 +478,89 @@ fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
     };
     cx.pop();
     cx.f.body = Stmt::Seq(body);
+}
+
+/// `T::use_swizzle(panel)`: block rasterization for L2 reuse. Consecutive
+/// blocks walk down a panel of `panel` grid columns before moving right, so
+/// the blocks running at once share the operand tiles they read. Binds the
+/// block index names to the swizzled indices.
+fn swizzle(cx: &mut Ctx, c: &syn::ExprCall) -> Vec<Stmt> {
+    let panel = match c.args.iter().collect::<Vec<_>>().as_slice() {
+        [p] => expr::lower(cx, p).as_int(),
+        _ => None,
+    };
+    let Some(panel) = panel.filter(|&p| p > 0) else {
+        cx.err(
+            range(c),
+            "`T::use_swizzle(panel)` takes a positive compile-time panel width",
+        );
+        return Vec::new();
+    };
+    if cx.f.launch.block_vars.len() != 2 {
+        cx.err(range(c), "`T::use_swizzle` needs a 2-D grid `[gx, gy]`");
+        return Vec::new();
+    }
+    let i32v = |v: VarId| Expr::Var(v, DType::I32);
+    let (bx, by) = (cx.f.launch.block_vars[0], cx.f.launch.block_vars[1]);
+    let (gx, gy) = (cx.f.launch.grid[0].clone(), cx.f.launch.grid[1].clone());
+    let mut out = Vec::new();
+    let mut let_ = |cx: &mut Ctx, name: &str, value: Expr| -> VarId {
+        let v = cx.f.new_var(name, DType::I32);
+        out.push(Stmt::Let { var: v, value });
+        v
+    };
+    let id = let_(
+        cx,
+        "tl_id",
+        Expr::add(Expr::mul(i32v(by), gx.clone()), i32v(bx)),
+    );
+    let group = let_(cx, "tl_group", Expr::mul(Expr::int(panel), gy));
+    let first = let_(
+        cx,
+        "tl_first",
+        Expr::mul(
+            Expr::bin(BinOp::Div, i32v(id), i32v(group)),
+            Expr::int(panel),
+        ),
+    );
+    let width = let_(
+        cx,
+        "tl_width",
+        Expr::bin(
+            BinOp::Min,
+            Expr::bin(BinOp::Sub, gx, i32v(first)),
+            Expr::int(panel),
+        ),
+    );
+    let local = let_(cx, "tl_local", Expr::bin(BinOp::Rem, i32v(id), i32v(group)));
+    let sbx = let_(
+        cx,
+        "bx_swizzled",
+        Expr::add(i32v(first), Expr::bin(BinOp::Rem, i32v(local), i32v(width))),
+    );
+    let sby = let_(
+        cx,
+        "by_swizzled",
+        Expr::bin(BinOp::Div, i32v(local), i32v(width)),
+    );
+    // The closure's names now mean the swizzled indices.
+    let names: Vec<(String, VarId)> = cx
+        .scopes
+        .last()
+        .map(|sc| {
+            sc.iter()
+                .filter_map(|(n, s)| match s {
+                    Sym::Var(v) if *v == bx => Some((n.clone(), sbx)),
+                    Sym::Var(v) if *v == by => Some((n.clone(), sby)),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for (n, v) in names {
+        cx.bind(&n, Sym::Var(v));
+    }
+    out
 }
 
 /// Convenience for tests and tools: parses `#[tile::kernel(..)] fn ..` source text

@@ -60,6 +60,32 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
                 "alloc_local" => Some(Scope::Local),
                 _ => None,
             };
+            if f == "alloc_var" {
+                // A mutable scalar: `T::alloc_var::<f32>()` (zero) or `(init)`.
+                let t = match t_fn_turbofish(&c.func) {
+                    Some(t) => expr::dtype_of_type(t),
+                    None => None,
+                };
+                let Some(t) = t else {
+                    cx.err(range(c), "`T::alloc_var::<dtype>(init)` needs a dtype");
+                    return;
+                };
+                let init = match c.args.first() {
+                    Some(e) if c.args.len() == 1 => {
+                        let v = expr::lower(cx, e);
+                        expr::convert_for_store(cx, range(e), v, t, &format!("`{name}`"))
+                    }
+                    None => Expr::Int(0, DType::I32).cast(t),
+                    Some(_) => {
+                        cx.err(range(c), "`T::alloc_var` takes at most one initial value");
+                        return;
+                    }
+                };
+                let var = cx.f.new_var(&name, t);
+                out.push(Stmt::Local { var, init });
+                cx.bind(&name, Sym::Mut(var));
+                return;
+            }
             if let Some(scope) = scope {
                 if let Some(b) = alloc(cx, c, &name, scope) {
                     out.push(Stmt::Alloc { buf: b });
@@ -678,6 +704,18 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
                 out.push(s);
             }
         }
+        "reduce_sum" | "reduce_max" | "reduce_min" | "reduce_abssum" => {
+            if let Some(r) = reduce(cx, c, &f) {
+                out.push(Stmt::Reduce(r));
+            }
+        }
+        "cumsum" => cumsum(cx, c, out),
+        "atomic_add" => atomic_add(cx, c, out),
+        "print" => print(cx, c, out),
+        "use_swizzle" => cx.err(
+            range(c),
+            "`T::use_swizzle(panel)` must be the first statement of the kernel body",
+        ),
         "kernel" => cx.err(
             range(&c),
             "`T::kernel` is the whole kernel body and cannot be nested",
@@ -878,4 +916,361 @@ fn copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Option<Stmt
     let s = make(cx, src, &sb)?;
     let d = make(cx, dst, &db)?;
     Some(Stmt::Copy { src: s, dst: d })
+}
+
+/// Positional arguments and `name = value` keyword arguments of a call.
+fn split_args(args: &[&syn::Expr]) -> (Vec<syn::Expr>, Vec<(String, syn::Expr)>) {
+    let (mut pos, mut kw) = (Vec::new(), Vec::new());
+    for a in args {
+        match a {
+            syn::Expr::Assign(x) => {
+                let key = match &*x.left {
+                    syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+                    _ => None,
+                };
+                kw.push((key.unwrap_or_default(), (*x.right).clone()));
+            }
+            e => pos.push((*e).clone()),
+        }
+    }
+    (pos, kw)
+}
+
+/// A compile-time integer or bool option: positional slot `i`, or `name = ..`.
+fn opt_const(
+    cx: &mut Ctx,
+    pos: &[syn::Expr],
+    kw: &[(String, syn::Expr)],
+    i: usize,
+    name: &str,
+) -> Option<Expr> {
+    let e = kw
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, e)| e)
+        .or(pos.get(i))?;
+    let v = expr::lower(cx, e);
+    if v.as_int().is_none() && !matches!(v, Expr::Bool(_)) {
+        cx.err(range(e), format!("`{name}` is a compile-time constant"));
+        return None;
+    }
+    Some(v)
+}
+
+/// `T::reduce_<op>(src, dst, dim = -1, clear = true)`.
+fn reduce(cx: &mut Ctx, c: &syn::ExprCall, f: &str) -> Option<Reduce> {
+    let args: Vec<&syn::Expr> = c.args.iter().collect();
+    let (pos, kw) = split_args(&args);
+    if pos.len() < 2 || pos.len() > 4 || kw.iter().any(|(k, _)| k != "dim" && k != "clear") {
+        cx.err(
+            range(c),
+            format!("`T::{f}` takes `(src, dst)` plus optional `dim` and `clear`"),
+        );
+        return None;
+    }
+    let src = expr::buffer_ref(cx, &pos[0])?;
+    let dst = expr::buffer_ref(cx, &pos[1])?;
+    let (sb, db) = (cx.f.buf(src).clone(), cx.f.buf(dst).clone());
+    let (Some(ss), Some(ds)) = (sb.const_shape(), db.const_shape()) else {
+        cx.err(
+            range(c),
+            format!("`T::{f}` reduces on-chip tiles (shared, fragment or local buffers)"),
+        );
+        return None;
+    };
+    if sb.scope == Scope::Global || db.scope == Scope::Global || ss.len() > 2 {
+        cx.err(
+            range(c),
+            format!("`T::{f}` reduces a 1-D or 2-D on-chip tile into an on-chip tile"),
+        );
+        return None;
+    }
+    let rank = ss.len() as i64;
+    let dim = match opt_const(cx, &pos, &kw, 2, "dim") {
+        Some(Expr::Int(d, _)) => d,
+        Some(_) => return None,
+        None => -1,
+    };
+    let d = if dim < 0 { dim + rank } else { dim };
+    if d < 0 || d >= rank {
+        cx.err(
+            range(c),
+            format!(
+                "`dim` {dim} is out of range for the {rank}-D tile `{}`",
+                sb.name
+            ),
+        );
+        return None;
+    }
+    let clear = match opt_const(cx, &pos, &kw, 3, "clear") {
+        Some(Expr::Bool(b)) => b,
+        Some(_) => {
+            cx.err(range(c), "`clear` is a bool");
+            return None;
+        }
+        None => true,
+    };
+    let mut want = ss.clone();
+    want.remove(d as usize);
+    if want.is_empty() {
+        want.push(1);
+    }
+    if want != ds {
+        cx.err(
+            range(c),
+            format!(
+                "`T::{f}` over dim {d} of `{}` {:?} gives {:?}, but `{}` is {:?}",
+                sb.name, ss, want, db.name, ds
+            ),
+        );
+        return None;
+    }
+    if !(sb.dtype.is_float() || sb.dtype.is_int()) || (sb.dtype.is_float() != db.dtype.is_float()) {
+        cx.err(
+            range(c),
+            format!(
+                "`T::{f}` from {} into {}: both float or both integer",
+                sb.dtype, db.dtype
+            ),
+        );
+        return None;
+    }
+    let op = match f {
+        "reduce_sum" => ReduceOp::Sum,
+        "reduce_max" => ReduceOp::Max,
+        "reduce_min" => ReduceOp::Min,
+        _ => ReduceOp::AbsSum,
+    };
+    Some(Reduce {
+        src,
+        dst,
+        dim: d as usize,
+        op,
+        clear,
+    })
+}
+
+/// `T::cumsum(src, dst, dim = 0, reverse = false)`: an inclusive prefix sum
+/// along `dim`, lowered here to a parallel loop over the other dim and a
+/// serial scan.
+fn cumsum(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
+    let args: Vec<&syn::Expr> = c.args.iter().collect();
+    let (pos, kw) = split_args(&args);
+    if pos.len() < 2 || pos.len() > 4 || kw.iter().any(|(k, _)| k != "dim" && k != "reverse") {
+        cx.err(
+            range(c),
+            "`T::cumsum` takes `(src, dst)` plus optional `dim` and `reverse`",
+        );
+        return;
+    }
+    let (Some(src), Some(dst)) = (expr::buffer_ref(cx, &pos[0]), expr::buffer_ref(cx, &pos[1]))
+    else {
+        return;
+    };
+    let (sb, db) = (cx.f.buf(src).clone(), cx.f.buf(dst).clone());
+    let (Some(ss), Some(ds)) = (sb.const_shape(), db.const_shape()) else {
+        cx.err(range(c), "`T::cumsum` scans on-chip tiles");
+        return;
+    };
+    if ss != ds || ss.len() > 2 || sb.scope == Scope::Global || db.scope == Scope::Global {
+        cx.err(
+            range(c),
+            format!(
+                "`T::cumsum` takes two on-chip tiles of one 1-D or 2-D shape; got {:?} and {:?}",
+                ss, ds
+            ),
+        );
+        return;
+    }
+    let rank = ss.len() as i64;
+    let dim = match opt_const(cx, &pos, &kw, 2, "dim") {
+        Some(Expr::Int(d, _)) => {
+            if d < 0 {
+                d + rank
+            } else {
+                d
+            }
+        }
+        Some(_) => return,
+        None => 0,
+    };
+    if dim < 0 || dim >= rank {
+        cx.err(
+            range(c),
+            format!("`dim` is out of range for the {rank}-D tile `{}`", sb.name),
+        );
+        return;
+    }
+    let reverse = match opt_const(cx, &pos, &kw, 3, "reverse") {
+        Some(Expr::Bool(b)) => b,
+        Some(_) => return,
+        None => false,
+    };
+    let t = db.dtype;
+    let acc = cx.f.new_var("acc", t);
+    let k = cx.f.new_var("k", DType::I32);
+    let len = ss[dim as usize];
+    let kk = if reverse {
+        Expr::bin(BinOp::Sub, Expr::int(len - 1), Expr::Var(k, DType::I32))
+    } else {
+        Expr::Var(k, DType::I32)
+    };
+    let (outer, idx): (Option<VarId>, Vec<Expr>) = if rank == 1 {
+        (None, vec![kk])
+    } else {
+        let o = cx.f.new_var("i", DType::I32);
+        let ov = Expr::Var(o, DType::I32);
+        (Some(o), if dim == 1 { vec![ov, kk] } else { vec![kk, ov] })
+    };
+    let load = Expr::Load(src, idx.clone(), sb.dtype).cast(t);
+    let scan = Stmt::For {
+        var: k,
+        start: Expr::int(0),
+        extent: Expr::int(len),
+        kind: ForKind::Serial,
+        body: Box::new(Stmt::Seq(vec![
+            Stmt::Assign {
+                var: acc,
+                value: Expr::add(Expr::Var(acc, t), load),
+            },
+            Stmt::Store {
+                buf: dst,
+                idx,
+                value: Expr::Var(acc, t),
+            },
+        ])),
+    };
+    let body = Stmt::Seq(vec![
+        Stmt::Local {
+            var: acc,
+            init: Expr::Int(0, DType::I32).cast(t),
+        },
+        scan,
+    ]);
+    out.push(match outer {
+        None => body,
+        Some(o) => Stmt::For {
+            var: o,
+            start: Expr::int(0),
+            extent: Expr::int(ss[1 - dim as usize]),
+            kind: ForKind::Parallel,
+            body: Box::new(body),
+        },
+    });
+}
+
+/// `T::atomic_add(buf[idx], value)` for one element, or
+/// `T::atomic_add(dst.at([..]), tile)` for a tile (like `T::copy`, adding).
+fn atomic_add(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
+    let args: Vec<&syn::Expr> = c.args.iter().collect();
+    if args.len() != 2 {
+        cx.err(
+            range(c),
+            "`T::atomic_add` takes `(dst[idx], value)` or `(dst.at([..]), tile)`",
+        );
+        return;
+    }
+    let writable = |cx: &mut Ctx, b: BufId, e: &syn::Expr| -> bool {
+        let buf = cx.f.buf(b).clone();
+        if buf.scope == Scope::Global && !buf.mutable {
+            cx.err(
+                range(e),
+                format!(
+                    "`{}` is an input (`Tensor`); declare it `TensorMut` to write to it",
+                    buf.name
+                ),
+            );
+            return false;
+        }
+        if matches!(buf.scope, Scope::Fragment | Scope::Local) {
+            cx.err(
+                range(e),
+                format!(
+                    "`T::atomic_add` targets global or shared memory; `{}` is {}",
+                    buf.name,
+                    buf.scope.name()
+                ),
+            );
+            return false;
+        }
+        true
+    };
+    if let syn::Expr::Index(ix) = args[0] {
+        let (buf, idx) = expr::index(cx, ix);
+        let v = expr::lower(cx, args[1]);
+        let Some(b) = buf else { return };
+        if !writable(cx, b, args[0]) {
+            return;
+        }
+        let t = cx.f.buf(b).dtype;
+        let name = cx.f.buf(b).name.clone();
+        let value = expr::convert_for_store(cx, range(args[1]), v, t, &format!("buffer `{name}`"));
+        out.push(Stmt::AtomicAdd { buf: b, idx, value });
+        return;
+    }
+    let (Some(dst), Some(src)) = (region_ref(cx, args[0]), region_ref(cx, args[1])) else {
+        return;
+    };
+    if !writable(cx, dst.buf, args[0]) {
+        return;
+    }
+    if let Some(Stmt::Copy { src, dst }) = copy(cx, src, dst, range(c)) {
+        out.push(Stmt::AtomicAddTile { src, dst });
+    }
+}
+
+/// `T::print(value)`, `T::print(value, "label")`, or `T::print(buffer)`.
+fn print(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
+    let args: Vec<&syn::Expr> = c.args.iter().collect();
+    let label = match args.get(1) {
+        Some(syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        })) if args.len() == 2 => Some(s.value()),
+        None if args.len() == 1 => None,
+        _ => {
+            cx.err(
+                range(c),
+                "`T::print` takes a value or buffer and an optional string label",
+            );
+            return;
+        }
+    };
+    // A whole on-chip buffer prints element by element.
+    if let syn::Expr::Path(p) = args[0] {
+        if let Some(Sym::Buf(b)) = p.path.get_ident().and_then(|i| cx.lookup(&i.to_string())) {
+            let buf = cx.f.buf(b).clone();
+            let Some(shape) = buf.const_shape() else {
+                cx.err(
+                    range(args[0]),
+                    "`T::print` of a buffer needs a constant shape",
+                );
+                return;
+            };
+            let vars: Vec<VarId> = shape
+                .iter()
+                .map(|_| cx.f.new_var("p", DType::I32))
+                .collect();
+            let idx: Vec<Expr> = vars.iter().map(|&v| Expr::Var(v, DType::I32)).collect();
+            let name = label.unwrap_or(buf.name.clone());
+            let mut s = Stmt::Print {
+                label: name,
+                value: Expr::Load(b, idx, buf.dtype),
+            };
+            for (v, n) in vars.into_iter().zip(shape).rev() {
+                s = Stmt::For {
+                    var: v,
+                    start: Expr::int(0),
+                    extent: Expr::int(n),
+                    kind: ForKind::Serial,
+                    body: Box::new(s),
+                };
+            }
+            out.push(s);
+            return;
+        }
+    }
+    let value = expr::lower(cx, args[0]);
+    let label = label.unwrap_or_else(|| quote::ToTokens::to_token_stream(args[0]).to_string());
+    out.push(Stmt::Print { label, value });
 }

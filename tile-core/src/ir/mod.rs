@@ -301,6 +301,8 @@ pub enum Expr {
     Cast(DType, Box<Expr>),
     Select(Box<Expr>, Box<Expr>, Box<Expr>, DType),
     Call(Intrin, Vec<Expr>, DType),
+    /// The thread index within the block (`T::get_thread_binding`; CUDA only).
+    Thread,
 }
 
 impl Expr {
@@ -313,6 +315,7 @@ impl Expr {
             Expr::Bin(_, _, _, t) | Expr::Neg(_, t) | Expr::Select(_, _, _, t) => *t,
             Expr::Call(_, _, t) => *t,
             Expr::Bool(_) | Expr::Not(_) => DType::Bool,
+            Expr::Thread => DType::I32,
             Expr::Cast(t, _) => *t,
         }
     }
@@ -410,7 +413,7 @@ impl Expr {
                 b.visit(f);
             }
             Expr::Call(_, args, _) => args.iter().for_each(|e| e.visit(f)),
-            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) | Expr::Var(..) => {}
+            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) | Expr::Var(..) | Expr::Thread => {}
         }
         f(self)
     }
@@ -480,6 +483,38 @@ pub enum ForKind {
     },
 }
 
+/// The combining operation of a reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+    /// Sum of absolute values.
+    AbsSum,
+}
+
+impl ReduceOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::AbsSum => "abssum",
+        }
+    }
+}
+
+/// `dst = reduce(src, dim)`: `dst` has `src`'s shape without `dim` (a 1-D `src`
+/// reduces to `[1]`). With `clear == false` the result is combined into `dst`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reduce {
+    pub src: BufId,
+    pub dst: BufId,
+    pub dim: usize,
+    pub op: ReduceOp,
+    pub clear: bool,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gemm {
     pub a: BufId,
@@ -532,11 +567,30 @@ pub enum Stmt {
         src: Region,
         dst: Region,
     },
+    /// `dst += src` element-wise with atomic adds (`T::atomic_add` of a tile).
+    AtomicAddTile {
+        src: Region,
+        dst: Region,
+    },
     Fill {
         dst: Region,
         value: Expr,
     },
     Gemm(Gemm),
+    /// A reduction of an on-chip tile (lowered to loops for the CPU; a
+    /// cooperative block reduction on CUDA).
+    Reduce(Reduce),
+    /// `buf[idx] += value`, atomic with respect to other blocks and threads.
+    AtomicAdd {
+        buf: BufId,
+        idx: Vec<Expr>,
+        value: Expr,
+    },
+    /// Device printf of a scalar by one thread of each block (`T::print`).
+    Print {
+        label: String,
+        value: Expr,
+    },
     /// Block-wide barrier (inserted by passes, CUDA only).
     Barrier,
 }
@@ -563,7 +617,8 @@ impl Stmt {
         self.visit(&mut |s| match s {
             Stmt::Let { value, .. } | Stmt::Assign { value, .. } => value.visit(f),
             Stmt::Local { init, .. } => init.visit(f),
-            Stmt::Store { idx, value, .. } => {
+            Stmt::Print { value, .. } => value.visit(f),
+            Stmt::Store { idx, value, .. } | Stmt::AtomicAdd { idx, value, .. } => {
                 idx.iter().for_each(|e| e.visit(f));
                 value.visit(f);
             }
@@ -572,7 +627,7 @@ impl Stmt {
                 extent.visit(f);
             }
             Stmt::If { cond, .. } => cond.visit(f),
-            Stmt::Copy { src, dst } => {
+            Stmt::Copy { src, dst } | Stmt::AtomicAddTile { src, dst } => {
                 for r in [src, dst] {
                     r.origin.iter().chain(&r.extent).for_each(|e| e.visit(f));
                 }

@@ -179,6 +179,10 @@ impl Printer<'_> {
                 let t = format!("T.copy({}, {})", self.region(src), self.region(dst));
                 self.line(d, &t);
             }
+            Stmt::AtomicAddTile { src, dst } => {
+                let t = format!("T.atomic_add({}, {})", self.region(dst), self.region(src));
+                self.line(d, &t);
+            }
             Stmt::Fill { dst, value } => {
                 let t = format!("T.fill({}, {})", self.region(dst), self.expr(value));
                 self.line(d, &t);
@@ -193,6 +197,30 @@ impl Printer<'_> {
                     g.trans_b,
                     g.clear
                 );
+                self.line(d, &t);
+            }
+            Stmt::Reduce(r) => {
+                let t = format!(
+                    "T.reduce_{}({}, {}, dim={}, clear={})",
+                    r.op.name(),
+                    f.buf(r.src).name,
+                    f.buf(r.dst).name,
+                    r.dim,
+                    r.clear
+                );
+                self.line(d, &t);
+            }
+            Stmt::AtomicAdd { buf, idx, value } => {
+                let t = format!(
+                    "T.atomic_add({}[{}], {})",
+                    f.buf(*buf).name,
+                    self.list(idx),
+                    self.expr(value)
+                );
+                self.line(d, &t);
+            }
+            Stmt::Print { label, value } => {
+                let t = format!("T.print({}, msg={label:?})", self.expr(value));
                 self.line(d, &t);
             }
             Stmt::Barrier => self.line(d, "T.sync_threads()"),
@@ -232,6 +260,7 @@ impl Printer<'_> {
                     self.expr(b)
                 )
             }
+            Expr::Thread => "T.get_thread_binding(0)".to_string(),
             Expr::Call(i, args, _) => {
                 let mut s = String::new();
                 let _ = write!(s, "T.{}({})", i.name(), self.list(args));

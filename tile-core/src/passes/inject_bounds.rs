@@ -4,8 +4,9 @@
 //! global load whose condition the enclosing store guard does not already
 //! cover becomes `cond ? load : 0` (the zero padding TileLang's copies give
 //! on ragged edges). Proof: interval analysis with constant loop and grid
-//! extents, and the symbolic case "index is a loop variable running over
-//! exactly that dim". Indices are assumed non-negative (origins are block
+//! extents, and the symbolic cases "index is a loop variable running over
+//! exactly that dim" and "index is a block index whose grid extent is that
+//! dim". Indices are assumed non-negative (origins are block
 //! offsets), so only upper bounds are checked.
 //!
 //! Interior fast path: a `T::parallel` nest whose guards are all monotone in
@@ -241,7 +242,16 @@ impl Pass {
                 _ => false,
             } || self.loops.iter().any(|(v, s, e)| {
                 matches!(i, Expr::Var(x, _) if x == v) && s.as_int() == Some(0) && e == dim
-            });
+            }) || self
+                .f
+                .launch
+                .block_vars
+                .iter()
+                .zip(&self.f.launch.grid)
+                .any(|(b, g)| {
+                    // A block index runs below its grid extent (e.g. one block per row).
+                    matches!(i, Expr::Var(x, _) if x == b) && g == dim
+                });
             if !proven {
                 out.push(Expr::lt(i.clone(), dim.clone()));
             }

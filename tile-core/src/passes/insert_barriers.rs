@@ -51,12 +51,20 @@ fn accesses(f: &PrimFunc, s: &Stmt) -> State {
             }
         }
     });
-    s.visit(&mut |x| {
-        if let Stmt::Store { buf, .. } = x {
-            if shared(buf) {
-                st.writes.insert(*buf);
+    s.visit(&mut |x| match x {
+        Stmt::Store { buf, .. } | Stmt::AtomicAdd { buf, .. } if shared(buf) => {
+            st.writes.insert(*buf);
+        }
+        Stmt::Reduce(r) => {
+            if shared(&r.src) {
+                st.reads.insert(r.src);
+            }
+            if shared(&r.dst) {
+                st.reads.insert(r.dst);
+                st.writes.insert(r.dst);
             }
         }
+        _ => {}
     });
     st
 }

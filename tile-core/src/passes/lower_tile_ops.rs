@@ -2,20 +2,24 @@
 //! `T::copy` → `dst[o_d + i] = src[o_s + i]` (converted to dst's dtype),
 //! `T::fill`/`T::clear` → `dst[o + i] = v`,
 //! `T::gemm` → per accumulator element, a serial dot product over K.
+//! `T::atomic_add` of a tile → the copy nest with atomic adds,
+//! `T::reduce_*` → loops on the CPU (CUDA keeps the op for its cooperative
+//! block reduction).
 //! Leading unit dims of a region (a row of a matrix) do not become loops.
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
+use crate::Target;
 
-pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+pub fn run(mut f: PrimFunc, target: Target) -> Result<PrimFunc, Diagnostic> {
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
-    f.body = lower(&mut f, body);
+    f.body = lower(&mut f, body, target);
     Ok(f)
 }
 
-fn lower(f: &mut PrimFunc, s: Stmt) -> Stmt {
+fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
     match s {
-        Stmt::Seq(v) => Stmt::Seq(v.into_iter().map(|s| lower(f, s)).collect()),
+        Stmt::Seq(v) => Stmt::Seq(v.into_iter().map(|s| lower(f, s, target)).collect()),
         Stmt::For {
             var,
             start,
@@ -27,14 +31,16 @@ fn lower(f: &mut PrimFunc, s: Stmt) -> Stmt {
             start,
             extent,
             kind,
-            body: Box::new(lower(f, *body)),
+            body: Box::new(lower(f, *body, target)),
         },
         Stmt::If { cond, then, els } => Stmt::If {
             cond,
-            then: Box::new(lower(f, *then)),
-            els: els.map(|e| Box::new(lower(f, *e))),
+            then: Box::new(lower(f, *then, target)),
+            els: els.map(|e| Box::new(lower(f, *e, target))),
         },
-        Stmt::Copy { src, dst } => copy(f, src, dst),
+        Stmt::Copy { src, dst } => copy(f, src, dst, false),
+        Stmt::AtomicAddTile { src, dst } => copy(f, src, dst, true),
+        Stmt::Reduce(r) if target == Target::C => reduce_loops(f, &r),
         Stmt::Fill { dst, value } => {
             let (vars, nest_of) = loop_vars(f, &dst.extent);
             let idx = region_index(&dst, &vars);
@@ -97,7 +103,7 @@ fn region_index(r: &Region, vars: &[Option<VarId>]) -> Vec<Expr> {
         .collect()
 }
 
-fn copy(f: &mut PrimFunc, src: Region, dst: Region) -> Stmt {
+fn copy(f: &mut PrimFunc, src: Region, dst: Region, atomic: bool) -> Stmt {
     let (vars, nest_of) = loop_vars(f, &dst.extent);
     let tile: Vec<Option<VarId>> = vars.iter().filter(|v| v.is_some()).copied().collect();
     let sidx = region_index(&src, &tile);
@@ -105,11 +111,122 @@ fn copy(f: &mut PrimFunc, src: Region, dst: Region) -> Stmt {
     let st = f.buf(src.buf).dtype;
     let dt = f.buf(dst.buf).dtype;
     let value = Expr::Load(src.buf, sidx, st).cast(dt);
-    nest_of(Stmt::Store {
-        buf: dst.buf,
-        idx: didx,
-        value,
+    nest_of(if atomic {
+        Stmt::AtomicAdd {
+            buf: dst.buf,
+            idx: didx,
+            value,
+        }
+    } else {
+        Stmt::Store {
+            buf: dst.buf,
+            idx: didx,
+            value,
+        }
     })
+}
+
+/// A reduction as loops: per output element, a serial combine over `dim`.
+fn reduce_loops(f: &mut PrimFunc, r: &Reduce) -> Stmt {
+    let (src, dst) = (f.buf(r.src).clone(), f.buf(r.dst).clone());
+    let ss = src.const_shape().unwrap_or_default();
+    let t = dst.dtype;
+    let acc = f.new_var("acc", t);
+    let k = f.new_var("k", DType::I32);
+    let kv = Expr::Var(k, DType::I32);
+    let (outer, sidx, didx) = if ss.len() == 1 {
+        (None, vec![kv], vec![Expr::int(0)])
+    } else {
+        let o = f.new_var("i", DType::I32);
+        let ov = Expr::Var(o, DType::I32);
+        let sidx = if r.dim == 1 {
+            vec![ov.clone(), kv]
+        } else {
+            vec![kv, ov.clone()]
+        };
+        (Some((o, ss[1 - r.dim])), sidx, vec![ov])
+    };
+    let x = Expr::Load(r.src, sidx, src.dtype).cast(t);
+    let a = Expr::Var(acc, t);
+    let init = if r.clear {
+        reduce_identity(r.op, t)
+    } else {
+        Expr::Load(r.dst, didx.clone(), t)
+    };
+    let body = Stmt::Seq(vec![
+        Stmt::Local { var: acc, init },
+        Stmt::For {
+            var: k,
+            start: Expr::int(0),
+            extent: Expr::int(ss[r.dim]),
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::Assign {
+                var: acc,
+                value: combine(r.op, a.clone(), x),
+            }),
+        },
+        Stmt::Store {
+            buf: r.dst,
+            idx: didx,
+            value: a,
+        },
+    ]);
+    match outer {
+        None => body,
+        Some((o, n)) => Stmt::For {
+            var: o,
+            start: Expr::int(0),
+            extent: Expr::int(n),
+            kind: ForKind::Parallel,
+            body: Box::new(body),
+        },
+    }
+}
+
+/// `op(a, x)` for a reduction.
+pub fn combine(op: ReduceOp, a: Expr, x: Expr) -> Expr {
+    match op {
+        ReduceOp::Sum => Expr::add(a, x),
+        ReduceOp::AbsSum => Expr::add(a, abs(x)),
+        ReduceOp::Max => Expr::bin(BinOp::Max, a, x),
+        ReduceOp::Min => Expr::bin(BinOp::Min, a, x),
+    }
+}
+
+/// `|x|` for any numeric dtype.
+pub fn abs(x: Expr) -> Expr {
+    let t = x.dtype();
+    if t.is_float() {
+        Expr::Call(Intrin::Abs, vec![x], t)
+    } else {
+        let neg = Expr::Neg(Box::new(x.clone()), t);
+        Expr::Select(
+            Box::new(Expr::lt(x.clone(), Expr::Int(0, t))),
+            Box::new(neg),
+            Box::new(x),
+            t,
+        )
+    }
+}
+
+/// The starting value of a reduction in dtype `t`.
+pub fn reduce_identity(op: ReduceOp, t: DType) -> Expr {
+    let (lo, hi) = match t {
+        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+        DType::U8 => (0, u8::MAX as i64),
+        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+        DType::U16 => (0, u16::MAX as i64),
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::U32 => (0, u32::MAX as i64),
+        _ => (i64::MIN, i64::MAX),
+    };
+    match op {
+        ReduceOp::Sum | ReduceOp::AbsSum => Expr::Int(0, DType::I32).cast(t),
+        ReduceOp::Max if t.is_float() => Expr::Float(f64::NEG_INFINITY, t),
+        ReduceOp::Min if t.is_float() => Expr::Float(f64::INFINITY, t),
+        ReduceOp::Max => Expr::Int(lo, t),
+        ReduceOp::Min => Expr::Int(hi, t),
+    }
 }
 
 fn gemm(f: &mut PrimFunc, g: Gemm) -> Stmt {
@@ -195,7 +312,7 @@ mod tests {
                 });
             }"#;
         let f = parse_kernel_source(src).expect("parses").func;
-        let f = super::run(f).expect("lowers");
+        let f = super::run(f, crate::Target::C).expect("lowers");
         let s = f.script();
         assert!(s.contains("for i in T.Parallel(0, 4):"), "{s}");
         assert!(

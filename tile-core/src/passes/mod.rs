@@ -3,11 +3,15 @@
 //! Order matters:
 //! 1. `lower_tile_ops` first: copies, fills and gemms become `T::parallel`
 //!    loop nests, so later passes only see loads, stores and loops.
-//! 2. `inject_bounds` after it: the nests made by step 1 contain global
+//! 2. `demote_fragments` (CUDA) next: it decides which fragments stay in
+//!    registers by looking at those nests; `inject_bounds` must know the
+//!    final scopes (it never splits nests over register fragments).
+//! 3. `inject_bounds` after it: the nests made by step 1 contain global
 //!    accesses that may run past a ragged edge and need guards too.
-//! 3. `insert_barriers` (CUDA only) last: it must see every shared-memory
+//! 4. `insert_barriers` (CUDA only) last: it must see every shared-memory
 //!    access, including those created by steps 1-2.
 
+pub mod demote_fragments;
 pub mod inject_bounds;
 pub mod insert_barriers;
 pub mod lower_tile_ops;
@@ -18,7 +22,11 @@ use crate::ir::PrimFunc;
 use crate::Target;
 
 pub fn run(f: PrimFunc, target: Target) -> Result<PrimFunc, Diagnostic> {
-    let f = check(lower_tile_ops::run(f)?)?;
+    let f = check(lower_tile_ops::run(f, target)?)?;
+    let f = match target {
+        Target::Cuda => check(demote_fragments::run(f)?)?,
+        Target::C => f,
+    };
     let f = check(inject_bounds::run(f)?)?;
     let f = match target {
         Target::Cuda => check(insert_barriers::run(f)?)?,

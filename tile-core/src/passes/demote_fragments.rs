@@ -1,0 +1,149 @@
+//! Moves fragments that threads cannot keep in their own registers into
+//! shared memory (CUDA only).
+//!
+//! A fragment lives in registers, split over the block's threads by the same
+//! rule as the `T::parallel` nests that touch it. That only works if every
+//! access is by the owning thread: inside a top-level `T::parallel` nest that
+//! runs over exactly the fragment's shape, indexed by the nest's variables
+//! in order. A fragment read any other way (broadcast `row_max[i]` in a 2-D
+//! nest, a reduction, a scan, serial code) is demoted to shared memory, where
+//! every thread can read every element; `insert_barriers` then orders the
+//! accesses. This keeps every program correct; register-resident layouts for
+//! more patterns (reductions over gemm accumulators) replace it case by case.
+//!
+//! One such case already: a reduction along the last dim of a fragment whose
+//! row length and the thread count are powers of two stays in registers
+//! (`register_reducible`); the CUDA backend combines each thread's registers
+//! and then the threads sharing a row. Its destination is still demoted.
+
+use crate::diag::Diagnostic;
+use crate::ir::*;
+use std::collections::BTreeSet;
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut bad = BTreeSet::new();
+    scan(&f, &f.body, &mut bad);
+    for b in bad {
+        f.buffers[b.0 as usize].scope = Scope::Shared;
+    }
+    Ok(f)
+}
+
+/// The perfect nest of parallel loops starting at `s`: (vars, extents, body).
+pub fn parallel_nest(s: &Stmt) -> Option<(Vec<VarId>, Vec<i64>, &Stmt)> {
+    let (mut vars, mut ext, mut cur) = (Vec::new(), Vec::new(), s);
+    while let Stmt::For {
+        var,
+        start,
+        extent,
+        kind: ForKind::Parallel,
+        body,
+    } = cur
+    {
+        if start.as_int() != Some(0) {
+            return None;
+        }
+        vars.push(*var);
+        ext.push(extent.as_int()?);
+        cur = body;
+    }
+    if vars.is_empty() {
+        None
+    } else {
+        Some((vars, ext, cur))
+    }
+}
+
+/// Whether `buf[idx]` inside a nest over `ext` (loop variables `vars`) is the
+/// element the nest's partition gives to the accessing thread: the nest runs
+/// over the buffer's shape (leading unit dims aside, indexed by 0) with the
+/// nest's variables in order, so flat element numbers agree.
+pub fn owner_access(shape: &[i64], idx: &[Expr], vars: &[VarId], ext: &[i64]) -> bool {
+    let lead = shape.len().saturating_sub(ext.len());
+    shape.len() == idx.len()
+        && shape[..lead].iter().all(|&d| d == 1)
+        && idx[..lead].iter().all(|e| e.as_int() == Some(0))
+        && shape[lead..] == *ext
+        && idx[lead..]
+            .iter()
+            .zip(vars)
+            .all(|(e, v)| matches!(e, Expr::Var(x, _) if x == v))
+}
+
+fn is_fragment(f: &PrimFunc, b: BufId) -> bool {
+    f.buf(b).scope == Scope::Fragment
+}
+
+/// Whether the CUDA backend reduces `r.src` in registers (see the module docs).
+pub fn register_reducible(f: &PrimFunc, r: &Reduce) -> bool {
+    let shape = f.buf(r.src).const_shape().unwrap_or_default();
+    let pow2 = |x: i64| x > 0 && x & (x - 1) == 0;
+    is_fragment(f, r.src)
+        && r.dim + 1 == shape.len()
+        && pow2(shape[r.dim])
+        && pow2(f.launch.threads)
+}
+
+/// The buffers of a reduction that must leave registers.
+fn reduce_demotes(f: &PrimFunc, r: &Reduce) -> Vec<BufId> {
+    let mut v = vec![r.dst];
+    if !register_reducible(f, r) {
+        v.push(r.src);
+    }
+    v.into_iter().filter(|&b| is_fragment(f, b)).collect()
+}
+
+/// Marks fragments accessed outside the owner-only pattern.
+fn scan(f: &PrimFunc, s: &Stmt, bad: &mut BTreeSet<BufId>) {
+    if let Some((vars, ext, body)) = parallel_nest(s) {
+        let identity = |b: BufId, idx: &[Expr]| {
+            owner_access(
+                &f.buf(b).const_shape().unwrap_or_default(),
+                idx,
+                &vars,
+                &ext,
+            )
+        };
+        body.visit_exprs(&mut |e| {
+            if let Expr::Load(b, idx, _) = e {
+                if is_fragment(f, *b) && !identity(*b, idx) {
+                    bad.insert(*b);
+                }
+            }
+        });
+        body.visit(&mut |x| match x {
+            Stmt::Store { buf, idx, .. } if is_fragment(f, *buf) && !identity(*buf, idx) => {
+                bad.insert(*buf);
+            }
+            Stmt::Reduce(r) => bad.extend(reduce_demotes(f, r)),
+            _ => {}
+        });
+        return;
+    }
+    match s {
+        Stmt::Seq(v) => v.iter().for_each(|x| scan(f, x, bad)),
+        Stmt::For { body, .. } => scan(f, body, bad),
+        Stmt::If { then, els, .. } => {
+            scan(f, then, bad);
+            if let Some(e) = els {
+                scan(f, e, bad);
+            }
+        }
+        Stmt::Reduce(r) => bad.extend(reduce_demotes(f, r)),
+        other => {
+            // Serial code: any fragment it touches must be shared.
+            other.visit_exprs(&mut |e| {
+                if let Expr::Load(b, _, _) = e {
+                    if is_fragment(f, *b) {
+                        bad.insert(*b);
+                    }
+                }
+            });
+            if let Stmt::Store { buf, .. } | Stmt::AtomicAdd { buf, .. } = other {
+                if is_fragment(f, *buf) {
+                    bad.insert(*buf);
+                }
+            }
+        }
+    }
+}
