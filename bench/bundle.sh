@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-gpu-bundle}
+TGT=${CARGO_TARGET_DIR:-target}
 rm -rf "$DIR" && mkdir -p "$DIR/tests"
 cargo build --release --examples
-for e in examples/*.rs; do cp "target/release/examples/$(basename "$e" .rs)" "$DIR/"; done
+for e in examples/*.rs; do cp "$TGT/release/examples/$(basename "$e" .rs)" "$DIR/"; done
 # Test binaries that launch kernels (compile-only suites stay behind).
 cargo test --workspace --release --no-run --message-format=json 2>/dev/null \
   | python3 -c '

@@ -28,6 +28,12 @@ run elementwise_2d_ragged  "$B/elementwise_2d" 1000 1030
 run quickstart             "$B/quickstart"
 run quickstart_ragged      "$B/quickstart" 67 129 33
 run quickstart_nvrtc       env TILE_NO_AOT=1 "$B/quickstart" 255 257 129
+for e in softmax rmsnorm layernorm cumsum; do
+  [ -x "$B/$e" ] && run "$e" "$B/$e" && run "${e}_ragged" "$B/$e" 77
+done
+[ -x "$B/reduce_sum" ] && run reduce_sum "$B/reduce_sum" && run reduce_sum_ragged "$B/reduce_sum" 77 5000
+[ -x "$B/gemm" ] && run gemm_ragged "$B/gemm" 1000 1030 1050 && run gemm_aligned "$B/gemm" 2048 2048 2048 && run gemm_tiny "$B/gemm" 67 129 33
+[ -x "$B/bench" ] && run bench "$B/bench"
 for t in "$B"/tests/*; do
   [ -x "$t" ] && run "test:$(basename "$t")" "$t" --test-threads=4
 done

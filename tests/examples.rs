@@ -88,3 +88,15 @@ fn row_kernels_examples() -> TestResult {
     }
     Ok(())
 }
+
+#[allow(dead_code)]
+#[path = "../examples/gemm.rs"]
+mod gemm;
+
+#[test]
+fn gemm_example() -> TestResult {
+    for (m, n, k) in [(128, 128, 64), (67, 129, 33), (160, 136, 72)] {
+        println!("{}", gemm::run(Device::default(), m, n, k)?);
+    }
+    Ok(())
+}

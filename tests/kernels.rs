@@ -1263,3 +1263,29 @@ fn print_runs() -> TestResult {
     dev().synchronize()?;
     Ok(())
 }
+
+/// `T::get_thread_binding` in a CUDA-only kernel: each thread writes its index.
+#[tile::kernel(n = 128, threads = 128, target = "cuda")]
+pub fn lane_ids(c: TensorMut<i32, (n,)>) {
+    T::kernel(1, threads, |bx| {
+        let t = T::alloc_local::<i32>([1]);
+        t[0] = T::get_thread_binding();
+        c[t[0]] = t[0];
+    });
+}
+
+#[test]
+fn thread_binding_is_cuda_only() -> TestResult {
+    assert!(lane_ids::SPEC.cpu.source.is_empty());
+    assert!(lane_ids::SPEC.cuda.source.contains("threadIdx.x"));
+    let mut c = Tensor::full(&[128], -1i32, dev())?;
+    let r = lane_ids(&mut c);
+    if dev().is_cuda() {
+        r?;
+        check_exact("lane ids", &c, &(0..128).collect::<Vec<i32>>());
+    } else {
+        assert!(r.is_err(), "a CUDA-only kernel must refuse a CPU launch");
+        check_exact("untouched", &c, &vec![-1; 128]);
+    }
+    Ok(())
+}

@@ -119,6 +119,7 @@ impl Builder {
         // C: one static library per kernel, compiled in parallel.
         let c_jobs: Vec<(String, String, String)> = compiled
             .iter()
+            .filter(|c| !c.c_source.is_empty())
             .map(|c| {
                 (
                     c.c_symbol.clone(),
@@ -141,10 +142,10 @@ impl Builder {
                 .try_compile(sym)
                 .map_err(|e| format!("{name}: C compile failed: {e}"))
         });
-        for (c, r) in compiled.iter().zip(results) {
+        for ((sym, _, _), r) in c_jobs.iter().zip(results) {
             match r {
                 Ok(()) => {
-                    manifest.push_str(&format!("c {}\n", c.c_symbol));
+                    manifest.push_str(&format!("c {sym}\n"));
                     report.c_libs += 1;
                 }
                 Err(e) => report.warnings.push(e),

@@ -55,8 +55,16 @@ pub fn compile(def: frontend::KernelDef) -> Result<Compiled, Vec<Diagnostic>> {
     let c_key = key::derive(&script, "c", C_OPTIONS);
     let cuda_key = key::derive(&script, "cuda", CUDA_OPTIONS);
     let c_symbol = format!("tile_{}_{}", def.func.name, &c_key[..16]);
-    let lowered_c = passes::run(def.func.clone(), Target::C).map_err(|d| vec![d])?;
-    let c = codegen::c::generate(&lowered_c, &c_symbol).map_err(|d| vec![d])?;
+    // A CUDA-only kernel has no C version (its source is empty; the runtime
+    // refuses a CPU launch with a named error).
+    let c_code = if def.func.cuda_only {
+        String::new()
+    } else {
+        let lowered_c = passes::run(def.func.clone(), Target::C).map_err(|d| vec![d])?;
+        codegen::c::generate(&lowered_c, &c_symbol)
+            .map_err(|d| vec![d])?
+            .code
+    };
     let lowered_cuda = passes::run(def.func.clone(), Target::Cuda).map_err(|d| vec![d])?;
     let cu = codegen::cuda::generate(&lowered_cuda).map_err(|d| vec![d])?;
     Ok(Compiled {
@@ -64,7 +72,7 @@ pub fn compile(def: frontend::KernelDef) -> Result<Compiled, Vec<Diagnostic>> {
         script,
         c_key,
         c_symbol,
-        c_source: c.code,
+        c_source: c_code,
         cuda_key,
         cuda_entry: cu.entry,
         cuda_source: cu.code,

@@ -32,6 +32,10 @@ template <typename T, int N> struct alignas(sizeof(T) * N) vec { T x[N]; };
 }  // namespace tl
 "#;
 
+/// The hand-written tensor-core GEMM library (`tl::gemm_ss`, `tl::smem_offset`,
+/// `tl::acc_coord`, `tl::cp_async16`); see `tl/README.md`.
+const GEMM_HEADER: &str = include_str!("tl/gemm.cuh");
+
 pub struct Source {
     pub code: String,
     pub entry: String,
@@ -56,6 +60,8 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         lane: None,
         env: Env::default(),
         shared_bytes: 0,
+        producer: false,
+        stage: HashMap::new(),
         param_align: f
             .params
             .iter()
@@ -69,6 +75,12 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         f.name
     ));
     w.out.push_str(PRELUDE);
+    let uses_mma = f.buffers.iter().any(|b| b.layout.is_some());
+    if uses_mma {
+        // The tensor-core device library, pasted so NVRTC needs no headers.
+        w.out.push_str("\n");
+        w.out.push_str(GEMM_HEADER);
+    }
     let mut params = Vec::new();
     for &b in &f.params {
         let buf = f.buf(b);
@@ -173,7 +185,184 @@ fn collect_nest(s: &Stmt) -> Option<Nest<'_>> {
 struct Plan {
     /// Keyed by the outermost loop variable of each nest.
     nest_v: HashMap<VarId, i64>,
+    /// Nests that vectorize wider when some dynamic dims are multiples of
+    /// the width (checked at run time): (width, dims).
+    nest_cond: HashMap<VarId, (i64, BTreeSet<VarId>)>,
     frag_v: HashMap<BufId, i64>,
+    /// Software pipelines, keyed by loop variable: (stages, producer items).
+    pipelines: HashMap<VarId, (i64, usize)>,
+    /// Shared tiles a pipeline multi-buffers → number of buffers.
+    multibuf: HashMap<BufId, i64>,
+}
+
+/// The shared tile a pipeline producer fills: a `T::parallel` copy nest (or
+/// the interior/edge pair of one) storing only global data into shared memory.
+fn producer_target(f: &PrimFunc, s: &Stmt) -> Option<BufId> {
+    match s {
+        Stmt::If {
+            then, els: Some(e), ..
+        } => {
+            let (a, b) = (producer_target(f, then)?, producer_target(f, e)?);
+            (a == b).then_some(a)
+        }
+        s => {
+            let n = collect_nest(s)?;
+            let items: Vec<&Stmt> = match n.body {
+                Stmt::Seq(v) => v.iter().collect(),
+                x => vec![x],
+            };
+            let store = match items.as_slice() {
+                [Stmt::If {
+                    then, els: None, ..
+                }] => then,
+                [x] => *x,
+                _ => return None,
+            };
+            let Stmt::Store { buf, value, .. } = store else {
+                return None;
+            };
+            let mut global_only = true;
+            value.visit(&mut |e| {
+                if let Expr::Load(b, _, _) = e {
+                    global_only &= f.buf(*b).scope == Scope::Global;
+                }
+            });
+            (f.buf(*buf).scope == Scope::Shared && global_only).then_some(*buf)
+        }
+    }
+}
+
+/// Finds `T::pipelined` loops that can overlap their copies with compute:
+/// the body opens with producer copies into shared tiles used nowhere else.
+fn plan_pipelines(f: &PrimFunc) -> (HashMap<VarId, (i64, usize)>, HashMap<BufId, i64>) {
+    let mut pipes = HashMap::new();
+    let mut multi = HashMap::new();
+    f.body.visit(&mut |s| {
+        let Stmt::For {
+            var,
+            kind: ForKind::Pipelined { stages },
+            body,
+            ..
+        } = s
+        else {
+            return;
+        };
+        if *stages < 2 {
+            return;
+        }
+        let items: Vec<&Stmt> = match &**body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let targets: Vec<BufId> = items.iter().map_while(|x| producer_target(f, x)).collect();
+        if targets.is_empty() {
+            return;
+        }
+        // The tiles must be touched only inside this loop, and written only by
+        // its producers.
+        let mut outside = false;
+        let count = |st: &Stmt, b: BufId| {
+            let mut n = 0;
+            st.visit_exprs(&mut |e| n += matches!(e, Expr::Load(x, _, _) if *x == b) as usize);
+            st.visit(&mut |x| match x {
+                Stmt::Store { buf, .. } => n += (*buf == b) as usize,
+                Stmt::Gemm(g) => n += (g.a == b || g.b == b) as usize,
+                Stmt::Reduce(r) => n += (r.src == b || r.dst == b) as usize,
+                _ => {}
+            });
+            n
+        };
+        for &b in &targets {
+            outside |= count(&f.body, b) != count(s, b);
+            let rest = items[targets.len()..].iter().any(|x| {
+                let mut w = false;
+                x.visit(&mut |y| w |= matches!(y, Stmt::Store { buf, .. } if *buf == b));
+                w
+            });
+            outside |= rest;
+        }
+        if outside {
+            return;
+        }
+        pipes.insert(*var, (*stages, targets.len()));
+        for b in targets {
+            multi.insert(b, *stages);
+        }
+    });
+    (pipes, multi)
+}
+
+/// Whether `buf[idx]` is contiguous in `inner` and aligned to `v` elements
+/// for every chunk, assuming the returned dynamic dims are multiples of `v`
+/// (empty: unconditionally). `None`: not vectorizable at width `v`.
+fn aligned_dims(
+    f: &PrimFunc,
+    b: BufId,
+    idx: &[Expr],
+    lets: &HashMap<VarId, Expr>,
+    inner: VarId,
+    v: i64,
+) -> Option<BTreeSet<VarId>> {
+    let buf = f.buf(b);
+    let flat = flatten(&buf.shape, idx).inline_lets(lets);
+    let dims: BTreeSet<VarId> = f.dims.iter().copied().collect();
+    let mut terms = Vec::new();
+    sum_terms(&flat, 1, &mut terms);
+    let mut need = BTreeSet::new();
+    let mut inner_seen = 0;
+    for (sign, t) in terms {
+        if t.uses_var(inner) {
+            let bare = matches!(&t, Expr::Var(x, _) if *x == inner)
+                || matches!(&t, Expr::Cast(_, a) if matches!(&**a, Expr::Var(x, _) if *x == inner));
+            if !bare || sign != 1 {
+                return None;
+            }
+            inner_seen += 1;
+        } else {
+            need.extend(zero_mod(&t, v, &dims)?);
+        }
+    }
+    (inner_seen == 1).then_some(need)
+}
+
+/// The terms of a sum, with their signs.
+fn sum_terms(e: &Expr, sign: i64, out: &mut Vec<(i64, Expr)>) {
+    match e {
+        Expr::Bin(BinOp::Add, a, b, _) => {
+            sum_terms(a, sign, out);
+            sum_terms(b, sign, out);
+        }
+        Expr::Bin(BinOp::Sub, a, b, _) => {
+            sum_terms(a, sign, out);
+            sum_terms(b, -sign, out);
+        }
+        Expr::Cast(t, a) if t.is_int() => sum_terms(a, sign, out),
+        e => out.push((sign, e.clone())),
+    }
+}
+
+/// The dynamic dims that must be multiples of `v` for `e` to be one (`None`:
+/// it cannot be shown).
+fn zero_mod(e: &Expr, v: i64, dims: &BTreeSet<VarId>) -> Option<BTreeSet<VarId>> {
+    if v == 1 {
+        return Some(BTreeSet::new());
+    }
+    match e {
+        Expr::Int(c, _) => (c % v == 0).then(BTreeSet::new),
+        Expr::Var(x, _) if dims.contains(x) => Some(BTreeSet::from([*x])),
+        Expr::Cast(t, a) if t.is_int() => zero_mod(a, v, dims),
+        Expr::Bin(BinOp::Add | BinOp::Sub, a, b, _) => {
+            let mut s = zero_mod(a, v, dims)?;
+            s.extend(zero_mod(b, v, dims)?);
+            Some(s)
+        }
+        Expr::Bin(BinOp::Mul, a, b, _) => match (a.as_int(), b.as_int()) {
+            (Some(k), _) if k % v == 0 => Some(BTreeSet::new()),
+            (_, Some(k)) if k % v == 0 => Some(BTreeSet::new()),
+            _ => zero_mod(a, v, dims).or_else(|| zero_mod(b, v, dims)),
+        },
+        _ => None,
+    }
 }
 
 fn bufs_in(s: &Stmt) -> (BTreeSet<BufId>, bool) {
@@ -213,6 +402,7 @@ fn plan(f: &PrimFunc) -> Result<Plan, Diagnostic> {
         frags: Vec<BufId>,
     }
     let mut infos = Vec::new();
+    let mut nest_cond = HashMap::new();
     for n in &nests {
         let (bufs, guarded) = bufs_in(n.body);
         let max_bytes = bufs
@@ -232,23 +422,55 @@ fn plan(f: &PrimFunc) -> Result<Plan, Diagnostic> {
         // Every contiguous access must stay aligned at the chosen width.
         let lets = lets_in(n.body);
         let inner_var = *n.vars.last().unwrap_or(&VarId(0));
-        for (b, idx) in accesses(n.body) {
-            let buf = f.buf(b);
-            if !matches!(buf.scope, Scope::Global | Scope::Shared) {
-                continue;
-            }
-            if let Some(aff) = affine_access(f, b, &idx, &lets) {
-                if aff.coef(inner_var) == 1 {
-                    while v > 1 && !aff.aligned(inner_var, v) {
-                        v /= 2;
-                    }
+        let vmax = v;
+        let memory: Vec<(BufId, Vec<Expr>)> = accesses(n.body)
+            .into_iter()
+            .filter(|(b, _)| matches!(f.buf(*b).scope, Scope::Global | Scope::Shared))
+            .collect();
+        // Unconditional width: every access that is contiguous at some width
+        // stays aligned at this one.
+        for (b, idx) in &memory {
+            if aligned_dims(f, *b, idx, &lets, inner_var, 1).is_some_and(|d| d.is_empty()) {
+                while v > 1
+                    && !aligned_dims(f, *b, idx, &lets, inner_var, v).is_some_and(|d| d.is_empty())
+                {
+                    v /= 2;
                 }
             }
+        }
+        // A wider width when dynamic row lengths are multiples of it.
+        let mut wide = vmax;
+        let mut need = BTreeSet::new();
+        while wide > v {
+            need.clear();
+            let ok = memory.iter().all(|(b, idx)| {
+                if aligned_dims(f, *b, idx, &lets, inner_var, 1).is_none() {
+                    return true; // not contiguous in the inner loop: lane by lane
+                }
+                match aligned_dims(f, *b, idx, &lets, inner_var, wide) {
+                    Some(d) => {
+                        need.extend(d);
+                        true
+                    }
+                    None => false,
+                }
+            });
+            if ok {
+                break;
+            }
+            wide /= 2;
         }
         let frags: Vec<BufId> = bufs
             .into_iter()
             .filter(|&b| f.buf(b).scope == Scope::Fragment)
             .collect();
+        let touches_fragment = bufs_in(n.body)
+            .0
+            .iter()
+            .any(|&b| f.buf(b).scope == Scope::Fragment);
+        if wide > v && !need.is_empty() && !guarded && !touches_fragment {
+            nest_cond.insert(n.vars[0], (wide, need.clone()));
+        }
         infos.push(Info {
             key: n.vars[0],
             natural: v,
@@ -287,7 +509,14 @@ fn plan(f: &PrimFunc) -> Result<Plan, Diagnostic> {
             )
         })
         .collect();
-    Ok(Plan { nest_v, frag_v })
+    let (pipelines, multibuf) = plan_pipelines(f);
+    Ok(Plan {
+        nest_v,
+        nest_cond,
+        frag_v,
+        pipelines,
+        multibuf,
+    })
 }
 
 fn lets_in(s: &Stmt) -> HashMap<VarId, Expr> {
@@ -316,79 +545,6 @@ fn accesses(s: &Stmt) -> Vec<(BufId, Vec<Expr>)> {
     v
 }
 
-/// An affine form `sum(coef * var) + constant`.
-#[derive(Debug, Clone, Default)]
-struct Affine {
-    terms: HashMap<VarId, i64>,
-    constant: i64,
-}
-
-impl Affine {
-    fn coef(&self, v: VarId) -> i64 {
-        self.terms.get(&v).copied().unwrap_or(0)
-    }
-    /// Contiguous in `inner` and every other part a multiple of `v`.
-    fn aligned(&self, inner: VarId, v: i64) -> bool {
-        self.coef(inner) == 1
-            && self.constant % v == 0
-            && self.terms.iter().all(|(&x, &c)| x == inner || c % v == 0)
-    }
-}
-
-fn affine(e: &Expr, lets: &HashMap<VarId, Expr>) -> Option<Affine> {
-    match e {
-        Expr::Int(c, _) => Some(Affine {
-            terms: HashMap::new(),
-            constant: *c,
-        }),
-        Expr::Var(v, _) => match lets.get(v) {
-            Some(x) => affine(x, lets),
-            None => Some(Affine {
-                terms: [(*v, 1)].into_iter().collect(),
-                constant: 0,
-            }),
-        },
-        Expr::Cast(t, a) if t.is_int() => affine(a, lets),
-        Expr::Bin(op @ (BinOp::Add | BinOp::Sub), a, b, _) => {
-            let (mut x, y) = (affine(a, lets)?, affine(b, lets)?);
-            let s = if *op == BinOp::Add { 1 } else { -1 };
-            x.constant += s * y.constant;
-            for (v, c) in y.terms {
-                *x.terms.entry(v).or_insert(0) += s * c;
-            }
-            x.terms.retain(|_, c| *c != 0);
-            Some(x)
-        }
-        Expr::Bin(BinOp::Mul, a, b, _) => {
-            let (x, y) = (affine(a, lets)?, affine(b, lets)?);
-            let (k, mut other) = if x.terms.is_empty() {
-                (x.constant, y)
-            } else if y.terms.is_empty() {
-                (y.constant, x)
-            } else {
-                return None;
-            };
-            other.constant *= k;
-            other.terms.values_mut().for_each(|c| *c *= k);
-            other.terms.retain(|_, c| *c != 0);
-            Some(other)
-        }
-        _ => None,
-    }
-}
-
-fn affine_access(
-    f: &PrimFunc,
-    b: BufId,
-    idx: &[Expr],
-    lets: &HashMap<VarId, Expr>,
-) -> Option<Affine> {
-    // Dynamic dims may appear: a dim multiplied by an index is not affine
-    // (so a dynamic row length is never assumed aligned), a 1-D index is.
-    let buf = f.buf(b);
-    affine(&flatten(&buf.shape, idx), lets)
-}
-
 /// Context while emitting the body of a partitioned nest.
 struct Lane {
     /// Register slot of the current element in fragments of this nest.
@@ -409,6 +565,11 @@ struct Writer<'a> {
     shared_bytes: i64,
     param_align: Vec<u32>,
     nest_counter: usize,
+    /// Emitting a pipeline's producer copies: global→shared chunks become
+    /// `cp.async`.
+    producer: bool,
+    /// Multi-buffered shared tiles → the stage the current code uses.
+    stage: HashMap<BufId, String>,
 }
 
 impl Writer<'_> {
@@ -480,6 +641,9 @@ impl Writer<'_> {
                         f.name
                     )));
                 }
+                if let Some(&(stages, producers)) = self.plan.pipelines.get(var) {
+                    return self.pipeline(*var, start, extent, body, stages, producers);
+                }
                 let n = ident(&f.var(*var).name);
                 let s0 = self.expr(start)?;
                 let e = self.expr(extent)?;
@@ -513,9 +677,17 @@ impl Writer<'_> {
                 let t = ty(b.dtype)?;
                 match b.scope {
                     Scope::Shared => {
+                        let n = n * self.plan.multibuf.get(buf).copied().unwrap_or(1);
                         self.shared_bytes += n * b.dtype.bytes();
                         self.line(&format!(
                             "__shared__ alignas(16) {t} {}[{n}];",
+                            self.name(*buf)
+                        ));
+                    }
+                    Scope::Fragment if matches!(b.layout, Some(Layout::Mma { .. })) => {
+                        let regs = n / f.launch.threads;
+                        self.line(&format!(
+                            "{t} {}[{regs}];  // gemm accumulator: {n} elements in mma.sync order",
                             self.name(*buf)
                         ));
                     }
@@ -574,7 +746,8 @@ impl Writer<'_> {
                 ));
             }
             Stmt::Reduce(r) => self.reduce(r)?,
-            Stmt::Copy { .. } | Stmt::AtomicAddTile { .. } | Stmt::Fill { .. } | Stmt::Gemm(_) => {
+            Stmt::Gemm(g) => self.gemm(g)?,
+            Stmt::Copy { .. } | Stmt::AtomicAddTile { .. } | Stmt::Fill { .. } => {
                 return Err(err(
                     "internal error: tile op reached the CUDA backend unlowered",
                 ))
@@ -586,8 +759,46 @@ impl Writer<'_> {
     /// Emits a partitioned `T::parallel` nest.
     fn nest(&mut self, n: Nest<'_>) -> Result<(), Diagnostic> {
         let f = self.f;
-        let threads = f.launch.threads;
+        let mma = accesses(n.body)
+            .into_iter()
+            .find_map(|(b, _)| match f.buf(b).layout {
+                Some(Layout::Mma { wm, wn }) => Some((b, wm, wn)),
+                _ => None,
+            });
+        if let Some((acc, wm, wn)) = mma {
+            return self.mma_nest(n, acc, wm, wn);
+        }
         let v = self.plan.nest_v.get(&n.vars[0]).copied().unwrap_or(1);
+        if let Some((wide, dims)) = self.plan.nest_cond.get(&n.vars[0]).cloned() {
+            // Dynamic row lengths decide the width at run time (uniform per launch).
+            let cond: Vec<String> = dims
+                .iter()
+                .map(|d| format!("{} % {wide} == 0", ident(&f.var(*d).name)))
+                .collect();
+            self.line(&format!("if ({}) {{", cond.join(" && ")));
+            self.depth += 1;
+            self.nest_at(&n, wide, &dims)?;
+            self.depth -= 1;
+            self.line("} else {");
+            self.depth += 1;
+            self.nest_at(&n, v, &BTreeSet::new())?;
+            self.depth -= 1;
+            self.line("}");
+            return Ok(());
+        }
+        self.nest_at(&n, v, &BTreeSet::new())
+    }
+
+    /// Emits a nest at width `v`, assuming the dims in `assume` are multiples
+    /// of `v`.
+    fn nest_at(
+        &mut self,
+        n: &Nest<'_>,
+        v: i64,
+        assume: &BTreeSet<VarId>,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let threads = f.launch.threads;
         let total: i64 = n.extents.iter().product();
         let per = threads * v;
         let iters = (total + per - 1) / per;
@@ -636,7 +847,7 @@ impl Writer<'_> {
         let vec_ok = |b: BufId, idx: &[Expr]| -> bool {
             let buf = f.buf(b);
             matches!(buf.scope, Scope::Global | Scope::Shared)
-                && affine_access(f, b, idx, &lets).is_some_and(|a| a.aligned(inner_var, v))
+                && aligned_dims(f, b, idx, &lets, inner_var, v).is_some_and(|d| d.is_subset(assume))
         };
         let mut vloads = Vec::new();
         let mut vstore = None;
@@ -679,7 +890,17 @@ impl Writer<'_> {
             "// T.Parallel{:?}: {total} elements over {threads} threads, {v} per chunk",
             n.extents
         ));
-        self.line("#pragma unroll");
+        // Register fragments need constant indices: unroll fully. A scalar
+        // nest over memory only (bounds-checked edges, unaligned fallbacks)
+        // keeps a few iterations in flight without the register cost.
+        let registers = accesses(n.body)
+            .iter()
+            .any(|(b, _)| f.buf(*b).scope == Scope::Fragment);
+        if registers || v > 1 || iters <= 8 {
+            self.line("#pragma unroll");
+        } else {
+            self.line("#pragma unroll 4");
+        }
         self.line(&format!("for (int {it} = 0; {it} < {iters}; ++{it}) {{"));
         self.depth += 1;
         let tid = "(int)threadIdx.x";
@@ -727,10 +948,34 @@ impl Writer<'_> {
         let base_name = format!("tl_base{k}");
         let at_base = |w: &Writer, b: BufId, idx: &[Expr]| -> Result<String, Diagnostic> {
             let idx: Vec<Expr> = idx.iter().map(|e| e.inline_lets(&lets)).collect();
-            let off = flatten(&w.f.buf(b).shape, &idx);
-            let s = w.expr_with(&off, Some((inner_var, base_name.as_str())))?;
+            let s = w.offset(b, &idx, Some((inner_var, base_name.as_str())))?;
             Ok(format!("{}[{s}]", w.name(b)))
         };
+        // A pipeline producer's 16-byte chunk copy: one `cp.async`, no registers.
+        if let (true, Some((sb, sidx, _)), [(gb, gidx, _)]) =
+            (self.producer, &vstore, vloads.as_slice())
+        {
+            let plain_copy = items.iter().any(|x| {
+                matches!(x, Stmt::Store { buf, value: Expr::Load(lb, li, _), .. }
+                    if buf == sb && lb == gb && li == gidx)
+            });
+            if plain_copy
+                && f.buf(*sb).dtype.bytes() * v == 16
+                && f.buf(*gb).dtype == f.buf(*sb).dtype
+            {
+                let (d, g) = (at_base(self, *sb, sidx)?, at_base(self, *gb, gidx)?);
+                self.line(&format!("tl::cp_async16(&{d}, &{g}, true);"));
+                self.note_align(*gb, v);
+                self.env = saved_env;
+                if guard {
+                    self.depth -= 1;
+                    self.line("}");
+                }
+                self.depth -= 1;
+                self.line("}");
+                return Ok(());
+            }
+        }
         for (i, (b, idx, _)) in vloads.iter().enumerate() {
             let t = ty(f.buf(*b).dtype)?;
             let a = at_base(self, *b, idx)?;
@@ -1092,6 +1337,196 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// A `T::parallel` over a gemm accumulator's shape: each thread visits
+    /// its own registers; `tl::acc_coord` says which element each one is.
+    fn mma_nest(&mut self, n: Nest<'_>, acc: BufId, wm: i64, wn: i64) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let shape = f.buf(acc).const_shape().unwrap_or_default();
+        let (m, nn) = (shape[0], shape[1]);
+        let regs = m * nn / f.launch.threads;
+        let k = self.nest_counter;
+        self.nest_counter += 1;
+        self.line(&format!(
+            "// T.Parallel{:?} over the gemm accumulator layout",
+            n.extents
+        ));
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int tl_s{k} = 0; tl_s{k} < {regs}; ++tl_s{k}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("int tl_i{k}, tl_j{k};"));
+        self.line(&format!(
+            "tl::acc_coord<{m}, {nn}, {wm}, {wn}>(tl_s{k}, tl_i{k}, tl_j{k});"
+        ));
+        let names = [format!("tl_i{k}"), format!("tl_j{k}")];
+        let lead = n.vars.len().saturating_sub(2);
+        for (d, v) in n.vars.iter().enumerate() {
+            let val = if d < lead {
+                "0".to_string()
+            } else {
+                names[d - lead].clone()
+            };
+            self.line(&format!("const int {} = {val};", ident(&f.var(*v).name)));
+        }
+        let saved = self.env.clone();
+        for (v, e) in n.vars.iter().zip(&n.extents) {
+            self.env.ranges.insert(*v, (0, e - 1));
+        }
+        self.lane = Some(Lane {
+            slot: format!("tl_s{k}"),
+            vloads: Vec::new(),
+            vstore: None,
+        });
+        let r = self.stmt(n.body);
+        self.lane = None;
+        self.env = saved;
+        r?;
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// `C += A · B` on tensor cores (`tl::gemm_ss`).
+    fn gemm(&mut self, g: &Gemm) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let (a, c) = (f.buf(g.a), f.buf(g.c));
+        let Some(Layout::Mma { wm, wn }) = c.layout else {
+            return Err(err(
+                "internal error: a gemm reached the CUDA backend without a tensor-core plan",
+            ));
+        };
+        let sa = a.const_shape().unwrap_or_default();
+        let sc = c.const_shape().unwrap_or_default();
+        let k = if g.trans_a { sa[0] } else { sa[1] };
+        self.line(&format!(
+            "tl::gemm_ss<{}, float, {}, {}, {k}, {wm}, {wn}, {}, {}>({}, {}, {});",
+            ty(a.dtype)?,
+            sc[0],
+            sc[1],
+            g.trans_a,
+            g.trans_b,
+            self.tile_base(g.a),
+            self.tile_base(g.b),
+            self.name(g.c)
+        ));
+        Ok(())
+    }
+
+    /// A pointer to the current stage of a (possibly multi-buffered) tile.
+    fn tile_base(&self, b: BufId) -> String {
+        match self.stage.get(&b) {
+            Some(st) => {
+                let n: i64 = self
+                    .f
+                    .buf(b)
+                    .const_shape()
+                    .unwrap_or_default()
+                    .iter()
+                    .product();
+                format!("{} + {st} * {n}", self.name(b))
+            }
+            None => self.name(b),
+        }
+    }
+
+    /// A software pipeline over `n` iterations with `stages` buffers: the
+    /// producers (copies into shared tiles) of iteration `i + stages - 1` are
+    /// issued, as `cp.async` where they are aligned chunks, before iteration
+    /// `i` computes; `cp.async.wait_group` plus one barrier per iteration
+    /// order them. The barrier at the top of iteration `i` also guarantees
+    /// that every thread finished reading the buffer the next producers
+    /// overwrite (it was last read in iteration `i - 1`).
+    fn pipeline(
+        &mut self,
+        var: VarId,
+        start: &Expr,
+        extent: &Expr,
+        body: &Stmt,
+        stages: i64,
+        producers: usize,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let k = self.nest_counter;
+        self.nest_counter += 1;
+        let items: Vec<&Stmt> = match body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let (prod, rest) = items.split_at(producers);
+        // Barriers around the producers are replaced by the pipeline's own.
+        let mut cons: Vec<&Stmt> = rest
+            .iter()
+            .copied()
+            .skip_while(|x| matches!(x, Stmt::Barrier))
+            .collect();
+        while matches!(cons.last(), Some(Stmt::Barrier)) {
+            cons.pop();
+        }
+        let tiles: Vec<BufId> = prod.iter().filter_map(|x| producer_target(f, x)).collect();
+        let name = ident(&f.var(var).name);
+        let s0 = self.expr(start)?;
+        let n = self.expr(extent)?;
+        self.line(&format!(
+            "// T.Pipelined: {stages} stages, {} producer copies overlapped with compute",
+            prod.len()
+        ));
+        self.line("{");
+        self.depth += 1;
+        self.line(&format!("const int tl_n{k} = {n};"));
+        let emit_producers = |w: &mut Writer, iter: &str| -> Result<(), Diagnostic> {
+            w.line(&format!("if ({iter} < tl_n{k}) {{"));
+            w.depth += 1;
+            w.line(&format!("const int {name} = {s0} + {iter};"));
+            w.line(&format!("const int tl_stage_p{k} = ({iter}) % {stages};"));
+            for &t in &tiles {
+                w.stage.insert(t, format!("tl_stage_p{k}"));
+            }
+            w.producer = true;
+            let r = prod.iter().try_for_each(|x| w.stmt(x));
+            w.producer = false;
+            r?;
+            w.depth -= 1;
+            w.line("}");
+            w.line("tl::cp_async_commit();");
+            Ok(())
+        };
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int tl_pi{k} = 0; tl_pi{k} < {}; ++tl_pi{k}) {{",
+            stages - 1
+        ));
+        self.depth += 1;
+        emit_producers(self, &format!("tl_pi{k}"))?;
+        self.depth -= 1;
+        self.line("}");
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
+        self.line("__syncthreads();");
+        emit_producers(self, &format!("tl_i{k} + {}", stages - 1))?;
+        self.line(&format!("const int {name} = {s0} + tl_i{k};"));
+        self.line(&format!("const int tl_stage_c{k} = tl_i{k} % {stages};"));
+        for &t in &tiles {
+            self.stage.insert(t, format!("tl_stage_c{k}"));
+        }
+        let r = cons.iter().try_for_each(|x| self.stmt(x));
+        for t in &tiles {
+            self.stage.remove(t);
+        }
+        r?;
+        self.depth -= 1;
+        self.line("}");
+        // Drain: no copy may still be in flight when the tiles are reused.
+        self.line("tl::cp_async_wait<0>();");
+        self.line("__syncthreads();");
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
     fn note_align(&mut self, b: BufId, v: i64) {
         if let Some(p) = self.f.params.iter().position(|&x| x == b) {
             let bytes = (self.f.buf(b).dtype.bytes() * v) as u32;
@@ -1112,8 +1547,38 @@ impl Writer<'_> {
                 ))),
             };
         }
-        let off = self.expr(&flatten(&buf.shape, idx))?;
-        Ok(format!("{}[{off}]", self.name(b)))
+        Ok(format!("{}[{}]", self.name(b), self.offset(b, idx, None)?))
+    }
+
+    /// The element offset of `buf[idx]` in memory: row-major, or the swizzled
+    /// order of a tensor-core operand tile.
+    fn offset(
+        &self,
+        b: BufId,
+        idx: &[Expr],
+        subst: Option<(VarId, &str)>,
+    ) -> Result<String, Diagnostic> {
+        let buf = self.f.buf(b);
+        let off = if buf.layout == Some(Layout::Swizzled) {
+            let shape = buf.const_shape().unwrap_or_default();
+            let (r, c) = (
+                self.expr_with(&idx[0], subst)?,
+                self.expr_with(&idx[1], subst)?,
+            );
+            format!("tl::smem_offset<{}, {}>({r}, {c})", shape[0], shape[1])
+        } else {
+            self.expr_with(&flatten(&buf.shape, idx), subst)?
+        };
+        Ok(match self.stage.get(&b) {
+            Some(st) => format!(
+                "{st} * {} + {off}",
+                buf.const_shape()
+                    .unwrap_or_default()
+                    .iter()
+                    .product::<i64>()
+            ),
+            None => off,
+        })
     }
 
     fn expr(&self, e: &Expr) -> Result<String, Diagnostic> {
@@ -1145,9 +1610,7 @@ impl Writer<'_> {
                     }
                 }
                 if subst.is_some() {
-                    let buf = f.buf(*b);
-                    let off = r(&flatten(&buf.shape, idx))?;
-                    format!("{}[{off}]", self.name(*b))
+                    format!("{}[{}]", self.name(*b), self.offset(*b, idx, subst)?)
                 } else {
                     self.access(*b, idx)?
                 }

@@ -26,6 +26,7 @@ pub const EXPR_FNS: &[&str] = &[
     "if_then_else",
     "infinity",
     "max_value",
+    "get_thread_binding",
 ];
 
 /// Names of the `T::` functions that are statements or loops, not values.
@@ -59,7 +60,7 @@ T::copy, T::clear, T::fill, T::gemm, T::parallel, T::serial, T::unroll, T::pipel
 T::ceildiv, T::max, T::min, T::exp, T::exp2, T::log, T::log2, T::sqrt, T::rsqrt, T::abs, \
 T::tanh, T::sigmoid, T::if_then_else, T::infinity, T::max_value, T::alloc_var, \
 T::reduce_sum, T::reduce_max, T::reduce_min, T::reduce_abssum, T::cumsum, T::atomic_add, \
-T::print, T::use_swizzle";
+T::print, T::use_swizzle, T::get_thread_binding";
 
 /// `T::name` → `name`.
 pub fn t_fn_name(e: &syn::Expr) -> Option<String> {
@@ -596,6 +597,24 @@ fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
     let args: Vec<&syn::Expr> = c.args.iter().collect();
     if f == "infinity" || f == "max_value" {
         return type_constant(cx, c, &f);
+    }
+    if f == "get_thread_binding" {
+        if !args.is_empty()
+            && !matches!(args.as_slice(), [syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. })] if i.base10_digits() == "0")
+        {
+            cx.err(
+                span,
+                "`T::get_thread_binding()` takes no argument (or 0: the x dimension)",
+            );
+        }
+        if !cx.f.cuda_only {
+            cx.err(
+                span,
+                "`T::get_thread_binding` exists only on CUDA, and this kernel is also built for the CPU \
+                 target; add `target = \"cuda\"` to the attribute to build it for CUDA only",
+            );
+        }
+        return Expr::Thread;
     }
     let want = match f.as_str() {
         "ceildiv" | "max" | "min" => 2,

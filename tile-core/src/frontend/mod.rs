@@ -81,6 +81,7 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, 
         f: PrimFunc {
             name: item.sig.ident.to_string(),
             consts: Vec::new(),
+            cuda_only: false,
             params: Vec::new(),
             dims: Vec::new(),
             vars: Vec::new(),
@@ -132,6 +133,15 @@ fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
             );
             continue;
         };
+        if name == "target" {
+            match &nv.value {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) if s.value() == "cuda" => {
+                    cx.f.cuda_only = true;
+                }
+                v => cx.err(range(v), "`target` is \"cuda\" (build this kernel for CUDA only); by default kernels are built for CUDA and the CPU"),
+            }
+            continue;
+        }
         let val = match literal_value(&nv.value) {
             Some(v) => v,
             None => {
@@ -327,6 +337,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         return None;
     }
     let b = cx.f.new_buf(Buffer {
+        layout: None,
         name: pname.clone(),
         dtype,
         shape,

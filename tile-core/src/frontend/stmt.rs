@@ -174,6 +174,7 @@ fn alloc(cx: &mut Ctx, c: &syn::ExprCall, name: &str, scope: Scope) -> Option<Bu
         }
     }
     Some(cx.f.new_buf(Buffer {
+        layout: None,
         name: name.to_string(),
         dtype,
         shape,

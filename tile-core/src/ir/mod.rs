@@ -184,6 +184,21 @@ pub struct Buffer {
     pub scope: Scope,
     /// Written by the kernel (only meaningful for parameters).
     pub mutable: bool,
+    /// How elements map to memory or to threads, when not the default
+    /// (row-major memory; fragments split over threads in chunks). Set by
+    /// passes for the target, never by the frontend.
+    pub layout: Option<Layout>,
+}
+
+/// Target layouts chosen by passes (CUDA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// A shared tile of 2-byte elements stored in the swizzled order the
+    /// tensor-core GEMM reads without bank conflicts (`tl::smem_offset`).
+    Swizzled,
+    /// A GEMM accumulator fragment: thread `t` holds the elements that
+    /// `tl::acc_coord` gives, the warps tiling it `wm` x `wn`.
+    Mma { wm: i64, wn: i64 },
 }
 
 impl Buffer {
@@ -451,6 +466,13 @@ impl Expr {
         })
     }
 
+    /// Whether the expression reads buffer `b`.
+    pub fn visit_uses(&self, b: BufId) -> bool {
+        let mut found = false;
+        self.visit(&mut |e| found |= matches!(e, Expr::Load(x, _, _) if *x == b));
+        found
+    }
+
     pub fn uses_var(&self, v: VarId) -> bool {
         let mut found = false;
         self.visit(&mut |e| {
@@ -676,6 +698,8 @@ impl fmt::Display for ConstVal {
 pub struct PrimFunc {
     pub name: String,
     pub consts: Vec<(String, ConstVal)>,
+    /// Built for CUDA only (`target = "cuda"`): no C version is generated.
+    pub cuda_only: bool,
     /// Buffer parameters, in signature order.
     pub params: Vec<BufId>,
     /// Dynamic dims (int32 vars), in ABI order.

@@ -30,7 +30,10 @@ impl Printer<'_> {
 
     fn func(&mut self) {
         let f = self.f;
-        let consts: Vec<String> = f.consts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut consts: Vec<String> = f.consts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if f.cuda_only {
+            consts.push("target=\"cuda\"".to_string());
+        }
         self.line(
             0,
             &format!("# tile.prim_func consts({})", consts.join(", ")),

@@ -34,6 +34,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         loops: Vec::new(),
         emitted: Vec::new(),
         extra: Default::default(),
+        outer_lets: Default::default(),
         in_nest: false,
     };
     let body = p.stmt(body, &mut env);
@@ -51,6 +52,8 @@ struct Pass {
     /// Same, for load guards (collected through `&self`).
     extra: std::cell::RefCell<Vec<Expr>>,
     in_nest: bool,
+    /// Lets bound when the current nest was entered.
+    outer_lets: std::collections::HashSet<VarId>,
 }
 
 /// Whether `e` is non-decreasing in each of `vars` (sums and products by
@@ -136,6 +139,17 @@ fn rename(s: Stmt, m: &std::collections::HashMap<VarId, VarId>) -> Stmt {
 }
 
 impl Pass {
+    /// The let bindings made inside the current nest: guards hoisted above
+    /// it must not mention them, so they are substituted. Lets from outside
+    /// stay by name (e.g. swizzled block indices computed once).
+    fn nest_lets(&self, env: &Env) -> std::collections::HashMap<VarId, Expr> {
+        env.lets
+            .iter()
+            .filter(|(v, _)| !self.outer_lets.contains(v))
+            .map(|(v, e)| (*v, e.clone()))
+            .collect()
+    }
+
     /// Splits a guarded nest into an interior (unguarded) and an edge version.
     fn split_interior(&mut self, orig: Stmt, guarded: Stmt, conds: Vec<Expr>, env: &Env) -> Stmt {
         let mut vars = Vec::new();
@@ -261,7 +275,7 @@ impl Pass {
 
     fn emitted_extra(&self, conds: &[Expr], env: &Env) {
         let mut v = self.extra.borrow_mut();
-        v.extend(conds.iter().map(|c| c.inline_lets(&env.lets)));
+        v.extend(conds.iter().map(|c| c.inline_lets(&self.nest_lets(env))));
     }
 
     /// Wraps unguarded global loads in `cond ? load : 0`.
@@ -316,8 +330,9 @@ impl Pass {
                     .map(|i| self.guard_loads(i, &[], env))
                     .collect();
                 let guard = self.conds(buf, &idx, env);
+                let inner = self.nest_lets(env);
                 self.emitted
-                    .extend(guard.iter().map(|c| c.inline_lets(&env.lets)));
+                    .extend(guard.iter().map(|c| c.inline_lets(&inner)));
                 let value = self.guard_loads(value, &guard, env);
                 let store = Stmt::Store { buf, idx, value };
                 match guard.into_iter().reduce(Expr::and) {
@@ -335,6 +350,7 @@ impl Pass {
             } if !self.in_nest => {
                 let orig = s.clone();
                 self.in_nest = true;
+                self.outer_lets = env.lets.keys().copied().collect();
                 self.emitted.clear();
                 self.extra.borrow_mut().clear();
                 let guarded = self.stmt(s, env);

@@ -55,6 +55,10 @@ fn accesses(f: &PrimFunc, s: &Stmt) -> State {
         Stmt::Store { buf, .. } | Stmt::AtomicAdd { buf, .. } if shared(buf) => {
             st.writes.insert(*buf);
         }
+        Stmt::Gemm(g) => {
+            st.reads
+                .extend([g.a, g.b].into_iter().filter(|b| shared(b)));
+        }
         Stmt::Reduce(r) => {
             if shared(&r.src) {
                 st.reads.insert(r.src);

@@ -1,6 +1,9 @@
 //! The pass pipeline: one straight line, one pass a line.
 //!
 //! Order matters:
+//! 0. `plan_mma` (CUDA) sees the tile ops themselves: whether a gemm can use
+//!    tensor cores depends on how its accumulator is used, and the layouts it
+//!    picks decide how step 1 lowers (a tensor-core gemm stays a tile op).
 //! 1. `lower_tile_ops` first: copies, fills and gemms become `T::parallel`
 //!    loop nests, so later passes only see loads, stores and loops.
 //! 2. `demote_fragments` (CUDA) next: it decides which fragments stay in
@@ -15,6 +18,7 @@ pub mod demote_fragments;
 pub mod inject_bounds;
 pub mod insert_barriers;
 pub mod lower_tile_ops;
+pub mod plan_mma;
 pub mod range;
 
 use crate::diag::Diagnostic;
@@ -22,6 +26,10 @@ use crate::ir::PrimFunc;
 use crate::Target;
 
 pub fn run(f: PrimFunc, target: Target) -> Result<PrimFunc, Diagnostic> {
+    let f = match target {
+        Target::Cuda => check(plan_mma::run(f)?)?,
+        Target::C => f,
+    };
     let f = check(lower_tile_ops::run(f, target)?)?;
     let f = match target {
         Target::Cuda => check(demote_fragments::run(f)?)?,

@@ -30,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(128) cumsum_rows_kernel(const float
     }
   } else {
     // T.Parallel[4, 1024]: 4096 elements over 128 threads, 1 per chunk
-    #pragma unroll
+    #pragma unroll 4
     for (int tl_it1 = 0; tl_it1 < 32; ++tl_it1) {
       const int tl_flat1 = tl_it1 * 128 + (int)threadIdx.x;
       const int i_1_1 = tl_flat1 / 1024;
@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(128) cumsum_rows_kernel(const float
     }
   } else {
     // T.Parallel[4, 1024]: 4096 elements over 128 threads, 1 per chunk
-    #pragma unroll
+    #pragma unroll 4
     for (int tl_it4 = 0; tl_it4 < 32; ++tl_it4) {
       const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
       const int i_2_1 = tl_flat4 / 1024;

@@ -12,15 +12,32 @@ extern "C" __global__ void __launch_bounds__(256) elementwise_2d_kernel(const fl
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
   if (((((by * 32) + 31) < M) && (((bx * 64) + 63) < N))) {
-    // T.Parallel[32, 64]: 2048 elements over 256 threads, 4 per chunk
-    #pragma unroll
-    for (int tl_it0 = 0; tl_it0 < 2; ++tl_it0) {
-      const int tl_flat0 = (tl_it0 * 256 + (int)threadIdx.x) * 4;
-      const int local_y = tl_flat0 / 64;
-      const int tl_base0 = tl_flat0 % 64;
+    if (N % 4 == 0) {
+      // T.Parallel[32, 64]: 2048 elements over 256 threads, 4 per chunk
       #pragma unroll
-      for (int tl_v = 0; tl_v < 4; ++tl_v) {
-        const int local_x = tl_base0 + tl_v;
+      for (int tl_it0 = 0; tl_it0 < 2; ++tl_it0) {
+        const int tl_flat0 = (tl_it0 * 256 + (int)threadIdx.x) * 4;
+        const int local_y = tl_flat0 / 64;
+        const int tl_base0 = tl_flat0 % 64;
+        const tl::vec<float, 4> tl_ld0_0 = *(const tl::vec<float, 4>*)(&a[((((by * 32) + local_y) * N) + ((bx * 64) + tl_base0))]);
+        const tl::vec<float, 4> tl_ld0_1 = *(const tl::vec<float, 4>*)(&b[((((by * 32) + local_y) * N) + ((bx * 64) + tl_base0))]);
+        tl::vec<float, 4> tl_st0;
+        #pragma unroll
+        for (int tl_v = 0; tl_v < 4; ++tl_v) {
+          const int local_x = tl_base0 + tl_v;
+          const int y = ((by * 32) + local_y);
+          const int x = ((bx * 64) + local_x);
+          tl_st0.x[tl_v] = (tl_ld0_0.x[tl_v] + tl_ld0_1.x[tl_v]);
+        }
+        *(tl::vec<float, 4>*)(&c[((((by * 32) + local_y) * N) + ((bx * 64) + tl_base0))]) = tl_st0;
+      }
+    } else {
+      // T.Parallel[32, 64]: 2048 elements over 256 threads, 1 per chunk
+      #pragma unroll
+      for (int tl_it1 = 0; tl_it1 < 8; ++tl_it1) {
+        const int tl_flat1 = tl_it1 * 256 + (int)threadIdx.x;
+        const int local_y = tl_flat1 / 64;
+        const int local_x = tl_flat1 % 64;
         const int y = ((by * 32) + local_y);
         const int x = ((bx * 64) + local_x);
         c[((y * N) + x)] = (a[((y * N) + x)] + b[((y * N) + x)]);
@@ -29,10 +46,10 @@ extern "C" __global__ void __launch_bounds__(256) elementwise_2d_kernel(const fl
   } else {
     // T.Parallel[32, 64]: 2048 elements over 256 threads, 1 per chunk
     #pragma unroll
-    for (int tl_it1 = 0; tl_it1 < 8; ++tl_it1) {
-      const int tl_flat1 = tl_it1 * 256 + (int)threadIdx.x;
-      const int local_y_1 = tl_flat1 / 64;
-      const int local_x_1 = tl_flat1 % 64;
+    for (int tl_it2 = 0; tl_it2 < 8; ++tl_it2) {
+      const int tl_flat2 = tl_it2 * 256 + (int)threadIdx.x;
+      const int local_y_1 = tl_flat2 / 64;
+      const int local_x_1 = tl_flat2 % 64;
       const int y_1 = ((by * 32) + local_y_1);
       const int x_1 = ((bx * 64) + local_x_1);
       if (((y_1 < M) && (x_1 < N))) {

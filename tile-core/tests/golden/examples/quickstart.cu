@@ -8,102 +8,443 @@ namespace tl {
 template <typename T, int N> struct alignas(sizeof(T) * N) vec { T x[N]; };
 }  // namespace tl
 
+// tl/gemm.cuh -- tile-level GEMM building blocks for the CUDA backend (sm_80+).
+//
+// Self-contained: needs only <cuda_fp16.h> / <cuda_bf16.h> and inline PTX, so the
+// code generator can paste it verbatim into a source compiled by NVRTC or nvcc.
+// The contract is documented in README.md next to this file.
+#ifndef TL_GEMM_CUH_
+#define TL_GEMM_CUH_
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#define TL_HD __host__ __device__ __forceinline__
+
+namespace tl {
+namespace detail {
+
+template <typename X, typename Y> struct is_same { static constexpr bool value = false; };
+template <typename X> struct is_same<X, X> { static constexpr bool value = true; };
+
+__host__ __device__ constexpr int ilog2(int x) { return x <= 1 ? 0 : 1 + ilog2(x >> 1); }
+__host__ __device__ constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// ---------------------------------------------------------------------------
+// Swizzle.
+//
+// A tile row of COLS 2-byte elements is CPR = COLS/8 chunks of 16 bytes. Chunk
+// g = r*CPR + c/8 of the row-major tile is stored at chunk position
+//     g ^ ((g >> S) & 7),     S = log2(max(CPR, 8)),
+// i.e. inside every aligned group of eight chunks (128 bytes = the 32 banks) the
+// chunk index is XORed with the number of the 128-byte line (CPR <= 8) or with the
+// row (CPR >= 8). Any eight consecutive rows at one chunk column -- what one 8x8
+// ldmatrix matrix reads -- land in eight distinct 16-byte bank groups, and eight
+// consecutive chunks of the row-major order (what eight consecutive threads store)
+// are a permutation of one 128-byte line. The map only permutes bits 0..2 of g, so
+// it is a bijection and it is XOR-linear: swz(a ^ b) = swz(a) ^ swz(b).
+// ---------------------------------------------------------------------------
+template <int COLS> struct Swz {
+  static_assert(COLS % 8 == 0 && is_pow2(COLS / 8),
+                "tl: tile COLS must be 8 * 2^k elements (row of 16 * 2^k bytes)");
+  static constexpr int CPR = COLS / 8;
+  static constexpr int S = CPR >= 8 ? ilog2(CPR) : 3;
+  static TL_HD int apply(int g) { return g ^ ((g >> S) & 7); }
+};
+
+// ---------------------------------------------------------------------------
+// Warp-level GEMM geometry, shared by the device code and host-side tests.
+//
+// Per warp: MI 16-row A fragments, NI 8-column B fragments, KS 16-deep k steps.
+// Each ldmatrix.x4 fetches four 8x8 matrices; lane l supplies the address of row
+// (l % 8) of matrix (l / 8). Addresses are "lane part" (depends on lane and warp,
+// computed once) + "constant part" (depends on unrolled loop indices only). The two
+// parts never share a set bit of the chunk index, so by XOR-linearity
+//     swz(lane + const) = swz(lane) ^ swz(const),
+// and because only bits 0..2 are permuted this is (swz(lane) ^ lo) + hi with
+// lo = swz(const) & 7, hi = swz(const) & ~7 -- one LOP per distinct lo, and hi folds
+// into the ldmatrix immediate offset.
+// ---------------------------------------------------------------------------
+template <int M, int N, int K, int WM, int WN, bool TRANS_A, bool TRANS_B>
+struct Geom {
+  static constexpr int WTM = M / WM;
+  static constexpr int WTN = N / WN;
+  static constexpr int MI = WTM / 16;
+  static constexpr int NI = WTN / 8;
+  static constexpr int KS = K / 16;
+  static constexpr int THREADS = 32 * WM * WN;
+  // Shared tiles: A is [M][K] or, when TRANS_A, [K][M]; B is [K][N] or, when TRANS_B, [N][K].
+  static constexpr int A_ROWS = TRANS_A ? K : M, A_COLS = TRANS_A ? M : K;
+  static constexpr int B_ROWS = TRANS_B ? N : K, B_COLS = TRANS_B ? K : N;
+  static constexpr int A_CPR = A_COLS / 8, B_CPR = B_COLS / 8;
+
+  static_assert(M % WM == 0 && N % WN == 0, "tl::gemm_ss: M % WM and N % WN must be 0");
+  static_assert(WTM % 16 == 0 && WTN % 16 == 0, "tl::gemm_ss: (M/WM) and (N/WN) must be multiples of 16");
+  static_assert(is_pow2(WTM) && is_pow2(WTN), "tl::gemm_ss: M/WM and N/WN must be powers of two");
+  static_assert(K % 16 == 0 && is_pow2(K), "tl::gemm_ss: K must be 16 * 2^k");
+  static_assert(is_pow2(WM) && is_pow2(WN), "tl::gemm_ss: WM and WN must be powers of two");
+
+  // Warps are numbered along M first: warp w sits at (w % WM, w / WM).
+  static TL_HD int warp_m(int warp) { return warp % WM; }
+  static TL_HD int warp_n(int warp) { return warp / WM; }
+
+  // ---- A operand (16x16 per fragment; matrices: rows 0-7/8-15 x k 0-7/8-15) ----
+  // [M][K], plain ldmatrix: matrix q = (rows 8*(q&1).., k 8*(q>>1)..).
+  // [K][M], ldmatrix.trans: matrix q = (k 8*(q>>1).., m 8*(q&1)..).
+  static TL_HD int a_lane(int wm, int lane) {
+    if (!TRANS_A) return (wm * WTM + (lane & 15)) * A_CPR + (lane >> 4);
+    return ((lane & 7) + ((lane >> 4) << 3)) * A_CPR + ((wm * WTM) >> 3) + ((lane >> 3) & 1);
+  }
+  static TL_HD constexpr int a_const(int mi, int kk) {
+    return TRANS_A ? (kk * 16) * A_CPR + 2 * mi : (mi * 16) * A_CPR + 2 * kk;
+  }
+  // ---- B operand, two 8-column fragments (n 16*nj .. 16*nj+15) per ldmatrix.x4 ----
+  // matrix q = (k 8*(q&1).., n 8*(q>>1)..): regs {q0,q1} = fragment 2nj, {q2,q3} = 2nj+1.
+  // [K][N]: ldmatrix.trans; [N][K]: plain ldmatrix.
+  static TL_HD int b_lane(int wn, int lane) {
+    if (!TRANS_B) return (lane & 15) * B_CPR + ((wn * WTN) >> 3) + (lane >> 4);
+    return (wn * WTN + (lane & 7) + ((lane >> 4) << 3)) * B_CPR + ((lane >> 3) & 1);
+  }
+  static TL_HD constexpr int b_const(int nj, int kk) {
+    return TRANS_B ? (nj * 16) * B_CPR + 2 * kk : (kk * 16) * B_CPR + 2 * nj;
+  }
+  // Chunk position of lane part (already swizzled) + constant part.
+  template <int COLS>
+  static TL_HD int at(int lane_swz, int c) {
+    const int s = Swz<COLS>::apply(c);
+    return (lane_swz ^ (s & 7)) + (s & ~7);
+  }
+
+  // Accumulator slot -> (i, j) in the block's C tile, for thread tid.
+  // slot = (mi * NI + ni) * 4 + e; e = 0,1: row g, cols 2t, 2t+1; e = 2,3: row g+8.
+  static TL_HD void acc_coord(int tid, int slot, int& i, int& j) {
+    const int warp = tid >> 5, lane = tid & 31;
+    const int e = slot & 3, f = slot >> 2;
+    const int mi = f / NI, ni = f % NI;
+    i = warp_m(warp) * WTM + mi * 16 + (lane >> 2) + ((e >> 1) << 3);
+    j = warp_n(warp) * WTN + ni * 8 + ((lane & 3) << 1) + (e & 1);
+  }
+};
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned addr, unsigned (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+template <bool TRANS>
+__device__ __forceinline__ void ldsm(unsigned addr, unsigned (&r)[4]) {
+  if (TRANS) ldsm_x4_t(addr, r); else ldsm_x4(addr, r);
+}
+
+template <typename T> struct Mma;
+template <> struct Mma<half> {
+  static __device__ __forceinline__ void run(float* d, const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+template <> struct Mma<__nv_bfloat16> {
+  static __device__ __forceinline__ void run(float* d, const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+}  // namespace detail
+
+// ---- shared-memory tile layout --------------------------------------------
+// Element offset of (r, c) in a ROWS x COLS tile of 2-byte elements.
+// Supports COLS = 8 * 2^k (rows of 16, 32, 64, 128, 256, 512, ... bytes), ROWS % 8 == 0.
+// (r, c0..c0+7), c0 % 8 == 0, are contiguous and 16-byte aligned (tile base 16-byte
+// aligned); the tile occupies exactly [0, ROWS*COLS).
+template <int ROWS, int COLS>
+TL_HD int smem_offset(int r, int c) {
+  static_assert(ROWS % 8 == 0, "tl::smem_offset: ROWS must be a multiple of 8");
+  return detail::Swz<COLS>::apply(r * (COLS / 8) + (c >> 3)) * 8 + (c & 7);
+}
+
+template <int M, int N, int WM, int WN>
+__host__ __device__ constexpr int acc_regs() { return M * N / (32 * WM * WN); }
+
+// ---- async copy (sm_80+) ---------------------------------------------------
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned dst = detail::smem_u32(smem);
+  const int src_bytes = valid ? 16 : 0;  // 0: nothing is read, 16 zero bytes are written
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n"
+               :: "r"(dst), "l"(gmem), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+// ---- tile GEMM on tensor cores ---------------------------------------------
+// C[M,N] += A[M,K] * B[K,N] over the whole block (32*WM*WN threads, 1-D block).
+template <typename TA, typename TC, int M, int N, int K, int WM, int WN, bool TRANS_A, bool TRANS_B>
+__device__ __forceinline__ void gemm_ss(const TA* A, const TA* B, TC* acc) {
+  static_assert(detail::is_same<TA, half>::value || detail::is_same<TA, __nv_bfloat16>::value,
+                "tl::gemm_ss: TA must be half or __nv_bfloat16");
+  static_assert(detail::is_same<TC, float>::value, "tl::gemm_ss: TC must be float");
+  using G = detail::Geom<M, N, K, WM, WN, TRANS_A, TRANS_B>;
+  constexpr int MI = G::MI, NI = G::NI, KS = G::KS;
+
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5, lane = tid & 31;
+  const unsigned a_base = detail::smem_u32(A);
+  const unsigned b_base = detail::smem_u32(B);
+  const int a_sw = detail::Swz<G::A_COLS>::apply(G::a_lane(G::warp_m(warp), lane));
+  const int b_sw = detail::Swz<G::B_COLS>::apply(G::b_lane(G::warp_n(warp), lane));
+
+  // Double-buffered register fragments: step kk+1 is loaded while step kk multiplies.
+  unsigned fa[2][MI][4];
+  unsigned fb[2][NI][2];
+
+  // Fragments are fetched in the order the first multiplies need them (B pair 0, A 0, ...).
+  constexpr int LD_STEPS = MI > NI / 2 ? MI : NI / 2;
+  auto load = [&](int kk, int buf) {
+#pragma unroll
+    for (int x = 0; x < LD_STEPS; ++x) {
+      if (x < NI / 2) {
+        const int off = G::template at<G::B_COLS>(b_sw, G::b_const(x, kk));
+        unsigned r[4];
+        detail::ldsm<!TRANS_B>(b_base + off * 16, r);
+        fb[buf][2 * x][0] = r[0];
+        fb[buf][2 * x][1] = r[1];
+        fb[buf][2 * x + 1][0] = r[2];
+        fb[buf][2 * x + 1][1] = r[3];
+      }
+      if (x < MI) {
+        const int off = G::template at<G::A_COLS>(a_sw, G::a_const(x, kk));
+        detail::ldsm<TRANS_A>(a_base + off * 16, fa[buf][x]);
+      }
+    }
+  };
+
+  load(0, 0);
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk) {
+    if (kk + 1 < KS) load(kk + 1, (kk + 1) & 1);
+    const int buf = kk & 1;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+      for (int n = 0; n < NI; ++n) {
+        const int ni = (mi & 1) ? (NI - 1 - n) : n;  // serpentine: reuse the B fragment
+        detail::Mma<TA>::run(acc + (mi * NI + ni) * 4, fa[buf][mi], fb[buf][ni][0], fb[buf][ni][1]);
+      }
+    }
+  }
+}
+
+// Which element (i, j) of the block's C[M][N] tile this thread's acc[slot] holds.
+// Slots 2q, 2q+1 are (i, j), (i, j+1) with j even.
+template <int M, int N, int WM, int WN>
+__device__ __forceinline__ void acc_coord(int slot, int& i, int& j) {
+  detail::Geom<M, N, 16, WM, WN, false, false>::acc_coord(threadIdx.x, slot, i, j);
+}
+
+}  // namespace tl
+
+#undef TL_HD
+#endif  // TL_GEMM_CUH_
+
 extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* __restrict__ a, const half* __restrict__ b, half* __restrict__ c, int M, int K, int N) {
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
-  __shared__ alignas(16) half a_s[2048];
-  __shared__ alignas(16) half b_s[2048];
-  float acc[32];  // fragment: 4096 elements, 1 per chunk
-  // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
+  __shared__ alignas(16) half a_s[6144];
+  __shared__ alignas(16) half b_s[6144];
+  float acc[32];  // gemm accumulator: 4096 elements in mma.sync order
+  // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_it0 = 0; tl_it0 < 32; ++tl_it0) {
-    const int tl_flat0 = tl_it0 * 128 + (int)threadIdx.x;
-    const int i_1 = tl_flat0 / 64;
-    const int j_1 = tl_flat0 % 64;
-    acc[tl_it0] = 0.0f;
+  for (int tl_s0 = 0; tl_s0 < 32; ++tl_s0) {
+    int tl_i0, tl_j0;
+    tl::acc_coord<64, 64, 2, 2>(tl_s0, tl_i0, tl_j0);
+    const int i_1 = tl_i0;
+    const int j_1 = tl_j0;
+    acc[tl_s0] = 0.0f;
   }
-  for (int ko = 0; ko < (((K + 32) - 1) / 32); ++ko) {
-    if (((((by * 64) + 63) < M) && (((ko * 32) + 31) < K))) {
-      // T.Parallel[64, 32]: 2048 elements over 128 threads, 8 per chunk
-      #pragma unroll
-      for (int tl_it1 = 0; tl_it1 < 2; ++tl_it1) {
-        const int tl_flat1 = (tl_it1 * 128 + (int)threadIdx.x) * 8;
-        const int i_2 = tl_flat1 / 32;
-        const int tl_base1 = tl_flat1 % 32;
-        tl::vec<half, 8> tl_st1;
-        #pragma unroll
-        for (int tl_v = 0; tl_v < 8; ++tl_v) {
-          const int j_2 = tl_base1 + tl_v;
-          tl_st1.x[tl_v] = a[((((by * 64) + i_2) * K) + ((ko * 32) + j_2))];
-        }
-        *(tl::vec<half, 8>*)(&a_s[((i_2 * 32) + tl_base1)]) = tl_st1;
-      }
-    } else {
-      // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
-      #pragma unroll
-      for (int tl_it2 = 0; tl_it2 < 16; ++tl_it2) {
-        const int tl_flat2 = tl_it2 * 128 + (int)threadIdx.x;
-        const int i_2_1 = tl_flat2 / 32;
-        const int j_2_1 = tl_flat2 % 32;
-        a_s[((i_2_1 * 32) + j_2_1)] = (((((by * 64) + i_2_1) < M) && (((ko * 32) + j_2_1) < K)) ? a[((((by * 64) + i_2_1) * K) + ((ko * 32) + j_2_1))] : __float2half_rn(0.0f));
-      }
-    }
-    if (((((ko * 32) + 31) < K) && (((bx * 64) + 63) < N))) {
-      // T.Parallel[32, 64]: 2048 elements over 128 threads, 8 per chunk
-      #pragma unroll
-      for (int tl_it3 = 0; tl_it3 < 2; ++tl_it3) {
-        const int tl_flat3 = (tl_it3 * 128 + (int)threadIdx.x) * 8;
-        const int i_3 = tl_flat3 / 64;
-        const int tl_base3 = tl_flat3 % 64;
-        tl::vec<half, 8> tl_st3;
-        #pragma unroll
-        for (int tl_v = 0; tl_v < 8; ++tl_v) {
-          const int j_3 = tl_base3 + tl_v;
-          tl_st3.x[tl_v] = b[((((ko * 32) + i_3) * N) + ((bx * 64) + j_3))];
-        }
-        *(tl::vec<half, 8>*)(&b_s[((i_3 * 64) + tl_base3)]) = tl_st3;
-      }
-    } else {
-      // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
-      #pragma unroll
-      for (int tl_it4 = 0; tl_it4 < 16; ++tl_it4) {
-        const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
-        const int i_3_1 = tl_flat4 / 64;
-        const int j_3_1 = tl_flat4 % 64;
-        b_s[((i_3_1 * 64) + j_3_1)] = (((((ko * 32) + i_3_1) < K) && (((bx * 64) + j_3_1) < N)) ? b[((((ko * 32) + i_3_1) * N) + ((bx * 64) + j_3_1))] : __float2half_rn(0.0f));
-      }
-    }
-    __syncthreads();
-    // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
+  // T.Pipelined: 3 stages, 2 producer copies overlapped with compute
+  {
+    const int tl_n1 = (((K + 32) - 1) / 32);
     #pragma unroll
-    for (int tl_it5 = 0; tl_it5 < 32; ++tl_it5) {
-      const int tl_flat5 = tl_it5 * 128 + (int)threadIdx.x;
-      const int i_4 = tl_flat5 / 64;
-      const int j_4 = tl_flat5 % 64;
-      float acc_1 = acc[tl_it5];
-      for (int k = 0; k < 32; ++k) {
-        acc_1 = (acc_1 + (((float)((float)(a_s[((i_4 * 32) + k)]))) * ((float)((float)(b_s[((k * 64) + j_4)])))));
+    for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
+      if (tl_pi1 < tl_n1) {
+        const int ko = 0 + tl_pi1;
+        const int tl_stage_p1 = (tl_pi1) % 3;
+        if (((((by * 64) + 63) < M) && (((ko * 32) + 31) < K))) {
+          if (K % 8 == 0) {
+            // T.Parallel[64, 32]: 2048 elements over 128 threads, 8 per chunk
+            #pragma unroll
+            for (int tl_it2 = 0; tl_it2 < 2; ++tl_it2) {
+              const int tl_flat2 = (tl_it2 * 128 + (int)threadIdx.x) * 8;
+              const int i_2 = tl_flat2 / 32;
+              const int tl_base2 = tl_flat2 % 32;
+              tl::cp_async16(&a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2, tl_base2)], &a[((((by * 64) + i_2) * K) + ((ko * 32) + tl_base2))], true);
+            }
+          } else {
+            // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
+            #pragma unroll 4
+            for (int tl_it3 = 0; tl_it3 < 16; ++tl_it3) {
+              const int tl_flat3 = tl_it3 * 128 + (int)threadIdx.x;
+              const int i_2 = tl_flat3 / 32;
+              const int j_2 = tl_flat3 % 32;
+              a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2, j_2)] = a[((((by * 64) + i_2) * K) + ((ko * 32) + j_2))];
+            }
+          }
+        } else {
+          // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
+          #pragma unroll 4
+          for (int tl_it4 = 0; tl_it4 < 16; ++tl_it4) {
+            const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
+            const int i_2_1 = tl_flat4 / 32;
+            const int j_2_1 = tl_flat4 % 32;
+            a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2_1, j_2_1)] = (((((by * 64) + i_2_1) < M) && (((ko * 32) + j_2_1) < K)) ? a[((((by * 64) + i_2_1) * K) + ((ko * 32) + j_2_1))] : __float2half_rn(0.0f));
+          }
+        }
+        if (((((ko * 32) + 31) < K) && (((bx * 64) + 63) < N))) {
+          if (N % 8 == 0) {
+            // T.Parallel[32, 64]: 2048 elements over 128 threads, 8 per chunk
+            #pragma unroll
+            for (int tl_it5 = 0; tl_it5 < 2; ++tl_it5) {
+              const int tl_flat5 = (tl_it5 * 128 + (int)threadIdx.x) * 8;
+              const int i_3 = tl_flat5 / 64;
+              const int tl_base5 = tl_flat5 % 64;
+              tl::cp_async16(&b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3, tl_base5)], &b[((((ko * 32) + i_3) * N) + ((bx * 64) + tl_base5))], true);
+            }
+          } else {
+            // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
+            #pragma unroll 4
+            for (int tl_it6 = 0; tl_it6 < 16; ++tl_it6) {
+              const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
+              const int i_3 = tl_flat6 / 64;
+              const int j_3 = tl_flat6 % 64;
+              b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3, j_3)] = b[((((ko * 32) + i_3) * N) + ((bx * 64) + j_3))];
+            }
+          }
+        } else {
+          // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
+          #pragma unroll 4
+          for (int tl_it7 = 0; tl_it7 < 16; ++tl_it7) {
+            const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
+            const int i_3_1 = tl_flat7 / 64;
+            const int j_3_1 = tl_flat7 % 64;
+            b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3_1, j_3_1)] = (((((ko * 32) + i_3_1) < K) && (((bx * 64) + j_3_1) < N)) ? b[((((ko * 32) + i_3_1) * N) + ((bx * 64) + j_3_1))] : __float2half_rn(0.0f));
+          }
+        }
       }
-      acc[tl_it5] = acc_1;
+      tl::cp_async_commit();
     }
+    for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+      tl::cp_async_wait<1>();
+      __syncthreads();
+      if (tl_i1 + 2 < tl_n1) {
+        const int ko = 0 + tl_i1 + 2;
+        const int tl_stage_p1 = (tl_i1 + 2) % 3;
+        if (((((by * 64) + 63) < M) && (((ko * 32) + 31) < K))) {
+          if (K % 8 == 0) {
+            // T.Parallel[64, 32]: 2048 elements over 128 threads, 8 per chunk
+            #pragma unroll
+            for (int tl_it8 = 0; tl_it8 < 2; ++tl_it8) {
+              const int tl_flat8 = (tl_it8 * 128 + (int)threadIdx.x) * 8;
+              const int i_2 = tl_flat8 / 32;
+              const int tl_base8 = tl_flat8 % 32;
+              tl::cp_async16(&a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2, tl_base8)], &a[((((by * 64) + i_2) * K) + ((ko * 32) + tl_base8))], true);
+            }
+          } else {
+            // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
+            #pragma unroll 4
+            for (int tl_it9 = 0; tl_it9 < 16; ++tl_it9) {
+              const int tl_flat9 = tl_it9 * 128 + (int)threadIdx.x;
+              const int i_2 = tl_flat9 / 32;
+              const int j_2 = tl_flat9 % 32;
+              a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2, j_2)] = a[((((by * 64) + i_2) * K) + ((ko * 32) + j_2))];
+            }
+          }
+        } else {
+          // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
+          #pragma unroll 4
+          for (int tl_it10 = 0; tl_it10 < 16; ++tl_it10) {
+            const int tl_flat10 = tl_it10 * 128 + (int)threadIdx.x;
+            const int i_2_1 = tl_flat10 / 32;
+            const int j_2_1 = tl_flat10 % 32;
+            a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2_1, j_2_1)] = (((((by * 64) + i_2_1) < M) && (((ko * 32) + j_2_1) < K)) ? a[((((by * 64) + i_2_1) * K) + ((ko * 32) + j_2_1))] : __float2half_rn(0.0f));
+          }
+        }
+        if (((((ko * 32) + 31) < K) && (((bx * 64) + 63) < N))) {
+          if (N % 8 == 0) {
+            // T.Parallel[32, 64]: 2048 elements over 128 threads, 8 per chunk
+            #pragma unroll
+            for (int tl_it11 = 0; tl_it11 < 2; ++tl_it11) {
+              const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 8;
+              const int i_3 = tl_flat11 / 64;
+              const int tl_base11 = tl_flat11 % 64;
+              tl::cp_async16(&b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3, tl_base11)], &b[((((ko * 32) + i_3) * N) + ((bx * 64) + tl_base11))], true);
+            }
+          } else {
+            // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
+            #pragma unroll 4
+            for (int tl_it12 = 0; tl_it12 < 16; ++tl_it12) {
+              const int tl_flat12 = tl_it12 * 128 + (int)threadIdx.x;
+              const int i_3 = tl_flat12 / 64;
+              const int j_3 = tl_flat12 % 64;
+              b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3, j_3)] = b[((((ko * 32) + i_3) * N) + ((bx * 64) + j_3))];
+            }
+          }
+        } else {
+          // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
+          #pragma unroll 4
+          for (int tl_it13 = 0; tl_it13 < 16; ++tl_it13) {
+            const int tl_flat13 = tl_it13 * 128 + (int)threadIdx.x;
+            const int i_3_1 = tl_flat13 / 64;
+            const int j_3_1 = tl_flat13 % 64;
+            b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3_1, j_3_1)] = (((((ko * 32) + i_3_1) < K) && (((bx * 64) + j_3_1) < N)) ? b[((((ko * 32) + i_3_1) * N) + ((bx * 64) + j_3_1))] : __float2half_rn(0.0f));
+          }
+        }
+      }
+      tl::cp_async_commit();
+      const int ko = 0 + tl_i1;
+      const int tl_stage_c1 = tl_i1 % 3;
+      tl::gemm_ss<half, float, 64, 64, 32, 2, 2, false, false>(a_s + tl_stage_c1 * 2048, b_s + tl_stage_c1 * 2048, acc);
+    }
+    tl::cp_async_wait<0>();
     __syncthreads();
   }
-  // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
+  // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_it6 = 0; tl_it6 < 32; ++tl_it6) {
-    const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
-    const int i = tl_flat6 / 64;
-    const int j = tl_flat6 % 64;
-    acc[tl_it6] = fmaxf(acc[tl_it6], 0.0f);
+  for (int tl_s14 = 0; tl_s14 < 32; ++tl_s14) {
+    int tl_i14, tl_j14;
+    tl::acc_coord<64, 64, 2, 2>(tl_s14, tl_i14, tl_j14);
+    const int i = tl_i14;
+    const int j = tl_j14;
+    acc[tl_s14] = fmaxf(acc[tl_s14], 0.0f);
   }
-  // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
+  // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_it7 = 0; tl_it7 < 32; ++tl_it7) {
-    const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
-    const int i_5 = tl_flat7 / 64;
-    const int j_5 = tl_flat7 % 64;
-    if (((((by * 64) + i_5) < M) && (((bx * 64) + j_5) < N))) {
-      c[((((by * 64) + i_5) * N) + ((bx * 64) + j_5))] = ((half)((float)(acc[tl_it7])));
+  for (int tl_s15 = 0; tl_s15 < 32; ++tl_s15) {
+    int tl_i15, tl_j15;
+    tl::acc_coord<64, 64, 2, 2>(tl_s15, tl_i15, tl_j15);
+    const int i_4 = tl_i15;
+    const int j_4 = tl_j15;
+    if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
+      c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = ((half)((float)(acc[tl_s15])));
     }
   }
 }

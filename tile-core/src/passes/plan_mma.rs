@@ -1,0 +1,171 @@
+//! Chooses the tensor-core path for `T::gemm` (CUDA) and the layouts it
+//! implies, before tile ops are lowered.
+//!
+//! A gemm qualifies when its operands are shared f16/bf16 tiles and its
+//! accumulator an f32 fragment of a shape `tl::gemm_ss` supports, and the
+//! accumulator is only used whole (fill, copy, gemm) or by its owner
+//! (`T::parallel` over its shape, indexed by the loop variables). Then the
+//! accumulator gets `Layout::Mma` (registers as `mma.sync` leaves them), the
+//! operands `Layout::Swizzled`, and so does every fragment of the same shape
+//! that shares a `T::parallel` nest with the accumulator (its elements must
+//! sit in the same threads). Otherwise the gemm stays on the portable path
+//! (a scalar dot product per element).
+
+use super::demote_fragments::{owner_access, parallel_nest};
+use crate::diag::Diagnostic;
+use crate::ir::*;
+use std::collections::BTreeSet;
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut gemms = Vec::new();
+    f.body.visit(&mut |s| {
+        if let Stmt::Gemm(g) = s {
+            gemms.push(g.clone());
+        }
+    });
+    for g in gemms {
+        let Some((wm, wn)) = eligible(&f, &g) else {
+            continue;
+        };
+        // The accumulator and every fragment tied to it through a nest.
+        let mut group = BTreeSet::from([g.c]);
+        loop {
+            let before = group.len();
+            let mut add = Vec::new();
+            f.body.visit(&mut |s| {
+                if let Some((_, _, body)) = parallel_nest(s) {
+                    let used = fragments_in(&f, body);
+                    if used.iter().any(|b| group.contains(b)) {
+                        add.extend(used);
+                    }
+                }
+            });
+            group.extend(add);
+            if group.len() == before {
+                break;
+            }
+        }
+        let shape = f.buf(g.c).const_shape();
+        let ok = group.iter().all(|&b| {
+            f.buf(b).const_shape() == shape
+                && f.buf(b).layout.is_none()
+                && owner_only(&f, b, &f.body)
+        });
+        if !ok {
+            continue;
+        }
+        for b in group {
+            f.buffers[b.0 as usize].layout = Some(Layout::Mma { wm, wn });
+        }
+        f.buffers[g.a.0 as usize].layout = Some(Layout::Swizzled);
+        f.buffers[g.b.0 as usize].layout = Some(Layout::Swizzled);
+    }
+    Ok(f)
+}
+
+fn fragments_in(f: &PrimFunc, s: &Stmt) -> Vec<BufId> {
+    let mut v = Vec::new();
+    s.visit_exprs(&mut |e| {
+        if let Expr::Load(b, _, _) = e {
+            v.push(*b);
+        }
+    });
+    s.visit(&mut |x| {
+        if let Stmt::Store { buf, .. } = x {
+            v.push(*buf);
+        }
+    });
+    v.retain(|&b| f.buf(b).scope == Scope::Fragment);
+    v
+}
+
+/// The warp arrangement for a gemm on tensor cores, if it qualifies.
+fn eligible(f: &PrimFunc, g: &Gemm) -> Option<(i64, i64)> {
+    let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
+    let (sa, sb, sc) = (a.const_shape()?, b.const_shape()?, c.const_shape()?);
+    let lowp = matches!(a.dtype, DType::F16 | DType::BF16);
+    if !lowp || a.dtype != b.dtype || c.dtype != DType::F32 || g.clear {
+        return None;
+    }
+    if a.scope != Scope::Shared || b.scope != Scope::Shared || c.scope != Scope::Fragment {
+        return None;
+    }
+    if a.layout.is_some_and(|l| l != Layout::Swizzled)
+        || b.layout.is_some_and(|l| l != Layout::Swizzled)
+    {
+        return None;
+    }
+    let (m, n) = (sc[0], sc[1]);
+    let k = if g.trans_a { sa[0] } else { sa[1] };
+    let swizzle_ok = |s: &[i64]| s[0] % 8 == 0 && matches!(s[1] * 2, 32 | 64 | 128 | 256);
+    if !swizzle_ok(&sa) || !swizzle_ok(&sb) || !matches!(k, 16 | 32 | 64) {
+        return None;
+    }
+    if !matches!(m, 64 | 128 | 256) || !matches!(n, 64 | 128 | 256) {
+        return None;
+    }
+    let warps = f.launch.threads / 32;
+    let (wm, wn) = match warps {
+        4 => (2, 2),
+        8 if m >= n => (4, 2),
+        8 => (2, 4),
+        _ => return None,
+    };
+    if f.launch.threads % 32 != 0 || (m / wm) % 16 != 0 || (n / wn) % 16 != 0 {
+        return None;
+    }
+    Some((wm, wn))
+}
+
+/// Whether every use of fragment `b` keeps it in its owners' registers.
+fn owner_only(f: &PrimFunc, b: BufId, s: &Stmt) -> bool {
+    let shape = f.buf(b).const_shape().unwrap_or_default();
+    let whole = |r: &Region| {
+        r.buf != b
+            || (r.origin.iter().all(|o| o.as_int() == Some(0))
+                && r.extent
+                    .iter()
+                    .map(Expr::as_int)
+                    .collect::<Option<Vec<_>>>()
+                    .as_deref()
+                    == Some(&shape[..]))
+    };
+    if let Some((vars, ext, body)) = parallel_nest(s) {
+        let mut ok = true;
+        body.visit_exprs(&mut |e| {
+            if let Expr::Load(x, idx, _) = e {
+                ok &= *x != b || owner_access(&shape, idx, &vars, &ext);
+            }
+        });
+        body.visit(&mut |x| match x {
+            Stmt::Store { buf, idx, .. } => {
+                ok &= *buf != b || owner_access(&shape, idx, &vars, &ext)
+            }
+            Stmt::Reduce(r) => ok &= r.src != b && r.dst != b,
+            _ => {}
+        });
+        return ok;
+    }
+    match s {
+        Stmt::Seq(v) => v.iter().all(|x| owner_only(f, b, x)),
+        Stmt::For { body, .. } => owner_only(f, b, body),
+        Stmt::If { cond, then, els } => {
+            !cond.visit_uses(b)
+                && owner_only(f, b, then)
+                && els.as_ref().is_none_or(|e| owner_only(f, b, e))
+        }
+        Stmt::Copy { src, dst } => whole(src) && whole(dst),
+        Stmt::Fill { dst, value } => whole(dst) && !value.visit_uses(b),
+        Stmt::Gemm(g) => g.a != b && g.b != b,
+        Stmt::Reduce(r) => r.src != b && r.dst != b,
+        Stmt::AtomicAddTile { src, dst } => src.buf != b && dst.buf != b,
+        other => {
+            let mut used = false;
+            other.visit_exprs(&mut |e| used |= matches!(e, Expr::Load(x, _, _) if *x == b));
+            if let Stmt::Store { buf, .. } | Stmt::AtomicAdd { buf, .. } = other {
+                used |= *buf == b;
+            }
+            !used
+        }
+    }
+}
