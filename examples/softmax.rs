@@ -20,8 +20,12 @@ pub fn softmax(x: Tensor<f16, (M, n)>, y: TensorMut<f16, (M, n)>) {
             row[(i, j)] = T::exp2((row[(i, j)] - row_max[i]) * 1.4426950408889634);
         }
         T::reduce_sum(row, row_sum, 1);
+        // One reciprocal per row, then a multiply per element.
+        for i in T::parallel(1) {
+            row_sum[i] = 1.0 / row_sum[i];
+        }
         for (i, j) in T::parallel([1, n]) {
-            row[(i, j)] = row[(i, j)] / row_sum[i];
+            row[(i, j)] = row[(i, j)] * row_sum[i];
         }
         T::copy(row, y.at([bx, 0]));
     });

@@ -281,12 +281,14 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
   float acc[128];  // gemm accumulator: 16384 elements in mma.sync order
   // T.Parallel[128, 128] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s0 = 0; tl_s0 < 128; ++tl_s0) {
+  for (int tl_s0 = 0; tl_s0 < 128; tl_s0 += 1) {
     int tl_i0, tl_j0;
     tl::acc_coord<128, 128, 2, 2>(tl_s0, tl_i0, tl_j0);
-    const int i = tl_i0;
-    const int j = tl_j0;
-    acc[tl_s0] = 0.0f;
+    {
+      const int i = tl_i0;
+      const int j = tl_j0;
+      acc[tl_s0 + 0] = 0.0f;
+    }
   }
   // T.Pipelined: 3 stages, 2 producer copies overlapped with compute
   {
@@ -436,13 +438,47 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
   }
   // T.Parallel[128, 128] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s14 = 0; tl_s14 < 128; ++tl_s14) {
+  for (int tl_s14 = 0; tl_s14 < 128; tl_s14 += 2) {
     int tl_i14, tl_j14;
     tl::acc_coord<128, 128, 2, 2>(tl_s14, tl_i14, tl_j14);
-    const int i_3 = tl_i14;
-    const int j_3 = tl_j14;
-    if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
-      c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s14])));
+    bool tl_ok14 = true;
+    {
+      const int i_3 = tl_i14;
+      const int j_3 = tl_j14 + 1;
+      tl_ok14 = ((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N));
+    }
+    if (N % 2 == 0 && tl_ok14) {
+      tl::vec<half, 2> tl_pair14;
+      {
+        const int i_3 = tl_i14;
+        const int j_3 = tl_j14;
+        tl_pair14.x[0] = ((half)((float)(acc[tl_s14 + 0])));
+      }
+      {
+        const int i_3 = tl_i14;
+        const int j_3 = tl_j14 + 1;
+        tl_pair14.x[1] = ((half)((float)(acc[tl_s14 + 1])));
+      }
+      {
+        const int i_3 = tl_i14;
+        const int j_3 = tl_j14;
+        *(tl::vec<half, 2>*)(&c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))]) = tl_pair14;
+      }
+    } else {
+      {
+        const int i_3 = tl_i14;
+        const int j_3 = tl_j14;
+        if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
+          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s14 + 0])));
+        }
+      }
+      {
+        const int i_3 = tl_i14;
+        const int j_3 = tl_j14 + 1;
+        if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
+          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s14 + 1])));
+        }
+      }
     }
   }
 }

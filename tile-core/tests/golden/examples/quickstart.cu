@@ -274,12 +274,14 @@ extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* _
   float acc[32];  // gemm accumulator: 4096 elements in mma.sync order
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s0 = 0; tl_s0 < 32; ++tl_s0) {
+  for (int tl_s0 = 0; tl_s0 < 32; tl_s0 += 1) {
     int tl_i0, tl_j0;
     tl::acc_coord<64, 64, 2, 2>(tl_s0, tl_i0, tl_j0);
-    const int i_1 = tl_i0;
-    const int j_1 = tl_j0;
-    acc[tl_s0] = 0.0f;
+    {
+      const int i_1 = tl_i0;
+      const int j_1 = tl_j0;
+      acc[tl_s0 + 0] = 0.0f;
+    }
   }
   // T.Pipelined: 3 stages, 2 producer copies overlapped with compute
   {
@@ -429,22 +431,58 @@ extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* _
   }
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s14 = 0; tl_s14 < 32; ++tl_s14) {
+  for (int tl_s14 = 0; tl_s14 < 32; tl_s14 += 1) {
     int tl_i14, tl_j14;
     tl::acc_coord<64, 64, 2, 2>(tl_s14, tl_i14, tl_j14);
-    const int i = tl_i14;
-    const int j = tl_j14;
-    acc[tl_s14] = fmaxf(acc[tl_s14], 0.0f);
+    {
+      const int i = tl_i14;
+      const int j = tl_j14;
+      acc[tl_s14 + 0] = fmaxf(acc[tl_s14 + 0], 0.0f);
+    }
   }
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s15 = 0; tl_s15 < 32; ++tl_s15) {
+  for (int tl_s15 = 0; tl_s15 < 32; tl_s15 += 2) {
     int tl_i15, tl_j15;
     tl::acc_coord<64, 64, 2, 2>(tl_s15, tl_i15, tl_j15);
-    const int i_4 = tl_i15;
-    const int j_4 = tl_j15;
-    if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
-      c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = ((half)((float)(acc[tl_s15])));
+    bool tl_ok15 = true;
+    {
+      const int i_4 = tl_i15;
+      const int j_4 = tl_j15 + 1;
+      tl_ok15 = ((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N));
+    }
+    if (N % 2 == 0 && tl_ok15) {
+      tl::vec<half, 2> tl_pair15;
+      {
+        const int i_4 = tl_i15;
+        const int j_4 = tl_j15;
+        tl_pair15.x[0] = ((half)((float)(acc[tl_s15 + 0])));
+      }
+      {
+        const int i_4 = tl_i15;
+        const int j_4 = tl_j15 + 1;
+        tl_pair15.x[1] = ((half)((float)(acc[tl_s15 + 1])));
+      }
+      {
+        const int i_4 = tl_i15;
+        const int j_4 = tl_j15;
+        *(tl::vec<half, 2>*)(&c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))]) = tl_pair15;
+      }
+    } else {
+      {
+        const int i_4 = tl_i15;
+        const int j_4 = tl_j15;
+        if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
+          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = ((half)((float)(acc[tl_s15 + 0])));
+        }
+      }
+      {
+        const int i_4 = tl_i15;
+        const int j_4 = tl_j15 + 1;
+        if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
+          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = ((half)((float)(acc[tl_s15 + 1])));
+        }
+      }
     }
   }
 }

@@ -65,16 +65,16 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
     float row_max[1];
     float row_sum[1];
     #pragma GCC ivdep
-    for (int32_t i_2 = 0; i_2 < 8192; ++i_2) {
-      row[i_2] = ((float)(tl_h2f(x[((bx * 8192) + i_2)])));
+    for (int32_t i_3 = 0; i_3 < 8192; ++i_3) {
+      row[i_3] = ((float)(tl_h2f(x[((bx * 8192) + i_3)])));
     }
     #pragma GCC ivdep
-    for (int32_t i_3 = 0; i_3 < 1; ++i_3) {
+    for (int32_t i_4 = 0; i_4 < 1; ++i_4) {
       float acc = -INFINITY;
       for (int32_t k = 0; k < 8192; ++k) {
-        acc = fmaxf(acc, row[((i_3 * 8192) + k)]);
+        acc = fmaxf(acc, row[((i_4 * 8192) + k)]);
       }
-      row_max[i_3] = acc;
+      row_max[i_4] = acc;
     }
     for (int32_t i = 0; i < 1; ++i) {
       #pragma GCC ivdep
@@ -83,22 +83,26 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
       }
     }
     #pragma GCC ivdep
-    for (int32_t i_4 = 0; i_4 < 1; ++i_4) {
+    for (int32_t i_5 = 0; i_5 < 1; ++i_5) {
       float acc_1 = 0.0f;
       for (int32_t k_1 = 0; k_1 < 8192; ++k_1) {
-        acc_1 = (acc_1 + row[((i_4 * 8192) + k_1)]);
+        acc_1 = (acc_1 + row[((i_5 * 8192) + k_1)]);
       }
-      row_sum[i_4] = acc_1;
+      row_sum[i_5] = acc_1;
     }
+    #pragma GCC ivdep
     for (int32_t i_1 = 0; i_1 < 1; ++i_1) {
+      row_sum[i_1] = (1.0f / row_sum[i_1]);
+    }
+    for (int32_t i_2 = 0; i_2 < 1; ++i_2) {
       #pragma GCC ivdep
       for (int32_t j_1 = 0; j_1 < 8192; ++j_1) {
-        row[((i_1 * 8192) + j_1)] = (row[((i_1 * 8192) + j_1)] / row_sum[i_1]);
+        row[((i_2 * 8192) + j_1)] = (row[((i_2 * 8192) + j_1)] * row_sum[i_2]);
       }
     }
     #pragma GCC ivdep
-    for (int32_t i_5 = 0; i_5 < 8192; ++i_5) {
-      y[((bx * 8192) + i_5)] = tl_f2h(tl_rh((float)(row[i_5])));
+    for (int32_t i_6 = 0; i_6 < 8192; ++i_6) {
+      y[((bx * 8192) + i_6)] = tl_f2h(tl_rh((float)(row[i_6])));
     }
   }
 }

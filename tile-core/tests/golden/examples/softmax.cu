@@ -21,7 +21,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(const half* __r
     const tl::vec<half, 4> tl_ld0_0 = *(const tl::vec<half, 4>*)(&x[((bx * 8192) + tl_base0)]);
     #pragma unroll
     for (int tl_v = 0; tl_v < 4; ++tl_v) {
-      const int i_2 = tl_base0 + tl_v;
+      const int i_3 = tl_base0 + tl_v;
       row[tl_it0 * 4 + tl_v] = ((float)((float)(tl_ld0_0.x[tl_v])));
     }
   }
@@ -85,29 +85,39 @@ extern "C" __global__ void __launch_bounds__(256) softmax_kernel(const half* __r
     }
   }
   __syncthreads();
+  // T.Parallel[1]: 1 elements over 256 threads, 1 per chunk
+  #pragma unroll
+  for (int tl_it8 = 0; tl_it8 < 1; ++tl_it8) {
+    const int tl_flat8 = tl_it8 * 256 + (int)threadIdx.x;
+    if (tl_flat8 < 1) {
+      const int i_1 = tl_flat8;
+      row_sum[i_1] = (1.0f / row_sum[i_1]);
+    }
+  }
+  __syncthreads();
   // T.Parallel[1, 8192]: 8192 elements over 256 threads, 4 per chunk
   #pragma unroll
-  for (int tl_it8 = 0; tl_it8 < 8; ++tl_it8) {
-    const int tl_flat8 = (tl_it8 * 256 + (int)threadIdx.x) * 4;
-    const int i_1 = tl_flat8 / 8192;
-    const int tl_base8 = tl_flat8 % 8192;
+  for (int tl_it9 = 0; tl_it9 < 8; ++tl_it9) {
+    const int tl_flat9 = (tl_it9 * 256 + (int)threadIdx.x) * 4;
+    const int i_2 = tl_flat9 / 8192;
+    const int tl_base9 = tl_flat9 % 8192;
     #pragma unroll
     for (int tl_v = 0; tl_v < 4; ++tl_v) {
-      const int j_1 = tl_base8 + tl_v;
-      row[tl_it8 * 4 + tl_v] = (row[tl_it8 * 4 + tl_v] / row_sum[i_1]);
+      const int j_1 = tl_base9 + tl_v;
+      row[tl_it9 * 4 + tl_v] = (row[tl_it9 * 4 + tl_v] * row_sum[i_2]);
     }
   }
   // T.Parallel[8192]: 8192 elements over 256 threads, 4 per chunk
   #pragma unroll
-  for (int tl_it9 = 0; tl_it9 < 8; ++tl_it9) {
-    const int tl_flat9 = (tl_it9 * 256 + (int)threadIdx.x) * 4;
-    const int tl_base9 = tl_flat9;
-    tl::vec<half, 4> tl_st9;
+  for (int tl_it10 = 0; tl_it10 < 8; ++tl_it10) {
+    const int tl_flat10 = (tl_it10 * 256 + (int)threadIdx.x) * 4;
+    const int tl_base10 = tl_flat10;
+    tl::vec<half, 4> tl_st10;
     #pragma unroll
     for (int tl_v = 0; tl_v < 4; ++tl_v) {
-      const int i_3 = tl_base9 + tl_v;
-      tl_st9.x[tl_v] = ((half)((float)(row[tl_it9 * 4 + tl_v])));
+      const int i_4 = tl_base10 + tl_v;
+      tl_st10.x[tl_v] = ((half)((float)(row[tl_it10 * 4 + tl_v])));
     }
-    *(tl::vec<half, 4>*)(&y[((bx * 8192) + tl_base9)]) = tl_st9;
+    *(tl::vec<half, 4>*)(&y[((bx * 8192) + tl_base10)]) = tl_st10;
   }
 }
