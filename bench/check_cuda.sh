@@ -1,45 +1,55 @@
 #!/usr/bin/env bash
-# Compiles every example's generated CUDA for sm_90a and sm_80 with nvcc and
-# checks the machine code: no spills or local memory, and the vectorized
-# element-wise kernel uses 128-bit global loads and stores.
-# Needs: NVCC (path to nvcc) and cuobjdump/nvdisasm beside it. No GPU.
+# Compiles every example kernel's generated CUDA for sm_90a and sm_80 with
+# nvcc and checks the machine code:
+# - no spills, no stack frame, no local memory (LDL/STL) in any kernel;
+# - the vectorized element-wise kernel uses 128-bit global loads and stores;
+# - GEMM kernels run on tensor cores (HMMA) and the pipelined ones copy with
+#   cp.async (LDGSTS).
+# Needs: NVCC (path to nvcc) with cuobjdump and nvdisasm beside it. No GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${NVCC:?set NVCC to the nvcc binary}"
-BIN_DIR=$(dirname "$NVCC")
-export PATH="$BIN_DIR:$PATH"
+export PATH="$(dirname "$NVCC"):$PATH"
 OUT=$(mktemp -d)
 cargo build --release --bin tile -q
+TILE_BIN=${CARGO_TARGET_DIR:-target}/release/tile
 fail=0
 for ex in examples/*.rs; do
-  name=$(basename "$ex" .rs)
-  ./target/release/tile inspect "$ex" --target cuda --emit source > "$OUT/$name.cu"
-  for arch in sm_90a sm_80; do
-    n=${arch#sm_}
-    log="$OUT/$name.$arch.log"
-    if ! "$NVCC" -cubin "-gencode=arch=compute_$n,code=sm_$n" -O3 -std=c++17 -Xptxas -v \
-        -o "$OUT/$name.$arch.cubin" "$OUT/$name.cu" > "$log" 2>&1; then
-      echo "FAIL $name $arch: nvcc error"; cat "$log"; fail=1; continue
-    fi
-    if grep -E "[1-9][0-9]* bytes spill (stores|loads)|[1-9][0-9]* bytes stack frame" "$log" > /dev/null; then
-      echo "FAIL $name $arch: spills or stack frame"; grep -E "spill|stack" "$log"; fail=1
-    fi
-    cuobjdump --dump-sass "$OUT/$name.$arch.cubin" > "$OUT/$name.$arch.sass"
-    if grep -E "\b(LDL|STL)\b" "$OUT/$name.$arch.sass" > /dev/null; then
-      echo "FAIL $name $arch: local memory access in SASS"; fail=1
-    fi
-    regs=$(grep -o "Used [0-9]* registers" "$log" | head -1)
-    echo "ok   $name $arch ($regs)"
+  for k in $(grep -A1 '#\[tile::kernel' "$ex" | grep -oP 'pub fn \K\w+'); do
+    "$TILE_BIN" inspect "$ex" --kernel "$k" --target cuda --emit source > "$OUT/$k.cu"
+    for arch in sm_90a sm_80; do
+      n=${arch#sm_}
+      log="$OUT/$k.$arch.log"
+      if ! "$NVCC" -cubin "-gencode=arch=compute_$n,code=sm_$n" -O3 -std=c++17 -Xptxas -v \
+          -o "$OUT/$k.$arch.cubin" "$OUT/$k.cu" > "$log" 2>&1; then
+        echo "FAIL $k $arch: nvcc error"; cat "$log"; fail=1; continue
+      fi
+      if grep -E "[1-9][0-9]* bytes spill (stores|loads)|[1-9][0-9]* bytes stack frame" "$log" > /dev/null; then
+        echo "FAIL $k $arch: spills or stack frame"; grep -E "spill|stack" "$log"; fail=1
+      fi
+      cuobjdump --dump-sass "$OUT/$k.$arch.cubin" > "$OUT/$k.$arch.sass"
+      if grep -E "\b(LDL|STL)\b" "$OUT/$k.$arch.sass" > /dev/null; then
+        echo "FAIL $k $arch: local memory access in SASS"; fail=1
+      fi
+      echo "ok   $k $arch ($(grep -o 'Used [0-9]* registers' "$log" | head -1))"
+    done
   done
 done
-# The vectorized form: 128-bit global loads and stores.
-for arch in sm_90a sm_80; do
-  sass="$OUT/vecadd.$arch.sass"
-  if ! grep -E "LDG\.E\.128" "$sass" > /dev/null || ! grep -E "STG\.E\.128" "$sass" > /dev/null; then
-    echo "FAIL vecadd $arch: no 128-bit global loads/stores"; fail=1
-  else
-    echo "ok   vecadd $arch uses LDG.E.128 / STG.E.128"
-  fi
+need() { # need KERNEL PATTERN WHAT
+  for arch in sm_90a sm_80; do
+    if grep -E "$2" "$OUT/$1.$arch.sass" > /dev/null; then
+      echo "ok   $1 $arch has $3"
+    else
+      echo "FAIL $1 $arch: no $3"; fail=1
+    fi
+  done
+}
+need vecadd 'LDG\.E\.128' '128-bit global loads (LDG.E.128)'
+need vecadd 'STG\.E\.128' '128-bit global stores (STG.E.128)'
+for k in gemm_relu gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
+  need "$k" 'HMMA' 'tensor-core instructions (HMMA)'
 done
+need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
+need gemm_nn_f16 'LDGSTS' 'cp.async copies (LDGSTS)'
 rm -rf "$OUT"
 exit $fail

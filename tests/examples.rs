@@ -100,3 +100,15 @@ fn gemm_example() -> TestResult {
     }
     Ok(())
 }
+
+#[allow(dead_code)]
+#[path = "../examples/gemm_int8.rs"]
+mod gemm_int8;
+
+#[test]
+fn gemm_int8_example() -> TestResult {
+    for (m, n, k) in [(64, 64, 32), (67, 129, 33)] {
+        println!("{}", gemm_int8::run(Device::default(), m, n, k)?);
+    }
+    Ok(())
+}
