@@ -1289,3 +1289,32 @@ fn thread_binding_is_cuda_only() -> TestResult {
     }
     Ok(())
 }
+
+/// A transpose through a swizzled shared tile (`T::annotate_layout`): rows
+/// are written and columns read; the layout changes where elements live, not
+/// the result.
+#[tile::kernel(b = 64, threads = 128)]
+pub fn transpose_swizzled(a: Tensor<f16, (M, N)>, c: TensorMut<f16, (N, M)>) {
+    T::kernel([T::ceildiv(N, b), T::ceildiv(M, b)], threads, |bx, by| {
+        let s = T::alloc_shared::<f16>([b, b]);
+        T::annotate_layout(s, T::swizzled);
+        T::copy(a.at([by * b, bx * b]), s);
+        for (i, j) in T::parallel([b, b]) {
+            c[(bx * b + i, by * b + j)] = s[(j, i)];
+        }
+    });
+}
+
+#[test]
+fn swizzled_layout_transpose() -> TestResult {
+    assert!(transpose_swizzled::SPEC.ir.contains("layout=\"swizzled\""));
+    for (s, &(m, n)) in [(128, 64), (100, 70)].iter().enumerate() {
+        let a = random_tensor::<f16>(&[m, n], 3700 + s as u64, dev())?;
+        let mut c = Tensor::full(&[n, m], f16::NAN, dev())?;
+        transpose_swizzled(&a, &mut c)?;
+        let av = host(&a);
+        let want: Vec<f64> = (0..n * m).map(|x| av[(x % m) * n + x / m]).collect();
+        check(&format!("transpose {m}x{n}"), &c, &want, 0.0, 0.0);
+    }
+    Ok(())
+}

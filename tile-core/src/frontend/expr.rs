@@ -52,6 +52,7 @@ pub const STMT_FNS: &[&str] = &[
     "alloc_var",
     "print",
     "use_swizzle",
+    "annotate_layout",
 ];
 
 /// Every `T::` function the language knows (statements and expressions).
@@ -60,7 +61,7 @@ T::copy, T::clear, T::fill, T::gemm, T::parallel, T::serial, T::unroll, T::pipel
 T::ceildiv, T::max, T::min, T::exp, T::exp2, T::log, T::log2, T::sqrt, T::rsqrt, T::abs, \
 T::tanh, T::sigmoid, T::if_then_else, T::infinity, T::max_value, T::alloc_var, \
 T::reduce_sum, T::reduce_max, T::reduce_min, T::reduce_abssum, T::cumsum, T::atomic_add, \
-T::print, T::use_swizzle, T::get_thread_binding";
+T::print, T::use_swizzle, T::get_thread_binding, T::annotate_layout";
 
 /// `T::name` → `name`.
 pub fn t_fn_name(e: &syn::Expr) -> Option<String> {

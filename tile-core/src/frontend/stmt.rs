@@ -713,6 +713,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
         "cumsum" => cumsum(cx, c, out),
         "atomic_add" => atomic_add(cx, c, out),
         "print" => print(cx, c, out),
+        "annotate_layout" => annotate_layout(cx, c),
         "use_swizzle" => cx.err(
             range(c),
             "`T::use_swizzle(panel)` must be the first statement of the kernel body",
@@ -1274,4 +1275,47 @@ fn print(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
     let value = expr::lower(cx, args[0]);
     let label = label.unwrap_or_else(|| quote::ToTokens::to_token_stream(args[0]).to_string());
     out.push(Stmt::Print { label, value });
+}
+
+/// `T::annotate_layout(buf, T::swizzled)`: store a shared tile of 2-byte
+/// elements in the swizzled order (16-byte chunks XOR-permuted per row), so
+/// that column-wise and row-wise 16-byte accesses are free of bank conflicts.
+/// Layouts change where elements live, never what a program computes; the
+/// CPU backend ignores them.
+fn annotate_layout(cx: &mut Ctx, c: &syn::ExprCall) {
+    let args: Vec<&syn::Expr> = c.args.iter().collect();
+    let usage = "`T::annotate_layout(shared_buffer, T::swizzled)`";
+    let [buf, layout] = args.as_slice() else {
+        cx.err(range(c), format!("{usage} takes a buffer and a layout"));
+        return;
+    };
+    let Some(b) = expr::buffer_ref(cx, buf) else { return };
+    if !matches!(layout, syn::Expr::Path(_)) || expr::t_fn_name(layout).as_deref() != Some("swizzled") {
+        cx.err(range(*layout), format!("unknown layout; the supported one is `T::swizzled`: {usage}"));
+        return;
+    }
+    let bb = cx.f.buf(b).clone();
+    let shape = bb.const_shape().unwrap_or_default();
+    let ok = bb.scope == Scope::Shared
+        && bb.dtype.bytes() == 2
+        && shape.len() == 2
+        && shape[0] % 8 == 0
+        && shape[1] % 8 == 0
+        && (shape[1] / 8) & (shape[1] / 8 - 1) == 0;
+    if !ok {
+        cx.err(
+            range(*buf),
+            format!(
+                "`{}` cannot be swizzled: the swizzled layout is for 2-D shared tiles of 2-byte elements \
+                 whose rows are a multiple of 8 and whose row length is 8 times a power of two \
+                 (it is {} {:?} {})",
+                bb.name,
+                bb.scope.name(),
+                shape,
+                bb.dtype
+            ),
+        );
+        return;
+    }
+    cx.f.buffers[b.0 as usize].layout = Some(Layout::Swizzled);
 }

@@ -186,7 +186,7 @@ pub struct Buffer {
     pub mutable: bool,
     /// How elements map to memory or to threads, when not the default
     /// (row-major memory; fragments split over threads in chunks). Set by
-    /// passes for the target, never by the frontend.
+    /// passes for the target, or by `T::annotate_layout`.
     pub layout: Option<Layout>,
 }
 

@@ -169,8 +169,13 @@ impl Printer<'_> {
             }
             Stmt::Alloc { buf } => {
                 let b = f.buf(*buf);
+                let layout = match b.layout {
+                    None => String::new(),
+                    Some(Layout::Swizzled) => ", layout=\"swizzled\"".to_string(),
+                    Some(Layout::Mma { wm, wn }) => format!(", layout=\"mma({wm}x{wn})\""),
+                };
                 let t = format!(
-                    "{} = T.alloc_buffer({}, {}, scope=\"{}\")",
+                    "{} = T.alloc_buffer({}, {}, scope=\"{}\"{layout})",
                     b.name,
                     self.shape(&b.shape),
                     b.dtype,
