@@ -12,7 +12,8 @@ use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::fmt::Write;
 
-const PRELUDE: &str = r#"#include <stdint.h>
+/// Helpers every generated C file starts with.
+pub const PRELUDE: &str = r#"#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <math.h>

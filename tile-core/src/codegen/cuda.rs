@@ -22,7 +22,8 @@ use proc_macro2::Span;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
-const PRELUDE: &str = r#"#include <cuda_fp16.h>
+/// What every generated CUDA file starts with.
+pub const PRELUDE: &str = r#"#include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
 namespace tl {
@@ -34,7 +35,7 @@ template <typename T, int N> struct alignas(sizeof(T) * N) vec { T x[N]; };
 
 /// The hand-written tensor-core GEMM library (`tl::gemm_ss`, `tl::smem_offset`,
 /// `tl::acc_coord`, `tl::cp_async16`); see `tl/README.md`.
-const GEMM_HEADER: &str = include_str!("tl/gemm.cuh");
+pub const GEMM_HEADER: &str = include_str!("tl/gemm.cuh");
 
 pub struct Source {
     pub code: String,
@@ -145,40 +146,8 @@ pub fn ty(t: DType) -> Result<&'static str, Diagnostic> {
     })
 }
 
-/// A `T::parallel` nest: the perfect nest of parallel loops and its body.
-struct Nest<'a> {
-    vars: Vec<VarId>,
-    extents: Vec<i64>,
-    body: &'a Stmt,
-}
-
 fn collect_nest(s: &Stmt) -> Option<Nest<'_>> {
-    let mut vars = Vec::new();
-    let mut extents = Vec::new();
-    let mut cur = s;
-    while let Stmt::For {
-        var,
-        start,
-        extent,
-        kind: ForKind::Parallel,
-        body,
-    } = cur
-    {
-        if start.as_int() != Some(0) {
-            return None;
-        }
-        vars.push(*var);
-        extents.push(extent.as_int()?);
-        cur = body;
-    }
-    if vars.is_empty() {
-        return None;
-    }
-    Some(Nest {
-        vars,
-        extents,
-        body: cur,
-    })
+    s.parallel_nest()
 }
 
 /// Per-nest vector width and per-fragment layout width.
@@ -952,6 +921,7 @@ impl Writer<'_> {
             Ok(format!("{}[{s}]", w.name(b)))
         };
         // A pipeline producer's 16-byte chunk copy: one `cp.async`, no registers.
+        let mut cp_async = None;
         if let (true, Some((sb, sidx, _)), [(gb, gidx, _)]) =
             (self.producer, &vstore, vloads.as_slice())
         {
@@ -963,19 +933,40 @@ impl Writer<'_> {
                 && f.buf(*sb).dtype.bytes() * v == 16
                 && f.buf(*gb).dtype == f.buf(*sb).dtype
             {
-                let (d, g) = (at_base(self, *sb, sidx)?, at_base(self, *gb, gidx)?);
-                self.line(&format!("tl::cp_async16(&{d}, &{g}, true);"));
-                self.note_align(*gb, v);
-                self.env = saved_env;
-                if guard {
-                    self.depth -= 1;
-                    self.line("}");
-                }
-                self.depth -= 1;
-                self.line("}");
-                return Ok(());
+                cp_async = Some((at_base(self, *sb, sidx)?, at_base(self, *gb, gidx)?, *gb));
             }
         }
+        if let Some((d, g, gb)) = cp_async {
+            self.line(&format!("tl::cp_async16(&{d}, &{g}, true);"));
+            self.note_align(gb, v);
+        } else {
+            self.chunk(n, k, v, &it, inner_var, vloads, vstore, &at_base)?;
+        }
+        self.env = saved_env;
+        if guard {
+            self.depth -= 1;
+            self.line("}");
+        }
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// The lanes of one chunk of a nest: hoisted vector loads, the body per
+    /// lane, the vector store.
+    #[allow(clippy::too_many_arguments)]
+    fn chunk(
+        &mut self,
+        n: &Nest<'_>,
+        k: usize,
+        v: i64,
+        it: &str,
+        inner_var: VarId,
+        vloads: Vec<(BufId, Vec<Expr>, String)>,
+        vstore: Option<(BufId, Vec<Expr>, String)>,
+        at_base: &dyn Fn(&Writer, BufId, &[Expr]) -> Result<String, Diagnostic>,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
         for (i, (b, idx, _)) in vloads.iter().enumerate() {
             let t = ty(f.buf(*b).dtype)?;
             let a = at_base(self, *b, idx)?;
@@ -989,7 +980,7 @@ impl Writer<'_> {
             self.line(&format!("tl::vec<{t}, {v}> tl_st{k};"));
         }
         let slot = if v == 1 {
-            it.clone()
+            it.to_string()
         } else {
             format!("{it} * {v} + tl_v")
         };
@@ -1018,13 +1009,6 @@ impl Writer<'_> {
             self.line(&format!("*(tl::vec<{t}, {v}>*)(&{a}) = tl_st{k};"));
             self.note_align(*b, v);
         }
-        self.env = saved_env;
-        if guard {
-            self.depth -= 1;
-            self.line("}");
-        }
-        self.depth -= 1;
-        self.line("}");
         Ok(())
     }
 

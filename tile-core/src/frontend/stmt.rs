@@ -1289,9 +1289,16 @@ fn annotate_layout(cx: &mut Ctx, c: &syn::ExprCall) {
         cx.err(range(c), format!("{usage} takes a buffer and a layout"));
         return;
     };
-    let Some(b) = expr::buffer_ref(cx, buf) else { return };
-    if !matches!(layout, syn::Expr::Path(_)) || expr::t_fn_name(layout).as_deref() != Some("swizzled") {
-        cx.err(range(*layout), format!("unknown layout; the supported one is `T::swizzled`: {usage}"));
+    let Some(b) = expr::buffer_ref(cx, buf) else {
+        return;
+    };
+    if !matches!(layout, syn::Expr::Path(_))
+        || expr::t_fn_name(layout).as_deref() != Some("swizzled")
+    {
+        cx.err(
+            range(*layout),
+            format!("unknown layout; the supported one is `T::swizzled`: {usage}"),
+        );
         return;
     }
     let bb = cx.f.buf(b).clone();

@@ -617,7 +617,42 @@ pub enum Stmt {
     Barrier,
 }
 
+/// The loop variables, extents and body of the perfect `T::parallel` nest
+/// starting at a statement (`None` if it is not one).
+#[derive(Debug, Clone)]
+pub struct Nest<'a> {
+    pub vars: Vec<VarId>,
+    pub extents: Vec<i64>,
+    pub body: &'a Stmt,
+}
+
 impl Stmt {
+    /// The perfect nest of parallel loops starting here: loops over constant
+    /// extents from 0, outermost first.
+    pub fn parallel_nest(&self) -> Option<Nest<'_>> {
+        let (mut vars, mut extents, mut cur) = (Vec::new(), Vec::new(), self);
+        while let Stmt::For {
+            var,
+            start,
+            extent,
+            kind: ForKind::Parallel,
+            body,
+        } = cur
+        {
+            if start.as_int() != Some(0) {
+                return None;
+            }
+            vars.push(*var);
+            extents.push(extent.as_int()?);
+            cur = body;
+        }
+        (!vars.is_empty()).then_some(Nest {
+            vars,
+            extents,
+            body: cur,
+        })
+    }
+
     /// Calls `f` on every statement, parents first.
     pub fn visit<'a>(&'a self, f: &mut dyn FnMut(&'a Stmt)) {
         f(self);

@@ -29,31 +29,6 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     Ok(f)
 }
 
-/// The perfect nest of parallel loops starting at `s`: (vars, extents, body).
-pub fn parallel_nest(s: &Stmt) -> Option<(Vec<VarId>, Vec<i64>, &Stmt)> {
-    let (mut vars, mut ext, mut cur) = (Vec::new(), Vec::new(), s);
-    while let Stmt::For {
-        var,
-        start,
-        extent,
-        kind: ForKind::Parallel,
-        body,
-    } = cur
-    {
-        if start.as_int() != Some(0) {
-            return None;
-        }
-        vars.push(*var);
-        ext.push(extent.as_int()?);
-        cur = body;
-    }
-    if vars.is_empty() {
-        None
-    } else {
-        Some((vars, ext, cur))
-    }
-}
-
 /// Whether `buf[idx]` inside a nest over `ext` (loop variables `vars`) is the
 /// element the nest's partition gives to the accessing thread: the nest runs
 /// over the buffer's shape (leading unit dims aside, indexed by 0) with the
@@ -95,7 +70,12 @@ fn reduce_demotes(f: &PrimFunc, r: &Reduce) -> Vec<BufId> {
 
 /// Marks fragments accessed outside the owner-only pattern.
 fn scan(f: &PrimFunc, s: &Stmt, bad: &mut BTreeSet<BufId>) {
-    if let Some((vars, ext, body)) = parallel_nest(s) {
+    if let Some(Nest {
+        vars,
+        extents: ext,
+        body,
+    }) = s.parallel_nest()
+    {
         let identity = |b: BufId, idx: &[Expr]| {
             owner_access(
                 &f.buf(b).const_shape().unwrap_or_default(),

@@ -152,26 +152,12 @@ impl Pass {
 
     /// Splits a guarded nest into an interior (unguarded) and an edge version.
     fn split_interior(&mut self, orig: Stmt, guarded: Stmt, conds: Vec<Expr>, env: &Env) -> Stmt {
-        let mut vars = Vec::new();
-        let mut ext = Vec::new();
-        let mut cur = &orig;
-        while let Stmt::For {
-            var,
-            start,
-            extent,
-            kind: ForKind::Parallel,
-            body,
-        } = cur
-        {
-            match (start.as_int(), extent.as_int()) {
-                (Some(0), Some(e)) => {
-                    vars.push(*var);
-                    ext.push(e);
-                }
-                _ => return guarded,
-            }
-            cur = body;
-        }
+        let Some(Nest {
+            vars, extents: ext, ..
+        }) = orig.parallel_nest()
+        else {
+            return guarded;
+        };
         let touches_fragment = {
             let mut t = false;
             orig.visit_exprs(&mut |x| {

@@ -11,7 +11,7 @@
 //! sit in the same threads). Otherwise the gemm stays on the portable path
 //! (a scalar dot product per element).
 
-use super::demote_fragments::{owner_access, parallel_nest};
+use super::demote_fragments::owner_access;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::collections::BTreeSet;
@@ -33,7 +33,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             let before = group.len();
             let mut add = Vec::new();
             f.body.visit(&mut |s| {
-                if let Some((_, _, body)) = parallel_nest(s) {
+                if let Some(Nest { body, .. }) = s.parallel_nest() {
                     let used = fragments_in(&f, body);
                     if used.iter().any(|b| group.contains(b)) {
                         add.extend(used);
@@ -130,7 +130,12 @@ fn owner_only(f: &PrimFunc, b: BufId, s: &Stmt) -> bool {
                     .as_deref()
                     == Some(&shape[..]))
     };
-    if let Some((vars, ext, body)) = parallel_nest(s) {
+    if let Some(Nest {
+        vars,
+        extents: ext,
+        body,
+    }) = s.parallel_nest()
+    {
         let mut ok = true;
         body.visit_exprs(&mut |e| {
             if let Expr::Load(x, idx, _) = e {
