@@ -28,12 +28,15 @@
 
 pub use tile_macros::kernel;
 pub use tile_runtime::{
-    bf16, f16, testing, DType, Device, Element, Error, Result, Stream, Target, Tensor,
+    bf16, cache, do_bench, f16, testing, AnyTensor, BenchOptions, BenchResult, DType, Device,
+    Element, Error, Graph, HostArg, Origin, Profiler, Result, Stream, Target, Tensor,
 };
 
 /// Everything a kernel file usually needs.
 pub mod prelude {
-    pub use crate::{bf16, f16, kernel, DType, Device, Element, Error, Stream, Target, Tensor};
+    pub use crate::{
+        bf16, f16, kernel, DType, Device, Element, Error, Graph, Stream, Target, Tensor,
+    };
 }
 
 /// The build API for a crate's build script (see `tile_core::build`).
@@ -44,5 +47,7 @@ pub mod build {
 #[doc(hidden)]
 pub mod __private {
     pub use tile_runtime::spec::*;
-    pub use tile_runtime::{bf16, f16, kernel_source, launch, ArgRef, DType, KernelSlot};
+    pub use tile_runtime::{
+        bf16, export_sources, f16, host_source, kernel_source, launch, ArgRef, DType, KernelSlot,
+    };
 }

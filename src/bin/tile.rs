@@ -1,29 +1,119 @@
-//! `tile`: compile-only tools that need no GPU and no nvcc.
+//! `tile`: tools that need no GPU and no nvcc.
 //!
-//! `tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|key|all]`
-//! prints the IR script, the lowered IR, the generated source and the key
-//! fields of the kernels in a Rust file.
+//! `tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all]`
+//! prints the IR script, the lowered IR, the generated source, the host side
+//! (the launcher's checks, grid and launch) and the key fields of the kernels
+//! in a Rust file.
+//!
+//! `tile cache [show|clear] [--dir DIR]` lists the disk cache (every entry with
+//! its kernel, target, size and whether it matches its manifest) or removes
+//! it. `DIR` defaults to `TILE_CACHE_DIR`, else `~/.cache/tile`.
 
 use std::process::ExitCode;
 use tile_core::frontend::{is_kernel_attr, kernel_attr, parse_kernel};
+use tile_runtime::cache::{CacheDir, EntryKind};
 
-const USAGE: &str = "usage: tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|key|all]";
+const USAGE: &str = "usage: tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all]
+       tile cache [show|clear] [--dir DIR]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("inspect") => match inspect(&args[1..]) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("tile: {e}");
-                ExitCode::FAILURE
-            }
-        },
+    let result = match args.first().map(String::as_str) {
+        Some("inspect") => inspect(&args[1..]),
+        Some("cache") => cache(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
-            ExitCode::from(2)
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tile: {e}");
+            ExitCode::FAILURE
         }
     }
+}
+
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn cache(args: &[String]) -> Result<(), String> {
+    let mut action = "show";
+    let mut dir = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "show" | "clear" => action = if a == "show" { "show" } else { "clear" },
+            "--dir" => dir = Some(it.next().ok_or(format!("--dir needs a value\n{USAGE}"))?),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    let cache = match dir {
+        Some(d) => CacheDir::at(d),
+        None => CacheDir::from_env(),
+    };
+    if action == "clear" {
+        let c = cache.clear().map_err(|e| e.to_string())?;
+        println!(
+            "removed {} entries ({}) from {}",
+            c.entries,
+            human(c.bytes),
+            cache.root().display()
+        );
+        return Ok(());
+    }
+    let entries = cache.entries();
+    println!("cache root {}", cache.root().display());
+    println!(
+        "this runtime's namespace {}",
+        tile_runtime::cache::namespace_name()
+    );
+    let mut namespace = "";
+    for e in &entries {
+        if e.namespace != namespace {
+            namespace = &e.namespace;
+            println!("{namespace}/");
+        }
+        let what = match e.kind {
+            EntryKind::Kernel => format!(
+                "{} {}{}",
+                e.kernel.as_deref().unwrap_or("?"),
+                e.target.as_deref().unwrap_or("?"),
+                e.arch
+                    .as_deref()
+                    .map(|a| format!(" {a}"))
+                    .unwrap_or_default()
+            ),
+            EntryKind::CudaBinary => "cubin".to_string(),
+            EntryKind::Staging => "build in progress or left by a killed process".to_string(),
+        };
+        let status = match &e.damage {
+            None => "ok".to_string(),
+            Some(why) => format!("DAMAGED: {why}"),
+        };
+        println!(
+            "  {:<11} {:<16} {:>10}  {what}  [{status}]",
+            e.kind.to_string(),
+            e.key.chars().take(16).collect::<String>(),
+            human(e.bytes)
+        );
+    }
+    let total: u64 = entries.iter().map(|e| e.bytes).sum();
+    println!("{} entries, {}", entries.len(), human(total));
+    Ok(())
 }
 
 fn inspect(args: &[String]) -> Result<(), String> {
@@ -52,9 +142,12 @@ fn inspect(args: &[String]) -> Result<(), String> {
     if !matches!(target.as_str(), "cuda" | "cpu") {
         return Err(format!("--target is cuda or cpu, got {target}"));
     }
-    if !matches!(emit.as_str(), "ir" | "lowered" | "source" | "key" | "all") {
+    if !matches!(
+        emit.as_str(),
+        "ir" | "lowered" | "source" | "host" | "key" | "all"
+    ) {
         return Err(format!(
-            "--emit is ir, lowered, source, key or all, got {emit}"
+            "--emit is ir, lowered, source, host, key or all, got {emit}"
         ));
     }
     let text = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
@@ -119,6 +212,12 @@ fn inspect(args: &[String]) -> Result<(), String> {
                 }
             );
         }
+        if all || emit == "host" {
+            if all {
+                println!("--- host ---");
+            }
+            print!("{}", tile_runtime::host_source(&spec_of(&c)?));
+        }
         if all || emit == "key" {
             if all {
                 println!("--- key ---");
@@ -129,10 +228,19 @@ fn inspect(args: &[String]) -> Result<(), String> {
                 ("c", tile_core::C_OPTIONS)
             };
             print!("{}", tile_core::key::describe(&c.script, tname, opts));
+            let ns = tile_runtime::cache::namespace_name();
             if target == "cuda" {
-                println!("arch     {arch} (appended per device: cuda-binaries/<key>-{arch})");
+                let entry =
+                    tile_runtime::entry_key(tile_runtime::Target::Cuda, &c.cuda_key, Some(&arch));
+                println!("arch     {arch}");
+                println!("entry    {ns}/kernels/{entry} (key + arch + NVRTC options)");
+                println!(
+                    "binary   {ns}/cuda-binaries/<sha256 of source, arch, options, NVRTC version>"
+                );
             } else {
+                let entry = tile_runtime::entry_key(tile_runtime::Target::Cpu, &c.c_key, None);
                 println!("symbol   {}", c.c_symbol);
+                println!("entry    {ns}/kernels/{entry} (key + C compiler flags)");
             }
         }
     }
@@ -143,4 +251,126 @@ fn inspect(args: &[String]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+fn leak<T>(v: T) -> &'static T {
+    Box::leak(Box::new(v))
+}
+
+fn leak_str(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
+}
+
+fn dim_index(f: &tile_core::ir::PrimFunc, v: tile_core::ir::VarId) -> Result<u32, String> {
+    f.dims
+        .iter()
+        .position(|d| *d == v)
+        .map(|i| i as u32)
+        .ok_or_else(|| "a shape or grid uses a variable that is not a dynamic dim".to_string())
+}
+
+fn grid_of(
+    f: &tile_core::ir::PrimFunc,
+    e: &tile_core::ir::Expr,
+) -> Result<&'static tile_runtime::spec::GridExpr, String> {
+    use tile_core::ir::{BinOp, Expr};
+    use tile_runtime::spec::GridExpr as G;
+    Ok(leak(match e {
+        Expr::Int(v, _) => G::Const(*v),
+        Expr::Var(v, _) => G::Dim(dim_index(f, *v)?),
+        Expr::Cast(_, a) => return grid_of(f, a),
+        Expr::Bin(op, a, b, _) => {
+            let (a, b) = (grid_of(f, a)?, grid_of(f, b)?);
+            match op {
+                BinOp::Add => G::Add(a, b),
+                BinOp::Sub => G::Sub(a, b),
+                BinOp::Mul => G::Mul(a, b),
+                BinOp::Div => G::Div(a, b),
+                BinOp::Rem => G::Mod(a, b),
+                BinOp::Min => G::Min(a, b),
+                BinOp::Max => G::Max(a, b),
+                _ => return Err("unsupported operator in the grid".into()),
+            }
+        }
+        _ => return Err("unsupported grid expression".into()),
+    }))
+}
+
+/// The launcher's spec of a compiled kernel, as the macro would emit it (for `--emit
+/// host`; this process exits soon, so the leaks are harmless).
+fn spec_of(c: &tile_core::Compiled) -> Result<tile_runtime::spec::KernelSpec, String> {
+    use tile_core::ir::Expr;
+    use tile_runtime::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, KernelSpec, ParamSpec};
+    let f = &c.def.func;
+    let mut params = Vec::new();
+    for (i, &b) in f.params.iter().enumerate() {
+        let buf = f.buf(b);
+        let dtype = runtime_dtype(buf.dtype.rust_name())
+            .ok_or_else(|| format!("unknown dtype {}", buf.dtype.rust_name()))?;
+        let shape = buf
+            .shape
+            .iter()
+            .map(|d| match d {
+                Expr::Int(v, _) => Ok(DimSpec::Static(*v)),
+                Expr::Var(v, _) => Ok(DimSpec::Dyn(dim_index(f, *v)?)),
+                _ => Err("a parameter shape that is neither a constant nor a dim".to_string()),
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        params.push(ParamSpec {
+            name: leak_str(&buf.name),
+            dtype,
+            shape: Box::leak(shape.into_boxed_slice()),
+            output: buf.mutable,
+            align: c.param_align.get(i).copied().unwrap_or(1),
+        });
+    }
+    let dims: Vec<&'static str> = f.dims.iter().map(|&d| leak_str(&f.var(d).name)).collect();
+    let one: &'static GridExpr = leak(GridExpr::Const(1));
+    let mut grid = [one; 3];
+    for (slot, e) in grid.iter_mut().zip(&f.launch.grid) {
+        *slot = grid_of(f, e)?;
+    }
+    Ok(KernelSpec {
+        name: leak_str(&f.name),
+        params: Box::leak(params.into_boxed_slice()),
+        dims: Box::leak(dims.into_boxed_slice()),
+        grid,
+        threads: f.launch.threads as u32,
+        ir: leak_str(&c.script),
+        cpu: CpuKernel {
+            key: leak_str(&c.c_key),
+            symbol: leak_str(&c.c_symbol),
+            source: leak_str(&c.c_source),
+            aot: None,
+        },
+        cuda: CudaKernel {
+            key: leak_str(&c.cuda_key),
+            entry: leak_str(&c.cuda_entry),
+            source: leak_str(&c.cuda_source),
+            cubins: &[],
+            shared_bytes: c.cuda_shared_bytes as u32,
+        },
+    })
+}
+
+fn runtime_dtype(rust_name: &str) -> Option<tile_runtime::DType> {
+    use tile_runtime::DType as D;
+    Some(match rust_name {
+        "bool" => D::Bool,
+        "i8" => D::I8,
+        "u8" => D::U8,
+        "i16" => D::I16,
+        "u16" => D::U16,
+        "i32" => D::I32,
+        "u32" => D::U32,
+        "i64" => D::I64,
+        "u64" => D::U64,
+        "f16" => D::F16,
+        "bf16" => D::BF16,
+        "f32" => D::F32,
+        "f64" => D::F64,
+        "f8e4m3" => D::F8E4M3,
+        "f8e5m2" => D::F8E5M2,
+        _ => return None,
+    })
 }

@@ -252,6 +252,21 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
             pub fn ir() -> &'static str {
                 SPEC.ir
             }
+
+            /// The host side as readable text: the checks in order, the grid, the launch.
+            pub fn host_source() -> ::std::string::String {
+                #p::host_source(&SPEC)
+            }
+
+            /// Writes the device sources, the host side and the IR into `dir`.
+            pub fn export_sources(dir: impl ::core::convert::AsRef<::std::path::Path>) -> ::core::result::Result<::std::vec::Vec<::std::path::PathBuf>, ::tile::Error> {
+                #p::export_sources(&SPEC, dir.as_ref())
+            }
+
+            /// A profiler of this kernel on random inputs (`assert_allclose`, `do_bench`).
+            pub fn profiler() -> ::tile::Profiler {
+                ::tile::Profiler::new(&SPEC, &SLOT)
+            }
         }
     }
 }

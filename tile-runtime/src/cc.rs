@@ -21,7 +21,7 @@ use crate::spec::CpuEntry;
 pub(crate) const SOURCE_FILE: &str = "kernel.c";
 pub(crate) const LIBRARY_FILE: &str = "kernel.so";
 
-const FLAGS: &[&str] = &[
+pub(crate) const FLAGS: &[&str] = &[
     "-O3",
     "-std=c11",
     "-shared",

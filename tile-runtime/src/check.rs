@@ -28,6 +28,18 @@ pub struct Bound {
 
 /// Checks `args` against `spec` (see the module docs for the order).
 pub fn check_args(spec: &KernelSpec, args: &[ArgRef<'_>]) -> Result<Bound> {
+    let mut dims = vec![0i64; spec.dims.len()];
+    let device = check_into(spec, args, &mut dims)?;
+    Ok(Bound { dims, device })
+}
+
+/// [`check_args`] writing the dynamic dims into `dims` (`spec.dims.len()` long), so the
+/// launch path needs no allocation; returns the device of the first buffer.
+pub(crate) fn check_into(
+    spec: &KernelSpec,
+    args: &[ArgRef<'_>],
+    dims: &mut [i64],
+) -> Result<Device> {
     let kernel = spec.name;
     if args.len() != spec.params.len() {
         return Err(Error::NumArgs {
@@ -36,8 +48,17 @@ pub fn check_args(spec: &KernelSpec, args: &[ArgRef<'_>]) -> Result<Bound> {
             got: args.len(),
         });
     }
-    let mut dims = vec![0i64; spec.dims.len()];
-    let mut bound_by: Vec<Option<&'static str>> = vec![None; spec.dims.len()];
+    if spec.dims.len() > 64 || dims.len() != spec.dims.len() {
+        return Err(Error::Spec {
+            kernel,
+            message: format!(
+                "{} dynamic dims (at most 64 are supported)",
+                spec.dims.len()
+            ),
+        });
+    }
+    // Bit n: dim n is bound.
+    let mut bound = 0u64;
     let device = args.first().map_or(Device::Cpu, |a| a.device);
 
     for (param, arg) in spec.params.iter().zip(args) {
@@ -81,7 +102,7 @@ pub fn check_args(spec: &KernelSpec, args: &[ArgRef<'_>]) -> Result<Bound> {
                 }
                 DimSpec::Dyn(n) => {
                     let n = n as usize;
-                    let (Some(slot), Some(&name)) = (bound_by.get_mut(n), spec.dims.get(n)) else {
+                    let Some(&name) = spec.dims.get(n) else {
                         return Err(Error::Spec {
                             kernel,
                             message: format!(
@@ -90,27 +111,24 @@ pub fn check_args(spec: &KernelSpec, args: &[ArgRef<'_>]) -> Result<Bound> {
                             ),
                         });
                     };
-                    match *slot {
-                        Some(by) => {
-                            if i64::try_from(got).ok() != Some(dims[n]) {
-                                return Err(Error::ShapeMismatch {
-                                    kernel,
-                                    buffer,
-                                    dim,
-                                    expected: dims[n],
-                                    got,
-                                    bound_by: Some((name, by)),
-                                });
-                            }
+                    if bound & (1 << n) != 0 {
+                        if i64::try_from(got).ok() != Some(dims[n]) {
+                            return Err(Error::ShapeMismatch {
+                                kernel,
+                                buffer,
+                                dim,
+                                expected: dims[n],
+                                got,
+                                bound_by: Some((name, binder(spec, n))),
+                            });
                         }
-                        None => {
-                            // Dims are passed to CUDA code as `int`.
-                            if got > i32::MAX as usize {
-                                return Err(Error::IndexRange { kernel, buffer });
-                            }
-                            dims[n] = got as i64;
-                            *slot = Some(buffer);
+                    } else {
+                        // Dims are passed to CUDA code as `int`.
+                        if got > i32::MAX as usize {
+                            return Err(Error::IndexRange { kernel, buffer });
                         }
+                        dims[n] = got as i64;
+                        bound |= 1 << n;
                     }
                 }
             }
@@ -144,7 +162,7 @@ pub fn check_args(spec: &KernelSpec, args: &[ArgRef<'_>]) -> Result<Bound> {
             _ => return Err(Error::IndexRange { kernel, buffer }),
         }
     }
-    if let Some(n) = bound_by.iter().position(Option::is_none) {
+    if let Some(n) = (0..spec.dims.len()).find(|&n| bound & (1 << n) == 0) {
         return Err(Error::Spec {
             kernel,
             message: format!(
@@ -153,7 +171,15 @@ pub fn check_args(spec: &KernelSpec, args: &[ArgRef<'_>]) -> Result<Bound> {
             ),
         });
     }
-    Ok(Bound { dims, device })
+    Ok(device)
+}
+
+/// The parameter that binds dynamic dim `n`: the first that carries it.
+fn binder(spec: &KernelSpec, n: usize) -> &'static str {
+    spec.params
+        .iter()
+        .find(|p| p.shape.contains(&DimSpec::Dyn(n as u32)))
+        .map_or("?", |p| p.name)
 }
 
 #[cfg(test)]

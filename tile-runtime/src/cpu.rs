@@ -2,14 +2,22 @@
 //!
 //! Invariants:
 //! - Every linear block index in `0..gx*gy*gz` is run exactly once, in contiguous chunks
-//!   (one per worker), and the call returns only when all have finished.
-//! - Blocks run on scoped worker threads with a 64 MiB stack, never on the caller's
-//!   stack: generated kernels keep whole tiles on the stack, and the caller's stack can
-//!   be as small as 2 MiB (test threads). A single-chunk grid still gets one worker.
+//!   (at most one per worker), and the call returns only when all have finished.
+//! - Blocks run on the workers of a process-wide pool, started on first use, each with a
+//!   64 MiB stack, never on the caller's stack: generated kernels keep whole tiles on the
+//!   stack, and the caller's stack can be as small as 2 MiB (test threads). A launch
+//!   costs a queue push and a wake-up, not a thread start. (Should no worker start, each
+//!   launch falls back to scoped threads of the same stack size.)
+//! - A worker touches a launch's arguments only after claiming one of its chunks, and the
+//!   caller waits until every chunk has run, so the raw argument pointers (into the
+//!   caller's frame) are never used after `run_grid` returns.
 //! - Buffers are passed as `*const *mut c_void` (declaration order), dims as `int64_t`,
 //!   grid as `[gx, gy, gz]` (see the ABI in [`crate::spec`]).
 
+use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::spec::CpuEntry;
@@ -26,10 +34,12 @@ struct Job {
     grid: *const i64,
 }
 
-// SAFETY: the pointers refer to the caller's argument arrays, which outlive the scope the
-// workers run in; the kernel ABI allows concurrent calls on disjoint block ranges (each
-// block writes only its own outputs).
+// SAFETY: the pointers refer to the caller's argument arrays, which outlive every use by
+// a worker (see the module invariants); the kernel ABI allows concurrent calls on
+// disjoint block ranges (each block writes only its own outputs).
 unsafe impl Send for Job {}
+// SAFETY: as for `Send`; a `Job` is only read.
+unsafe impl Sync for Job {}
 
 impl Job {
     fn run(self, begin: i64, end: i64) {
@@ -40,27 +50,159 @@ impl Job {
 
 /// Splits `total` blocks into at most `workers` contiguous, non-empty chunks.
 pub(crate) fn chunks(total: i64, workers: usize) -> Vec<(i64, i64)> {
-    if total <= 0 {
-        return Vec::new();
-    }
-    let n = (workers.max(1) as i64).min(total);
-    let (base, extra) = (total / n, total % n);
-    let mut out = Vec::with_capacity(n as usize);
-    let mut begin = 0;
-    for i in 0..n {
-        let len = base + i64::from(i < extra);
-        out.push((begin, begin + len));
-        begin += len;
-    }
-    out
+    let n = chunk_count(total, workers);
+    (0..n).map(|i| chunk(total, n, i)).collect()
 }
 
-/// The number of workers: `requested`, else the machine's available parallelism.
+fn chunk_count(total: i64, workers: usize) -> usize {
+    if total <= 0 {
+        0
+    } else {
+        (workers.max(1) as i64).min(total) as usize
+    }
+}
+
+/// Chunk `i` of `n` over `total` blocks: the first `total % n` chunks get one extra.
+fn chunk(total: i64, n: usize, i: usize) -> (i64, i64) {
+    let (n, i) = (n as i64, i as i64);
+    let (base, extra) = (total / n, total % n);
+    let begin = i * base + i.min(extra);
+    (begin, begin + base + i64::from(i < extra))
+}
+
+/// The number of workers: `requested`, else the machine's available parallelism (read
+/// once: it costs file reads and system calls, far more than a launch).
 pub(crate) fn worker_count(requested: Option<usize>) -> usize {
+    static AVAILABLE: OnceLock<usize> = OnceLock::new();
     requested
-        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-        .unwrap_or(1)
+        .unwrap_or_else(|| {
+            *AVAILABLE.get_or_init(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            })
+        })
         .max(1)
+}
+
+/// One launch in flight on the pool.
+struct Task {
+    job: Job,
+    total: i64,
+    chunks: usize,
+    /// Next chunk to claim.
+    next: AtomicUsize,
+    /// Chunks not yet finished.
+    left: AtomicUsize,
+    done: Mutex<bool>,
+    done_cv: Condvar,
+}
+
+impl Task {
+    /// Runs chunks until none is left to claim.
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::AcqRel);
+            if i >= self.chunks {
+                return;
+            }
+            let (begin, end) = chunk(self.total, self.chunks, i);
+            self.job.run(begin, end);
+            if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+                *done = true;
+                self.done_cv.notify_all();
+            }
+        }
+    }
+
+    fn wait(&self) {
+        // Short kernels finish within microseconds: spin briefly before sleeping, which
+        // saves a wake-up (tens of microseconds on a loaded machine).
+        if spin_until(|| self.left.load(Ordering::Acquire) == 0) {
+            return;
+        }
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = self.done_cv.wait(done).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Spin iterations before blocking (a few microseconds).
+const SPIN: usize = 1 << 12;
+
+/// Spins until `ready` (true) or `SPIN` iterations pass (false), yielding the core now
+/// and then so spinning threads never starve the one they wait for.
+fn spin_until(ready: impl Fn() -> bool) -> bool {
+    for i in 0..SPIN {
+        if ready() {
+            return true;
+        }
+        if i % 64 == 63 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    false
+}
+
+struct Pool {
+    queue: Mutex<VecDeque<Arc<Task>>>,
+    /// Entries in `queue` (read without the lock by spinning workers).
+    queued: AtomicUsize,
+    /// Workers spinning for work: a launch wakes sleeping workers only for the chunks
+    /// these will not take. (A spinner that gives up checks the queue under the lock
+    /// before sleeping, so no chunk is left without a worker.)
+    spinning: AtomicUsize,
+    ready: Condvar,
+}
+
+static POOL: Pool = Pool {
+    queue: Mutex::new(VecDeque::new()),
+    queued: AtomicUsize::new(0),
+    spinning: AtomicUsize::new(0),
+    ready: Condvar::new(),
+};
+
+impl Pool {
+    fn worker(&self) {
+        loop {
+            // Back-to-back launches: look for the next one briefly before sleeping.
+            self.spinning.fetch_add(1, Ordering::AcqRel);
+            spin_until(|| self.queued.load(Ordering::Acquire) > 0);
+            self.spinning.fetch_sub(1, Ordering::AcqRel);
+            let task = {
+                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    if let Some(t) = q.pop_front() {
+                        self.queued.fetch_sub(1, Ordering::AcqRel);
+                        break t;
+                    }
+                    q = self.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                }
+            };
+            task.work();
+        }
+    }
+}
+
+/// Starts the pool's workers on first use (one per available core, or `requested` if
+/// more) and returns how many run (0: none could start).
+fn pool_size(requested: usize) -> usize {
+    static STARTED: OnceLock<usize> = OnceLock::new();
+    *STARTED.get_or_init(|| {
+        (0..worker_count(None).max(requested))
+            .filter(|_| {
+                std::thread::Builder::new()
+                    .name("tile-cpu".into())
+                    .stack_size(WORKER_STACK)
+                    .spawn(|| POOL.worker())
+                    .is_ok()
+            })
+            .count()
+    })
 }
 
 /// Runs every block of `grid` and waits for all of them.
@@ -87,6 +229,39 @@ pub(crate) unsafe fn run_grid(
         dims: dims.as_ptr(),
         grid: grid.as_ptr(),
     };
+    let size = pool_size(workers);
+    if size == 0 {
+        return run_scoped(job, total, workers);
+    }
+    let n = chunk_count(total, workers.min(size));
+    if n == 0 {
+        return Ok(());
+    }
+    let task = Arc::new(Task {
+        job,
+        total,
+        chunks: n,
+        next: AtomicUsize::new(0),
+        left: AtomicUsize::new(n),
+        done: Mutex::new(false),
+        done_cv: Condvar::new(),
+    });
+    {
+        let mut q = POOL.queue.lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..n {
+            q.push_back(Arc::clone(&task));
+        }
+        POOL.queued.fetch_add(n, Ordering::AcqRel);
+    }
+    for _ in 0..n.saturating_sub(POOL.spinning.load(Ordering::Acquire)) {
+        POOL.ready.notify_one();
+    }
+    task.wait();
+    Ok(())
+}
+
+/// One scoped thread per chunk (used only when the pool could not start).
+fn run_scoped(job: Job, total: i64, workers: usize) -> Result<()> {
     let mut spawn_error = None;
     std::thread::scope(|scope| {
         for (begin, end) in chunks(total, workers) {

@@ -9,6 +9,9 @@
 //! - Each device's primary context and default stream are created once, lazily, and
 //!   live for the process (they sit in a static table and are never dropped, which
 //!   avoids tearing down contexts during process exit).
+//! - cudarc's per-buffer event tracking is off in these contexts: the runtime orders its
+//!   storages across streams itself ([`crate::sync`]). Slices that other code allocates
+//!   through [`crate::Stream::as_cuda`] are therefore not ordered by cudarc either.
 //! - Kernels are launched with a raw `cuLaunchKernel` whose parameter list is the ABI in
 //!   [`crate::spec`]: one `CUdeviceptr` per buffer, then one `int` per dynamic dim.
 
@@ -95,6 +98,10 @@ pub(crate) fn device(ordinal: usize) -> Result<&'static DeviceState> {
             Ok(r) => r.map_err(|e| Error::driver("cuDevicePrimaryCtxRetain", e))?,
             Err(_) => return Err(no_symbol("cuDevicePrimaryCtxRetain")),
         };
+        // SAFETY: the runtime orders every storage it allocates in this context itself
+        // (`crate::sync`), and no slice exists in the context yet, so none is left without
+        // ordering: cudarc's per-buffer events would add driver calls to every launch.
+        unsafe { ctx.disable_event_tracking() };
         let cc = ctx
             .compute_capability()
             .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;

@@ -140,6 +140,27 @@ pub enum Error {
     TensorTooLarge { shape: Vec<usize> },
     /// A tensor view or copy request that does not fit the tensor.
     TensorView { message: String },
+    /// The kernel has no code for the target of the tensors' device (a CUDA-only kernel
+    /// launched on the CPU).
+    NoTargetCode {
+        kernel: &'static str,
+        target: &'static str,
+    },
+    /// A graph replayed on a stream of another device.
+    GraphDevice { graph: Device, stream: Device },
+    /// [`Profiler::assert_allclose`](crate::Profiler::assert_allclose): an output differs
+    /// from the reference.
+    Mismatch {
+        kernel: &'static str,
+        buffer: &'static str,
+        message: String,
+    },
+    /// [`Profiler`](crate::Profiler) misuse: an unknown or unbound dim, a dtype it cannot
+    /// generate, a reference with the wrong number of outputs.
+    Profile {
+        kernel: &'static str,
+        message: String,
+    },
 }
 
 impl Error {
@@ -347,6 +368,23 @@ impl fmt::Display for Error {
                 write!(f, "tensor shape {shape:?} is too large (size overflows usize)")
             }
             Error::TensorView { message } => write!(f, "{message}"),
+            Error::NoTargetCode { kernel, target } => write!(
+                f,
+                "kernel {kernel} has no {target} code (it is compiled for another target only)"
+            ),
+            Error::GraphDevice { graph, stream } => write!(
+                f,
+                "graph stream device mismatch, expected {graph} (the graph's device), got {stream}"
+            ),
+            Error::Mismatch {
+                kernel,
+                buffer,
+                message,
+            } => write!(
+                f,
+                "kernel {kernel} output {buffer} does not match the reference: {message}"
+            ),
+            Error::Profile { kernel, message } => write!(f, "kernel {kernel}: profiler: {message}"),
         }
     }
 }

@@ -1,49 +1,52 @@
 //! The launch path behind every generated launcher.
 //!
-//! `launch` = check arguments → evaluate the grid → find the kernel → launch:
-//! - find, CPU: the entry linked at build time (`spec.cpu.aot`) unless `TILE_NO_AOT=1`,
-//!   else the disk cache (`kernels/<key>`), else compile the C source with the system
-//!   compiler and publish it;
-//! - find, CUDA: the cubin embedded for the device's architecture unless `TILE_NO_AOT=1`,
-//!   else the disk cache (`cuda-binaries/<key>-<arch>`), else NVRTC and publish.
+//! `launch` = check arguments → evaluate the grid → find the kernel → launch. Finding
+//! (see [`crate::find`]) runs once per launcher and device; what it finds is stored in the
+//! launcher's [`KernelSlot`], the in-process level of the kernel cache.
 //!
 //! Invariants:
 //! - A failed check launches nothing and writes nothing; a grid with a zero extent
 //!   launches nothing and succeeds.
-//! - What was found is stored in the launcher's [`KernelSlot`] (per device for CUDA), so
-//!   a later launch does no disk access, no hashing and no string formatting: its cost is
-//!   the checks, a lock per distinct buffer and the launch itself.
+//! - A warm launch (kernel in the slot) does no disk access, no hashing and no string
+//!   formatting; on CUDA it makes no heap allocation for kernels of up to 16 buffers and
+//!   16 dynamic dims (a CPU launch allocates one task for the worker pool). Its cost is
+//!   the checks, a lock per distinct buffer, one atomic load per device buffer for
+//!   stream ordering (more only when buffers change streams, see [`crate::sync`]) and
+//!   the launch itself.
 //! - Buffers are locked for the launch (shared for inputs, exclusive for outputs, each
 //!   storage once, in address order so concurrent launches cannot deadlock). A CPU launch
 //!   holds the locks while it runs and returns when it has finished; a CUDA launch is
-//!   queued on the stream, with cudarc's buffer events recorded so other streams order
-//!   their reads and writes after it.
+//!   queued on the stream after ordering each buffer on it.
+//! - Inside [`Graph::capture`](crate::Graph::capture) a launch on the capture's stream
+//!   (or on the default stream, from the capturing thread) is recorded, not run.
 //! - With `TILE_JIT_DIAGNOSTICS=1`, a launch that had to find its kernel prints one line
-//!   per phase (check, lookup, compile, load, launch); warm launches print nothing.
+//!   per phase; warm launches print nothing.
 
 use std::ffi::c_void;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use cudarc::driver::{CudaFunction, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{CudaFunction, CudaStream};
 use libloading::Library;
 
-use crate::cache::{valid_key, DiskCache, Staging};
-use crate::cc;
-use crate::check::{check_args, Bound};
+use crate::check::check_into;
 use crate::config::Config;
 use crate::cpu;
 use crate::cuda;
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::nvrtc;
+use crate::find::{self, print_done};
+use crate::graph;
 use crate::spec::{CpuEntry, KernelSpec};
 use crate::stream::Stream;
 use crate::tensor::{Storage, StorageGuard, Tensor};
+
+/// Launches of up to this many buffers (and dynamic dims) need no heap allocation.
+const INLINE: usize = 16;
 
 /// A code generation target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,7 +91,7 @@ pub struct ArgRef<'a> {
     pub(crate) ptr: usize,
     pub(crate) device: Device,
     pub(crate) output: bool,
-    pub(crate) storage: &'a Storage,
+    pub(crate) storage: &'a Arc<Storage>,
 }
 
 impl<'a> ArgRef<'a> {
@@ -137,6 +140,10 @@ impl<'a> ArgRef<'a> {
     pub fn is_output(&self) -> bool {
         self.output
     }
+
+    fn storage_addr(&self) -> usize {
+        Arc::as_ptr(self.storage) as usize
+    }
 }
 
 impl fmt::Debug for ArgRef<'_> {
@@ -157,8 +164,11 @@ impl fmt::Debug for ArgRef<'_> {
 pub enum Origin {
     /// Linked (CPU) or embedded (CUDA) at build time.
     Aot,
-    /// Loaded from this disk cache entry.
+    /// Loaded from this disk cache entry (`kernels/<key>`).
     DiskCache(PathBuf),
+    /// Loaded from this device binary cache entry (`cuda-binaries/<key>`), the kernel
+    /// entry being rebuilt around it (the device source was unchanged).
+    BinaryCache(PathBuf),
     /// Compiled in this process (published to this entry, or a temporary folder).
     Compiled(PathBuf),
 }
@@ -168,21 +178,23 @@ impl fmt::Display for Origin {
         match self {
             Origin::Aot => f.write_str("the ahead-of-time artifact"),
             Origin::DiskCache(p) => write!(f, "the disk cache at {}", p.display()),
+            Origin::BinaryCache(p) => write!(f, "the device binary cache at {}", p.display()),
             Origin::Compiled(p) => write!(f, "a fresh compile at {}", p.display()),
         }
     }
 }
 
-struct CpuLoaded {
-    entry: CpuEntry,
-    /// Keeps the JIT-compiled library mapped while `entry` can be called.
-    _lib: Option<Library>,
-    origin: Origin,
+pub(crate) struct CpuLoaded {
+    pub entry: CpuEntry,
+    /// Keeps the JIT-compiled library mapped while `entry` can be called (graphs that
+    /// recorded `entry` hold a clone too).
+    pub lib: Option<Arc<Library>>,
+    pub origin: Origin,
 }
 
-struct CudaLoaded {
-    func: CudaFunction,
-    origin: Origin,
+pub(crate) struct CudaLoaded {
+    pub func: CudaFunction,
+    pub origin: Origin,
 }
 
 /// Per-launcher cache of found kernels: the in-process level of the kernel cache.
@@ -213,13 +225,15 @@ impl KernelSlot {
     pub fn origin(&self, device: Device) -> Option<&Origin> {
         match device {
             Device::Cpu => self.cpu.get().map(|l| &l.origin),
-            Device::Cuda(n) => self
-                .cuda
-                .get()
-                .and_then(|t| t.get(n))
-                .and_then(OnceLock::get)
-                .map(|l| &l.origin),
+            Device::Cuda(n) => self.cuda_loaded(n).map(|l| &l.origin),
         }
+    }
+
+    fn cuda_loaded(&self, ordinal: usize) -> Option<&CudaLoaded> {
+        self.cuda
+            .get()
+            .and_then(|t| t.get(ordinal))
+            .and_then(OnceLock::get)
     }
 
     /// Whether the kernel for `device` is already loaded (the next launch is warm).
@@ -227,7 +241,7 @@ impl KernelSlot {
         self.origin(device).is_some()
     }
 
-    fn cpu(&self, spec: &'static KernelSpec, cfg: &Config) -> Result<&CpuLoaded> {
+    pub(crate) fn cpu(&self, spec: &'static KernelSpec, cfg: &Config) -> Result<&CpuLoaded> {
         if let Some(l) = self.cpu.get() {
             return Ok(l);
         }
@@ -236,17 +250,20 @@ impl KernelSlot {
             return Ok(l);
         }
         self.finds.fetch_add(1, Ordering::Relaxed);
-        let loaded = find_cpu(spec, cfg)?;
+        let loaded = find::find_cpu(spec, cfg)?;
         Ok(self.cpu.get_or_init(|| loaded))
     }
 
-    fn cuda(
+    pub(crate) fn cuda(
         &self,
         spec: &'static KernelSpec,
         ordinal: usize,
         dev: &cuda::DeviceState,
         cfg: &Config,
     ) -> Result<&CudaLoaded> {
+        if let Some(l) = self.cuda_loaded(ordinal) {
+            return Ok(l);
+        }
         let count = cuda::probe().count;
         let table = self
             .cuda
@@ -254,15 +271,12 @@ impl KernelSlot {
         let cell = table
             .get(ordinal)
             .ok_or(Error::NoSuchDevice { ordinal, count })?;
-        if let Some(l) = cell.get() {
-            return Ok(l);
-        }
         let _guard = self.init.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(l) = cell.get() {
             return Ok(l);
         }
         self.finds.fetch_add(1, Ordering::Relaxed);
-        let loaded = find_cuda(spec, dev, cfg)?;
+        let loaded = find::find_cuda(spec, dev, cfg)?;
         Ok(cell.get_or_init(|| loaded))
     }
 }
@@ -280,25 +294,6 @@ impl fmt::Debug for KernelSlot {
             .field("finds", &self.finds.load(Ordering::Relaxed))
             .finish()
     }
-}
-
-/// Runs `f` as diagnostics phase `name` (prints start/done lines when `on`).
-fn phase<R>(on: bool, name: &str, f: impl FnOnce() -> R) -> R {
-    if !on {
-        return f();
-    }
-    eprintln!("tile phase start: {name}");
-    let t = Instant::now();
-    let r = f();
-    print_done(name, t);
-    r
-}
-
-fn print_done(name: &str, since: Instant) {
-    eprintln!(
-        "tile phase done: {name} elapsed={:.3}ms",
-        since.elapsed().as_secs_f64() * 1e3
-    );
 }
 
 /// Launches `spec` with `args` on `stream` (default: the tensors' device's default
@@ -319,46 +314,75 @@ pub(crate) fn launch_with(
     stream: Option<&Stream>,
     args: &[ArgRef<'_>],
 ) -> Result<()> {
-    let check_start = cfg.diagnostics.then(Instant::now);
-    let mut bound = check_args(spec, args)?;
+    let started = cfg.diagnostics.then(Instant::now);
+    let n = spec.dims.len();
+    if n <= INLINE {
+        let mut dims = [0i64; INLINE];
+        launch_dims(cfg, spec, slot, stream, args, &mut dims[..n], started)
+    } else {
+        let mut dims = vec![0i64; n];
+        launch_dims(cfg, spec, slot, stream, args, &mut dims, started)
+    }
+}
+
+fn launch_dims(
+    cfg: &Config,
+    spec: &'static KernelSpec,
+    slot: &KernelSlot,
+    stream: Option<&Stream>,
+    args: &[ArgRef<'_>],
+    dims: &mut [i64],
+    started: Option<Instant>,
+) -> Result<()> {
+    let mut device = check_into(spec, args, dims)?;
     if args.is_empty() {
-        bound.device = stream.map_or(Device::Cpu, Stream::device);
+        device = stream.map_or(Device::Cpu, Stream::device);
     }
     if let Some(s) = stream {
-        if s.device() != bound.device {
+        if s.device() != device {
             return Err(Error::StreamDeviceMismatch {
                 kernel: spec.name,
-                tensors: bound.device,
+                tensors: device,
                 stream: s.device(),
             });
         }
     }
-    let grid = eval_grid(spec, &bound)?;
+    let grid = eval_grid(spec, device, dims)?;
     // Diagnostics only for launches that must find their kernel: warm launches stay quiet.
-    let diag = cfg.diagnostics && !slot.is_warm(bound.device);
-    if let (true, Some(t)) = (diag, check_start) {
+    let diag = cfg.diagnostics && !slot.is_warm(device);
+    if let (true, Some(t)) = (diag, started) {
         eprintln!("tile phase start: check");
-        print_done("check", t);
+        print_done("check", t, "");
     }
     if grid.contains(&0) {
         return Ok(());
     }
-    match bound.device {
+    let capture = graph::capture_for(stream, device);
+    match device {
         Device::Cpu => {
             let loaded = slot.cpu(spec, cfg)?;
-            phase(diag, "launch", || {
-                launch_cpu(cfg, loaded, &bound, grid, args)
+            let workers = cpu::worker_count(cfg.num_threads);
+            if let Some(rec) = &capture {
+                rec.record_cpu(loaded, args, dims, grid, workers);
+                return Ok(());
+            }
+            find::phase(diag, "launch", || {
+                launch_cpu(loaded.entry, dims, grid, args, workers)
             })
         }
         Device::Cuda(ordinal) => {
             let dev = cuda::device(ordinal)?;
             let loaded = slot.cuda(spec, ordinal, dev, cfg)?;
-            let stream = match stream {
-                Some(Stream::Cuda(s)) => s,
-                _ => &dev.stream,
+            let (stream, capturing) = match (&capture, stream) {
+                (Some(rec), _) => (rec.cuda_stream().unwrap_or(&dev.stream), true),
+                (None, Some(Stream::Cuda(s))) => (s, false),
+                (None, _) => (&dev.stream, false),
             };
-            phase(diag, "launch", || {
-                launch_cuda(spec, &loaded.func, stream, &bound, grid, args)
+            if let Some(rec) = &capture {
+                rec.record_cuda(&loaded.func, args);
+            }
+            find::phase(diag, "launch", || {
+                launch_cuda(spec, &loaded.func, stream, dims, grid, args, capturing)
             })
         }
     }
@@ -366,7 +390,7 @@ pub(crate) fn launch_with(
 
 /// Evaluates the grid; every extent must be non-negative (and within CUDA's limits on a
 /// GPU).
-fn eval_grid(spec: &KernelSpec, bound: &Bound) -> Result<[i64; 3]> {
+fn eval_grid(spec: &KernelSpec, device: Device, dims: &[i64]) -> Result<[i64; 3]> {
     let mut grid = [0i64; 3];
     for (axis, expr) in spec.grid.iter().enumerate() {
         let err = |message: String| Error::Grid {
@@ -374,17 +398,16 @@ fn eval_grid(spec: &KernelSpec, bound: &Bound) -> Result<[i64; 3]> {
             axis,
             message,
         };
-        let v = expr.eval(&bound.dims).ok_or_else(|| {
+        let v = expr.eval(dims).ok_or_else(|| {
             err(format!(
-                "cannot evaluate {expr:?} with dims {:?} (division by zero or overflow)",
-                bound.dims
+                "cannot evaluate {expr:?} with dims {dims:?} (division by zero or overflow)"
             ))
         })?;
         if v < 0 {
             return Err(err(format!("extent {v} is negative")));
         }
         let limit = if axis == 0 { i32::MAX as i64 } else { 65535 };
-        if bound.device.is_cuda() && v > limit {
+        if device.is_cuda() && v > limit {
             return Err(err(format!("extent {v} exceeds the CUDA limit {limit}")));
         }
         grid[axis] = v;
@@ -403,269 +426,140 @@ fn eval_grid(spec: &KernelSpec, bound: &Bound) -> Result<[i64; 3]> {
     Ok(grid)
 }
 
-/// Locks each distinct storage of `args` once (exclusive if any use writes it), in
-/// address order.
-fn lock_storages<'a>(args: &[ArgRef<'a>]) -> Vec<StorageGuard<'a>> {
-    let mut uses: Vec<(usize, bool, &'a Storage)> = args
-        .iter()
-        .map(|a| (a.storage as *const Storage as usize, a.output, a.storage))
-        .collect();
-    uses.sort_by_key(|u| u.0);
-    let mut guards = Vec::with_capacity(uses.len());
-    let mut i = 0;
-    while i < uses.len() {
-        let (addr, mut write, storage) = uses[i];
-        let mut j = i + 1;
-        while j < uses.len() && uses[j].0 == addr {
-            write |= uses[j].1;
-            j += 1;
-        }
-        guards.push(storage.lock(write));
-        i = j;
-    }
-    guards
+/// A storage locked for a launch.
+pub(crate) struct Locked<'a> {
+    pub storage: &'a Storage,
+    /// Some use of the storage writes it (the lock is exclusive).
+    pub write: bool,
+    _guard: StorageGuard<'a>,
 }
 
-fn launch_cpu(
-    cfg: &Config,
-    loaded: &CpuLoaded,
-    bound: &Bound,
+/// Locks each distinct storage of `args` once (exclusive if any use writes it), in
+/// address order, and calls `f` with the locks held.
+pub(crate) fn with_locked<R>(args: &[ArgRef<'_>], f: impl FnOnce(&[Option<Locked<'_>>]) -> R) -> R {
+    let n = args.len();
+    if n <= INLINE {
+        let mut order = [0usize; INLINE];
+        let mut held: [Option<Locked<'_>>; INLINE] = std::array::from_fn(|_| None);
+        let k = lock_into(args, &mut order[..n], &mut held);
+        f(&held[..k])
+    } else {
+        let mut order = vec![0usize; n];
+        let mut held: Vec<Option<Locked<'_>>> = (0..n).map(|_| None).collect();
+        let k = lock_into(args, &mut order, &mut held);
+        f(&held[..k])
+    }
+}
+
+fn lock_into<'a>(
+    args: &[ArgRef<'a>],
+    order: &mut [usize],
+    held: &mut [Option<Locked<'a>>],
+) -> usize {
+    for (i, o) in order.iter_mut().enumerate() {
+        *o = i;
+    }
+    order.sort_unstable_by_key(|&i| args[i].storage_addr());
+    let (n, mut k, mut i) = (order.len(), 0, 0);
+    while i < n {
+        let first = &args[order[i]];
+        let mut write = first.output;
+        let mut j = i + 1;
+        while j < n && args[order[j]].storage_addr() == first.storage_addr() {
+            write |= args[order[j]].output;
+            j += 1;
+        }
+        let storage: &'a Storage = first.storage;
+        held[k] = Some(Locked {
+            storage,
+            write,
+            _guard: storage.lock(write),
+        });
+        k += 1;
+        i = j;
+    }
+    k
+}
+
+/// Runs a CPU kernel over `grid` with `args` locked.
+pub(crate) fn launch_cpu(
+    entry: CpuEntry,
+    dims: &[i64],
     grid: [i64; 3],
     args: &[ArgRef<'_>],
+    workers: usize,
 ) -> Result<()> {
-    let _guards = lock_storages(args);
-    let bufs: Vec<*mut c_void> = args.iter().map(|a| a.ptr as *mut c_void).collect();
-    // SAFETY: the checks established that every buffer is a live, contiguous host
-    // allocation of the declared dtype and shape (the storages are borrowed by `args` and
-    // locked above), every dynamic dim is bound, and the entry follows the CPU ABI of the
-    // kernel it was generated for.
-    unsafe {
-        cpu::run_grid(
-            loaded.entry,
-            &bufs,
-            &bound.dims,
-            grid,
-            cpu::worker_count(cfg.num_threads),
-        )
-    }
+    with_locked(args, |_| {
+        let n = args.len();
+        let run = |bufs: &mut [*mut c_void]| {
+            for (b, a) in bufs.iter_mut().zip(args) {
+                *b = a.ptr as *mut c_void;
+            }
+            // SAFETY: the checks established that every buffer is a live, contiguous host
+            // allocation of the declared dtype and shape (the storages are borrowed by
+            // `args` and locked), every dynamic dim is bound, and the entry follows the
+            // CPU ABI of the kernel it was generated for.
+            unsafe { cpu::run_grid(entry, bufs, dims, grid, workers) }
+        };
+        if n <= INLINE {
+            let mut bufs = [std::ptr::null_mut(); INLINE];
+            run(&mut bufs[..n])
+        } else {
+            run(&mut vec![std::ptr::null_mut(); n])
+        }
+    })
 }
 
 fn launch_cuda(
     spec: &KernelSpec,
     func: &CudaFunction,
-    stream: &cudarc::driver::CudaStream,
-    bound: &Bound,
+    stream: &Arc<CudaStream>,
+    dims: &[i64],
     grid: [i64; 3],
     args: &[ArgRef<'_>],
+    capturing: bool,
 ) -> Result<()> {
-    let mut guards = lock_storages(args);
-    // Make `stream` wait for earlier conflicting work on other streams; the returned
-    // records run after the launch is queued (dropped below), marking the buffers as read
-    // or written by this stream.
-    let records: Vec<SyncOnDrop<'_>> = guards
-        .iter_mut()
-        .filter_map(|g| match g {
-            StorageGuard::CudaRead(s) => Some(s.device_ptr(stream).1),
-            StorageGuard::CudaWrite(s) => Some(s.device_ptr_mut(stream).1),
-            StorageGuard::HostRead(_) | StorageGuard::HostWrite(_) => None,
-        })
-        .collect();
-    let mut ptrs: Vec<u64> = args.iter().map(|a| a.ptr as u64).collect();
-    // Checked: every dim fits an `int`.
-    let mut dims: Vec<i32> = bound.dims.iter().map(|&d| d as i32).collect();
-    let mut params: Vec<*mut c_void> = ptrs
-        .iter_mut()
-        .map(|p| (p as *mut u64).cast::<c_void>())
-        .chain(dims.iter_mut().map(|d| (d as *mut i32).cast::<c_void>()))
-        .collect();
-    // Checked: within CUDA's grid limits.
-    let grid = [grid[0] as u32, grid[1] as u32, grid[2] as u32];
-    // SAFETY: `params` follows the CUDA ABI of `spec` (one device address per buffer,
-    // then one int per dynamic dim) and points at locals alive across the call; every
-    // address is a checked, live, contiguous allocation on this stream's device; the
-    // storages stay alive (borrowed by `args`) and their events are recorded on `stream`
-    // when `records` drops, after the launch is queued.
-    let r = unsafe { cuda::launch(func, stream, grid, spec.threads, &mut params) };
-    drop(records);
-    drop(guards);
-    r
-}
-
-/// A freshly built entry: published in the disk cache, or a temporary build folder
-/// (removed when this drops, after loading).
-struct Built {
-    dir: PathBuf,
-    _temp: Option<Staging>,
-}
-
-/// Runs `build` in a staging folder (the cache's, or a temporary one without a cache),
-/// then publishes it as `rel`. A failed build keeps its folder so the error's paths
-/// stay readable.
-fn build_entry(
-    cache: Option<&DiskCache>,
-    stage_name: &str,
-    rel: &str,
-    build: impl FnOnce(&mut Staging) -> Result<()>,
-) -> Result<Built> {
-    let mut staging = match cache {
-        Some(c) => c.stage(stage_name)?,
-        None => Staging::temp()?,
-    };
-    if let Err(e) = build(&mut staging) {
-        staging.keep();
-        return Err(e);
-    }
-    match cache {
-        Some(c) => Ok(Built {
-            dir: staging.publish(c, rel)?,
-            _temp: None,
-        }),
-        None => Ok(Built {
-            dir: staging.dir().to_path_buf(),
-            _temp: Some(staging),
-        }),
-    }
-}
-
-fn find_cpu(spec: &'static KernelSpec, cfg: &Config) -> Result<CpuLoaded> {
-    let (diag, k, name) = (cfg.diagnostics, &spec.cpu, spec.name);
-    let rel = format!("kernels/{}", k.key);
-    let load = |dir: &Path, origin: Origin| {
-        phase(diag, "load", || {
-            let (lib, entry) = cc::load(name, &dir.join(cc::LIBRARY_FILE), k.symbol)?;
-            Ok::<_, Error>(CpuLoaded {
-                entry,
-                _lib: Some(lib),
-                origin,
-            })
-        })
-    };
-    let (aot, cache, hit) = phase(diag, "lookup", || -> Result<_> {
-        if let (false, Some(entry)) = (cfg.no_aot, k.aot) {
-            return Ok((Some(entry), None, None));
-        }
-        check_key(spec, k.key)?;
-        let cache = open_cache(cfg);
-        let hit = match &cache {
-            Some(c) => c.lookup(&rel, &[cc::SOURCE_FILE, cc::LIBRARY_FILE])?,
-            None => None,
-        };
-        Ok((None, cache, hit))
-    })?;
-    let loaded = if let Some(entry) = aot {
-        CpuLoaded {
-            entry,
-            _lib: None,
-            origin: Origin::Aot,
-        }
-    } else if let Some(dir) = hit {
-        load(&dir, Origin::DiskCache(dir.clone()))?
-    } else {
-        let built = phase(diag, "compile", || {
-            build_entry(cache.as_ref(), k.key, &rel, |s| {
-                s.write(cc::SOURCE_FILE, k.source.as_bytes())?;
-                cc::compile(cfg.cc.as_deref(), name, s)
-            })
-        })?;
-        load(&built.dir, Origin::Compiled(built.dir.clone()))?
-    };
-    if diag {
-        eprintln!("tile kernel {name}: cpu binary from {}", loaded.origin);
-    }
-    Ok(loaded)
-}
-
-fn find_cuda(
-    spec: &'static KernelSpec,
-    dev: &cuda::DeviceState,
-    cfg: &Config,
-) -> Result<CudaLoaded> {
-    const SOURCE: &str = "kernel.cu";
-    const CUBIN: &str = "kernel.cubin";
-    let (diag, k, name) = (cfg.diagnostics, &spec.cuda, spec.name);
-    let arch = cuda::nvrtc_arch(dev.cc);
-    let rel = format!("cuda-binaries/{}-{arch}", k.key);
-    let load = |image: Vec<u8>, origin: Origin, path: PathBuf| {
-        phase(diag, "load", || {
-            let func = cuda::load_function(dev, name, image, k.entry, &path)?;
-            Ok::<_, Error>(CudaLoaded { func, origin })
-        })
-    };
-    let (embedded, cache, hit) = phase(diag, "lookup", || -> Result<_> {
-        if !cfg.no_aot {
-            for want in cuda::cubin_archs(dev.cc) {
-                if let Some(&(a, bytes)) = k.cubins.iter().find(|(a, _)| *a == want) {
-                    return Ok((Some((a, bytes)), None, None));
-                }
+    with_locked(args, |held| {
+        if !capturing {
+            for l in held.iter().flatten() {
+                l.storage.order(stream, l.write)?;
             }
         }
-        check_key(spec, k.key)?;
-        let cache = open_cache(cfg);
-        let hit = match &cache {
-            Some(c) => c.lookup(&rel, &[SOURCE, CUBIN])?,
-            None => None,
-        };
-        Ok((None, cache, hit))
-    })?;
-    let loaded = if let Some((a, bytes)) = embedded {
-        let path = PathBuf::from(format!("<embedded {a} cubin>"));
-        load(bytes.to_vec(), Origin::Aot, path)?
-    } else if let Some(dir) = hit {
-        let path = dir.join(CUBIN);
-        let bytes = std::fs::read(&path).map_err(|e| Error::cache(&path, e))?;
-        load(bytes, Origin::DiskCache(dir), path)?
-    } else {
-        let mut cubin = Vec::new();
-        let built = phase(diag, "compile", || {
-            let candidates = nvrtc::include_candidates(|v| std::env::var(v).ok());
-            let includes = nvrtc::include_dirs(candidates)?;
-            build_entry(cache.as_ref(), &format!("{}-{arch}", k.key), &rel, |s| {
-                s.write(SOURCE, k.source.as_bytes())?;
-                cubin = nvrtc::compile(name, k.source, &s.path(SOURCE), &arch, &includes)?;
-                s.write(CUBIN, &cubin)
-            })
-        })?;
-        load(
-            cubin,
-            Origin::Compiled(built.dir.clone()),
-            built.dir.join(CUBIN),
-        )?
-    };
-    if diag {
-        eprintln!(
-            "tile kernel {name}: cuda binary ({arch}) from {}",
-            loaded.origin
-        );
-    }
-    Ok(loaded)
-}
-
-fn check_key(spec: &KernelSpec, key: &str) -> Result<()> {
-    if valid_key(key) {
-        Ok(())
-    } else {
-        Err(Error::Spec {
-            kernel: spec.name,
-            message: format!("cache key {key:?} is not a hex digest"),
-        })
-    }
-}
-
-/// The disk cache, unless disabled. A cache that cannot be opened (read-only home, ...)
-/// degrades to building in a temporary folder: caching must not make a launch fail.
-fn open_cache(cfg: &Config) -> Option<DiskCache> {
-    if cfg.disable_cache {
-        return None;
-    }
-    match DiskCache::open(&cfg.cache_root) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            if cfg.diagnostics {
-                eprintln!("tile: disk cache unavailable, building in a temporary folder: {e}");
+        // Checked: within CUDA's grid limits.
+        let grid = [grid[0] as u32, grid[1] as u32, grid[2] as u32];
+        let (n, m) = (args.len(), dims.len());
+        let enqueue = |ptrs: &mut [u64], ints: &mut [i32], params: &mut [*mut c_void]| {
+            for (p, a) in ptrs.iter_mut().zip(args) {
+                *p = a.ptr as u64;
             }
-            None
+            // Checked: every dim fits an `int`.
+            for (i, &d) in ints.iter_mut().zip(dims) {
+                *i = d as i32;
+            }
+            let slots = ptrs
+                .iter_mut()
+                .map(|p| (p as *mut u64).cast::<c_void>())
+                .chain(ints.iter_mut().map(|d| (d as *mut i32).cast::<c_void>()));
+            for (slot, p) in params.iter_mut().zip(slots) {
+                *slot = p;
+            }
+            // SAFETY: `params` follows the CUDA ABI of `spec` (one device address per
+            // buffer, then one int per dynamic dim) and points at locals alive across the
+            // call; every address is a checked, live, contiguous allocation on this
+            // stream's device; the storages are borrowed by `args` (or, in a capture, held
+            // by the graph) and were ordered on `stream` above.
+            unsafe { cuda::launch(func, stream, grid, spec.threads, params) }
+        };
+        if n <= INLINE && m <= INLINE {
+            let mut ptrs = [0u64; INLINE];
+            let mut ints = [0i32; INLINE];
+            let mut params = [std::ptr::null_mut(); 2 * INLINE];
+            enqueue(&mut ptrs[..n], &mut ints[..m], &mut params[..n + m])
+        } else {
+            let mut params = vec![std::ptr::null_mut(); n + m];
+            enqueue(&mut vec![0u64; n], &mut vec![0i32; m], &mut params)
         }
-    }
+    })
 }
 
 #[cfg(test)]

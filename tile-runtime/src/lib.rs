@@ -1,22 +1,28 @@
 //! Runtime of the `tile` kernel language: devices, tensors, streams, the host ABI's
-//! argument checks, the kernel caches (in-process slot, disk), the C and NVRTC JITs,
-//! module loading and launch.
+//! argument checks, the kernel caches (in-process slot, disk, device binaries), the C and
+//! NVRTC JITs, module loading, launch, graphs and the profiler.
 //!
 //! The runtime never parses kernel syntax. A `#[tile::kernel]` expansion hands it a
 //! `'static` [`spec::KernelSpec`] (parameters, grid, generated sources, cache keys and
 //! any ahead-of-time artifacts) and a [`KernelSlot`], and calls [`launch`]:
 //!
 //! ```text
-//! check args → evaluate grid → find kernel (slot → AOT → disk cache → JIT) → launch
+//! check args → evaluate grid → find kernel (slot → AOT → disk cache → device binary
+//! cache → JIT → publish → load) → launch (or record, inside Graph::capture)
 //! ```
+//!
+//! Modules: `check` (host ABI), `launch` (the warm path), `find` (the cold path and its
+//! keys), `cache` (disk levels, public inspection API), `cc`/`nvrtc` (JITs), `cpu` (the
+//! worker pool), `cuda` (driver access), `sync` (cross-stream ordering), `graph`,
+//! `profile`, `host` (`host_source`, `export_sources`).
 //!
 //! Settings come from the environment, read once: `TILE_DEVICE`, `TILE_CACHE_DIR`,
 //! `TILE_DISABLE_CACHE`, `TILE_NO_AOT`, `TILE_JIT_DIAGNOSTICS`, `TILE_NUM_THREADS`, `CC`,
 //! and `CUDA_HOME`/`CUDA_PATH`/`CUDA_ROOT` for NVRTC's headers.
 
+pub mod cache;
 pub mod spec;
 
-mod cache;
 mod cc;
 mod check;
 mod config;
@@ -25,9 +31,14 @@ mod cuda;
 mod device;
 mod dtype;
 mod error;
+mod find;
+mod graph;
+mod host;
 mod launch;
 mod nvrtc;
+mod profile;
 mod stream;
+mod sync;
 mod tensor;
 pub mod testing;
 
@@ -35,9 +46,17 @@ pub use check::{check_args, Bound};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
+pub use find::{binary_key, entry_key, params_json};
+pub use graph::Graph;
+pub use host::{export_sources, grid_text, host_source};
 pub use launch::{kernel_source, launch, ArgRef, KernelSlot, Origin, Target};
+pub use profile::{
+    do_bench, AnyTensor, BenchOptions, BenchResult, HostArg, Profiler, L2_FLUSH_BYTES,
+};
 pub use stream::Stream;
 pub use tensor::{Tensor, HOST_ALIGN};
 
+/// cudarc, for code that drives the same contexts and streams directly.
+pub use cudarc;
 pub use cudarc::driver::{CudaContext, CudaStream};
 pub use half::{bf16, f16};

@@ -113,6 +113,24 @@ fn unavailable(what: &str) -> Error {
     }
 }
 
+/// The NVRTC version `(major, minor)`; part of the device binary cache key.
+pub(crate) fn version() -> Result<(i32, i32)> {
+    // SAFETY: probing loads and unloads libnvrtc, which has no unusual initialisers.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(unavailable("the NVRTC library could not be loaded"));
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: two valid out pointers; cudarc panics (caught) if the symbol is missing.
+    let r = catch_unwind(AssertUnwindSafe(|| unsafe {
+        sys::nvrtcVersion(&mut major, &mut minor)
+    }));
+    match r {
+        Ok(sys::nvrtcResult::NVRTC_SUCCESS) => Ok((major, minor)),
+        Ok(e) => Err(unavailable(&format!("nvrtcVersion failed: {e:?}"))),
+        Err(_) => Err(unavailable("libnvrtc lacks nvrtcVersion")),
+    }
+}
+
 /// Compiles `source` (already written to `source_path`, which errors point at) to a
 /// cubin for `arch`.
 pub(crate) fn compile(

@@ -2,8 +2,8 @@
 //!
 //! Invariants:
 //! - A [`Tensor`] is a view (shape, strides in elements, element offset) of a shared,
-//!   untyped [`Storage`]; `transpose`, `slice` and `reshape` make new views of the same
-//!   storage, copies (`to_device`, `to_vec`) make new storage.
+//!   untyped [`Storage`]; `clone`, `transpose`, `slice` and `reshape` make new views of
+//!   the same storage, copies (`to_device`, `to_vec`) make new storage.
 //! - Strides are never negative and every view stays inside its storage, so the span
 //!   `offset ..= offset + Σ (shape[d] - 1) * strides[d]` is always in bounds.
 //! - Host storage is aligned to [`HOST_ALIGN`] (64) bytes, device storage comes from the
@@ -11,7 +11,9 @@
 //! - Every access to the bytes of a storage, by the host or by a kernel launch, holds the
 //!   storage's reader/writer lock (shared to read, exclusive to write), so two views of
 //!   one storage cannot race through safe code. Device-side ordering across streams is
-//!   cudarc's read/write events, taken through its stream-aware pointer accessors.
+//!   the storage's [`StreamSync`] (one atomic load while a single stream is in use).
+//! - A device storage is freed on its allocating stream after every use on other streams
+//!   (its drop orders a write there first).
 
 use std::alloc::Layout;
 use std::fmt;
@@ -26,6 +28,7 @@ use crate::cuda;
 use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
+use crate::sync::StreamSync;
 
 /// Alignment of host allocations, in bytes.
 pub const HOST_ALIGN: usize = 64;
@@ -75,6 +78,8 @@ pub(crate) enum Storage {
         base: u64,
         bytes: usize,
         slice: RwLock<CudaSlice<u8>>,
+        /// Cross-stream ordering of the accesses (see [`crate::sync`]).
+        sync: StreamSync,
     },
 }
 
@@ -82,8 +87,8 @@ pub(crate) enum Storage {
 pub(crate) enum StorageGuard<'a> {
     HostRead(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
     HostWrite(#[allow(dead_code)] RwLockWriteGuard<'a, ()>),
-    CudaRead(RwLockReadGuard<'a, CudaSlice<u8>>),
-    CudaWrite(RwLockWriteGuard<'a, CudaSlice<u8>>),
+    CudaRead(#[allow(dead_code)] RwLockReadGuard<'a, CudaSlice<u8>>),
+    CudaWrite(#[allow(dead_code)] RwLockWriteGuard<'a, CudaSlice<u8>>),
 }
 
 impl Storage {
@@ -106,6 +111,19 @@ impl Storage {
         match self {
             Storage::Host { buf, .. } => buf.layout.size(),
             Storage::Cuda { bytes, .. } => *bytes,
+        }
+    }
+
+    /// Orders an access by `stream` after conflicting accesses on other streams (device
+    /// storages; nothing to do on the host).
+    pub(crate) fn order(
+        &self,
+        stream: &Arc<cudarc::driver::CudaStream>,
+        write: bool,
+    ) -> Result<()> {
+        match self {
+            Storage::Host { .. } => Ok(()),
+            Storage::Cuda { sync, .. } => sync.order(stream, write),
         }
     }
 
@@ -154,6 +172,7 @@ impl Storage {
                     base,
                     bytes,
                     slice: RwLock::new(slice),
+                    sync: StreamSync::new(&dev.stream),
                 })
             }
         }
@@ -183,8 +202,9 @@ impl Storage {
                     out.set_len(len);
                 }
             }
-            Storage::Cuda { slice, .. } => {
+            Storage::Cuda { slice, sync, .. } => {
                 let slice = slice.read().unwrap_or_else(|e| e.into_inner());
+                sync.order(slice.stream(), false)?;
                 // SAFETY: all-zero bytes are a valid `T` (an `Element` guarantee).
                 unsafe {
                     std::ptr::write_bytes(out.as_mut_ptr(), 0, len);
@@ -231,8 +251,9 @@ impl Storage {
                     std::ptr::copy_nonoverlapping(src.as_ptr(), buf.ptr.as_ptr().add(byte0), nbytes)
                 }
             }
-            Storage::Cuda { slice, .. } => {
+            Storage::Cuda { slice, sync, .. } => {
                 let mut slice = slice.write().unwrap_or_else(|e| e.into_inner());
+                sync.order(slice.stream(), true)?;
                 let stream = slice.stream().clone();
                 let mut view = slice.slice_mut(byte0..byte0 + nbytes);
                 stream
@@ -246,6 +267,18 @@ impl Storage {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        if let Storage::Cuda { slice, sync, .. } = self {
+            let slice = slice.get_mut().unwrap_or_else(|e| e.into_inner());
+            // The slice is freed on its allocating stream: order the free after every use
+            // on other streams. A failure here has nowhere to go; cudarc records driver
+            // errors of `Drop` paths in the context.
+            let _ = sync.order(slice.stream(), true);
+        }
     }
 }
 
@@ -415,7 +448,7 @@ impl<T: Element> Tensor<T> {
         self.offset
     }
 
-    pub(crate) fn storage(&self) -> &Storage {
+    pub(crate) fn storage(&self) -> &Arc<Storage> {
         &self.storage
     }
 
@@ -555,6 +588,13 @@ impl<T: Element> Tensor<T> {
             )));
         }
         Ok(self.view(shape.to_vec(), contiguous_strides(shape), self.offset))
+    }
+}
+
+impl<T: Element> Clone for Tensor<T> {
+    /// Another view of the same storage (no copy; see [`Tensor::to_device`] for one).
+    fn clone(&self) -> Tensor<T> {
+        self.view(self.shape.clone(), self.strides.clone(), self.offset)
     }
 }
 

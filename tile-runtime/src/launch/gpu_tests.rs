@@ -2,6 +2,9 @@
 //! stderr) on a machine without one, so `cargo test` stays green everywhere.
 
 use super::*;
+use crate::find::entry_key;
+use crate::graph::Graph;
+use crate::nvrtc;
 use crate::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, ParamSpec};
 use crate::testing::{assert_allclose, random_vec};
 use std::path::Path;
@@ -201,10 +204,16 @@ fn gpu_nvrtc_jit_with_disk_cache() -> Result<()> {
         other => panic!("expected an NVRTC compile, got {other:?}"),
     };
     let arch = cuda::nvrtc_arch(cuda::device(0)?.cc);
-    assert!(entry.ends_with(format!("cuda-binaries/{}-{arch}", VECADD_JIT.cuda.key)));
-    for f in ["kernel.cu", "kernel.cubin", "manifest.json"] {
+    let key = entry_key(Target::Cuda, VECADD_JIT.cuda.key, Some(&arch));
+    assert!(entry.ends_with(format!("kernels/{key}")));
+    for f in ["kernel.cu", "kernel.cubin", "params.json", "manifest.json"] {
         assert!(entry.join(f).is_file(), "{f} missing");
     }
+    let params = std::fs::read_to_string(entry.join("params.json")).unwrap_or_default();
+    assert!(
+        params.contains(&format!("\"arch\": \"{arch}\"")),
+        "{params}"
+    );
 
     // Warm launches: host cost per launch.
     let mut k = case(n, 2, dev)?;
@@ -220,12 +229,7 @@ fn gpu_nvrtc_jit_with_disk_cache() -> Result<()> {
     assert_result(&k)?;
     assert_eq!(slot.finds.load(Ordering::Relaxed), 1);
     // The same launch through a bare cuLaunchKernel, for the overhead ratio.
-    let func = &slot
-        .cuda
-        .get()
-        .and_then(|t| t.first())
-        .and_then(OnceLock::get);
-    let func = &func.as_ref().map(|l| &l.func).unwrap();
+    let func = &slot.cuda_loaded(0).map(|l| l.func.clone()).unwrap();
     let stream = &cuda::device(0)?.stream;
     let (mut pa, mut pb, mut pc, mut pn) = (
         k.a.data_ptr() as u64,
@@ -260,7 +264,8 @@ fn gpu_nvrtc_jit_with_disk_cache() -> Result<()> {
     assert_result(&k)?;
     assert_eq!(slot2.origin(dev), Some(&Origin::DiskCache(entry.clone())));
 
-    // Damaged cubin: rebuilt.
+    // Damaged cubin: the entry is removed and rebuilt around the device binary cache's
+    // cubin (same source, arch and options: no NVRTC).
     let cubin = entry.join("kernel.cubin");
     let mut bytes = std::fs::read(&cubin).map_err(|e| Error::cache(&cubin, e))?;
     let mid = bytes.len() / 2;
@@ -270,7 +275,13 @@ fn gpu_nvrtc_jit_with_disk_cache() -> Result<()> {
     let mut k = case(n, 4, dev)?;
     run(&cfg, &VECADD_JIT, &slot3, None, &mut k)?;
     assert_result(&k)?;
-    assert_eq!(slot3.origin(dev), Some(&Origin::Compiled(entry.clone())));
+    match slot3.origin(dev) {
+        Some(Origin::BinaryCache(dir)) => {
+            assert!(dir.parent().is_some_and(|p| p.ends_with("cuda-binaries")))
+        }
+        other => panic!("expected the device binary cache, got {other:?}"),
+    }
+    assert_ne!(std::fs::read(&cubin).ok(), Some(bytes));
 
     // Cache disabled: NVRTC into a temporary folder, removed after loading.
     let mut nocache = cfg.clone();
@@ -315,11 +326,9 @@ fn gpu_embedded_cubin_is_preferred() -> Result<()> {
     run(&cfg, spec, &slot, None, &mut k)?;
     assert_result(&k)?;
     assert_eq!(slot.origin(dev), Some(&Origin::Aot));
-    assert!(!root
-        .join(env!("CARGO_PKG_VERSION"))
-        .join("linux-x86_64")
-        .join("cuda-binaries")
-        .exists());
+    let ns = root.join(crate::cache::namespace_name());
+    assert!(!ns.join("cuda-binaries").exists());
+    assert!(!ns.join("kernels").exists());
     let _ = std::fs::remove_dir_all(&root);
     Ok(())
 }
@@ -333,7 +342,7 @@ fn gpu_streams_and_device_checks() -> Result<()> {
     let stream = dev.new_stream()?;
     assert_eq!(stream.device(), dev);
     // Write on a side stream, read back on the default stream without an explicit sync:
-    // cudarc's buffer events must order the copy after the kernel.
+    // the storages' stream ordering must place the copy after the kernel.
     for seed in 0..4 {
         let mut k = case(n, 10 + seed, dev)?;
         run(&cfg, &VECADD_JIT, &slot, Some(&stream), &mut k)?;
@@ -387,5 +396,128 @@ fn gpu_nvrtc_error_reports_log_and_command() -> Result<()> {
         }
         other => panic!("expected an NVRTC error, got {other:?}"),
     }
+    Ok(())
+}
+
+#[test]
+fn gpu_streams_order_dependent_launches() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let cfg = Config::for_test(temp_root("order"));
+    let slot = KernelSlot::new();
+    let n = 1 << 22;
+    let (s1, s2) = (dev.new_stream()?, dev.new_stream()?);
+    // c = a + b on s1, then d = c + c on s2, then e = d + a on the default stream: each
+    // reads what the previous wrote on another stream, with no synchronisation between.
+    for seed in 0..3 {
+        let mut k = case(n, 30 + seed, dev)?;
+        run(&cfg, &VECADD_JIT, &slot, Some(&s1), &mut k)?;
+        let mut d = Tensor::<f32>::empty(&[n], dev)?;
+        launch_with(
+            &cfg,
+            &VECADD_JIT,
+            &slot,
+            Some(&s2),
+            &[
+                ArgRef::input(&k.c),
+                ArgRef::input(&k.c),
+                ArgRef::output(&mut d),
+            ],
+        )?;
+        let mut e = Tensor::<f32>::empty(&[n], dev)?;
+        launch_with(
+            &cfg,
+            &VECADD_JIT,
+            &slot,
+            None,
+            &[
+                ArgRef::input(&d),
+                ArgRef::input(&k.a),
+                ArgRef::output(&mut e),
+            ],
+        )?;
+        let a = k.a.to_vec()?;
+        let want: Vec<f64> = k
+            .expected
+            .iter()
+            .zip(&a)
+            .map(|(c, a)| f64::from((*c as f32 + *c as f32) + a))
+            .collect();
+        if let Err(m) = assert_allclose(&e.to_vec()?, &want, 0.0, 0.0) {
+            panic!("{m}");
+        }
+        // Dropping d right after its last use on the default stream: freed after it.
+        drop(d);
+    }
+    Ok(())
+}
+
+#[test]
+fn gpu_graph_capture_and_replay() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let cfg = Config::for_test(temp_root("graph"));
+    static SLOT: KernelSlot = KernelSlot::new();
+    let n = 100_003;
+    let stream = dev.new_stream()?;
+    let mut k = case(n, 40, dev)?;
+    // Warm: the kernel is found before the capture.
+    run(&cfg, &VECADD_JIT, &SLOT, Some(&stream), &mut k)?;
+    let mut d = Tensor::<f32>::zeros(&[n], dev)?;
+    let g = Graph::capture(&stream, |s| {
+        run(&cfg, &VECADD_JIT, &SLOT, Some(s), &mut k)?;
+        // No stream: the capture stream, from the capturing thread.
+        launch_with(
+            &cfg,
+            &VECADD_JIT,
+            &SLOT,
+            None,
+            &[
+                ArgRef::input(&k.c),
+                ArgRef::input(&k.c),
+                ArgRef::output(&mut d),
+            ],
+        )
+    })?;
+    assert_eq!(g.launches(), 2);
+    assert_eq!(g.buffers(), 4);
+    assert_eq!(g.device(), dev);
+    // Nothing ran while capturing.
+    assert!(d.to_vec()?.iter().all(|&x| x == 0.0));
+    let expected = k.expected.clone();
+    let out = d.clone();
+    // The graph keeps every buffer alive.
+    drop(k);
+    drop(d);
+    g.replay()?;
+    let twice: Vec<f64> = expected.iter().map(|c| 2.0 * (*c as f32) as f64).collect();
+    if let Err(m) = assert_allclose(&out.to_vec()?, &twice, 0.0, 0.0) {
+        panic!("{m}");
+    }
+    // Replays on another stream are ordered after the earlier ones.
+    g.replay_on(&dev.default_stream()?)?;
+    if let Err(m) = assert_allclose(&out.to_vec()?, &twice, 0.0, 0.0) {
+        panic!("{m}");
+    }
+    assert!(matches!(
+        g.replay_on(&Stream::Cpu),
+        Err(Error::GraphDevice { .. })
+    ));
+    // A failed launch inside the closure ends the capture and returns the error.
+    let a = Tensor::<f32>::zeros(&[8], dev)?;
+    let mut c = Tensor::<f32>::zeros(&[9], dev)?;
+    let err = Graph::capture(&stream, |s| {
+        launch_with(
+            &cfg,
+            &VECADD_JIT,
+            &SLOT,
+            Some(s),
+            &[ArgRef::input(&a), ArgRef::input(&a), ArgRef::output(&mut c)],
+        )
+    })
+    .err();
+    assert!(matches!(err, Some(Error::ShapeMismatch { .. })), "{err:?}");
+    // The stream is usable afterwards.
+    let mut k = case(1000, 41, dev)?;
+    run(&cfg, &VECADD_JIT, &SLOT, Some(&stream), &mut k)?;
+    assert_result(&k)?;
     Ok(())
 }

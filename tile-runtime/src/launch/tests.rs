@@ -2,6 +2,7 @@
 //! follows the ABI in `spec`.
 
 use super::*;
+use crate::find::entry_key;
 use crate::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, ParamSpec};
 use crate::testing::{assert_allclose, random_vec};
 
@@ -129,11 +130,21 @@ fn case(n: usize, seed: u64) -> Result<Case> {
 }
 
 fn run(cfg: &Config, spec: &'static KernelSpec, slot: &KernelSlot, k: &mut Case) -> Result<()> {
+    run_on(cfg, spec, slot, None, k)
+}
+
+fn run_on(
+    cfg: &Config,
+    spec: &'static KernelSpec,
+    slot: &KernelSlot,
+    stream: Option<&Stream>,
+    k: &mut Case,
+) -> Result<()> {
     launch_with(
         cfg,
         spec,
         slot,
-        None,
+        stream,
         &[
             ArgRef::input(&k.a),
             ArgRef::input(&k.b),
@@ -167,8 +178,9 @@ fn c_jit_end_to_end_with_disk_cache() -> Result<()> {
         other => panic!("expected a fresh compile, got {other:?}"),
     };
     assert!(entry.starts_with(&root));
-    assert!(entry.ends_with(format!("kernels/{}", VECADD.cpu.key)));
-    for f in ["kernel.c", "kernel.so", "manifest.json"] {
+    let key = entry_key(Target::Cpu, VECADD.cpu.key, None);
+    assert!(entry.ends_with(format!("kernels/{key}")));
+    for f in ["kernel.c", "kernel.so", "params.json", "manifest.json"] {
         assert!(entry.join(f).is_file(), "{f} missing");
     }
     assert_eq!(
@@ -394,7 +406,7 @@ fn compile_error_keeps_the_source() -> Result<()> {
             std::env::consts::ARCH
         ))
         .join("kernels")
-        .join(BROKEN.cpu.key)
+        .join(entry_key(Target::Cpu, BROKEN.cpu.key, None))
         .exists());
     let _ = std::fs::remove_dir_all(&root);
     Ok(())
@@ -452,4 +464,286 @@ fn public_launch_and_sources() {
         err.map(|e| e.to_string()).as_deref(),
         Some("kernel vecadd: num_args should be 3, got 2")
     );
+}
+
+#[test]
+fn wrong_arguments_return_their_error_and_write_nothing() -> Result<()> {
+    let cfg = Config::for_test(temp_root("wrong"));
+    let slot = KernelSlot::new();
+    let n = 64;
+    let a = Tensor::from_vec(random_vec::<f32>(n, 20, -1.0, 1.0), &[n], Device::Cpu)?;
+    let b = Tensor::from_vec(random_vec::<f32>(n, 21, -1.0, 1.0), &[n], Device::Cpu)?;
+    let poison = vec![f32::NAN; n];
+    let mut c = Tensor::from_slice(&poison, &[n], Device::Cpu)?;
+    let untouched =
+        |c: &Tensor<f32>| -> Result<bool> { Ok(c.to_vec()?.iter().all(|x| x.is_nan())) };
+    let a16 = Tensor::<half::f16>::zeros(&[n], Device::Cpu)?;
+    let a2 = Tensor::<f32>::zeros(&[n, 1], Device::Cpu)?;
+    let short = Tensor::<f32>::zeros(&[n - 1], Device::Cpu)?;
+    let wide = Tensor::<f32>::zeros(&[2 * n], Device::Cpu)?;
+    let shifted_base = Tensor::<f32>::zeros(&[n + 1], Device::Cpu)?;
+    let shifted = shifted_base.slice(0, 1..n + 1)?;
+
+    let cases: Vec<(&str, Vec<ArgRef<'_>>)> = vec![
+        ("count", vec![ArgRef::input(&a), ArgRef::input(&b)]),
+        (
+            "dtype",
+            vec![ArgRef::input(&a16), ArgRef::input(&b), ArgRef::input(&c)],
+        ),
+        (
+            "ndim",
+            vec![ArgRef::input(&a2), ArgRef::input(&b), ArgRef::input(&c)],
+        ),
+        (
+            "shape",
+            vec![ArgRef::input(&a), ArgRef::input(&short), ArgRef::input(&c)],
+        ),
+        (
+            "misaligned",
+            vec![
+                ArgRef::input(&shifted),
+                ArgRef::input(&b),
+                ArgRef::input(&c),
+            ],
+        ),
+        ("device", {
+            let mut other = ArgRef::input(&b);
+            other.device = Device::Cuda(0);
+            vec![ArgRef::input(&a), other, ArgRef::input(&c)]
+        }),
+    ];
+    for (what, mut args) in cases {
+        // The output is the one argument written: mark it so.
+        if let Some(last) = args.get_mut(2) {
+            last.output = true;
+        }
+        let err = launch_with(&cfg, &VECADD, &slot, None, &args).err();
+        let ok = match (what, &err) {
+            (
+                "count",
+                Some(Error::NumArgs {
+                    expected: 3,
+                    got: 2,
+                    ..
+                }),
+            ) => true,
+            ("dtype", Some(Error::DtypeMismatch { buffer: "a", .. })) => true,
+            ("ndim", Some(Error::NdimMismatch { buffer: "a", .. })) => true,
+            ("shape", Some(Error::ShapeMismatch { buffer: "b", .. })) => true,
+            (
+                "misaligned",
+                Some(Error::Misaligned {
+                    buffer: "a",
+                    align: 16,
+                    ..
+                }),
+            ) => true,
+            ("device", Some(Error::DeviceMismatch { buffer: "b", .. })) => true,
+            _ => false,
+        };
+        assert!(ok, "{what}: {err:?}");
+        assert!(untouched(&c)?, "{what}: the output was written");
+    }
+    // Strides: every other element of `wide` as `a`.
+    let mut every_other = ArgRef::input(&wide);
+    let (half_shape, stride2) = ([n], [2isize]);
+    every_other.shape = &half_shape;
+    every_other.strides = &stride2;
+    let err = launch_with(
+        &cfg,
+        &VECADD,
+        &slot,
+        None,
+        &[every_other, ArgRef::input(&b), ArgRef::output(&mut c)],
+    )
+    .err();
+    assert!(
+        matches!(
+            err,
+            Some(Error::StrideMismatch {
+                buffer: "a",
+                dim: 0,
+                expected: 1,
+                got: 2,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(untouched(&c)?);
+    // Nothing was looked up, compiled or loaded for any of them.
+    assert_eq!(slot.finds.load(Ordering::Relaxed), 0);
+    assert!(!cfg.cache_root.join(env!("CARGO_PKG_VERSION")).exists());
+    Ok(())
+}
+
+#[test]
+fn cpu_graph_records_then_replays() -> Result<()> {
+    static SLOT: KernelSlot = KernelSlot::new();
+    let cfg = Config::for_test(temp_root("graph"));
+    let n = 700;
+    let mut k = case(n, 30)?;
+    let mut d = Tensor::<f32>::zeros(&[n], Device::Cpu)?;
+    let g = crate::graph::Graph::capture(&Stream::Cpu, |s| {
+        run_on(&cfg, &VECADD_AOT, &SLOT, Some(s), &mut k)?;
+        // No stream: the default (CPU) stream is the capture's.
+        launch_with(
+            &cfg,
+            &VECADD_AOT,
+            &SLOT,
+            None,
+            &[
+                ArgRef::input(&k.c),
+                ArgRef::input(&k.c),
+                ArgRef::output(&mut d),
+            ],
+        )
+    })?;
+    assert_eq!((g.launches(), g.buffers()), (2, 4));
+    assert!(
+        k.c.to_vec()?.iter().all(|&x| x == 0.0),
+        "capture ran a launch"
+    );
+    let expected = k.expected.clone();
+    let (c_view, d_view) = (k.c.clone(), d.clone());
+    drop(k);
+    drop(d);
+    g.replay()?;
+    if let Err(e) = assert_allclose(&c_view.to_vec()?, &expected, 0.0, 0.0) {
+        panic!("{e}");
+    }
+    let twice: Vec<f64> = expected.iter().map(|x| 2.0 * x).collect();
+    if let Err(e) = assert_allclose(&d_view.to_vec()?, &twice, 0.0, 0.0) {
+        panic!("{e}");
+    }
+    // Replays again (idempotent here).
+    g.replay_on(&Stream::Cpu)?;
+    assert_eq!(d_view.to_vec()?.len(), n);
+    // The closure's error ends the capture; launches afterwards run normally.
+    let mut bad = case(10, 31)?;
+    bad.b = Tensor::zeros(&[9], Device::Cpu)?;
+    let err = crate::graph::Graph::capture(&Stream::Cpu, |s| {
+        run_on(&cfg, &VECADD_AOT, &SLOT, Some(s), &mut bad)
+    })
+    .err();
+    assert!(matches!(err, Some(Error::ShapeMismatch { .. })), "{err:?}");
+    let mut k = case(50, 32)?;
+    run_on(&cfg, &VECADD_AOT, &SLOT, None, &mut k)?;
+    assert_result(&k)?;
+    Ok(())
+}
+
+#[test]
+fn many_buffers_and_dims_take_the_heap_path() -> Result<()> {
+    // 17 inputs and one output, each with its own dynamic dim: more than the inline
+    // capacity of both buffers and dims.
+    const INPUTS: usize = 17;
+    let mut c = String::from(
+        "#include <stdint.h>\nvoid tile_test_sum17(void *const *bufs, const int64_t *dims, \
+         const int64_t *grid, int64_t begin, int64_t end) {\n  (void)grid;\n  \
+         for (int64_t l = begin; l < end; ++l) {\n    float *out = (float *)bufs[17];\n    \
+         for (int64_t i = 0; i < dims[17]; ++i) {\n      float acc = 0;\n",
+    );
+    for j in 0..INPUTS {
+        c.push_str(&format!(
+            "      acc += ((const float *)bufs[{j}])[i < dims[{j}] ? i : 0];\n"
+        ));
+    }
+    c.push_str("      out[i] = acc;\n    }\n  }\n}\n");
+    let names: Vec<&'static str> = (0..=INPUTS)
+        .map(|j| &*Box::leak(format!("D{j}").into_boxed_str()))
+        .collect();
+    let params: Vec<ParamSpec> = (0..=INPUTS)
+        .map(|j| ParamSpec {
+            name: Box::leak(format!("x{j}").into_boxed_str()),
+            dtype: DType::F32,
+            shape: Box::leak(Box::new([DimSpec::Dyn(j as u32)])),
+            output: j == INPUTS,
+            align: 4,
+        })
+        .collect();
+    let spec: &'static KernelSpec = Box::leak(Box::new(KernelSpec {
+        name: "sum17",
+        params: Box::leak(params.into_boxed_slice()),
+        dims: Box::leak(names.into_boxed_slice()),
+        grid: [&ONE, &ONE, &ONE],
+        threads: 1,
+        ir: "sum17",
+        cpu: CpuKernel {
+            key: "ffff456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            symbol: "tile_test_sum17",
+            source: Box::leak(c.into_boxed_str()),
+            aot: None,
+        },
+        cuda: CudaKernel {
+            key: "ffff",
+            entry: "none",
+            source: "",
+            cubins: &[],
+            shared_bytes: 0,
+        },
+    }));
+    let cfg = Config::for_test(temp_root("many"));
+    let slot = KernelSlot::new();
+    let n = 33;
+    let inputs: Vec<Tensor<f32>> = (0..INPUTS)
+        .map(|j| {
+            Tensor::from_vec(
+                random_vec::<f32>(n, 50 + j as u64, -1.0, 1.0),
+                &[n],
+                Device::Cpu,
+            )
+        })
+        .collect::<Result<_>>()?;
+    let mut out = Tensor::<f32>::zeros(&[n], Device::Cpu)?;
+    let mut args: Vec<ArgRef<'_>> = inputs.iter().map(ArgRef::input).collect();
+    args.push(ArgRef::output(&mut out));
+    launch_with(&cfg, spec, &slot, None, &args)?;
+    let host: Vec<Vec<f32>> = inputs.iter().map(|t| t.to_vec()).collect::<Result<_>>()?;
+    let want: Vec<f64> = (0..n)
+        .map(|i| f64::from(host.iter().fold(0.0f32, |acc, v| acc + v[i])))
+        .collect();
+    if let Err(e) = assert_allclose(&out.to_vec()?, &want, 0.0, 0.0) {
+        panic!("{e}");
+    }
+    // Checks still name the right buffer past the inline capacity.
+    let short = Tensor::<f32>::zeros(&[n + 1], Device::Cpu)?;
+    let mut args: Vec<ArgRef<'_>> = inputs.iter().map(ArgRef::input).collect();
+    args[16] = ArgRef::input(&short);
+    args.push(ArgRef::output(&mut out));
+    assert!(
+        launch_with(&cfg, spec, &slot, None, &args).is_ok(),
+        "own dims"
+    );
+    let _ = std::fs::remove_dir_all(&cfg.cache_root);
+    Ok(())
+}
+
+#[test]
+fn a_kernel_without_cpu_code_refuses_a_cpu_launch() -> Result<()> {
+    static CUDA_ONLY: KernelSpec = vecadd_spec(
+        "9999456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "",
+        None,
+        &BLOCKS,
+    );
+    let cfg = Config::for_test(temp_root("cudaonly"));
+    let slot = KernelSlot::new();
+    let mut k = case(100, 40)?;
+    let err = run(&cfg, &CUDA_ONLY, &slot, &mut k).err();
+    assert_eq!(
+        err.map(|e| e.to_string()).as_deref(),
+        Some("kernel vecadd has no cpu code (it is compiled for another target only)")
+    );
+    assert!(k.c.to_vec()?.iter().all(|&x| x == 0.0));
+    assert!(!cfg.cache_root.join(env!("CARGO_PKG_VERSION")).exists());
+    Ok(())
+}
+
+#[test]
+fn graphs_and_profilers_cross_threads() {
+    fn send_sync<X: Send + Sync>() {}
+    send_sync::<crate::graph::Graph>();
+    send_sync::<crate::profile::Profiler>();
+    send_sync::<crate::tensor::Tensor<f32>>();
 }
