@@ -18,7 +18,11 @@ for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         name = m["target"]["name"]
-        if name in ("kernels", "examples", "bad_calls", "run", "tile_runtime"):
+        if name in ("kernels", "examples", "bad_calls", "run", "tile_runtime",
+                    "runtime_cache", "runtime_graph", "runtime_keys"):
             print(name, m["executable"])' \
   | while read -r name exe; do cp "$exe" "$DIR/tests/$name"; done
+# The cache tests drive the `tile` command (found through TILE_BIN there).
+cargo build --release --bin tile
+cp "$TGT/release/tile" "$DIR/tile"
 ls -l "$DIR" "$DIR/tests"

@@ -7,6 +7,7 @@ set -uo pipefail
 B=${1:-gpu-bundle}
 export TILE_DEVICE=cuda
 export TILE_CACHE_DIR=$(mktemp -d)
+export TILE_BIN=$(cd "$B" && pwd)/tile
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
 rows=()
 run() {
@@ -32,7 +33,9 @@ for e in softmax rmsnorm layernorm cumsum; do
   [ -x "$B/$e" ] && run "$e" "$B/$e" && run "${e}_ragged" "$B/$e" 77
 done
 [ -x "$B/reduce_sum" ] && run reduce_sum "$B/reduce_sum" && run reduce_sum_ragged "$B/reduce_sum" 77 5000
-[ -x "$B/gemm" ] && run gemm_ragged "$B/gemm" 1000 1030 1050 && run gemm_aligned "$B/gemm" 2048 2048 2048 && run gemm_tiny "$B/gemm" 67 129 33
+[ -x "$B/gemm" ] && run gemm_ragged "$B/gemm" 1000 1030 1050 && run gemm_aligned "$B/gemm" 1024 1024 1024 && run gemm_tiny "$B/gemm" 67 129 33
+[ -x "$B/gemm_int8" ] && run gemm_int8 "$B/gemm_int8" && run gemm_int8_ragged "$B/gemm_int8" 67 129 33
+[ -x "$B/launch_overhead" ] && run launch_overhead "$B/launch_overhead"
 [ -x "$B/bench" ] && run bench "$B/bench"
 for t in "$B"/tests/*; do
   [ -x "$t" ] && run "test:$(basename "$t")" "$t" --test-threads=4
