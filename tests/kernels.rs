@@ -1318,3 +1318,65 @@ fn swizzled_layout_transpose() -> TestResult {
     }
     Ok(())
 }
+
+/// Outputs the launcher allocates (`Output<..>`, TileLang's `out_idx`):
+/// shapes come from the inputs' bound dims; the call returns them.
+#[tile::kernel(block_n = 256, threads = 128)]
+pub fn add_and_scale(
+    a: Tensor<f32, (M, N)>,
+    b: Tensor<f32, (M, N)>,
+    sum: Output<f32, (M, N)>,
+    scaled: Output<f16, (M, N)>,
+) {
+    T::kernel([T::ceildiv(N, block_n), M], threads, |bx, by| {
+        for j in T::parallel(block_n) {
+            sum[(by, bx * block_n + j)] = a[(by, bx * block_n + j)] + b[(by, bx * block_n + j)];
+            scaled[(by, bx * block_n + j)] = (a[(by, bx * block_n + j)] * 0.5) as f16;
+        }
+    });
+}
+
+#[tile::kernel(threads = 64)]
+pub fn negate(a: Tensor<f32, (N,)>, out: Output<f32, (N,)>) {
+    T::kernel(T::ceildiv(N, 64), threads, |bx| {
+        for i in T::parallel(64) {
+            out[bx * 64 + i] = -a[bx * 64 + i];
+        }
+    });
+}
+
+#[test]
+fn launcher_allocated_outputs() -> TestResult {
+    for (s, &(m, n)) in [(3, 256), (5, 1000)].iter().enumerate() {
+        let a = random_tensor::<f32>(&[m, n], 3800 + s as u64, dev())?;
+        let b = random_tensor::<f32>(&[m, n], 3900 + s as u64, dev())?;
+        let (sum, scaled) = add_and_scale(&a, &b)?;
+        assert_eq!(sum.shape(), &[m, n]);
+        assert_eq!(scaled.device(), dev());
+        let (av, bv) = (host(&a), host(&b));
+        let want: Vec<f64> = av
+            .iter()
+            .zip(&bv)
+            .map(|(x, y)| round_to::<f32>(x + y))
+            .collect();
+        check("sum", &sum, &want, 0.0, 0.0);
+        let half: Vec<f64> = av.iter().map(|x| round_to::<f16>(x * 0.5)).collect();
+        check("scaled", &scaled, &half, 0.0, 0.0);
+    }
+    let a = random_tensor::<f32>(&[1000], 4000, dev())?;
+    let out = negate::on(&dev().default_stream()?).launch(&a)?;
+    check(
+        "negate",
+        &out,
+        &host(&a).iter().map(|x| -x).collect::<Vec<_>>(),
+        0.0,
+        0.0,
+    );
+    // A bad input is refused before anything is launched.
+    let bad = random_tensor::<f32>(&[4, 300], 4001, dev())?;
+    let err = add_and_scale(&a.reshape(&[4, 250])?, &bad)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(err.to_string().contains("input b shape mismatch"), "{err}");
+    Ok(())
+}

@@ -34,8 +34,14 @@ pub fn errors(item: &syn::ItemFn, diags: &[tile_core::Diagnostic]) -> TokenStrea
 /// The launcher parameters read straight from the signature, when it is
 /// well-formed enough (the body may still be wrong).
 fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
+    let is_output = |input: &syn::FnArg| match input {
+        syn::FnArg::Typed(pt) => matches!(&*pt.ty, syn::Type::Path(tp)
+            if tp.path.segments.last().is_some_and(|s| s.ident == "Output")),
+        _ => false,
+    };
     sig.inputs
         .iter()
+        .filter(|input| !is_output(input))
         .map(|input| {
             let syn::FnArg::Typed(pt) = input else {
                 return None;
@@ -120,11 +126,94 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
 
     // Typed parameters of the launcher.
     let mut args = Vec::new();
-    let mut refs = Vec::new();
     let mut names = Vec::new();
+    // Outputs the launcher allocates (`Output<..>`): shapes from the inputs.
+    let mut outs = Vec::new();
+    let first_input = c
+        .def
+        .params
+        .iter()
+        .find(|p| !p.alloc)
+        .map(|p| p.name.clone());
+    for (i, pd) in c.def.params.iter().enumerate() {
+        if !pd.alloc {
+            continue;
+        }
+        let n = &pd.name;
+        let t = elem_type(pd.dtype, pd.ty_span.start);
+        let buf = f.buf(f.params[i]);
+        let dims = buf.shape.iter().map(|d| match d {
+            Expr::Int(v, _) => {
+                let v = *v as usize;
+                quote!(#v)
+            }
+            Expr::Var(v, _) => {
+                // The first input carrying the dim (the frontend checked one does).
+                let (q, axis) = c
+                    .def
+                    .params
+                    .iter()
+                    .zip(&f.params)
+                    .filter(|(q, _)| !q.alloc)
+                    .find_map(|(q, &qb)| {
+                        f.buf(qb)
+                            .shape
+                            .iter()
+                            .position(|e| matches!(e, Expr::Var(x, _) if x == v))
+                            .map(|a| (&q.name, a))
+                    })
+                    .unwrap_or((&pd.name, 0));
+                quote!(#q.shape().get(#axis).copied().unwrap_or(0))
+            }
+            _ => quote!(0usize),
+        });
+        let device = match &first_input {
+            Some(q) => quote!(#q.device()),
+            None => quote!(::tile::Device::default()),
+        };
+        outs.push((
+            n.clone(),
+            t.clone(),
+            quote! {
+                let mut #n = ::tile::Tensor::<#t>::empty(
+                    &[#(#dims),*],
+                    stream.map(|s| s.device()).unwrap_or_else(|| #device),
+                )?;
+            },
+        ));
+    }
+    let ret = match outs.len() {
+        0 => quote!(()),
+        1 => {
+            let t = &outs[0].1;
+            quote!(::tile::Tensor<#t>)
+        }
+        _ => {
+            let ts = outs.iter().map(|o| &o.1);
+            quote!((#(::tile::Tensor<#ts>),*))
+        }
+    };
+    let ret_val = match outs.len() {
+        0 => quote!(()),
+        1 => {
+            let n = &outs[0].0;
+            quote!(#n)
+        }
+        _ => {
+            let ns = outs.iter().map(|o| &o.0);
+            quote!((#(#ns),*))
+        }
+    };
+    let allocs = outs.iter().map(|o| &o.2);
+    // One argument reference per kernel parameter, in declaration order.
+    let mut refs = Vec::new();
     for pd in &c.def.params {
         let n = &pd.name;
         let t = elem_type(pd.dtype, pd.ty_span.start);
+        if pd.alloc {
+            refs.push(quote!(#p::ArgRef::output(&mut #n)));
+            continue;
+        }
         if pd.mutable {
             args.push(quote_spanned!(pd.ty_span.start=> #n: &mut ::tile::Tensor<#t>));
             refs.push(quote!(#p::ArgRef::output(#n)));
@@ -199,7 +288,7 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
 
     quote! {
         #[allow(clippy::too_many_arguments)]
-        #vis fn #name(#(#args),*) -> ::core::result::Result<(), ::tile::Error> {
+        #vis fn #name(#(#args),*) -> ::core::result::Result<#ret, ::tile::Error> {
             #name::launch_on(::core::option::Option::None, #(#names),*)
         }
 
@@ -224,8 +313,10 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
 
             /// Launches on `stream`, or on the tensors' device's default stream.
             #[allow(clippy::too_many_arguments)]
-            pub fn launch_on(stream: ::core::option::Option<&::tile::Stream>, #(#args),*) -> ::core::result::Result<(), ::tile::Error> {
-                #p::launch(&SPEC, &SLOT, stream, &[#(#refs),*])
+            pub fn launch_on(stream: ::core::option::Option<&::tile::Stream>, #(#args),*) -> ::core::result::Result<#ret, ::tile::Error> {
+                #(#allocs)*
+                #p::launch(&SPEC, &SLOT, stream, &[#(#refs),*])?;
+                ::core::result::Result::Ok(#ret_val)
             }
 
             /// A launcher bound to an explicit stream.
@@ -238,7 +329,7 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
 
             impl Launcher<'_> {
                 #[allow(clippy::too_many_arguments)]
-                pub fn launch(&self, #(#args),*) -> ::core::result::Result<(), ::tile::Error> {
+                pub fn launch(&self, #(#args),*) -> ::core::result::Result<#ret, ::tile::Error> {
                     launch_on(::core::option::Option::Some(self.0), #(#names),*)
                 }
             }

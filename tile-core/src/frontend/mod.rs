@@ -30,6 +30,8 @@ pub struct ParamDef {
     pub name: syn::Ident,
     pub dtype: DType,
     pub mutable: bool,
+    /// An `Output<..>`: the launcher allocates it and returns it.
+    pub alloc: bool,
     /// The span of the parameter's type, for launcher type errors.
     pub ty_span: Span,
 }
@@ -220,14 +222,45 @@ fn parse_signature(cx: &mut Ctx, sig: &syn::Signature) -> Vec<ParamDef> {
             out.push(p);
         }
     }
+    // An output's dynamic dims come from the inputs: the launcher needs them
+    // to allocate it before anything runs.
+    let params = cx.f.params.clone();
+    for (k, pd) in out.iter().enumerate().filter(|(_, p)| p.alloc) {
+        let Some(&b) = params.get(k) else { continue };
+        for d in cx.f.buf(b).shape.clone() {
+            let Expr::Var(v, _) = d else { continue };
+            let bound = out.iter().zip(&params).any(|(q, &qb)| {
+                !q.alloc
+                    && cx
+                        .f
+                        .buf(qb)
+                        .shape
+                        .iter()
+                        .any(|e| matches!(e, Expr::Var(x, _) if *x == v))
+            });
+            if !bound {
+                let dn = cx.f.var(v).name.clone();
+                cx.err(
+                    pd.ty_span,
+                    format!(
+                        "output `{}` has dim `{dn}`, which no input carries; the launcher allocates \
+                         outputs from the inputs' shapes (make `{dn}` a compile-time parameter or pass \
+                         the buffer as `TensorMut`)",
+                        pd.name
+                    ),
+                );
+            }
+        }
+    }
     out
 }
 
 /// `Tensor<f16, (M, K)>` / `TensorMut<f32, (N,)>`.
 fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDef> {
-    let usage = "kernel parameters are `Tensor<dtype, (D0, D1, ..)>` (read) or \
-                 `TensorMut<dtype, (D0, ..)>` (written); a dim is a compile-time parameter \
-                 or a name for a dynamic dim";
+    let usage = "kernel parameters are `Tensor<dtype, (D0, D1, ..)>` (read), \
+                 `TensorMut<dtype, (D0, ..)>` (written) or `Output<dtype, (D0, ..)>` (allocated \
+                 by the launcher and returned); a dim is a compile-time parameter or a name for \
+                 a dynamic dim";
     let syn::Type::Path(tp) = ty else {
         cx.err(range(&ty), usage);
         return None;
@@ -236,9 +269,10 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         cx.err(range(&ty), usage);
         return None;
     };
-    let mutable = match seg.ident.to_string().as_str() {
+    let kind = seg.ident.to_string();
+    let mutable = match kind.as_str() {
         "Tensor" => false,
-        "TensorMut" => true,
+        "TensorMut" | "Output" => true,
         _ => {
             cx.err(
                 range(&ty),
@@ -351,6 +385,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         dtype,
         mutable,
         ty_span: range(&ty),
+        alloc: kind == "Output",
     })
 }
 
