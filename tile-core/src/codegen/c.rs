@@ -142,7 +142,7 @@ pub fn generate(f: &PrimFunc, symbol: &str) -> Result<Source, Diagnostic> {
     for n in &names {
         w.line(&format!("(void){n};"));
     }
-    w.stmt(&f.body, false)?;
+    w.stmt(&f.body)?;
     w.depth -= 1;
     w.line("}");
     w.out.push_str("}\n");
@@ -203,12 +203,12 @@ impl Writer<'_> {
         self.expr(&flatten(&self.f.buf(b).shape, idx))
     }
 
-    fn stmt(&mut self, s: &Stmt, innermost_parallel: bool) -> Result<(), Diagnostic> {
+    fn stmt(&mut self, s: &Stmt) -> Result<(), Diagnostic> {
         let f = self.f;
         match s {
             Stmt::Seq(v) => {
                 for s in v {
-                    self.stmt(s, false)?;
+                    self.stmt(s)?;
                 }
             }
             Stmt::Let { var, value } | Stmt::Local { var, init: value } => {
@@ -261,7 +261,7 @@ impl Writer<'_> {
                 let end = if s0 == "0" { e } else { format!("{s0} + {e}") };
                 self.line(&format!("for (int32_t {n} = {s0}; {n} < {end}; ++{n}) {{"));
                 self.depth += 1;
-                self.stmt(body, inner_par)?;
+                self.stmt(body)?;
                 self.depth -= 1;
                 self.line("}");
             }
@@ -269,12 +269,12 @@ impl Writer<'_> {
                 let c = self.expr(cond)?;
                 self.line(&format!("if ({c}) {{"));
                 self.depth += 1;
-                self.stmt(then, innermost_parallel)?;
+                self.stmt(then)?;
                 self.depth -= 1;
                 if let Some(e) = els {
                     self.line("} else {");
                     self.depth += 1;
-                    self.stmt(e, innermost_parallel)?;
+                    self.stmt(e)?;
                     self.depth -= 1;
                 }
                 self.line("}");

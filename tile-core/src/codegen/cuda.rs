@@ -79,7 +79,7 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     let uses_mma = f.buffers.iter().any(|b| b.layout.is_some());
     if uses_mma {
         // The tensor-core device library, pasted so NVRTC needs no headers.
-        w.out.push_str("\n");
+        w.out.push('\n');
         w.out.push_str(GEMM_HEADER);
     }
     let mut params = Vec::new();
@@ -1106,7 +1106,7 @@ impl Writer<'_> {
             format!("{:#x}u", (1u64 << threads) - 1)
         };
         if src.scope == Scope::Fragment {
-            return self.reduce_registers(r, l, p, &acc_t, &init, &mask, &combine, &elem, &store);
+            return self.reduce_registers(r, l, p, acc_t, &init, &mask, &combine, &elem, &store);
         }
         let pow2_floor = |x: i64| {
             if x <= 1 {
@@ -1155,7 +1155,7 @@ impl Writer<'_> {
         self.line("}");
         let warp_span = g.min(32);
         if warp_span > 1 {
-            self.line(&format!("#pragma unroll"));
+            self.line(&"#pragma unroll".to_string());
             self.line(&format!(
                 "for (int tl_o = {}; tl_o > 0; tl_o >>= 1) tl_acc{k} = {};",
                 warp_span / 2,

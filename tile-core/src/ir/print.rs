@@ -248,7 +248,7 @@ impl Printer<'_> {
             Expr::Int(v, DType::I32) => format!("{v}"),
             Expr::Int(v, t) => format!("T.{}({v})", t.name()),
             Expr::Float(v, t) => format!("T.{}({v:?})", t.name()),
-            Expr::Bool(b) => format!("{}", if *b { "True" } else { "False" }),
+            Expr::Bool(b) => (if *b { "True" } else { "False" }).to_string(),
             Expr::Var(v, _) => f.var(*v).name.clone(),
             Expr::Load(b, idx, _) => format!("{}[{}]", f.buf(*b).name, self.list(idx)),
             Expr::Bin(op, a, b, _) => match op {
