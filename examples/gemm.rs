@@ -8,7 +8,7 @@
 use std::time::Instant;
 use tile::prelude::*;
 
-#[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 3, threads = 128)]
+#[tile::kernel(block_m = 128, block_n = 128, block_k = 64, stages = 3, threads = 128)]
 pub fn gemm_nn_f16(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
@@ -29,7 +29,7 @@ pub fn gemm_nn_f16(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<
     );
 }
 
-#[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 3, threads = 128)]
+#[tile::kernel(block_m = 128, block_n = 128, block_k = 64, stages = 3, threads = 128)]
 pub fn gemm_nn_bf16(a: Tensor<bf16, (M, K)>, b: Tensor<bf16, (K, N)>, c: TensorMut<bf16, (M, N)>) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
@@ -50,7 +50,7 @@ pub fn gemm_nn_bf16(a: Tensor<bf16, (M, K)>, b: Tensor<bf16, (K, N)>, c: TensorM
     );
 }
 
-#[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 3, threads = 128)]
+#[tile::kernel(block_m = 128, block_n = 128, block_k = 64, stages = 3, threads = 128)]
 pub fn gemm_nt_f16(a: Tensor<f16, (M, K)>, b: Tensor<f16, (N, K)>, c: TensorMut<f16, (M, N)>) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
@@ -70,7 +70,7 @@ pub fn gemm_nt_f16(a: Tensor<f16, (M, K)>, b: Tensor<f16, (N, K)>, c: TensorMut<
     );
 }
 
-#[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 3, threads = 128)]
+#[tile::kernel(block_m = 128, block_n = 128, block_k = 64, stages = 3, threads = 128)]
 pub fn gemm_tn_f16(a: Tensor<f16, (K, M)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],

@@ -1380,3 +1380,34 @@ fn launcher_allocated_outputs() -> TestResult {
     assert!(err.to_string().contains("input b shape mismatch"), "{err}");
     Ok(())
 }
+
+/// A 64 KiB shared tile: past the 48 KiB static limit the CUDA backend uses
+/// dynamic shared memory (the runtime sizes it at launch).
+#[tile::kernel(bm = 64, n = 256, threads = 256)]
+pub fn big_shared_scale(a: Tensor<f32, (M, n)>, c: TensorMut<f32, (M, n)>) {
+    T::kernel(T::ceildiv(M, bm), threads, |bx| {
+        let s = T::alloc_shared::<f32>([bm, n]);
+        T::copy(a.at([bx * bm, 0]), s);
+        for (i, j) in T::parallel([bm, n]) {
+            s[(i, j)] = s[(i, j)] * 3.0;
+        }
+        T::copy(s, c.at([bx * bm, 0]));
+    });
+}
+
+#[test]
+fn shared_memory_beyond_48k() -> TestResult {
+    assert_eq!(big_shared_scale::SPEC.cuda.shared_bytes, 64 * 256 * 4);
+    assert!(big_shared_scale::SPEC
+        .cuda
+        .source
+        .contains("extern __shared__"));
+    for (s, m) in [128usize, 100].into_iter().enumerate() {
+        let a = random_tensor::<f32>(&[m, 256], 4100 + s as u64, dev())?;
+        let mut c = Tensor::full(&[m, 256], f32::NAN, dev())?;
+        big_shared_scale(&a, &mut c)?;
+        let want: Vec<f64> = host(&a).iter().map(|x| round_to::<f32>(x * 3.0)).collect();
+        check(&format!("big shared m={m}"), &c, &want, 0.0, 0.0);
+    }
+    Ok(())
+}

@@ -144,6 +144,7 @@ pub(crate) fn load_function(
     image: Vec<u8>,
     entry: &str,
     origin: &std::path::Path,
+    dynamic_shared: u32,
 ) -> Result<CudaFunction> {
     let load_err = |message: String| Error::Load {
         kernel,
@@ -158,9 +159,18 @@ pub(crate) fn load_function(
         Ok(r) => r.map_err(|e| load_err(Error::driver("cuModuleLoadData", e).to_string()))?,
         Err(_) => return Err(no_symbol("cuModuleLoadData")),
     };
-    module
+    let func = module
         .load_function(entry)
-        .map_err(|e| load_err(Error::driver("cuModuleGetFunction", e).to_string()))
+        .map_err(|e| load_err(Error::driver("cuModuleGetFunction", e).to_string()))?;
+    // Past 48 KiB a kernel must opt in to its dynamic shared memory, once.
+    if dynamic_shared > 48 * 1024 {
+        func.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            dynamic_shared as i32,
+        )
+        .map_err(|e| load_err(Error::driver("cuFuncSetAttribute", e).to_string()))?;
+    }
+    Ok(func)
 }
 
 /// Enqueues `f` on `stream`.
@@ -176,6 +186,7 @@ pub(crate) unsafe fn launch(
     stream: &CudaStream,
     grid: [u32; 3],
     threads: u32,
+    dynamic_shared: u32,
     params: &mut [*mut c_void],
 ) -> Result<()> {
     stream
@@ -189,7 +200,7 @@ pub(crate) unsafe fn launch(
             f.cu_function(),
             (grid[0], grid[1], grid[2]),
             (threads, 1, 1),
-            0,
+            dynamic_shared,
             stream.cu_stream(),
             params,
         )

@@ -369,7 +369,7 @@ pub(crate) fn find_cuda(
     ));
     let load = |image: Vec<u8>, path: &Path, origin: Origin| {
         phase(on, "load", || {
-            let func = cuda::load_function(dev, spec.name, image, k.entry, path)?;
+            let func = cuda::load_function(dev, spec.name, image, k.entry, path, k.shared_bytes)?;
             d.note(format_args!("cuda binary ({arch}) from {origin}"));
             Ok::<_, Error>(CudaLoaded { func, origin })
         })

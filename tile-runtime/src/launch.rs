@@ -548,7 +548,16 @@ fn launch_cuda(
             // call; every address is a checked, live, contiguous allocation on this
             // stream's device; the storages are borrowed by `args` (or, in a capture, held
             // by the graph) and were ordered on `stream` above.
-            unsafe { cuda::launch(func, stream, grid, spec.threads, params) }
+            unsafe {
+                cuda::launch(
+                    func,
+                    stream,
+                    grid,
+                    spec.threads,
+                    spec.cuda.shared_bytes,
+                    params,
+                )
+            }
         };
         if n <= INLINE && m <= INLINE {
             let mut ptrs = [0u64; INLINE];

@@ -109,7 +109,9 @@ pub struct CudaKernel {
     pub source: &'static str,
     /// Cubins built at compile time by nvcc: (arch such as "sm_90a", bytes).
     pub cubins: &'static [(&'static str, &'static [u8])],
-    /// Static shared memory the kernel declares, in bytes (informational).
+    /// Dynamic shared memory each launch provides, in bytes (0 when the kernel
+    /// only declares static shared memory); above 48 KiB the runtime raises the
+    /// kernel's limit when it loads it.
     pub shared_bytes: u32,
 }
 

@@ -41,6 +41,8 @@ pub struct Source {
     pub code: String,
     pub entry: String,
     /// Bytes of static shared memory.
+    pub static_bytes: i64,
+    /// Bytes of dynamic shared memory each launch must provide.
     pub shared_bytes: i64,
     /// Alignment (bytes) the code assumes for each buffer parameter.
     pub param_align: Vec<u32>,
@@ -50,10 +52,34 @@ fn err(msg: impl Into<String>) -> Diagnostic {
     Diagnostic::new(Span::call_site(), msg)
 }
 
+/// Shared memory a block may use with the opt-in limit of sm_90 (H100/H200).
+const MAX_SHARED: i64 = 227 * 1024;
+
 pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
+    // Static `__shared__` arrays while they fit in 48 KiB (no launch-time
+    // setup); beyond, the tiles are carved from dynamic shared memory, which
+    // the runtime enables and sizes per kernel.
+    let src = generate_with(f, false)?;
+    if src.static_bytes <= 48 * 1024 {
+        return Ok(src);
+    }
+    let src = generate_with(f, true)?;
+    if src.static_bytes + src.shared_bytes > MAX_SHARED {
+        return Err(err(format!(
+            "kernel `{}` needs {} bytes of shared memory; a block can have at most {MAX_SHARED}",
+            f.name,
+            src.static_bytes + src.shared_bytes
+        )));
+    }
+    Ok(src)
+}
+
+fn generate_with(f: &PrimFunc, dynamic: bool) -> Result<Source, Diagnostic> {
     let entry = format!("{}_kernel", f.name);
     let plan = plan(f)?;
     let mut w = Writer {
+        dynamic,
+        dynamic_bytes: 0,
         f,
         plan: &plan,
         out: String::new(),
@@ -101,6 +127,9 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         f.launch.threads,
         params.join(", ")
     );
+    if dynamic {
+        w.line("extern __shared__ __align__(128) unsigned char tl_smem[];");
+    }
     for (d, &v) in f.launch.block_vars.iter().enumerate() {
         let axis = ["x", "y", "z"][d];
         w.line(&format!(
@@ -113,16 +142,11 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     }
     w.stmt(&f.body)?;
     w.out.push_str("}\n");
-    if w.shared_bytes > 48 * 1024 {
-        return Err(err(format!(
-            "kernel `{}` declares {} bytes of shared memory; the static limit is 49152",
-            f.name, w.shared_bytes
-        )));
-    }
     Ok(Source {
         code: w.out,
         entry,
-        shared_bytes: w.shared_bytes,
+        static_bytes: w.shared_bytes,
+        shared_bytes: w.dynamic_bytes,
         param_align: w.param_align,
     })
 }
@@ -539,6 +563,10 @@ struct Writer<'a> {
     producer: bool,
     /// Multi-buffered shared tiles → the stage the current code uses.
     stage: HashMap<BufId, String>,
+    /// Shared tiles live in dynamic shared memory (`tl_smem`).
+    dynamic: bool,
+    /// Bytes of dynamic shared memory handed out so far.
+    dynamic_bytes: i64,
 }
 
 impl Writer<'_> {
@@ -645,6 +673,15 @@ impl Writer<'_> {
                 let n: i64 = b.const_shape().unwrap_or_default().iter().product();
                 let t = ty(b.dtype)?;
                 match b.scope {
+                    Scope::Shared if self.dynamic => {
+                        let n = n * self.plan.multibuf.get(buf).copied().unwrap_or(1);
+                        let off = (self.dynamic_bytes + 127) / 128 * 128;
+                        self.dynamic_bytes = off + n * b.dtype.bytes();
+                        self.line(&format!(
+                            "{t}* __restrict__ {} = reinterpret_cast<{t}*>(tl_smem + {off});  // {n} elements",
+                            self.name(*buf)
+                        ));
+                    }
                     Scope::Shared => {
                         let n = n * self.plan.multibuf.get(buf).copied().unwrap_or(1);
                         self.shared_bytes += n * b.dtype.bytes();

@@ -247,7 +247,7 @@ fn gpu_nvrtc_jit_with_disk_cache() -> Result<()> {
     let t = Instant::now();
     for _ in 0..reps {
         // SAFETY: the vecadd ABI with live buffers of `n` floats; nothing else uses them.
-        unsafe { cuda::launch(func, stream, [blocks, 1, 1], 256, &mut params)? };
+        unsafe { cuda::launch(func, stream, [blocks, 1, 1], 256, 0, &mut params)? };
     }
     let raw = t.elapsed() / reps;
     dev.synchronize()?;

@@ -23,8 +23,8 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
     const int32_t tl_local_ = (tl_id_ % tl_group_);
     const int32_t bx_swizzled = (tl_first_ + (tl_local_ % tl_width_));
     const int32_t by_swizzled = (tl_local_ / tl_width_);
-    uint16_t a_s[4096];
-    uint16_t b_s[4096];
+    uint16_t a_s[8192];
+    uint16_t b_s[8192];
     float acc[16384];
     for (int32_t i = 0; i < 128; ++i) {
       #pragma GCC ivdep
@@ -32,34 +32,34 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         acc[((i * 128) + j)] = 0.0f;
       }
     }
-    for (int32_t ko = 0; ko < (((K + 32) - 1) / 32); ++ko) {
-      if (((((by_swizzled * 128) + 127) < M) && (((ko * 32) + 31) < K))) {
+    for (int32_t ko = 0; ko < (((K + 64) - 1) / 64); ++ko) {
+      if (((((by_swizzled * 128) + 127) < M) && (((ko * 64) + 63) < K))) {
         for (int32_t i_1 = 0; i_1 < 128; ++i_1) {
           #pragma GCC ivdep
-          for (int32_t j_1 = 0; j_1 < 32; ++j_1) {
-            a_s[((i_1 * 32) + j_1)] = tl_f2h(tl_h2f(a[((((by_swizzled * 128) + i_1) * K) + ((ko * 32) + j_1))]));
+          for (int32_t j_1 = 0; j_1 < 64; ++j_1) {
+            a_s[((i_1 * 64) + j_1)] = tl_f2h(tl_h2f(a[((((by_swizzled * 128) + i_1) * K) + ((ko * 64) + j_1))]));
           }
         }
       } else {
         for (int32_t i_1_1 = 0; i_1_1 < 128; ++i_1_1) {
           #pragma GCC ivdep
-          for (int32_t j_1_1 = 0; j_1_1 < 32; ++j_1_1) {
-            a_s[((i_1_1 * 32) + j_1_1)] = tl_f2h((((((by_swizzled * 128) + i_1_1) < M) && (((ko * 32) + j_1_1) < K)) ? tl_h2f(a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 32) + j_1_1))]) : 0.0f));
+          for (int32_t j_1_1 = 0; j_1_1 < 64; ++j_1_1) {
+            a_s[((i_1_1 * 64) + j_1_1)] = tl_f2h((((((by_swizzled * 128) + i_1_1) < M) && (((ko * 64) + j_1_1) < K)) ? tl_h2f(a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 64) + j_1_1))]) : 0.0f));
           }
         }
       }
-      if (((((ko * 32) + 31) < K) && (((bx_swizzled * 128) + 127) < N))) {
-        for (int32_t i_2 = 0; i_2 < 32; ++i_2) {
+      if (((((ko * 64) + 63) < K) && (((bx_swizzled * 128) + 127) < N))) {
+        for (int32_t i_2 = 0; i_2 < 64; ++i_2) {
           #pragma GCC ivdep
           for (int32_t j_2 = 0; j_2 < 128; ++j_2) {
-            b_s[((i_2 * 128) + j_2)] = tl_f2h(tl_h2f(b[((((ko * 32) + i_2) * N) + ((bx_swizzled * 128) + j_2))]));
+            b_s[((i_2 * 128) + j_2)] = tl_f2h(tl_h2f(b[((((ko * 64) + i_2) * N) + ((bx_swizzled * 128) + j_2))]));
           }
         }
       } else {
-        for (int32_t i_2_1 = 0; i_2_1 < 32; ++i_2_1) {
+        for (int32_t i_2_1 = 0; i_2_1 < 64; ++i_2_1) {
           #pragma GCC ivdep
           for (int32_t j_2_1 = 0; j_2_1 < 128; ++j_2_1) {
-            b_s[((i_2_1 * 128) + j_2_1)] = tl_f2h((((((ko * 32) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? tl_h2f(b[((((ko * 32) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))]) : 0.0f));
+            b_s[((i_2_1 * 128) + j_2_1)] = tl_f2h((((((ko * 64) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? tl_h2f(b[((((ko * 64) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))]) : 0.0f));
           }
         }
       }
@@ -67,8 +67,8 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         #pragma GCC ivdep
         for (int32_t j_3 = 0; j_3 < 128; ++j_3) {
           float acc_1 = acc[((i_3 * 128) + j_3)];
-          for (int32_t k = 0; k < 32; ++k) {
-            acc_1 = (acc_1 + (((float)(tl_h2f(a_s[((i_3 * 32) + k)]))) * ((float)(tl_h2f(b_s[((k * 128) + j_3)])))));
+          for (int32_t k = 0; k < 64; ++k) {
+            acc_1 = (acc_1 + (((float)(tl_h2f(a_s[((i_3 * 64) + k)]))) * ((float)(tl_h2f(b_s[((k * 128) + j_3)])))));
           }
           acc[((i_3 * 128) + j_3)] = acc_1;
         }

@@ -4,6 +4,7 @@
 // <tl/gemm.cuh>
 
 extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half* __restrict__ a, const half* __restrict__ b, half* __restrict__ c, int M, int K, int N) {
+  extern __shared__ __align__(128) unsigned char tl_smem[];
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
   const int tl_id_ = ((by * (((N + 128) - 1) / 128)) + bx);
@@ -13,8 +14,8 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
   const int tl_local_ = (tl_id_ % tl_group_);
   const int bx_swizzled = (tl_first_ + (tl_local_ % tl_width_));
   const int by_swizzled = (tl_local_ / tl_width_);
-  __shared__ alignas(16) half a_s[12288];
-  __shared__ alignas(16) half b_s[12288];
+  half* __restrict__ a_s = reinterpret_cast<half*>(tl_smem + 0);  // 24576 elements
+  half* __restrict__ b_s = reinterpret_cast<half*>(tl_smem + 49152);  // 24576 elements
   float acc[128];  // gemm accumulator: 16384 elements in mma.sync order
   // T.Parallel[128, 128] over the gemm accumulator layout
   #pragma unroll
@@ -29,70 +30,70 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
   }
   // T.Pipelined: 3 stages, 2 producer copies overlapped with compute
   {
-    const int tl_n1 = (((K + 32) - 1) / 32);
+    const int tl_n1 = (((K + 64) - 1) / 64);
     #pragma unroll
     for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
       if (tl_pi1 < tl_n1) {
         const int ko = 0 + tl_pi1;
         const int tl_stage_p1 = (tl_pi1) % 3;
-        if (((((by_swizzled * 128) + 127) < M) && (((ko * 32) + 31) < K))) {
+        if (((((by_swizzled * 128) + 127) < M) && (((ko * 64) + 63) < K))) {
           if (K % 8 == 0) {
-            // T.Parallel[128, 32]: 4096 elements over 128 threads, 8 per chunk
+            // T.Parallel[128, 64]: 8192 elements over 128 threads, 8 per chunk
             #pragma unroll
-            for (int tl_it2 = 0; tl_it2 < 4; ++tl_it2) {
+            for (int tl_it2 = 0; tl_it2 < 8; ++tl_it2) {
               const int tl_flat2 = (tl_it2 * 128 + (int)threadIdx.x) * 8;
-              const int i_1 = tl_flat2 / 32;
-              const int tl_base2 = tl_flat2 % 32;
-              tl::cp_async16(&a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1, tl_base2)], &a[((((by_swizzled * 128) + i_1) * K) + ((ko * 32) + tl_base2))], true);
+              const int i_1 = tl_flat2 / 64;
+              const int tl_base2 = tl_flat2 % 64;
+              tl::cp_async16(&a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1, tl_base2)], &a[((((by_swizzled * 128) + i_1) * K) + ((ko * 64) + tl_base2))], true);
             }
           } else {
-            // T.Parallel[128, 32]: 4096 elements over 128 threads, 1 per chunk
+            // T.Parallel[128, 64]: 8192 elements over 128 threads, 1 per chunk
             #pragma unroll 4
-            for (int tl_it3 = 0; tl_it3 < 32; ++tl_it3) {
+            for (int tl_it3 = 0; tl_it3 < 64; ++tl_it3) {
               const int tl_flat3 = tl_it3 * 128 + (int)threadIdx.x;
-              const int i_1 = tl_flat3 / 32;
-              const int j_1 = tl_flat3 % 32;
-              a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1, j_1)] = a[((((by_swizzled * 128) + i_1) * K) + ((ko * 32) + j_1))];
+              const int i_1 = tl_flat3 / 64;
+              const int j_1 = tl_flat3 % 64;
+              a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1, j_1)] = a[((((by_swizzled * 128) + i_1) * K) + ((ko * 64) + j_1))];
             }
           }
         } else {
-          // T.Parallel[128, 32]: 4096 elements over 128 threads, 1 per chunk
+          // T.Parallel[128, 64]: 8192 elements over 128 threads, 1 per chunk
           #pragma unroll 4
-          for (int tl_it4 = 0; tl_it4 < 32; ++tl_it4) {
+          for (int tl_it4 = 0; tl_it4 < 64; ++tl_it4) {
             const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
-            const int i_1_1 = tl_flat4 / 32;
-            const int j_1_1 = tl_flat4 % 32;
-            a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1_1, j_1_1)] = (((((by_swizzled * 128) + i_1_1) < M) && (((ko * 32) + j_1_1) < K)) ? a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 32) + j_1_1))] : __float2half_rn(0.0f));
+            const int i_1_1 = tl_flat4 / 64;
+            const int j_1_1 = tl_flat4 % 64;
+            a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1_1, j_1_1)] = (((((by_swizzled * 128) + i_1_1) < M) && (((ko * 64) + j_1_1) < K)) ? a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 64) + j_1_1))] : __float2half_rn(0.0f));
           }
         }
-        if (((((ko * 32) + 31) < K) && (((bx_swizzled * 128) + 127) < N))) {
+        if (((((ko * 64) + 63) < K) && (((bx_swizzled * 128) + 127) < N))) {
           if (N % 8 == 0) {
-            // T.Parallel[32, 128]: 4096 elements over 128 threads, 8 per chunk
+            // T.Parallel[64, 128]: 8192 elements over 128 threads, 8 per chunk
             #pragma unroll
-            for (int tl_it5 = 0; tl_it5 < 4; ++tl_it5) {
+            for (int tl_it5 = 0; tl_it5 < 8; ++tl_it5) {
               const int tl_flat5 = (tl_it5 * 128 + (int)threadIdx.x) * 8;
               const int i_2 = tl_flat5 / 128;
               const int tl_base5 = tl_flat5 % 128;
-              tl::cp_async16(&b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2, tl_base5)], &b[((((ko * 32) + i_2) * N) + ((bx_swizzled * 128) + tl_base5))], true);
+              tl::cp_async16(&b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2, tl_base5)], &b[((((ko * 64) + i_2) * N) + ((bx_swizzled * 128) + tl_base5))], true);
             }
           } else {
-            // T.Parallel[32, 128]: 4096 elements over 128 threads, 1 per chunk
+            // T.Parallel[64, 128]: 8192 elements over 128 threads, 1 per chunk
             #pragma unroll 4
-            for (int tl_it6 = 0; tl_it6 < 32; ++tl_it6) {
+            for (int tl_it6 = 0; tl_it6 < 64; ++tl_it6) {
               const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
               const int i_2 = tl_flat6 / 128;
               const int j_2 = tl_flat6 % 128;
-              b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2, j_2)] = b[((((ko * 32) + i_2) * N) + ((bx_swizzled * 128) + j_2))];
+              b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2, j_2)] = b[((((ko * 64) + i_2) * N) + ((bx_swizzled * 128) + j_2))];
             }
           }
         } else {
-          // T.Parallel[32, 128]: 4096 elements over 128 threads, 1 per chunk
+          // T.Parallel[64, 128]: 8192 elements over 128 threads, 1 per chunk
           #pragma unroll 4
-          for (int tl_it7 = 0; tl_it7 < 32; ++tl_it7) {
+          for (int tl_it7 = 0; tl_it7 < 64; ++tl_it7) {
             const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
             const int i_2_1 = tl_flat7 / 128;
             const int j_2_1 = tl_flat7 % 128;
-            b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2_1, j_2_1)] = (((((ko * 32) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? b[((((ko * 32) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] : __float2half_rn(0.0f));
+            b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2_1, j_2_1)] = (((((ko * 64) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? b[((((ko * 64) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] : __float2half_rn(0.0f));
           }
         }
       }
@@ -104,71 +105,71 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
       if (tl_i1 + 2 < tl_n1) {
         const int ko = 0 + tl_i1 + 2;
         const int tl_stage_p1 = (tl_i1 + 2) % 3;
-        if (((((by_swizzled * 128) + 127) < M) && (((ko * 32) + 31) < K))) {
+        if (((((by_swizzled * 128) + 127) < M) && (((ko * 64) + 63) < K))) {
           if (K % 8 == 0) {
-            // T.Parallel[128, 32]: 4096 elements over 128 threads, 8 per chunk
+            // T.Parallel[128, 64]: 8192 elements over 128 threads, 8 per chunk
             #pragma unroll
-            for (int tl_it8 = 0; tl_it8 < 4; ++tl_it8) {
+            for (int tl_it8 = 0; tl_it8 < 8; ++tl_it8) {
               const int tl_flat8 = (tl_it8 * 128 + (int)threadIdx.x) * 8;
-              const int i_1 = tl_flat8 / 32;
-              const int tl_base8 = tl_flat8 % 32;
-              tl::cp_async16(&a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1, tl_base8)], &a[((((by_swizzled * 128) + i_1) * K) + ((ko * 32) + tl_base8))], true);
+              const int i_1 = tl_flat8 / 64;
+              const int tl_base8 = tl_flat8 % 64;
+              tl::cp_async16(&a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1, tl_base8)], &a[((((by_swizzled * 128) + i_1) * K) + ((ko * 64) + tl_base8))], true);
             }
           } else {
-            // T.Parallel[128, 32]: 4096 elements over 128 threads, 1 per chunk
+            // T.Parallel[128, 64]: 8192 elements over 128 threads, 1 per chunk
             #pragma unroll 4
-            for (int tl_it9 = 0; tl_it9 < 32; ++tl_it9) {
+            for (int tl_it9 = 0; tl_it9 < 64; ++tl_it9) {
               const int tl_flat9 = tl_it9 * 128 + (int)threadIdx.x;
-              const int i_1 = tl_flat9 / 32;
-              const int j_1 = tl_flat9 % 32;
-              a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1, j_1)] = a[((((by_swizzled * 128) + i_1) * K) + ((ko * 32) + j_1))];
+              const int i_1 = tl_flat9 / 64;
+              const int j_1 = tl_flat9 % 64;
+              a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1, j_1)] = a[((((by_swizzled * 128) + i_1) * K) + ((ko * 64) + j_1))];
             }
           }
         } else {
-          // T.Parallel[128, 32]: 4096 elements over 128 threads, 1 per chunk
+          // T.Parallel[128, 64]: 8192 elements over 128 threads, 1 per chunk
           #pragma unroll 4
-          for (int tl_it10 = 0; tl_it10 < 32; ++tl_it10) {
+          for (int tl_it10 = 0; tl_it10 < 64; ++tl_it10) {
             const int tl_flat10 = tl_it10 * 128 + (int)threadIdx.x;
-            const int i_1_1 = tl_flat10 / 32;
-            const int j_1_1 = tl_flat10 % 32;
-            a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1_1, j_1_1)] = (((((by_swizzled * 128) + i_1_1) < M) && (((ko * 32) + j_1_1) < K)) ? a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 32) + j_1_1))] : __float2half_rn(0.0f));
+            const int i_1_1 = tl_flat10 / 64;
+            const int j_1_1 = tl_flat10 % 64;
+            a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1_1, j_1_1)] = (((((by_swizzled * 128) + i_1_1) < M) && (((ko * 64) + j_1_1) < K)) ? a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 64) + j_1_1))] : __float2half_rn(0.0f));
           }
         }
-        if (((((ko * 32) + 31) < K) && (((bx_swizzled * 128) + 127) < N))) {
+        if (((((ko * 64) + 63) < K) && (((bx_swizzled * 128) + 127) < N))) {
           if (N % 8 == 0) {
-            // T.Parallel[32, 128]: 4096 elements over 128 threads, 8 per chunk
+            // T.Parallel[64, 128]: 8192 elements over 128 threads, 8 per chunk
             #pragma unroll
-            for (int tl_it11 = 0; tl_it11 < 4; ++tl_it11) {
+            for (int tl_it11 = 0; tl_it11 < 8; ++tl_it11) {
               const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 8;
               const int i_2 = tl_flat11 / 128;
               const int tl_base11 = tl_flat11 % 128;
-              tl::cp_async16(&b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2, tl_base11)], &b[((((ko * 32) + i_2) * N) + ((bx_swizzled * 128) + tl_base11))], true);
+              tl::cp_async16(&b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2, tl_base11)], &b[((((ko * 64) + i_2) * N) + ((bx_swizzled * 128) + tl_base11))], true);
             }
           } else {
-            // T.Parallel[32, 128]: 4096 elements over 128 threads, 1 per chunk
+            // T.Parallel[64, 128]: 8192 elements over 128 threads, 1 per chunk
             #pragma unroll 4
-            for (int tl_it12 = 0; tl_it12 < 32; ++tl_it12) {
+            for (int tl_it12 = 0; tl_it12 < 64; ++tl_it12) {
               const int tl_flat12 = tl_it12 * 128 + (int)threadIdx.x;
               const int i_2 = tl_flat12 / 128;
               const int j_2 = tl_flat12 % 128;
-              b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2, j_2)] = b[((((ko * 32) + i_2) * N) + ((bx_swizzled * 128) + j_2))];
+              b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2, j_2)] = b[((((ko * 64) + i_2) * N) + ((bx_swizzled * 128) + j_2))];
             }
           }
         } else {
-          // T.Parallel[32, 128]: 4096 elements over 128 threads, 1 per chunk
+          // T.Parallel[64, 128]: 8192 elements over 128 threads, 1 per chunk
           #pragma unroll 4
-          for (int tl_it13 = 0; tl_it13 < 32; ++tl_it13) {
+          for (int tl_it13 = 0; tl_it13 < 64; ++tl_it13) {
             const int tl_flat13 = tl_it13 * 128 + (int)threadIdx.x;
             const int i_2_1 = tl_flat13 / 128;
             const int j_2_1 = tl_flat13 % 128;
-            b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2_1, j_2_1)] = (((((ko * 32) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? b[((((ko * 32) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] : __float2half_rn(0.0f));
+            b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2_1, j_2_1)] = (((((ko * 64) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? b[((((ko * 64) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] : __float2half_rn(0.0f));
           }
         }
       }
       tl::cp_async_commit();
       const int ko = 0 + tl_i1;
       const int tl_stage_c1 = tl_i1 % 3;
-      tl::gemm_ss<half, float, 128, 128, 32, 2, 2, false, false>(a_s + tl_stage_c1 * 4096, b_s + tl_stage_c1 * 4096, acc);
+      tl::gemm_ss<half, float, 128, 128, 64, 2, 2, false, false>(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 8192, acc);
     }
     tl::cp_async_wait<0>();
     __syncthreads();
