@@ -159,14 +159,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut raw_through = Vec::new();
     let mut typed_host = Vec::new();
     let mut typed_through = Vec::new();
-    for _ in 0..5 {
-        let (h, t) = measure(batches / 5 + 1, &sync, &mut raw)?;
+    // (d) The typed launcher on empty tensors: argument checks and grid only, no driver
+    // call (an empty grid launches nothing), to split (b) - (a) into checks and the rest.
+    let (ea, eb) = (
+        Tensor::<f32>::zeros(&[0], dev)?,
+        Tensor::<f32>::zeros(&[0], dev)?,
+    );
+    let mut ec = Tensor::<f32>::zeros(&[0], dev)?;
+    let mut empty_host = Vec::new();
+    // Many short rounds, alternating, so clock and cache drift fall on both alike.
+    const ROUNDS: usize = 20;
+    for _ in 0..ROUNDS {
+        let (h, t) = measure(batches / ROUNDS + 1, &sync, &mut raw)?;
         raw_host.push(h);
         raw_through.push(t);
-        let (h, t) = measure(batches / 5 + 1, &sync, &mut || tiny_add(&a, &b, &mut c))?;
+        let (h, t) = measure(batches / ROUNDS + 1, &sync, &mut || tiny_add(&a, &b, &mut c))?;
         typed_host.push(h);
         typed_through.push(t);
+        let (h, _) = measure(1, &sync, &mut || tiny_add(&ea, &eb, &mut ec))?;
+        empty_host.push(h);
     }
+    let eh = median(empty_host);
     let (rh, rt, th, tt) = (
         median(raw_host),
         median(raw_through),
@@ -200,6 +213,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "(b) typed tile launcher", th, tt
     );
     println!("{:<40} {:>12.3} {:>12.3}", "(b)/(a)", th / rh, tt / rt);
+    println!(
+        "{:<40} {:>12.3} {:>12}",
+        "(d) typed launcher, empty tensors", eh, "-"
+    );
     println!(
         "{:<40} {:>12} {:>12.3}",
         format!("(c) graph of {GRAPH} launches / {GRAPH}"),

@@ -166,6 +166,138 @@ tile_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, i
   }
 }
 
+// ----------------------------------------------------------------------------
+// Experimental schedules (MODE 1, 2): fragments of a stage's first k step are
+// loaded before that stage's multiplies start, during the previous stage's last
+// step, so no warp waits on ldmatrix after the stage hand-off.
+//   MODE 1: the hand-off is cp.async.wait_group + __syncthreads, as in tile_gemm.
+//   MODE 2: no block barrier in the loop. Each stage has a "full" mbarrier (every
+//           thread's cp.async arrive on it) and an "empty" one (each warp arrives
+//           when it has read the stage), so warps only wait for the data they read
+//           and for the slowest warp to have left a stage before it is refilled.
+// ----------------------------------------------------------------------------
+namespace xp {
+__device__ __forceinline__ void mbar_init(unsigned long long* b, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(tl::detail::smem_u32(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
+  asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(tl::detail::smem_u32(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_cp_async_arrive(unsigned long long* b) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(tl::detail::smem_u32(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, int parity) {
+  const unsigned a = tl::detail::smem_u32(b);
+  unsigned done;
+  do {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(a), "r"(parity) : "memory");
+#else
+    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(a), "r"(parity) : "memory");
+#endif
+  } while (!done);
+}
+
+}  // namespace xp
+
+template <typename T, int BM, int BN, int BK, int WM, int WN, int STAGES, bool TA, bool TB, bool ALIGNED,
+          int MINB, int MODE>
+__global__ void __launch_bounds__(32 * WM * WN, MINB)
+tile_gemm_x(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int M, int N, int K) {
+  constexpr int THREADS = 32 * WM * WN, WARPS = WM * WN;
+  constexpr int REGS = tl::acc_regs<BM, BN, WM, WN>();
+  constexpr int A_TILE = BM * BK, B_TILE = BK * BN;
+  constexpr int GROUP = 8;
+  static_assert(MODE == 1 || (MODE == 2 && ALIGNED), "MODE 2 needs every tile chunk copied by cp.async");
+  T* sA = reinterpret_cast<T*>(tl_dyn_smem);
+  T* sB = sA + STAGES * A_TILE;
+  __shared__ unsigned long long full[STAGES], empty[STAGES];
+  const int tid = threadIdx.x, lane = tid & 31;
+
+  const int nbm = (M + BM - 1) / BM, nbn = (N + BN - 1) / BN;
+  const int pid = blockIdx.x;
+  const int group = pid / (GROUP * nbn);
+  const int first = group * GROUP;
+  const int gsz = min(nbm - first, GROUP);
+  const int bm0 = (first + (pid % (GROUP * nbn)) % gsz) * BM;
+  const int bn0 = ((pid % (GROUP * nbn)) / gsz) * BN;
+
+  using LA = TileLoader<T, TA ? BK : BM, TA ? BM : BK, THREADS, ALIGNED>;
+  using LB = TileLoader<T, TB ? BN : BK, TB ? BK : BN, THREADS, ALIGNED>;
+  LA la = TA ? LA(A, M, 0, bm0, K, M, tid) : LA(A, K, bm0, 0, M, K, tid);
+  LB lb = TB ? LB(B, K, bn0, 0, N, K, tid) : LB(B, N, 0, bn0, K, N, tid);
+  const int KT = (K + BK - 1) / BK;
+  auto load_stage = [&](int t) {  // k-tile t (if it exists) into stage t % STAGES; then the hand-off
+    const int s = t % STAGES;
+    if (t < KT) {
+      la.load(sA + s * A_TILE);
+      lb.load(sB + s * B_TILE);
+      if (TA) la.advance(BK, 0); else la.advance(0, BK);
+      if (TB) lb.advance(0, BK); else lb.advance(BK, 0);
+    }
+    if (MODE == 1) tl::cp_async_commit();
+    else xp::mbar_cp_async_arrive(&full[s]);
+  };
+
+  if (MODE == 2) {
+    if (tid == 0) {
+      for (int s = 0; s < STAGES; ++s) { xp::mbar_init(&full[s], THREADS); xp::mbar_init(&empty[s], WARPS); }
+    }
+    __syncthreads();
+  }
+
+  float acc[REGS];
+#pragma unroll
+  for (int i = 0; i < REGS; ++i) acc[i] = 0.f;
+
+  tl::GemmPipe<T, BM, BN, BK, WM, WN, TA, TB> w;
+#pragma unroll
+  for (int t = 0; t < STAGES - 1; ++t) load_stage(t);
+  if (MODE == 1) { tl::cp_async_wait<STAGES - 2>(); __syncthreads(); }
+  else xp::mbar_wait(&full[0], 0);
+  if (KT > 0) w.first(sA, sB);
+
+  for (int kt = 0; kt < KT; ++kt) {
+    const int s = kt % STAGES;
+    const int t = kt + STAGES - 1;  // the tile refilled now, into the stage read by iteration kt - 1
+    if (MODE == 2 && t >= STAGES) xp::mbar_wait(&empty[t % STAGES], ((t / STAGES) - 1) & 1);
+    load_stage(t);
+    const T* nA = sA + ((kt + 1) % STAGES) * A_TILE;
+    const T* nB = sB + ((kt + 1) % STAGES) * B_TILE;
+    w.run(sA + s * A_TILE, sB + s * B_TILE, acc, [&] {
+      if (MODE == 1) {
+        tl::cp_async_wait<STAGES - 2>();
+        __syncthreads();
+      } else {
+        __syncwarp();
+        if (lane == 0) xp::mbar_arrive(&empty[s]);
+        if (kt + 1 < KT) xp::mbar_wait(&full[(kt + 1) % STAGES], ((kt + 1) / STAGES) & 1);
+      }
+      if (kt + 1 < KT) w.first(nA, nB);
+    });
+  }
+  tl::cp_async_wait<0>();
+
+  const bool pairs = (N % 2) == 0;
+#pragma unroll
+  for (int q = 0; q < REGS / 2; ++q) {
+    int i, j;
+    tl::acc_coord<BM, BN, WM, WN>(2 * q, i, j);
+    const int gi = bm0 + i, gj = bn0 + j;
+    if (gi < M) {
+      T* dst = C + (size_t)gi * N + gj;
+      if (pairs && gj + 1 < N) {
+        *reinterpret_cast<unsigned*>(dst) = pack2<T>(acc[2 * q], acc[2 * q + 1]);
+      } else {
+        if (gj < N) dst[0] = from_f<T>(acc[2 * q]);
+        if (gj + 1 < N) dst[1] = from_f<T>(acc[2 * q + 1]);
+      }
+    }
+  }
+}
+
 // Device-side unit test of smem_offset (the host test covers the same function).
 template <int ROWS, int COLS>
 __global__ void smem_offset_kernel(int* out) {
@@ -187,6 +319,14 @@ INST(half, 128, 128, 32, 2, 4, 3, false, false, true, 2)
 INST(half, 128, 128, 64, 2, 2, 3, false, false, true, 2)
 INST(half, 128, 256, 32, 2, 4, 3, false, false, true, 1)
 INST(half, 128, 128, 32, 2, 2, 4, false, false, true, 2)
+#define INSTX(T, BM, BN, BK, WM, WN, ST, MINB, MODE)                                                          \
+  template __global__ void tile_gemm_x<T, BM, BN, BK, WM, WN, ST, false, false, true, MINB, MODE>(const T*, const T*, \
+                                                                                                T*, int, int, int);
+INSTX(half, 128, 128, 32, 2, 2, 4, 2, 1)
+INSTX(half, 128, 128, 64, 2, 2, 3, 2, 1)
+INSTX(half, 128, 128, 32, 2, 2, 4, 2, 2)
+INSTX(half, 128, 128, 64, 2, 2, 3, 2, 2)
+INSTX(half, 256, 128, 32, 4, 2, 4, 1, 2)
 #else
 // ----------------------------------------------------------------------------
 // Host side.
@@ -393,6 +533,23 @@ struct Launcher {
   }
 };
 
+template <typename T, int BM, int BN, int BK, int WM, int WN, int ST, bool AL, int MINB, int MODE>
+struct LauncherX {
+  static constexpr int SMEM = ST * (BM * BK + BK * BN) * (int)sizeof(T);
+  static void run(const T* A, const T* B, T* C, int M, int N, int K, cudaStream_t s = 0) {
+    static bool init = false;
+    auto k = tile_gemm_x<T, BM, BN, BK, WM, WN, ST, false, false, AL, MINB, MODE>;
+    if (!init) { CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM)); init = true; }
+    const int grid = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+    k<<<grid, 32 * WM * WN, SMEM, s>>>(A, B, C, M, N, K);
+  }
+  static std::string name() {
+    char b[96];
+    snprintf(b, sizeof b, "%dx%dx%d w%dx%d s%d %s", BM, BN, BK, WM, WN, ST, MODE == 1 ? "xpf" : "mbar");
+    return b;
+  }
+};
+
 // Relative Frobenius error of the tile kernel's output against cuBLAS (f32 output).
 template <typename T, typename L>
 static double check(cublasHandle_t h, bool ta, bool tb, int M, int N, int K, unsigned seed) {
@@ -516,6 +673,34 @@ template <typename T> using Vk64 = Launcher<T, 128, 128, 64, 2, 2, 3, false, fal
 template <typename T> using V8w = Launcher<T, 128, 128, 32, 2, 4, 3, false, false, true, 2>;
 template <typename T> using V256 = Launcher<T, 128, 256, 32, 2, 4, 3, false, false, true, 1>;
 
+template <typename T> using X1k32 = LauncherX<T, 128, 128, 32, 2, 2, 4, true, 2, 1>;
+template <typename T> using X1k64 = LauncherX<T, 128, 128, 64, 2, 2, 3, true, 2, 1>;
+template <typename T> using X2k32 = LauncherX<T, 128, 128, 32, 2, 2, 4, true, 2, 2>;
+template <typename T> using X2k64 = LauncherX<T, 128, 128, 64, 2, 2, 3, true, 2, 2>;
+template <typename T> using X2k32s3 = LauncherX<T, 128, 128, 32, 2, 2, 3, true, 2, 2>;
+template <typename T> using X2w8 = LauncherX<T, 256, 128, 32, 4, 2, 4, true, 1, 2>;
+template <typename T> using X1w8 = LauncherX<T, 256, 128, 32, 4, 2, 4, true, 1, 1>;
+
+// The experimental schedules: checked (including ragged 8-aligned sizes), then timed.
+template <typename T> static void experiments(cublasHandle_t h, int S) {
+  report_check<T, X1k32<T>>(h, "NN", false, false, 1000, 1032, 1048, 31);
+  report_check<T, X2k32<T>>(h, "NN", false, false, 1000, 1032, 1048, 32);
+  report_check<T, X2k64<T>>(h, "NN", false, false, 1000, 1032, 1048, 33);
+  report_check<T, X2w8<T>>(h, "NN", false, false, 1000, 1032, 1048, 34);
+  report_check<T, X1k64<T>>(h, "NN", false, false, S, S, S, 35);
+  report_check<T, X2k64<T>>(h, "NN", false, false, S, S, S, 36);
+  report_check<T, X2k32<T>>(h, "NN", false, false, 77, 40, 24, 37);
+  bench<T, Vk64<T>>(h, "NN", false, false, S, S, S);
+  bench<T, X1k32<T>>(h, "NN", false, false, S, S, S);
+  bench<T, X1k64<T>>(h, "NN", false, false, S, S, S);
+  bench<T, X2k32<T>>(h, "NN", false, false, S, S, S);
+  bench<T, X2k32s3<T>>(h, "NN", false, false, S, S, S);
+  bench<T, X2k64<T>>(h, "NN", false, false, S, S, S);
+  bench<T, X1w8<T>>(h, "NN", false, false, S, S, S);
+  bench<T, X2w8<T>>(h, "NN", false, false, S, S, S);
+  bench<T, Vk64<T>>(h, "NN", false, false, S, S, S);
+}
+
 template <typename T> static void variants(cublasHandle_t h, int S) {
   report_check<T, VLate<T>>(h, "NN", false, false, S, S, S, 21);
   report_check<T, V4s<T>>(h, "NN", false, false, S, S, S, 22);
@@ -531,6 +716,20 @@ template <typename T> static void variants(cublasHandle_t h, int S) {
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+  const bool exp_only = argc > 1 && !strcmp(argv[1], "--experiments");
+  if (argc > 1 && !strcmp(argv[1], "--profile")) {  // one run of each schedule at 4096^3, for a profiler
+    const int S = 4096;
+    half *A, *B, *C;
+    CK(cudaMalloc(&A, sizeof(half) * S * S)); CK(cudaMalloc(&B, sizeof(half) * S * S)); CK(cudaMalloc(&C, sizeof(half) * S * S));
+    fill_random<half><<<1024, 256>>>(A, (size_t)S * S, 1);
+    fill_random<half><<<1024, 256>>>(B, (size_t)S * S, 2);
+    Vk64<half>::run(A, B, C, S, S, S);
+    X1k64<half>::run(A, B, C, S, S, S);
+    X2k64<half>::run(A, B, C, S, S, S);
+    CK(cudaDeviceSynchronize());
+    printf("profile runs done\n");
+    return 0;
+  }
   cudaDeviceProp p; CK(cudaGetDeviceProperties(&p, 0));
   printf("device: %s, %d SMs, cc %d.%d\n", p.name, p.multiProcessorCount, p.major, p.minor);
 
@@ -554,6 +753,18 @@ int main(int argc, char** argv) {
   nvrtc_test<__nv_bfloat16>(hp, inc, 64, 64, 64, 2, 2, false, false);
 
   cublasHandle_t h; CB(cublasCreate(&h));
+  if (exp_only) {
+    printf("mma.sync m16n8k16 f16->f32 register-only peak: %.1f TFLOP/s\n", mma_peak_tflops(p.multiProcessorCount));
+    experiments<half>(h, 4096);
+    experiments<__nv_bfloat16>(h, 4096);
+    CB(cublasDestroy(h));
+    printf("\n%-5s %-3s %-22s %12s %14s %7s\n", "dtype", "lay", "tile kernel", "tile TFLOP/s", "cuBLAS TFLOP/s", "ratio");
+    for (auto& r : g_rows)
+      printf("%-5s %-3s %-22s %12.1f %14.1f %6.1f%%\n", r.dtype.c_str(), r.layout.c_str(), r.kernel.c_str(), r.tile_tf,
+             r.cublas_tf, 100.0 * r.tile_tf / r.cublas_tf);
+    printf("\n%s (%d failure(s))\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
+    return g_fail ? 1 : 0;
+  }
   checks<half>(h);
   checks<__nv_bfloat16>(h);
 

@@ -1508,8 +1508,9 @@ impl Writer<'_> {
         Some((cond, store, dims))
     }
 
-    /// `C += A · B` on tensor cores (`tl::gemm_ss`).
-    fn gemm(&mut self, g: &Gemm) -> Result<(), Diagnostic> {
+    /// The tensor-core shape of `g`: the operand type, `M, N, K, WM, WN`, the
+    /// transpositions (the template arguments `tl::GemmPipe` takes), and `K`.
+    fn gemm_shape(&self, g: &Gemm) -> Result<(String, i64), Diagnostic> {
         let f = self.f;
         let (a, c) = (f.buf(g.a), f.buf(g.c));
         let Some(Layout::Mma { wm, wn }) = c.layout else {
@@ -1520,18 +1521,41 @@ impl Writer<'_> {
         let sa = a.const_shape().unwrap_or_default();
         let sc = c.const_shape().unwrap_or_default();
         let k = if g.trans_a { sa[0] } else { sa[1] };
-        self.line(&format!(
-            "tl::gemm_ss<{}, float, {}, {}, {k}, {wm}, {wn}, {}, {}>({}, {}, {});",
+        let args = format!(
+            "{}, {}, {}, {k}, {wm}, {wn}, {}, {}",
             ty(a.dtype)?,
             sc[0],
             sc[1],
             g.trans_a,
-            g.trans_b,
+            g.trans_b
+        );
+        Ok((args, k))
+    }
+
+    /// `C += A · B` on tensor cores (`tl::gemm_ss`).
+    fn gemm(&mut self, g: &Gemm) -> Result<(), Diagnostic> {
+        let (args, _) = self.gemm_shape(g)?;
+        let args = args.replacen(", ", ", float, ", 1);
+        self.line(&format!(
+            "tl::gemm_ss<{args}>({}, {}, {});",
             self.tile_base(g.a),
             self.tile_base(g.b),
             self.name(g.c)
         ));
         Ok(())
+    }
+
+    /// The pipelined loop's consumer when it is one tensor-core gemm reading
+    /// only this pipeline's tiles with an even number of 16-deep k steps: then
+    /// the next stage's first fragments can be fetched during the current
+    /// stage's last multiplies (`tl::GemmPipe::run`).
+    fn stage_gemm<'s>(&self, cons: &[&'s Stmt], tiles: &[BufId]) -> Option<&'s Gemm> {
+        let [Stmt::Gemm(g)] = cons else {
+            return None;
+        };
+        let (_, k) = self.gemm_shape(g).ok()?;
+        (tiles.contains(&g.a) && tiles.contains(&g.b) && g.a != g.b && (k / 16) % 2 == 0)
+            .then_some(g)
     }
 
     /// A pointer to the current stage of a (possibly multi-buffered) tile.
@@ -1621,6 +1645,9 @@ impl Writer<'_> {
         emit_producers(self, &format!("tl_pi{k}"))?;
         self.depth -= 1;
         self.line("}");
+        if let Some(g) = self.stage_gemm(&cons, &tiles) {
+            return self.pipeline_gemm(k, g, stages, emit_producers);
+        }
         self.line(&format!(
             "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
         ));
@@ -1638,6 +1665,68 @@ impl Writer<'_> {
             self.stage.remove(t);
         }
         r?;
+        self.depth -= 1;
+        self.line("}");
+        // Drain: no copy may still be in flight when the tiles are reused.
+        self.line("tl::cp_async_wait<0>();");
+        self.line("__syncthreads();");
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// The rest of [`Self::pipeline`] when its consumer is one tensor-core gemm
+    /// (see [`Self::stage_gemm`]). The stage hand-off (wait for the copies of
+    /// stage `i + 1`, one barrier) moves from the top of iteration `i + 1` to
+    /// just before the last k step of iteration `i`, and the next stage's first
+    /// fragments load right after it, overlapping that step's multiplies.
+    /// Every ldmatrix of stage `i` (the last step's included) is issued before
+    /// that barrier, so the producers at the top of iteration `i + 1`, which
+    /// refill the buffer stage `i` was read from, still find it free.
+    fn pipeline_gemm(
+        &mut self,
+        k: usize,
+        g: &Gemm,
+        stages: i64,
+        emit_producers: impl Fn(&mut Writer, &str) -> Result<(), Diagnostic>,
+    ) -> Result<(), Diagnostic> {
+        let (args, _) = self.gemm_shape(g)?;
+        let base = |w: &Writer, b: BufId, stage: &str| {
+            let n: i64 = w.f.buf(b).const_shape().unwrap_or_default().iter().product();
+            format!("{} + {stage} * {n}", w.name(b))
+        };
+        self.line(&format!("tl::GemmPipe<{args}> tl_g{k};"));
+        self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
+        self.line("__syncthreads();");
+        self.line(&format!(
+            "if (tl_n{k} > 0) tl_g{k}.first({}, {});",
+            base(self, g.a, "0"),
+            base(self, g.b, "0")
+        ));
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        emit_producers(self, &format!("tl_i{k} + {}", stages - 1))?;
+        self.line(&format!("const int tl_stage_c{k} = tl_i{k} % {stages};"));
+        self.line(&format!("const int tl_stage_n{k} = (tl_i{k} + 1) % {stages};"));
+        let (cur, next) = (format!("tl_stage_c{k}"), format!("tl_stage_n{k}"));
+        self.line(&format!(
+            "tl_g{k}.run({}, {}, {}, [&] {{",
+            base(self, g.a, &cur),
+            base(self, g.b, &cur),
+            self.name(g.c)
+        ));
+        self.depth += 1;
+        self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
+        self.line("__syncthreads();");
+        self.line(&format!(
+            "if (tl_i{k} + 1 < tl_n{k}) tl_g{k}.first({}, {});",
+            base(self, g.a, &next),
+            base(self, g.b, &next)
+        ));
+        self.depth -= 1;
+        self.line("});");
         self.depth -= 1;
         self.line("}");
         // Drain: no copy may still be in flight when the tiles are reused.

@@ -187,29 +187,34 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // ---- tile GEMM on tensor cores ---------------------------------------------
-// C[M,N] += A[M,K] * B[K,N] over the whole block (32*WM*WN threads, 1-D block).
-template <typename TA, typename TC, int M, int N, int K, int WM, int WN, bool TRANS_A, bool TRANS_B>
-__device__ __forceinline__ void gemm_ss(const TA* A, const TA* B, TC* acc) {
+// One warp's share of C[M,N] += A[M,K] * B[K,N] over the whole block (32*WM*WN
+// threads, 1-D block), with its register fragments as state, so that a software
+// pipeline can fetch the first k step of the next stage while the current stage's
+// last step multiplies (see GemmPipe::run).
+template <typename TA, int M, int N, int K, int WM, int WN, bool TRANS_A, bool TRANS_B>
+struct GemmPipe {
   static_assert(detail::is_same<TA, half>::value || detail::is_same<TA, __nv_bfloat16>::value,
                 "tl::gemm_ss: TA must be half or __nv_bfloat16");
-  static_assert(detail::is_same<TC, float>::value, "tl::gemm_ss: TC must be float");
   using G = detail::Geom<M, N, K, WM, WN, TRANS_A, TRANS_B>;
-  constexpr int MI = G::MI, NI = G::NI, KS = G::KS;
-
-  const int tid = threadIdx.x;
-  const int warp = tid >> 5, lane = tid & 31;
-  const unsigned a_base = detail::smem_u32(A);
-  const unsigned b_base = detail::smem_u32(B);
-  const int a_sw = detail::Swz<G::A_COLS>::apply(G::a_lane(G::warp_m(warp), lane));
-  const int b_sw = detail::Swz<G::B_COLS>::apply(G::b_lane(G::warp_n(warp), lane));
+  static constexpr int MI = G::MI, NI = G::NI, KS = G::KS;
 
   // Double-buffered register fragments: step kk+1 is loaded while step kk multiplies.
   unsigned fa[2][MI][4];
   unsigned fb[2][NI][2];
+  int a_sw, b_sw;  // this lane's swizzled chunk positions
 
-  // Fragments are fetched in the order the first multiplies need them (B pair 0, A 0, ...).
-  constexpr int LD_STEPS = MI > NI / 2 ? MI : NI / 2;
-  auto load = [&](int kk, int buf) {
+  __device__ __forceinline__ GemmPipe() {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    a_sw = detail::Swz<G::A_COLS>::apply(G::a_lane(G::warp_m(warp), lane));
+    b_sw = detail::Swz<G::B_COLS>::apply(G::b_lane(G::warp_n(warp), lane));
+  }
+
+  // Fragments of step kk into buffer buf, fetched in the order the first multiplies
+  // need them (B pair 0, A 0, ...).
+  __device__ __forceinline__ void load(const TA* A, const TA* B, int kk, int buf) {
+    const unsigned a_base = detail::smem_u32(A);
+    const unsigned b_base = detail::smem_u32(B);
+    constexpr int LD_STEPS = MI > NI / 2 ? MI : NI / 2;
 #pragma unroll
     for (int x = 0; x < LD_STEPS; ++x) {
       if (x < NI / 2) {
@@ -226,22 +231,41 @@ __device__ __forceinline__ void gemm_ss(const TA* A, const TA* B, TC* acc) {
         detail::ldsm<TRANS_A>(a_base + off * 16, fa[buf][x]);
       }
     }
-  };
+  }
 
-  load(0, 0);
+  // Step 0 of the stage (A, B): must precede run(A, B, ...).
+  __device__ __forceinline__ void first(const TA* A, const TA* B) { load(A, B, 0, 0); }
+
+  // Multiplies the stage (A, B) into acc. Before the last step's multiplies it calls
+  // before_last(), which may call first() for the next stage: those loads then overlap
+  // the last step's multiplies instead of stalling the next stage's first one. The
+  // next stage's step 0 lands in buffer KS % 2, so that needs an even KS.
+  template <typename F>
+  __device__ __forceinline__ void run(const TA* A, const TA* B, float* acc, F&& before_last) {
 #pragma unroll
-  for (int kk = 0; kk < KS; ++kk) {
-    if (kk + 1 < KS) load(kk + 1, (kk + 1) & 1);
-    const int buf = kk & 1;
+    for (int kk = 0; kk < KS; ++kk) {
+      if (kk + 1 < KS) load(A, B, kk + 1, (kk + 1) & 1);
+      else before_last();
+      const int buf = kk & 1;
 #pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
+      for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
-      for (int n = 0; n < NI; ++n) {
-        const int ni = (mi & 1) ? (NI - 1 - n) : n;  // serpentine: reuse the B fragment
-        detail::Mma<TA>::run(acc + (mi * NI + ni) * 4, fa[buf][mi], fb[buf][ni][0], fb[buf][ni][1]);
+        for (int n = 0; n < NI; ++n) {
+          const int ni = (mi & 1) ? (NI - 1 - n) : n;  // serpentine: reuse the B fragment
+          detail::Mma<TA>::run(acc + (mi * NI + ni) * 4, fa[buf][mi], fb[buf][ni][0], fb[buf][ni][1]);
+        }
       }
     }
   }
+};
+
+// C[M,N] += A[M,K] * B[K,N] over the whole block, one shared stage at a time.
+template <typename TA, typename TC, int M, int N, int K, int WM, int WN, bool TRANS_A, bool TRANS_B>
+__device__ __forceinline__ void gemm_ss(const TA* A, const TA* B, TC* acc) {
+  static_assert(detail::is_same<TC, float>::value, "tl::gemm_ss: TC must be float");
+  GemmPipe<TA, M, N, K, WM, WN, TRANS_A, TRANS_B> p;
+  p.first(A, B);
+  p.run(A, B, acc, [] {});
 }
 
 // Which element (i, j) of the block's C[M][N] tile this thread's acc[slot] holds.

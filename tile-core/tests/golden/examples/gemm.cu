@@ -99,9 +99,11 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
       }
       tl::cp_async_commit();
     }
+    tl::GemmPipe<half, 128, 128, 64, 2, 2, false, false> tl_g1;
+    tl::cp_async_wait<1>();
+    __syncthreads();
+    if (tl_n1 > 0) tl_g1.first(a_s + 0 * 8192, b_s + 0 * 8192);
     for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-      tl::cp_async_wait<1>();
-      __syncthreads();
       if (tl_i1 + 2 < tl_n1) {
         const int ko = 0 + tl_i1 + 2;
         const int tl_stage_p1 = (tl_i1 + 2) % 3;
@@ -167,9 +169,13 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
         }
       }
       tl::cp_async_commit();
-      const int ko = 0 + tl_i1;
       const int tl_stage_c1 = tl_i1 % 3;
-      tl::gemm_ss<half, float, 128, 128, 64, 2, 2, false, false>(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 8192, acc);
+      const int tl_stage_n1 = (tl_i1 + 1) % 3;
+      tl_g1.run(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 8192, acc, [&] {
+        tl::cp_async_wait<1>();
+        __syncthreads();
+        if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 8192, b_s + tl_stage_n1 * 8192);
+      });
     }
     tl::cp_async_wait<0>();
     __syncthreads();

@@ -91,9 +91,11 @@ extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* _
       }
       tl::cp_async_commit();
     }
+    tl::GemmPipe<half, 64, 64, 32, 2, 2, false, false> tl_g1;
+    tl::cp_async_wait<1>();
+    __syncthreads();
+    if (tl_n1 > 0) tl_g1.first(a_s + 0 * 2048, b_s + 0 * 2048);
     for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-      tl::cp_async_wait<1>();
-      __syncthreads();
       if (tl_i1 + 2 < tl_n1) {
         const int ko = 0 + tl_i1 + 2;
         const int tl_stage_p1 = (tl_i1 + 2) % 3;
@@ -159,9 +161,13 @@ extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* _
         }
       }
       tl::cp_async_commit();
-      const int ko = 0 + tl_i1;
       const int tl_stage_c1 = tl_i1 % 3;
-      tl::gemm_ss<half, float, 64, 64, 32, 2, 2, false, false>(a_s + tl_stage_c1 * 2048, b_s + tl_stage_c1 * 2048, acc);
+      const int tl_stage_n1 = (tl_i1 + 1) % 3;
+      tl_g1.run(a_s + tl_stage_c1 * 2048, b_s + tl_stage_c1 * 2048, acc, [&] {
+        tl::cp_async_wait<1>();
+        __syncthreads();
+        if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 2048, b_s + tl_stage_n1 * 2048);
+      });
     }
     tl::cp_async_wait<0>();
     __syncthreads();
