@@ -173,7 +173,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (h, t) = measure(batches / ROUNDS + 1, &sync, &mut raw)?;
         raw_host.push(h);
         raw_through.push(t);
-        let (h, t) = measure(batches / ROUNDS + 1, &sync, &mut || tiny_add(&a, &b, &mut c))?;
+        let (h, t) = measure(batches / ROUNDS + 1, &sync, &mut || {
+            tiny_add(&a, &b, &mut c)
+        })?;
         typed_host.push(h);
         typed_through.push(t);
         let (h, _) = measure(1, &sync, &mut || tiny_add(&ea, &eb, &mut ec))?;

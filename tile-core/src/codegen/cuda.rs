@@ -358,6 +358,110 @@ fn zero_mod(e: &Expr, v: i64, dims: &BTreeSet<VarId>) -> Option<BTreeSet<VarId>>
     }
 }
 
+/// A pipeline producer that copies a 2-D tile of a row-major global tensor
+/// into a swizzled shared tile (what `T::copy(g.at([r0, c0]), s)` lowers to,
+/// as an interior/edge pair or one unguarded nest): emitted as one
+/// `tl::copy_tile`, whose per-thread chunk addresses are a few instructions
+/// and whose edge predicates cost no branch.
+struct TileCopy {
+    dst: BufId,
+    src: BufId,
+    /// Row and column of the tile's origin in `src`.
+    r0: Expr,
+    c0: Expr,
+}
+
+/// `e` as `origin + v` (`v` a bare, positive term): the origin.
+fn offset_of(e: &Expr, v: VarId) -> Option<Expr> {
+    let mut terms = Vec::new();
+    sum_terms(e, 1, &mut terms);
+    let bare = terms
+        .iter()
+        .filter(|(sign, t)| *sign == 1 && matches!(t, Expr::Var(x, _) if *x == v))
+        .count();
+    if bare != 1 || terms.iter().filter(|(_, t)| t.uses_var(v)).count() != 1 {
+        return None;
+    }
+    Some(e.inline_lets(&HashMap::from([(v, Expr::Int(0, DType::I32))])))
+}
+
+fn tile_copy(f: &PrimFunc, s: &Stmt) -> Option<TileCopy> {
+    let nest_stmt = match s {
+        Stmt::If { els: Some(e), .. } => &**e,
+        s => s,
+    };
+    let n = collect_nest(nest_stmt)?;
+    let ([i, j], [rows, cols]) = (n.vars.as_slice(), n.extents.as_slice()) else {
+        return None;
+    };
+    let Stmt::Store { buf, idx, value } = n.body else {
+        return None;
+    };
+    let (load, guard) = match value {
+        Expr::Select(c, a, z, _) if is_zero(z) => (&**a, Some(&**c)),
+        v => (v, None),
+    };
+    let Expr::Load(src, gidx, _) = load else {
+        return None;
+    };
+    let (d, g) = (f.buf(*buf), f.buf(*src));
+    let bare = |e: &Expr, v: &VarId| matches!(e, Expr::Var(x, _) if x == v);
+    let ok = d.scope == Scope::Shared
+        && d.layout == Some(Layout::Swizzled)
+        && d.const_shape().as_deref() == Some(&[*rows, *cols][..])
+        && g.scope == Scope::Global
+        && g.shape.len() == 2
+        && d.dtype == g.dtype
+        && d.dtype.bytes() == 2
+        && idx.len() == 2
+        && bare(&idx[0], i)
+        && bare(&idx[1], j)
+        && gidx.len() == 2
+        && !gidx[0].uses_var(*j)
+        && !gidx[1].uses_var(*i)
+        // tl::copy_tile deals whole 16-byte chunks to the threads.
+        && cols % 8 == 0
+        && f.launch.threads % (cols / 8) == 0
+        && (rows * cols / 8) % f.launch.threads == 0;
+    if !ok {
+        return None;
+    }
+    let (r0, c0) = (offset_of(&gidx[0], *i)?, offset_of(&gidx[1], *j)?);
+    // The only guard allowed is the tensor's own bounds (the edge tile).
+    if let Some(c) = guard {
+        let lt = |a: &Expr, b: &Expr| {
+            Expr::Bin(
+                BinOp::Lt,
+                Box::new(a.clone()),
+                Box::new(b.clone()),
+                DType::Bool,
+            )
+        };
+        let (rl, cl) = (lt(&gidx[0], &g.shape[0]), lt(&gidx[1], &g.shape[1]));
+        let Expr::Bin(BinOp::And, a, b, _) = c else {
+            return None;
+        };
+        if !((**a == rl && **b == cl) || (**a == cl && **b == rl)) {
+            return None;
+        }
+    }
+    Some(TileCopy {
+        dst: *buf,
+        src: *src,
+        r0,
+        c0,
+    })
+}
+
+fn is_zero(e: &Expr) -> bool {
+    match e {
+        Expr::Int(0, _) => true,
+        Expr::Float(x, _) => *x == 0.0,
+        Expr::Cast(_, a) => is_zero(a),
+        _ => false,
+    }
+}
+
 fn bufs_in(s: &Stmt) -> (BTreeSet<BufId>, bool) {
     let mut bufs = BTreeSet::new();
     let mut guarded = false;
@@ -1554,7 +1658,12 @@ impl Writer<'_> {
             return None;
         };
         let (_, k) = self.gemm_shape(g).ok()?;
-        (tiles.contains(&g.a) && tiles.contains(&g.b) && g.a != g.b && (k / 16) % 2 == 0)
+        let dt = self.f.buf(g.a).dtype;
+        (matches!(dt, DType::F16 | DType::BF16)
+            && tiles.contains(&g.a)
+            && tiles.contains(&g.b)
+            && g.a != g.b
+            && (k / 16) % 2 == 0)
             .then_some(g)
     }
 
@@ -1628,7 +1737,10 @@ impl Writer<'_> {
                 w.stage.insert(t, format!("tl_stage_p{k}"));
             }
             w.producer = true;
-            let r = prod.iter().try_for_each(|x| w.stmt(x));
+            let r = prod.iter().try_for_each(|x| match tile_copy(f, x) {
+                Some(c) => w.copy_tile(&c),
+                None => w.stmt(x),
+            });
             w.producer = false;
             r?;
             w.depth -= 1;
@@ -1646,7 +1758,13 @@ impl Writer<'_> {
         self.depth -= 1;
         self.line("}");
         if let Some(g) = self.stage_gemm(&cons, &tiles) {
-            return self.pipeline_gemm(k, g, stages, emit_producers);
+            self.pipeline_gemm(k, g, stages, emit_producers)?;
+            // Drain: no copy may still be in flight when the tiles are reused.
+            self.line("tl::cp_async_wait<0>();");
+            self.line("__syncthreads();");
+            self.depth -= 1;
+            self.line("}");
+            return Ok(());
         }
         self.line(&format!(
             "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
@@ -1681,18 +1799,23 @@ impl Writer<'_> {
     /// just before the last k step of iteration `i`, and the next stage's first
     /// fragments load right after it, overlapping that step's multiplies.
     /// Every ldmatrix of stage `i` (the last step's included) is issued before
-    /// that barrier, so the producers at the top of iteration `i + 1`, which
-    /// refill the buffer stage `i` was read from, still find it free.
+    /// that barrier, so the producers of iteration `i + 1`, which refill the
+    /// buffer stage `i` was read from, still find it free.
     fn pipeline_gemm(
         &mut self,
         k: usize,
         g: &Gemm,
         stages: i64,
-        emit_producers: impl Fn(&mut Writer, &str) -> Result<(), Diagnostic>,
+        emit_producers: impl Fn(&mut Self, &str) -> Result<(), Diagnostic>,
     ) -> Result<(), Diagnostic> {
         let (args, _) = self.gemm_shape(g)?;
         let base = |w: &Writer, b: BufId, stage: &str| {
-            let n: i64 = w.f.buf(b).const_shape().unwrap_or_default().iter().product();
+            let n: i64 =
+                w.f.buf(b)
+                    .const_shape()
+                    .unwrap_or_default()
+                    .iter()
+                    .product();
             format!("{} + {stage} * {n}", w.name(b))
         };
         self.line(&format!("tl::GemmPipe<{args}> tl_g{k};"));
@@ -1707,9 +1830,10 @@ impl Writer<'_> {
             "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
         ));
         self.depth += 1;
-        emit_producers(self, &format!("tl_i{k} + {}", stages - 1))?;
         self.line(&format!("const int tl_stage_c{k} = tl_i{k} % {stages};"));
-        self.line(&format!("const int tl_stage_n{k} = (tl_i{k} + 1) % {stages};"));
+        self.line(&format!(
+            "const int tl_stage_n{k} = (tl_i{k} + 1) % {stages};"
+        ));
         let (cur, next) = (format!("tl_stage_c{k}"), format!("tl_stage_n{k}"));
         self.line(&format!(
             "tl_g{k}.run({}, {}, {}, [&] {{",
@@ -1717,6 +1841,12 @@ impl Writer<'_> {
             base(self, g.b, &cur),
             self.name(g.c)
         ));
+        // The producers go after the first step's multiplies: their address
+        // arithmetic then issues while the tensor cores work.
+        self.depth += 1;
+        emit_producers(self, &format!("tl_i{k} + {}", stages - 1))?;
+        self.depth -= 1;
+        self.line("}, [&] {");
         self.depth += 1;
         self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
         self.line("__syncthreads();");
@@ -1729,11 +1859,25 @@ impl Writer<'_> {
         self.line("});");
         self.depth -= 1;
         self.line("}");
-        // Drain: no copy may still be in flight when the tiles are reused.
-        self.line("tl::cp_async_wait<0>();");
-        self.line("__syncthreads();");
-        self.depth -= 1;
-        self.line("}");
+        Ok(())
+    }
+
+    /// One producer tile copy (see [`TileCopy`]) as `tl::copy_tile`.
+    fn copy_tile(&mut self, c: &TileCopy) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let (d, g) = (f.buf(c.dst), f.buf(c.src));
+        let shape = d.const_shape().unwrap_or_default();
+        let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);
+        let (rows, cols) = (self.expr(&g.shape[0])?, self.expr(&g.shape[1])?);
+        self.line(&format!(
+            "tl::copy_tile<{}, {}, {}, {}>({}, {} + (long long)({r0}) * {cols} + ({c0}), {cols}, {rows} - ({r0}), {cols} - ({c0}));",
+            ty(d.dtype)?,
+            shape[0],
+            shape[1],
+            f.launch.threads,
+            self.tile_base(c.dst),
+            self.name(c.src),
+        ));
         Ok(())
     }
 

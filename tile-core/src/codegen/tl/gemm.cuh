@@ -186,6 +186,45 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
 }
 
+// ---- tile copy: global -> shared (sm_80+) ----------------------------------
+namespace detail {
+template <typename T> __device__ __forceinline__ T zero();
+template <> __device__ __forceinline__ half zero<half>() { return __float2half_rn(0.f); }
+template <> __device__ __forceinline__ __nv_bfloat16 zero<__nv_bfloat16>() { return __float2bfloat16_rn(0.f); }
+}  // namespace detail
+
+// Copies the R x C tile whose first element is g (a row-major tensor with leading
+// dimension ld) into the shared tile s (smem_offset layout); tile elements at rows
+// >= rows or columns >= cols (past the tensor's edge) become zero. Thread tid moves
+// the 16-byte chunks (it * RSTEP + tid / CPR, (tid % CPR) * 8), so consecutive threads
+// fill consecutive chunks of a row (coalesced, and conflict-free under the swizzle).
+// When ld is a multiple of 8 and g is 16-byte aligned, every chunk lies wholly inside
+// or wholly outside the tensor: one predicated cp.async per chunk (zero-filled when
+// outside), no branch. Otherwise chunks are gathered element by element.
+template <typename T, int R, int C, int THREADS>
+__device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, int cols) {
+  constexpr int CPR = C / 8;
+  static_assert(C % 8 == 0 && THREADS % CPR == 0 && (R * CPR) % THREADS == 0,
+                "tl::copy_tile: the tile's 16-byte chunks must divide among the threads");
+  constexpr int ITERS = R * CPR / THREADS, RSTEP = THREADS / CPR;
+  const int r_t = threadIdx.x / CPR, c_t = (threadIdx.x % CPR) * 8;
+  if (ld % 8 == 0 && (reinterpret_cast<unsigned long long>(g) & 15) == 0) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int r = it * RSTEP + r_t;
+      cp_async16(s + smem_offset<R, C>(r, c_t), g + (long long)r * ld + c_t, r < rows && c_t < cols);
+    }
+  } else {
+#pragma unroll 1
+    for (int it = 0; it < ITERS; ++it) {
+      const int r = it * RSTEP + r_t;
+      T* d = s + smem_offset<R, C>(r, c_t);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) d[e] = (r < rows && c_t + e < cols) ? g[(long long)r * ld + c_t + e] : detail::zero<T>();
+    }
+  }
+}
+
 // ---- tile GEMM on tensor cores ---------------------------------------------
 // One warp's share of C[M,N] += A[M,K] * B[K,N] over the whole block (32*WM*WN
 // threads, 1-D block), with its register fragments as state, so that a software
@@ -236,12 +275,15 @@ struct GemmPipe {
   // Step 0 of the stage (A, B): must precede run(A, B, ...).
   __device__ __forceinline__ void first(const TA* A, const TA* B) { load(A, B, 0, 0); }
 
-  // Multiplies the stage (A, B) into acc. Before the last step's multiplies it calls
-  // before_last(), which may call first() for the next stage: those loads then overlap
-  // the last step's multiplies instead of stalling the next stage's first one. The
-  // next stage's step 0 lands in buffer KS % 2, so that needs an even KS.
-  template <typename F>
-  __device__ __forceinline__ void run(const TA* A, const TA* B, float* acc, F&& before_last) {
+  // Multiplies the stage (A, B) into acc. After the first step's multiplies are issued
+  // it calls after_first() (work placed there, such as the address arithmetic of the
+  // next copies, issues while the tensor cores are busy). Before the last step's
+  // multiplies it calls before_last(), which may call first() for the next stage: those
+  // loads then overlap the last step's multiplies instead of stalling the next stage's
+  // first one. The next stage's step 0 lands in buffer KS % 2, so that needs an even KS.
+  template <typename F1, typename F2>
+  __device__ __forceinline__ void run(const TA* A, const TA* B, float* acc, F1&& after_first,
+                                      F2&& before_last) {
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
       if (kk + 1 < KS) load(A, B, kk + 1, (kk + 1) & 1);
@@ -255,6 +297,7 @@ struct GemmPipe {
           detail::Mma<TA>::run(acc + (mi * NI + ni) * 4, fa[buf][mi], fb[buf][ni][0], fb[buf][ni][1]);
         }
       }
+      if (kk == 0) after_first();
     }
   }
 };
@@ -265,7 +308,7 @@ __device__ __forceinline__ void gemm_ss(const TA* A, const TA* B, TC* acc) {
   static_assert(detail::is_same<TC, float>::value, "tl::gemm_ss: TC must be float");
   GemmPipe<TA, M, N, K, WM, WN, TRANS_A, TRANS_B> p;
   p.first(A, B);
-  p.run(A, B, acc, [] {});
+  p.run(A, B, acc, [] {}, [] {});
 }
 
 // Which element (i, j) of the block's C[M][N] tile this thread's acc[slot] holds.

@@ -35,66 +35,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const ha
       if (tl_pi1 < tl_n1) {
         const int ko = 0 + tl_pi1;
         const int tl_stage_p1 = (tl_pi1) % 3;
-        if (((((by_swizzled * 128) + 127) < M) && (((ko * 32) + 31) < K))) {
-          if (K % 8 == 0) {
-            // T.Parallel[128, 32]: 4096 elements over 256 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it2 = 0; tl_it2 < 2; ++tl_it2) {
-              const int tl_flat2 = (tl_it2 * 256 + (int)threadIdx.x) * 8;
-              const int i_1 = tl_flat2 / 32;
-              const int tl_base2 = tl_flat2 % 32;
-              tl::cp_async16(&a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1, tl_base2)], &a[((((by_swizzled * 128) + i_1) * K) + ((ko * 32) + tl_base2))], true);
-            }
-          } else {
-            // T.Parallel[128, 32]: 4096 elements over 256 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it3 = 0; tl_it3 < 16; ++tl_it3) {
-              const int tl_flat3 = tl_it3 * 256 + (int)threadIdx.x;
-              const int i_1 = tl_flat3 / 32;
-              const int j_1 = tl_flat3 % 32;
-              a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1, j_1)] = a[((((by_swizzled * 128) + i_1) * K) + ((ko * 32) + j_1))];
-            }
-          }
-        } else {
-          // T.Parallel[128, 32]: 4096 elements over 256 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it4 = 0; tl_it4 < 16; ++tl_it4) {
-            const int tl_flat4 = tl_it4 * 256 + (int)threadIdx.x;
-            const int i_1_1 = tl_flat4 / 32;
-            const int j_1_1 = tl_flat4 % 32;
-            a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1_1, j_1_1)] = (((((by_swizzled * 128) + i_1_1) < M) && (((ko * 32) + j_1_1) < K)) ? a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 32) + j_1_1))] : __float2half_rn(0.0f));
-          }
-        }
-        if (((((ko * 32) + 31) < K) && (((bx_swizzled * 128) + 127) < N))) {
-          if (N % 8 == 0) {
-            // T.Parallel[32, 128]: 4096 elements over 256 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it5 = 0; tl_it5 < 2; ++tl_it5) {
-              const int tl_flat5 = (tl_it5 * 256 + (int)threadIdx.x) * 8;
-              const int i_2 = tl_flat5 / 128;
-              const int tl_base5 = tl_flat5 % 128;
-              tl::cp_async16(&b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2, tl_base5)], &b[((((ko * 32) + i_2) * N) + ((bx_swizzled * 128) + tl_base5))], true);
-            }
-          } else {
-            // T.Parallel[32, 128]: 4096 elements over 256 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it6 = 0; tl_it6 < 16; ++tl_it6) {
-              const int tl_flat6 = tl_it6 * 256 + (int)threadIdx.x;
-              const int i_2 = tl_flat6 / 128;
-              const int j_2 = tl_flat6 % 128;
-              b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2, j_2)] = b[((((ko * 32) + i_2) * N) + ((bx_swizzled * 128) + j_2))];
-            }
-          }
-        } else {
-          // T.Parallel[32, 128]: 4096 elements over 256 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it7 = 0; tl_it7 < 16; ++tl_it7) {
-            const int tl_flat7 = tl_it7 * 256 + (int)threadIdx.x;
-            const int i_2_1 = tl_flat7 / 128;
-            const int j_2_1 = tl_flat7 % 128;
-            b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2_1, j_2_1)] = (((((ko * 32) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? b[((((ko * 32) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] : __float2half_rn(0.0f));
-          }
-        }
+        tl::copy_tile<half, 128, 32, 256>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, M - ((by_swizzled * 128)), K - ((ko * 32)));
+        tl::copy_tile<half, 32, 128, 256>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, K - ((ko * 32)), N - ((bx_swizzled * 128)));
       }
       tl::cp_async_commit();
     }
@@ -103,74 +45,17 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const ha
     __syncthreads();
     if (tl_n1 > 0) tl_g1.first(a_s + 0 * 4096, b_s + 0 * 4096);
     for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-      if (tl_i1 + 2 < tl_n1) {
-        const int ko = 0 + tl_i1 + 2;
-        const int tl_stage_p1 = (tl_i1 + 2) % 3;
-        if (((((by_swizzled * 128) + 127) < M) && (((ko * 32) + 31) < K))) {
-          if (K % 8 == 0) {
-            // T.Parallel[128, 32]: 4096 elements over 256 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it8 = 0; tl_it8 < 2; ++tl_it8) {
-              const int tl_flat8 = (tl_it8 * 256 + (int)threadIdx.x) * 8;
-              const int i_1 = tl_flat8 / 32;
-              const int tl_base8 = tl_flat8 % 32;
-              tl::cp_async16(&a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1, tl_base8)], &a[((((by_swizzled * 128) + i_1) * K) + ((ko * 32) + tl_base8))], true);
-            }
-          } else {
-            // T.Parallel[128, 32]: 4096 elements over 256 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it9 = 0; tl_it9 < 16; ++tl_it9) {
-              const int tl_flat9 = tl_it9 * 256 + (int)threadIdx.x;
-              const int i_1 = tl_flat9 / 32;
-              const int j_1 = tl_flat9 % 32;
-              a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1, j_1)] = a[((((by_swizzled * 128) + i_1) * K) + ((ko * 32) + j_1))];
-            }
-          }
-        } else {
-          // T.Parallel[128, 32]: 4096 elements over 256 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it10 = 0; tl_it10 < 16; ++tl_it10) {
-            const int tl_flat10 = tl_it10 * 256 + (int)threadIdx.x;
-            const int i_1_1 = tl_flat10 / 32;
-            const int j_1_1 = tl_flat10 % 32;
-            a_s[tl_stage_p1 * 4096 + tl::smem_offset<128, 32>(i_1_1, j_1_1)] = (((((by_swizzled * 128) + i_1_1) < M) && (((ko * 32) + j_1_1) < K)) ? a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 32) + j_1_1))] : __float2half_rn(0.0f));
-          }
-        }
-        if (((((ko * 32) + 31) < K) && (((bx_swizzled * 128) + 127) < N))) {
-          if (N % 8 == 0) {
-            // T.Parallel[32, 128]: 4096 elements over 256 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it11 = 0; tl_it11 < 2; ++tl_it11) {
-              const int tl_flat11 = (tl_it11 * 256 + (int)threadIdx.x) * 8;
-              const int i_2 = tl_flat11 / 128;
-              const int tl_base11 = tl_flat11 % 128;
-              tl::cp_async16(&b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2, tl_base11)], &b[((((ko * 32) + i_2) * N) + ((bx_swizzled * 128) + tl_base11))], true);
-            }
-          } else {
-            // T.Parallel[32, 128]: 4096 elements over 256 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it12 = 0; tl_it12 < 16; ++tl_it12) {
-              const int tl_flat12 = tl_it12 * 256 + (int)threadIdx.x;
-              const int i_2 = tl_flat12 / 128;
-              const int j_2 = tl_flat12 % 128;
-              b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2, j_2)] = b[((((ko * 32) + i_2) * N) + ((bx_swizzled * 128) + j_2))];
-            }
-          }
-        } else {
-          // T.Parallel[32, 128]: 4096 elements over 256 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it13 = 0; tl_it13 < 16; ++tl_it13) {
-            const int tl_flat13 = tl_it13 * 256 + (int)threadIdx.x;
-            const int i_2_1 = tl_flat13 / 128;
-            const int j_2_1 = tl_flat13 % 128;
-            b_s[tl_stage_p1 * 4096 + tl::smem_offset<32, 128>(i_2_1, j_2_1)] = (((((ko * 32) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? b[((((ko * 32) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] : __float2half_rn(0.0f));
-          }
-        }
-      }
-      tl::cp_async_commit();
       const int tl_stage_c1 = tl_i1 % 3;
       const int tl_stage_n1 = (tl_i1 + 1) % 3;
       tl_g1.run(a_s + tl_stage_c1 * 4096, b_s + tl_stage_c1 * 4096, acc, [&] {
+        if (tl_i1 + 2 < tl_n1) {
+          const int ko = 0 + tl_i1 + 2;
+          const int tl_stage_p1 = (tl_i1 + 2) % 3;
+          tl::copy_tile<half, 128, 32, 256>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, M - ((by_swizzled * 128)), K - ((ko * 32)));
+          tl::copy_tile<half, 32, 128, 256>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, K - ((ko * 32)), N - ((bx_swizzled * 128)));
+        }
+        tl::cp_async_commit();
+      }, [&] {
         tl::cp_async_wait<1>();
         __syncthreads();
         if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 4096, b_s + tl_stage_n1 * 4096);
@@ -181,45 +66,45 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const ha
   }
   // T.Parallel[128, 128] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s14 = 0; tl_s14 < 64; tl_s14 += 2) {
-    int tl_i14, tl_j14;
-    tl::acc_coord<128, 128, 4, 2>(tl_s14, tl_i14, tl_j14);
-    bool tl_ok14 = true;
+  for (int tl_s2 = 0; tl_s2 < 64; tl_s2 += 2) {
+    int tl_i2, tl_j2;
+    tl::acc_coord<128, 128, 4, 2>(tl_s2, tl_i2, tl_j2);
+    bool tl_ok2 = true;
     {
-      const int i_3 = tl_i14;
-      const int j_3 = tl_j14 + 1;
-      tl_ok14 = ((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N));
+      const int i_3 = tl_i2;
+      const int j_3 = tl_j2 + 1;
+      tl_ok2 = ((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N));
     }
-    if (N % 2 == 0 && tl_ok14) {
-      tl::vec<half, 2> tl_pair14;
+    if (N % 2 == 0 && tl_ok2) {
+      tl::vec<half, 2> tl_pair2;
       {
-        const int i_3 = tl_i14;
-        const int j_3 = tl_j14;
-        tl_pair14.x[0] = ((half)((float)(acc[tl_s14 + 0])));
+        const int i_3 = tl_i2;
+        const int j_3 = tl_j2;
+        tl_pair2.x[0] = ((half)((float)(acc[tl_s2 + 0])));
       }
       {
-        const int i_3 = tl_i14;
-        const int j_3 = tl_j14 + 1;
-        tl_pair14.x[1] = ((half)((float)(acc[tl_s14 + 1])));
+        const int i_3 = tl_i2;
+        const int j_3 = tl_j2 + 1;
+        tl_pair2.x[1] = ((half)((float)(acc[tl_s2 + 1])));
       }
       {
-        const int i_3 = tl_i14;
-        const int j_3 = tl_j14;
-        *(tl::vec<half, 2>*)(&c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))]) = tl_pair14;
+        const int i_3 = tl_i2;
+        const int j_3 = tl_j2;
+        *(tl::vec<half, 2>*)(&c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))]) = tl_pair2;
       }
     } else {
       {
-        const int i_3 = tl_i14;
-        const int j_3 = tl_j14;
+        const int i_3 = tl_i2;
+        const int j_3 = tl_j2;
         if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
-          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s14 + 0])));
+          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s2 + 0])));
         }
       }
       {
-        const int i_3 = tl_i14;
-        const int j_3 = tl_j14 + 1;
+        const int i_3 = tl_i2;
+        const int j_3 = tl_j2 + 1;
         if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
-          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s14 + 1])));
+          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s2 + 1])));
         }
       }
     }

@@ -36,66 +36,8 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
       if (tl_pi1 < tl_n1) {
         const int ko = 0 + tl_pi1;
         const int tl_stage_p1 = (tl_pi1) % 3;
-        if (((((by_swizzled * 128) + 127) < M) && (((ko * 64) + 63) < K))) {
-          if (K % 8 == 0) {
-            // T.Parallel[128, 64]: 8192 elements over 128 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it2 = 0; tl_it2 < 8; ++tl_it2) {
-              const int tl_flat2 = (tl_it2 * 128 + (int)threadIdx.x) * 8;
-              const int i_1 = tl_flat2 / 64;
-              const int tl_base2 = tl_flat2 % 64;
-              tl::cp_async16(&a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1, tl_base2)], &a[((((by_swizzled * 128) + i_1) * K) + ((ko * 64) + tl_base2))], true);
-            }
-          } else {
-            // T.Parallel[128, 64]: 8192 elements over 128 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it3 = 0; tl_it3 < 64; ++tl_it3) {
-              const int tl_flat3 = tl_it3 * 128 + (int)threadIdx.x;
-              const int i_1 = tl_flat3 / 64;
-              const int j_1 = tl_flat3 % 64;
-              a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1, j_1)] = a[((((by_swizzled * 128) + i_1) * K) + ((ko * 64) + j_1))];
-            }
-          }
-        } else {
-          // T.Parallel[128, 64]: 8192 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it4 = 0; tl_it4 < 64; ++tl_it4) {
-            const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
-            const int i_1_1 = tl_flat4 / 64;
-            const int j_1_1 = tl_flat4 % 64;
-            a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1_1, j_1_1)] = (((((by_swizzled * 128) + i_1_1) < M) && (((ko * 64) + j_1_1) < K)) ? a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 64) + j_1_1))] : __float2half_rn(0.0f));
-          }
-        }
-        if (((((ko * 64) + 63) < K) && (((bx_swizzled * 128) + 127) < N))) {
-          if (N % 8 == 0) {
-            // T.Parallel[64, 128]: 8192 elements over 128 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it5 = 0; tl_it5 < 8; ++tl_it5) {
-              const int tl_flat5 = (tl_it5 * 128 + (int)threadIdx.x) * 8;
-              const int i_2 = tl_flat5 / 128;
-              const int tl_base5 = tl_flat5 % 128;
-              tl::cp_async16(&b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2, tl_base5)], &b[((((ko * 64) + i_2) * N) + ((bx_swizzled * 128) + tl_base5))], true);
-            }
-          } else {
-            // T.Parallel[64, 128]: 8192 elements over 128 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it6 = 0; tl_it6 < 64; ++tl_it6) {
-              const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
-              const int i_2 = tl_flat6 / 128;
-              const int j_2 = tl_flat6 % 128;
-              b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2, j_2)] = b[((((ko * 64) + i_2) * N) + ((bx_swizzled * 128) + j_2))];
-            }
-          }
-        } else {
-          // T.Parallel[64, 128]: 8192 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it7 = 0; tl_it7 < 64; ++tl_it7) {
-            const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
-            const int i_2_1 = tl_flat7 / 128;
-            const int j_2_1 = tl_flat7 % 128;
-            b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2_1, j_2_1)] = (((((ko * 64) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? b[((((ko * 64) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] : __float2half_rn(0.0f));
-          }
-        }
+        tl::copy_tile<half, 128, 64, 128>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, M - ((by_swizzled * 128)), K - ((ko * 64)));
+        tl::copy_tile<half, 64, 128, 128>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx_swizzled * 128)), N, K - ((ko * 64)), N - ((bx_swizzled * 128)));
       }
       tl::cp_async_commit();
     }
@@ -104,74 +46,17 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
     __syncthreads();
     if (tl_n1 > 0) tl_g1.first(a_s + 0 * 8192, b_s + 0 * 8192);
     for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-      if (tl_i1 + 2 < tl_n1) {
-        const int ko = 0 + tl_i1 + 2;
-        const int tl_stage_p1 = (tl_i1 + 2) % 3;
-        if (((((by_swizzled * 128) + 127) < M) && (((ko * 64) + 63) < K))) {
-          if (K % 8 == 0) {
-            // T.Parallel[128, 64]: 8192 elements over 128 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it8 = 0; tl_it8 < 8; ++tl_it8) {
-              const int tl_flat8 = (tl_it8 * 128 + (int)threadIdx.x) * 8;
-              const int i_1 = tl_flat8 / 64;
-              const int tl_base8 = tl_flat8 % 64;
-              tl::cp_async16(&a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1, tl_base8)], &a[((((by_swizzled * 128) + i_1) * K) + ((ko * 64) + tl_base8))], true);
-            }
-          } else {
-            // T.Parallel[128, 64]: 8192 elements over 128 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it9 = 0; tl_it9 < 64; ++tl_it9) {
-              const int tl_flat9 = tl_it9 * 128 + (int)threadIdx.x;
-              const int i_1 = tl_flat9 / 64;
-              const int j_1 = tl_flat9 % 64;
-              a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1, j_1)] = a[((((by_swizzled * 128) + i_1) * K) + ((ko * 64) + j_1))];
-            }
-          }
-        } else {
-          // T.Parallel[128, 64]: 8192 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it10 = 0; tl_it10 < 64; ++tl_it10) {
-            const int tl_flat10 = tl_it10 * 128 + (int)threadIdx.x;
-            const int i_1_1 = tl_flat10 / 64;
-            const int j_1_1 = tl_flat10 % 64;
-            a_s[tl_stage_p1 * 8192 + tl::smem_offset<128, 64>(i_1_1, j_1_1)] = (((((by_swizzled * 128) + i_1_1) < M) && (((ko * 64) + j_1_1) < K)) ? a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 64) + j_1_1))] : __float2half_rn(0.0f));
-          }
-        }
-        if (((((ko * 64) + 63) < K) && (((bx_swizzled * 128) + 127) < N))) {
-          if (N % 8 == 0) {
-            // T.Parallel[64, 128]: 8192 elements over 128 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it11 = 0; tl_it11 < 8; ++tl_it11) {
-              const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 8;
-              const int i_2 = tl_flat11 / 128;
-              const int tl_base11 = tl_flat11 % 128;
-              tl::cp_async16(&b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2, tl_base11)], &b[((((ko * 64) + i_2) * N) + ((bx_swizzled * 128) + tl_base11))], true);
-            }
-          } else {
-            // T.Parallel[64, 128]: 8192 elements over 128 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it12 = 0; tl_it12 < 64; ++tl_it12) {
-              const int tl_flat12 = tl_it12 * 128 + (int)threadIdx.x;
-              const int i_2 = tl_flat12 / 128;
-              const int j_2 = tl_flat12 % 128;
-              b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2, j_2)] = b[((((ko * 64) + i_2) * N) + ((bx_swizzled * 128) + j_2))];
-            }
-          }
-        } else {
-          // T.Parallel[64, 128]: 8192 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it13 = 0; tl_it13 < 64; ++tl_it13) {
-            const int tl_flat13 = tl_it13 * 128 + (int)threadIdx.x;
-            const int i_2_1 = tl_flat13 / 128;
-            const int j_2_1 = tl_flat13 % 128;
-            b_s[tl_stage_p1 * 8192 + tl::smem_offset<64, 128>(i_2_1, j_2_1)] = (((((ko * 64) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? b[((((ko * 64) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] : __float2half_rn(0.0f));
-          }
-        }
-      }
-      tl::cp_async_commit();
       const int tl_stage_c1 = tl_i1 % 3;
       const int tl_stage_n1 = (tl_i1 + 1) % 3;
       tl_g1.run(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 8192, acc, [&] {
+        if (tl_i1 + 2 < tl_n1) {
+          const int ko = 0 + tl_i1 + 2;
+          const int tl_stage_p1 = (tl_i1 + 2) % 3;
+          tl::copy_tile<half, 128, 64, 128>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, M - ((by_swizzled * 128)), K - ((ko * 64)));
+          tl::copy_tile<half, 64, 128, 128>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx_swizzled * 128)), N, K - ((ko * 64)), N - ((bx_swizzled * 128)));
+        }
+        tl::cp_async_commit();
+      }, [&] {
         tl::cp_async_wait<1>();
         __syncthreads();
         if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 8192, b_s + tl_stage_n1 * 8192);
@@ -182,45 +67,45 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
   }
   // T.Parallel[128, 128] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s14 = 0; tl_s14 < 128; tl_s14 += 2) {
-    int tl_i14, tl_j14;
-    tl::acc_coord<128, 128, 2, 2>(tl_s14, tl_i14, tl_j14);
-    bool tl_ok14 = true;
+  for (int tl_s2 = 0; tl_s2 < 128; tl_s2 += 2) {
+    int tl_i2, tl_j2;
+    tl::acc_coord<128, 128, 2, 2>(tl_s2, tl_i2, tl_j2);
+    bool tl_ok2 = true;
     {
-      const int i_3 = tl_i14;
-      const int j_3 = tl_j14 + 1;
-      tl_ok14 = ((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N));
+      const int i_3 = tl_i2;
+      const int j_3 = tl_j2 + 1;
+      tl_ok2 = ((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N));
     }
-    if (N % 2 == 0 && tl_ok14) {
-      tl::vec<half, 2> tl_pair14;
+    if (N % 2 == 0 && tl_ok2) {
+      tl::vec<half, 2> tl_pair2;
       {
-        const int i_3 = tl_i14;
-        const int j_3 = tl_j14;
-        tl_pair14.x[0] = ((half)((float)(acc[tl_s14 + 0])));
+        const int i_3 = tl_i2;
+        const int j_3 = tl_j2;
+        tl_pair2.x[0] = ((half)((float)(acc[tl_s2 + 0])));
       }
       {
-        const int i_3 = tl_i14;
-        const int j_3 = tl_j14 + 1;
-        tl_pair14.x[1] = ((half)((float)(acc[tl_s14 + 1])));
+        const int i_3 = tl_i2;
+        const int j_3 = tl_j2 + 1;
+        tl_pair2.x[1] = ((half)((float)(acc[tl_s2 + 1])));
       }
       {
-        const int i_3 = tl_i14;
-        const int j_3 = tl_j14;
-        *(tl::vec<half, 2>*)(&c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))]) = tl_pair14;
+        const int i_3 = tl_i2;
+        const int j_3 = tl_j2;
+        *(tl::vec<half, 2>*)(&c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))]) = tl_pair2;
       }
     } else {
       {
-        const int i_3 = tl_i14;
-        const int j_3 = tl_j14;
+        const int i_3 = tl_i2;
+        const int j_3 = tl_j2;
         if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
-          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s14 + 0])));
+          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s2 + 0])));
         }
       }
       {
-        const int i_3 = tl_i14;
-        const int j_3 = tl_j14 + 1;
+        const int i_3 = tl_i2;
+        const int j_3 = tl_j2 + 1;
         if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
-          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s14 + 1])));
+          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s2 + 1])));
         }
       }
     }

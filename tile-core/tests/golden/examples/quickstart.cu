@@ -28,66 +28,8 @@ extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* _
       if (tl_pi1 < tl_n1) {
         const int ko = 0 + tl_pi1;
         const int tl_stage_p1 = (tl_pi1) % 3;
-        if (((((by * 64) + 63) < M) && (((ko * 32) + 31) < K))) {
-          if (K % 8 == 0) {
-            // T.Parallel[64, 32]: 2048 elements over 128 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it2 = 0; tl_it2 < 2; ++tl_it2) {
-              const int tl_flat2 = (tl_it2 * 128 + (int)threadIdx.x) * 8;
-              const int i_2 = tl_flat2 / 32;
-              const int tl_base2 = tl_flat2 % 32;
-              tl::cp_async16(&a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2, tl_base2)], &a[((((by * 64) + i_2) * K) + ((ko * 32) + tl_base2))], true);
-            }
-          } else {
-            // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it3 = 0; tl_it3 < 16; ++tl_it3) {
-              const int tl_flat3 = tl_it3 * 128 + (int)threadIdx.x;
-              const int i_2 = tl_flat3 / 32;
-              const int j_2 = tl_flat3 % 32;
-              a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2, j_2)] = a[((((by * 64) + i_2) * K) + ((ko * 32) + j_2))];
-            }
-          }
-        } else {
-          // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it4 = 0; tl_it4 < 16; ++tl_it4) {
-            const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
-            const int i_2_1 = tl_flat4 / 32;
-            const int j_2_1 = tl_flat4 % 32;
-            a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2_1, j_2_1)] = (((((by * 64) + i_2_1) < M) && (((ko * 32) + j_2_1) < K)) ? a[((((by * 64) + i_2_1) * K) + ((ko * 32) + j_2_1))] : __float2half_rn(0.0f));
-          }
-        }
-        if (((((ko * 32) + 31) < K) && (((bx * 64) + 63) < N))) {
-          if (N % 8 == 0) {
-            // T.Parallel[32, 64]: 2048 elements over 128 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it5 = 0; tl_it5 < 2; ++tl_it5) {
-              const int tl_flat5 = (tl_it5 * 128 + (int)threadIdx.x) * 8;
-              const int i_3 = tl_flat5 / 64;
-              const int tl_base5 = tl_flat5 % 64;
-              tl::cp_async16(&b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3, tl_base5)], &b[((((ko * 32) + i_3) * N) + ((bx * 64) + tl_base5))], true);
-            }
-          } else {
-            // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it6 = 0; tl_it6 < 16; ++tl_it6) {
-              const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
-              const int i_3 = tl_flat6 / 64;
-              const int j_3 = tl_flat6 % 64;
-              b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3, j_3)] = b[((((ko * 32) + i_3) * N) + ((bx * 64) + j_3))];
-            }
-          }
-        } else {
-          // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it7 = 0; tl_it7 < 16; ++tl_it7) {
-            const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
-            const int i_3_1 = tl_flat7 / 64;
-            const int j_3_1 = tl_flat7 % 64;
-            b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3_1, j_3_1)] = (((((ko * 32) + i_3_1) < K) && (((bx * 64) + j_3_1) < N)) ? b[((((ko * 32) + i_3_1) * N) + ((bx * 64) + j_3_1))] : __float2half_rn(0.0f));
-          }
-        }
+        tl::copy_tile<half, 64, 32, 128>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, M - ((by * 64)), K - ((ko * 32)));
+        tl::copy_tile<half, 32, 64, 128>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, K - ((ko * 32)), N - ((bx * 64)));
       }
       tl::cp_async_commit();
     }
@@ -96,74 +38,17 @@ extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* _
     __syncthreads();
     if (tl_n1 > 0) tl_g1.first(a_s + 0 * 2048, b_s + 0 * 2048);
     for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-      if (tl_i1 + 2 < tl_n1) {
-        const int ko = 0 + tl_i1 + 2;
-        const int tl_stage_p1 = (tl_i1 + 2) % 3;
-        if (((((by * 64) + 63) < M) && (((ko * 32) + 31) < K))) {
-          if (K % 8 == 0) {
-            // T.Parallel[64, 32]: 2048 elements over 128 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it8 = 0; tl_it8 < 2; ++tl_it8) {
-              const int tl_flat8 = (tl_it8 * 128 + (int)threadIdx.x) * 8;
-              const int i_2 = tl_flat8 / 32;
-              const int tl_base8 = tl_flat8 % 32;
-              tl::cp_async16(&a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2, tl_base8)], &a[((((by * 64) + i_2) * K) + ((ko * 32) + tl_base8))], true);
-            }
-          } else {
-            // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it9 = 0; tl_it9 < 16; ++tl_it9) {
-              const int tl_flat9 = tl_it9 * 128 + (int)threadIdx.x;
-              const int i_2 = tl_flat9 / 32;
-              const int j_2 = tl_flat9 % 32;
-              a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2, j_2)] = a[((((by * 64) + i_2) * K) + ((ko * 32) + j_2))];
-            }
-          }
-        } else {
-          // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it10 = 0; tl_it10 < 16; ++tl_it10) {
-            const int tl_flat10 = tl_it10 * 128 + (int)threadIdx.x;
-            const int i_2_1 = tl_flat10 / 32;
-            const int j_2_1 = tl_flat10 % 32;
-            a_s[tl_stage_p1 * 2048 + tl::smem_offset<64, 32>(i_2_1, j_2_1)] = (((((by * 64) + i_2_1) < M) && (((ko * 32) + j_2_1) < K)) ? a[((((by * 64) + i_2_1) * K) + ((ko * 32) + j_2_1))] : __float2half_rn(0.0f));
-          }
-        }
-        if (((((ko * 32) + 31) < K) && (((bx * 64) + 63) < N))) {
-          if (N % 8 == 0) {
-            // T.Parallel[32, 64]: 2048 elements over 128 threads, 8 per chunk
-            #pragma unroll
-            for (int tl_it11 = 0; tl_it11 < 2; ++tl_it11) {
-              const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 8;
-              const int i_3 = tl_flat11 / 64;
-              const int tl_base11 = tl_flat11 % 64;
-              tl::cp_async16(&b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3, tl_base11)], &b[((((ko * 32) + i_3) * N) + ((bx * 64) + tl_base11))], true);
-            }
-          } else {
-            // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it12 = 0; tl_it12 < 16; ++tl_it12) {
-              const int tl_flat12 = tl_it12 * 128 + (int)threadIdx.x;
-              const int i_3 = tl_flat12 / 64;
-              const int j_3 = tl_flat12 % 64;
-              b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3, j_3)] = b[((((ko * 32) + i_3) * N) + ((bx * 64) + j_3))];
-            }
-          }
-        } else {
-          // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it13 = 0; tl_it13 < 16; ++tl_it13) {
-            const int tl_flat13 = tl_it13 * 128 + (int)threadIdx.x;
-            const int i_3_1 = tl_flat13 / 64;
-            const int j_3_1 = tl_flat13 % 64;
-            b_s[tl_stage_p1 * 2048 + tl::smem_offset<32, 64>(i_3_1, j_3_1)] = (((((ko * 32) + i_3_1) < K) && (((bx * 64) + j_3_1) < N)) ? b[((((ko * 32) + i_3_1) * N) + ((bx * 64) + j_3_1))] : __float2half_rn(0.0f));
-          }
-        }
-      }
-      tl::cp_async_commit();
       const int tl_stage_c1 = tl_i1 % 3;
       const int tl_stage_n1 = (tl_i1 + 1) % 3;
       tl_g1.run(a_s + tl_stage_c1 * 2048, b_s + tl_stage_c1 * 2048, acc, [&] {
+        if (tl_i1 + 2 < tl_n1) {
+          const int ko = 0 + tl_i1 + 2;
+          const int tl_stage_p1 = (tl_i1 + 2) % 3;
+          tl::copy_tile<half, 64, 32, 128>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, M - ((by * 64)), K - ((ko * 32)));
+          tl::copy_tile<half, 32, 64, 128>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, K - ((ko * 32)), N - ((bx * 64)));
+        }
+        tl::cp_async_commit();
+      }, [&] {
         tl::cp_async_wait<1>();
         __syncthreads();
         if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 2048, b_s + tl_stage_n1 * 2048);
@@ -174,56 +59,56 @@ extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* _
   }
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s14 = 0; tl_s14 < 32; tl_s14 += 1) {
-    int tl_i14, tl_j14;
-    tl::acc_coord<64, 64, 2, 2>(tl_s14, tl_i14, tl_j14);
+  for (int tl_s2 = 0; tl_s2 < 32; tl_s2 += 1) {
+    int tl_i2, tl_j2;
+    tl::acc_coord<64, 64, 2, 2>(tl_s2, tl_i2, tl_j2);
     {
-      const int i = tl_i14;
-      const int j = tl_j14;
-      acc[tl_s14 + 0] = fmaxf(acc[tl_s14 + 0], 0.0f);
+      const int i = tl_i2;
+      const int j = tl_j2;
+      acc[tl_s2 + 0] = fmaxf(acc[tl_s2 + 0], 0.0f);
     }
   }
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s15 = 0; tl_s15 < 32; tl_s15 += 2) {
-    int tl_i15, tl_j15;
-    tl::acc_coord<64, 64, 2, 2>(tl_s15, tl_i15, tl_j15);
-    bool tl_ok15 = true;
+  for (int tl_s3 = 0; tl_s3 < 32; tl_s3 += 2) {
+    int tl_i3, tl_j3;
+    tl::acc_coord<64, 64, 2, 2>(tl_s3, tl_i3, tl_j3);
+    bool tl_ok3 = true;
     {
-      const int i_4 = tl_i15;
-      const int j_4 = tl_j15 + 1;
-      tl_ok15 = ((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N));
+      const int i_4 = tl_i3;
+      const int j_4 = tl_j3 + 1;
+      tl_ok3 = ((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N));
     }
-    if (N % 2 == 0 && tl_ok15) {
-      tl::vec<half, 2> tl_pair15;
+    if (N % 2 == 0 && tl_ok3) {
+      tl::vec<half, 2> tl_pair3;
       {
-        const int i_4 = tl_i15;
-        const int j_4 = tl_j15;
-        tl_pair15.x[0] = ((half)((float)(acc[tl_s15 + 0])));
+        const int i_4 = tl_i3;
+        const int j_4 = tl_j3;
+        tl_pair3.x[0] = ((half)((float)(acc[tl_s3 + 0])));
       }
       {
-        const int i_4 = tl_i15;
-        const int j_4 = tl_j15 + 1;
-        tl_pair15.x[1] = ((half)((float)(acc[tl_s15 + 1])));
+        const int i_4 = tl_i3;
+        const int j_4 = tl_j3 + 1;
+        tl_pair3.x[1] = ((half)((float)(acc[tl_s3 + 1])));
       }
       {
-        const int i_4 = tl_i15;
-        const int j_4 = tl_j15;
-        *(tl::vec<half, 2>*)(&c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))]) = tl_pair15;
+        const int i_4 = tl_i3;
+        const int j_4 = tl_j3;
+        *(tl::vec<half, 2>*)(&c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))]) = tl_pair3;
       }
     } else {
       {
-        const int i_4 = tl_i15;
-        const int j_4 = tl_j15;
+        const int i_4 = tl_i3;
+        const int j_4 = tl_j3;
         if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
-          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = ((half)((float)(acc[tl_s15 + 0])));
+          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = ((half)((float)(acc[tl_s3 + 0])));
         }
       }
       {
-        const int i_4 = tl_i15;
-        const int j_4 = tl_j15 + 1;
+        const int i_4 = tl_i3;
+        const int j_4 = tl_j3 + 1;
         if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
-          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = ((half)((float)(acc[tl_s15 + 1])));
+          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = ((half)((float)(acc[tl_s3 + 1])));
         }
       }
     }
