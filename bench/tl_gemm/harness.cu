@@ -328,6 +328,8 @@ INSTX(half, 128, 128, 64, 2, 2, 3, 2, 1)
 INSTX(half, 128, 128, 32, 2, 2, 4, 2, 2)
 INSTX(half, 128, 128, 64, 2, 2, 3, 2, 2)
 INSTX(half, 256, 128, 32, 4, 2, 4, 1, 2)
+template __global__ void tile_gemm_x<half, 128, 128, 64, 2, 2, 3, false, false, true, 2, 1, true>(const half*, const half*,
+                                                                                                half*, int, int, int);
 #else
 // ----------------------------------------------------------------------------
 // Host side.

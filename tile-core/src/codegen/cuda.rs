@@ -1738,7 +1738,7 @@ impl Writer<'_> {
             }
             w.producer = true;
             let r = prod.iter().try_for_each(|x| match tile_copy(f, x) {
-                Some(c) => w.copy_tile(&c),
+                Some(c) => w.copy_tile(&c, "tl::COPY_CHECK", None),
                 None => w.stmt(x),
             });
             w.producer = false;
@@ -1748,6 +1748,58 @@ impl Writer<'_> {
             w.line("tl::cp_async_commit();");
             Ok(())
         };
+        if let Some(g) = self.stage_gemm(&cons, &tiles) {
+            // All producers tile copies whose chunk alignment can be decided once:
+            // two loops, one with only cp.async copies and one with element-wise
+            // ones, so the hot loop has no branch between copies and multiplies.
+            let copies: Option<Vec<TileCopy>> = prod.iter().map(|x| tile_copy(f, x)).collect();
+            let vec = copies.as_ref().and_then(|cs| {
+                let conds: Option<Vec<Vec<String>>> = cs.iter().map(|c| self.vec_cond(c)).collect();
+                conds.map(|v| v.concat().into_iter().collect::<BTreeSet<String>>())
+            });
+            match (copies, vec) {
+                (Some(cs), Some(cond)) => {
+                    let (cs, tiles, name, s0) = (&cs, &tiles, &name, &s0);
+                    let emit = |mode: &'static str| {
+                        move |w: &mut Writer, iter: &str| -> Result<(), Diagnostic> {
+                            // Past the last tile the copies still run, with no rows
+                            // (zero fill of a stage nobody reads): no branch.
+                            w.line("{");
+                            w.depth += 1;
+                            w.line(&format!("const int {name} = {s0} + {iter};"));
+                            w.line(&format!("const int tl_stage_p{k} = ({iter}) % {stages};"));
+                            for &t in tiles {
+                                w.stage.insert(t, format!("tl_stage_p{k}"));
+                            }
+                            let live = format!("{iter} < tl_n{k}");
+                            cs.iter()
+                                .try_for_each(|c| w.copy_tile(c, mode, Some(&live)))?;
+                            w.depth -= 1;
+                            w.line("}");
+                            w.line("tl::cp_async_commit();");
+                            Ok(())
+                        }
+                    };
+                    let cond: Vec<String> = cond.into_iter().collect();
+                    self.line(&format!("if ({}) {{", cond.join(" && ")));
+                    self.depth += 1;
+                    self.pipeline_gemm(k, g, stages, emit("tl::COPY_VEC"))?;
+                    self.depth -= 1;
+                    self.line("} else {");
+                    self.depth += 1;
+                    self.pipeline_gemm(k, g, stages, emit("tl::COPY_SCALAR"))?;
+                    self.depth -= 1;
+                    self.line("}");
+                }
+                _ => self.pipeline_gemm(k, g, stages, emit_producers)?,
+            }
+            // Drain: no copy may still be in flight when the tiles are reused.
+            self.line("tl::cp_async_wait<0>();");
+            self.line("__syncthreads();");
+            self.depth -= 1;
+            self.line("}");
+            return Ok(());
+        }
         self.line("#pragma unroll");
         self.line(&format!(
             "for (int tl_pi{k} = 0; tl_pi{k} < {}; ++tl_pi{k}) {{",
@@ -1757,15 +1809,6 @@ impl Writer<'_> {
         emit_producers(self, &format!("tl_pi{k}"))?;
         self.depth -= 1;
         self.line("}");
-        if let Some(g) = self.stage_gemm(&cons, &tiles) {
-            self.pipeline_gemm(k, g, stages, emit_producers)?;
-            // Drain: no copy may still be in flight when the tiles are reused.
-            self.line("tl::cp_async_wait<0>();");
-            self.line("__syncthreads();");
-            self.depth -= 1;
-            self.line("}");
-            return Ok(());
-        }
         self.line(&format!(
             "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
         ));
@@ -1808,6 +1851,15 @@ impl Writer<'_> {
         stages: i64,
         emit_producers: impl Fn(&mut Self, &str) -> Result<(), Diagnostic>,
     ) -> Result<(), Diagnostic> {
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int tl_pi{k} = 0; tl_pi{k} < {}; ++tl_pi{k}) {{",
+            stages - 1
+        ));
+        self.depth += 1;
+        emit_producers(self, &format!("tl_pi{k}"))?;
+        self.depth -= 1;
+        self.line("}");
         let (args, _) = self.gemm_shape(g)?;
         let base = |w: &Writer, b: BufId, stage: &str| {
             let n: i64 =
@@ -1862,15 +1914,26 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// One producer tile copy (see [`TileCopy`]) as `tl::copy_tile`.
-    fn copy_tile(&mut self, c: &TileCopy) -> Result<(), Diagnostic> {
+    /// One producer tile copy (see [`TileCopy`]) as `tl::copy_tile` in `mode`
+    /// (`tl::COPY_*`); `live`: a condition under which the tile has rows at
+    /// all (otherwise it is zero-filled).
+    fn copy_tile(
+        &mut self,
+        c: &TileCopy,
+        mode: &str,
+        live: Option<&str>,
+    ) -> Result<(), Diagnostic> {
         let f = self.f;
         let (d, g) = (f.buf(c.dst), f.buf(c.src));
         let shape = d.const_shape().unwrap_or_default();
         let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);
         let (rows, cols) = (self.expr(&g.shape[0])?, self.expr(&g.shape[1])?);
+        let rows_left = match live {
+            Some(l) => format!("({l}) ? {rows} - ({r0}) : 0"),
+            None => format!("{rows} - ({r0})"),
+        };
         self.line(&format!(
-            "tl::copy_tile<{}, {}, {}, {}>({}, {} + (long long)({r0}) * {cols} + ({c0}), {cols}, {rows} - ({r0}), {cols} - ({c0}));",
+            "tl::copy_tile<{}, {}, {}, {}, {mode}>({}, {} + (long long)({r0}) * {cols} + ({c0}), {cols}, {rows_left}, {cols} - ({c0}));",
             ty(d.dtype)?,
             shape[0],
             shape[1],
@@ -1879,6 +1942,28 @@ impl Writer<'_> {
             self.name(c.src),
         ));
         Ok(())
+    }
+
+    /// The run-time conditions under which every tile of the copy `c` can move
+    /// as whole 16-byte chunks: the row length a multiple of 8 elements, the
+    /// tensor 16-byte aligned, and (shown here) every tile's first column a
+    /// multiple of 8. `None`: that cannot be shown.
+    fn vec_cond(&self, c: &TileCopy) -> Option<Vec<String>> {
+        let f = self.f;
+        let g = f.buf(c.src);
+        let dims: BTreeSet<VarId> = f.dims.iter().copied().collect();
+        let mut need = zero_mod(&c.c0, 8, &dims)?;
+        let mut cond = vec![format!("tl::aligned16({})", self.name(c.src))];
+        match g.shape[1].as_int() {
+            Some(n) if n % 8 != 0 => return None,
+            Some(_) => {}
+            None => need.extend(zero_mod(&g.shape[1], 8, &dims)?),
+        }
+        cond.extend(
+            need.iter()
+                .map(|d| format!("{} % 8 == 0", ident(&f.var(*d).name))),
+        );
+        Some(cond)
     }
 
     fn note_align(&mut self, b: BufId, v: i64) {

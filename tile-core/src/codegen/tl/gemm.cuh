@@ -193,26 +193,44 @@ template <> __device__ __forceinline__ half zero<half>() { return __float2half_r
 template <> __device__ __forceinline__ __nv_bfloat16 zero<__nv_bfloat16>() { return __float2bfloat16_rn(0.f); }
 }  // namespace detail
 
+// How tl::copy_tile moves its chunks: COPY_CHECK decides per call (one branch);
+// COPY_VEC and COPY_SCALAR are for a caller that decided once, outside its loop, so
+// that the loop body has no branch to split the multiplies from the copies.
+enum { COPY_CHECK = 0, COPY_VEC = 1, COPY_SCALAR = 2 };
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
+}
+
 // Copies the R x C tile whose first element is g (a row-major tensor with leading
 // dimension ld) into the shared tile s (smem_offset layout); tile elements at rows
 // >= rows or columns >= cols (past the tensor's edge) become zero. Thread tid moves
 // the 16-byte chunks (it * RSTEP + tid / CPR, (tid % CPR) * 8), so consecutive threads
 // fill consecutive chunks of a row (coalesced, and conflict-free under the swizzle).
-// When ld is a multiple of 8 and g is 16-byte aligned, every chunk lies wholly inside
-// or wholly outside the tensor: one predicated cp.async per chunk (zero-filled when
-// outside), no branch. Otherwise chunks are gathered element by element.
-template <typename T, int R, int C, int THREADS>
+// When ld is a multiple of 8 and g is 16-byte aligned (COPY_VEC), every chunk lies
+// wholly inside or wholly outside the tensor: one predicated cp.async per chunk
+// (zero-filled when outside), no branch. Otherwise (COPY_SCALAR) chunks are gathered
+// element by element.
+template <typename T, int R, int C, int THREADS, int MODE = COPY_CHECK>
 __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, int cols) {
   constexpr int CPR = C / 8;
   static_assert(C % 8 == 0 && THREADS % CPR == 0 && (R * CPR) % THREADS == 0,
                 "tl::copy_tile: the tile's 16-byte chunks must divide among the threads");
   constexpr int ITERS = R * CPR / THREADS, RSTEP = THREADS / CPR;
   const int r_t = threadIdx.x / CPR, c_t = (threadIdx.x % CPR) * 8;
-  if (ld % 8 == 0 && (reinterpret_cast<unsigned long long>(g) & 15) == 0) {
+  const bool vec = MODE == COPY_VEC || (MODE == COPY_CHECK && ld % 8 == 0 && aligned16(g));
+  if (vec) {
+    // One pointer stepped from chunk to chunk; the empty asm hides the steps' sum
+    // from the compiler, which would otherwise keep every chunk's offset in a
+    // register across the caller's loop.
+    const T* p = g + (long long)r_t * ld + c_t;
+    const long long step = (long long)RSTEP * ld;
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int r = it * RSTEP + r_t;
-      cp_async16(s + smem_offset<R, C>(r, c_t), g + (long long)r * ld + c_t, r < rows && c_t < cols);
+      cp_async16(s + smem_offset<R, C>(r, c_t), p, r < rows && c_t < cols);
+      p += step;
+      asm volatile("" : "+l"(p));
     }
   } else {
 #pragma unroll 1
