@@ -1526,3 +1526,46 @@ fn shared_memory_reused_across_phases() -> TestResult {
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------
+// Two gemms into one accumulator
+// ---------------------------------------------------------------------------
+
+/// `C = A[:, :32] · B[:32, :] + A[:, 32:40] · B[32:40, :]` for `K = 40`:
+/// on CUDA the first gemm runs on tensor cores and the second (K = 8 does
+/// not qualify) is a dot product per element over the same accumulator
+/// registers.
+#[tile::kernel(bm = 64, bn = 64, bk = 32, k2 = 8, threads = 128)]
+pub fn gemm_two_sources(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f32, (M, N)>) {
+    T::kernel([T::ceildiv(N, bn), T::ceildiv(M, bm)], threads, |bx, by| {
+        let a1 = T::alloc_shared::<f16>([bm, bk]);
+        let b1 = T::alloc_shared::<f16>([bk, bn]);
+        let a2 = T::alloc_shared::<f16>([bm, k2]);
+        let b2 = T::alloc_shared::<f16>([k2, bn]);
+        let acc = T::alloc_fragment::<f32>([bm, bn]);
+        T::clear(acc);
+        T::copy(a.at([by * bm, 0]), a1);
+        T::copy(b.at([0, bx * bn]), b1);
+        T::copy(a.at([by * bm, bk]), a2);
+        T::copy(b.at([bk, bx * bn]), b2);
+        T::gemm(a1, b1, acc);
+        T::gemm(a2, b2, acc);
+        T::copy(acc, c.at([by * bm, bx * bn]));
+    });
+}
+
+#[test]
+fn two_gemms_into_one_accumulator() -> TestResult {
+    let cu = gemm_two_sources::SPEC.cuda.source;
+    assert_eq!(cu.matches("tl::gemm_ss<").count(), 1, "{cu}");
+    for (s, &(m, n)) in [(64, 64), (128, 192), (67, 129)].iter().enumerate() {
+        let k = 40;
+        let a = random_tensor::<f16>(&[m, k], 4600 + s as u64, dev())?;
+        let b = random_tensor::<f16>(&[k, n], 4700 + s as u64, dev())?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, dev())?;
+        gemm_two_sources(&a, &b, &mut c)?;
+        let want = matmul_ref(&host(&a), &host(&b), m, n, k, false);
+        check(&format!("gemm_two_sources {m}x{n}"), &c, &want, 1e-2, 1e-2);
+    }
+    Ok(())
+}
