@@ -78,7 +78,6 @@ fn generate_with(f: &PrimFunc, dynamic: bool) -> Result<Source, Diagnostic> {
     let entry = format!("{}_kernel", f.name);
     let plan = plan(f)?;
     let mut w = Writer {
-        dynamic,
         dynamic_bytes: 0,
         f,
         plan: &plan,
@@ -127,8 +126,16 @@ fn generate_with(f: &PrimFunc, dynamic: bool) -> Result<Source, Diagnostic> {
         f.launch.threads,
         params.join(", ")
     );
+    // Every shared buffer is a view into one byte array (`merge_shared`).
     if dynamic {
         w.line("extern __shared__ __align__(128) unsigned char tl_smem[];");
+        w.dynamic_bytes = f.smem.bytes;
+    } else if f.smem.bytes > 0 {
+        w.line(&format!(
+            "__shared__ __align__(128) unsigned char tl_smem[{}];",
+            f.smem.bytes
+        ));
+        w.shared_bytes = f.smem.bytes;
     }
     for (d, &v) in f.launch.block_vars.iter().enumerate() {
         let axis = ["x", "y", "z"][d];
@@ -227,7 +234,10 @@ fn producer_target(f: &PrimFunc, s: &Stmt) -> Option<BufId> {
 
 /// Finds `T::pipelined` loops that can overlap their copies with compute:
 /// the body opens with producer copies into shared tiles used nowhere else.
-fn plan_pipelines(f: &PrimFunc) -> (HashMap<VarId, (i64, usize)>, HashMap<BufId, i64>) {
+/// Returns the pipelines (by loop variable: stages, producer count) and the
+/// tiles they multi-buffer (→ copies). `merge_shared` reserves the copies;
+/// `insert_barriers` knows each pipeline ends with a barrier.
+pub(crate) fn plan_pipelines(f: &PrimFunc) -> (HashMap<VarId, (i64, usize)>, HashMap<BufId, i64>) {
     let mut pipes = HashMap::new();
     let mut multi = HashMap::new();
     f.body.visit(&mut |s| {
@@ -667,9 +677,7 @@ struct Writer<'a> {
     producer: bool,
     /// Multi-buffered shared tiles → the stage the current code uses.
     stage: HashMap<BufId, String>,
-    /// Shared tiles live in dynamic shared memory (`tl_smem`).
-    dynamic: bool,
-    /// Bytes of dynamic shared memory handed out so far.
+    /// Bytes of dynamic shared memory a launch provides (`tl_smem`).
     dynamic_bytes: i64,
 }
 
@@ -777,20 +785,39 @@ impl Writer<'_> {
                 let n: i64 = b.const_shape().unwrap_or_default().iter().product();
                 let t = ty(b.dtype)?;
                 match b.scope {
-                    Scope::Shared if self.dynamic => {
-                        let n = n * self.plan.multibuf.get(buf).copied().unwrap_or(1);
-                        let off = (self.dynamic_bytes + 127) / 128 * 128;
-                        self.dynamic_bytes = off + n * b.dtype.bytes();
-                        self.line(&format!(
-                            "{t}* __restrict__ {} = reinterpret_cast<{t}*>(tl_smem + {off});  // {n} elements",
-                            self.name(*buf)
-                        ));
-                    }
                     Scope::Shared => {
+                        // A view into the block's one shared byte array
+                        // (`merge_shared` chose the offset).
                         let n = n * self.plan.multibuf.get(buf).copied().unwrap_or(1);
-                        self.shared_bytes += n * b.dtype.bytes();
+                        let Some(&(off, bytes)) = f.smem.slots.get(buf) else {
+                            return Err(err(format!(
+                                "internal error: shared buffer `{}` has no place in shared memory",
+                                b.name
+                            )));
+                        };
+                        if bytes < n * b.dtype.bytes() {
+                            return Err(err(format!(
+                                "internal error: shared buffer `{}` needs {} bytes, {bytes} reserved",
+                                b.name,
+                                n * b.dtype.bytes()
+                            )));
+                        }
+                        let shared_with: Vec<String> = f
+                            .smem
+                            .slots
+                            .keys()
+                            .filter(|&&o| o != *buf && f.smem.overlaps(o, *buf))
+                            .map(|&o| self.name(o))
+                            .collect();
+                        // A view that shares bytes must not promise the
+                        // compiler it is the only way to them.
+                        let (restrict, note) = if shared_with.is_empty() {
+                            ("__restrict__ ", String::new())
+                        } else {
+                            ("", format!(", bytes reused by {}", shared_with.join(", ")))
+                        };
                         self.line(&format!(
-                            "__shared__ alignas(16) {t} {}[{n}];",
+                            "{t}* {restrict}{} = reinterpret_cast<{t}*>(tl_smem + {off});  // {n} elements{note}",
                             self.name(*buf)
                         ));
                     }

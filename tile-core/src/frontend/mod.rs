@@ -10,6 +10,7 @@
 //! any other identifier is a dynamic dim bound at launch.
 
 mod expr;
+mod layout_conflicts;
 mod stmt;
 
 use crate::diag::Diagnostic;
@@ -55,6 +56,8 @@ pub(crate) struct Ctx {
     pub diags: Vec<Diagnostic>,
     /// Loop variables of enclosing `T::parallel` loops.
     pub parallel_depth: usize,
+    /// Each `T::parallel` nest's header, for diagnostics about the whole nest.
+    pub nests: layout_conflicts::NestSpans,
 }
 
 impl Ctx {
@@ -94,16 +97,22 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, 
                 threads: 128,
             },
             body: Stmt::Seq(Vec::new()),
+            smem: SharedPool::default(),
         },
         scopes: vec![HashMap::new()],
         diags: Vec::new(),
         parallel_depth: 0,
+        nests: HashMap::new(),
     };
     parse_attr(&mut cx, attr);
     let params = parse_signature(&mut cx, &item.sig);
     parse_body(&mut cx, item);
     if cx.diags.is_empty() {
         crate::verify::verify(&cx.f).map_err(|d| vec![d])?;
+        let conflicts = layout_conflicts::check(&cx.f, &cx.nests);
+        if !conflicts.is_empty() {
+            return Err(conflicts);
+        }
         Ok(KernelDef { func: cx.f, params })
     } else {
         Err(cx.diags)

@@ -2,6 +2,7 @@
 //! tile ops (`T::copy`, `T::clear`, `T::fill`, `T::gemm`).
 
 use super::expr::{self, t_fn_name, t_fn_turbofish, ALL_FNS};
+use super::layout_conflicts::NestInfo;
 use super::{Ctx, Sym};
 use crate::diag::{range, SpanRange as Span};
 use crate::ir::*;
@@ -488,8 +489,38 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
     }
     if kind == ForKind::Parallel {
         cx.parallel_depth += 1;
+        let header = Span {
+            start: f.for_token.span,
+            end: range(&f.expr).end,
+        };
+        let names = names.iter().map(|(n, _)| n.clone()).collect();
+        cx.nests.insert(
+            vars[0],
+            NestInfo {
+                header,
+                names,
+                stmts: Vec::new(),
+            },
+        );
     }
-    let body = lower_block(cx, &f.body);
+    let body = if kind == ForKind::Parallel {
+        // As `lower_block`, noting which statements each source statement
+        // became (layout diagnostics point at the statement).
+        cx.push();
+        let mut out = Vec::new();
+        let mut stmts = Vec::new();
+        for s in &f.body.stmts {
+            stmts.push((out.len(), range(s)));
+            lower_stmt(cx, s, &mut out);
+        }
+        cx.pop();
+        if let Some(n) = cx.nests.get_mut(&vars[0]) {
+            n.stmts = stmts;
+        }
+        out
+    } else {
+        lower_block(cx, &f.body)
+    };
     if kind == ForKind::Parallel {
         cx.parallel_depth -= 1;
     }

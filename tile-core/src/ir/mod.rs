@@ -743,6 +743,32 @@ pub struct PrimFunc {
     pub buffers: Vec<Buffer>,
     pub launch: Launch,
     pub body: Stmt,
+    /// Where shared buffers sit in the block's shared memory; empty until
+    /// `merge_shared` (CUDA) fills it.
+    pub smem: SharedPool,
+}
+
+/// The block's shared memory as one byte array: each shared buffer's byte
+/// range in it. Buffers whose ranges overlap are never live at the same time.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SharedPool {
+    /// Buffer → (byte offset, bytes reserved: the tile times its pipeline stages).
+    pub slots: std::collections::BTreeMap<BufId, (i64, i64)>,
+    /// Bytes of the whole array (the peak of the live buffers, with padding).
+    pub bytes: i64,
+}
+
+impl SharedPool {
+    /// Whether buffers `a` and `b` may occupy the same bytes.
+    pub fn overlaps(&self, a: BufId, b: BufId) -> bool {
+        if a == b {
+            return true;
+        }
+        match (self.slots.get(&a), self.slots.get(&b)) {
+            (Some(&(oa, na)), Some(&(ob, nb))) => oa < ob + nb && ob < oa + na,
+            _ => false,
+        }
+    }
 }
 
 impl PrimFunc {

@@ -174,8 +174,13 @@ impl Printer<'_> {
                     Some(Layout::Swizzled) => ", layout=\"swizzled\"".to_string(),
                     Some(Layout::Mma { wm, wn }) => format!(", layout=\"mma({wm}x{wn})\""),
                 };
+                // Set on CUDA by `merge_shared`: the byte range in shared memory.
+                let place = match f.smem.slots.get(buf) {
+                    Some((off, bytes)) => format!(", smem=[{off}, {})", off + bytes),
+                    None => String::new(),
+                };
                 let t = format!(
-                    "{} = T.alloc_buffer({}, {}, scope=\"{}\"{layout})",
+                    "{} = T.alloc_buffer({}, {}, scope=\"{}\"{layout}{place})",
                     b.name,
                     self.shape(&b.shape),
                     b.dtype,

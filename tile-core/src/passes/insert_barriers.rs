@@ -4,32 +4,49 @@
 //! barrier at their end when the next iteration would conflict with the
 //! current one. `T::parallel` nests and `if` statements are treated as units:
 //! no barrier is placed inside them (it could be divergent).
+//!
+//! Buffers that `merge_shared` placed on the same bytes count as one: the
+//! first write of a buffer after the last access of another that shares its
+//! bytes gets a barrier like any write-after-read of one buffer.
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::collections::BTreeSet;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let (pipes, _) = crate::codegen::cuda::plan_pipelines(&f);
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     let mut st = State::default();
-    f.body = seq(&f, body, &mut st);
+    let cx = Cx {
+        f: &f,
+        pipelines: pipes.into_keys().collect(),
+    };
+    let body = seq(&cx, body, &mut st);
+    f.body = body;
     Ok(f)
 }
 
+struct Cx<'a> {
+    f: &'a PrimFunc,
+    /// Loops the CUDA backend emits as software pipelines: they end with a
+    /// barrier of their own (after draining their copies).
+    pipelines: BTreeSet<VarId>,
+}
+
 #[derive(Default, Clone)]
-struct State {
-    reads: BTreeSet<BufId>,
-    writes: BTreeSet<BufId>,
+pub(crate) struct State {
+    pub reads: BTreeSet<BufId>,
+    pub writes: BTreeSet<BufId>,
 }
 
 impl State {
-    fn conflicts(&self, other: &State) -> bool {
-        other
-            .reads
-            .iter()
-            .chain(&other.writes)
-            .any(|b| self.writes.contains(b))
-            || other.writes.iter().any(|b| self.reads.contains(b))
+    fn conflicts(&self, other: &State, pool: &SharedPool) -> bool {
+        let hit = |a: &BTreeSet<BufId>, b: &BTreeSet<BufId>| {
+            a.iter().any(|&x| b.iter().any(|&y| pool.overlaps(x, y)))
+        };
+        hit(&self.writes, &other.reads)
+            || hit(&self.writes, &other.writes)
+            || hit(&self.reads, &other.writes)
     }
     fn absorb(&mut self, other: &State) {
         self.reads.extend(other.reads.iter().copied());
@@ -41,7 +58,7 @@ impl State {
 }
 
 /// Shared-memory reads and writes anywhere within `s`.
-fn accesses(f: &PrimFunc, s: &Stmt) -> State {
+pub(crate) fn accesses(f: &PrimFunc, s: &Stmt) -> State {
     let mut st = State::default();
     let shared = |b: &BufId| f.buf(*b).scope == Scope::Shared;
     s.visit_exprs(&mut |e| {
@@ -73,7 +90,8 @@ fn accesses(f: &PrimFunc, s: &Stmt) -> State {
     st
 }
 
-fn seq(f: &PrimFunc, s: Stmt, pending: &mut State) -> Stmt {
+fn seq(cx: &Cx, s: Stmt, pending: &mut State) -> Stmt {
+    let f = cx.f;
     let items = match s {
         Stmt::Seq(v) => v,
         other => vec![other],
@@ -89,14 +107,14 @@ fn seq(f: &PrimFunc, s: Stmt, pending: &mut State) -> Stmt {
                 kind,
                 body,
             } if kind != ForKind::Parallel && !acc.is_empty() => {
-                if pending.conflicts(&acc) {
+                if pending.conflicts(&acc, &f.smem) {
                     out.push(Stmt::Barrier);
                     *pending = State::default();
                 }
                 let mut inner = pending.clone();
-                let mut body = seq(f, *body, &mut inner);
+                let mut body = seq(cx, *body, &mut inner);
                 // The next iteration's first accesses against this one's last.
-                if inner.conflicts(&acc) {
+                if inner.conflicts(&acc, &f.smem) {
                     if let Stmt::Seq(v) = &mut body {
                         v.push(Stmt::Barrier);
                     }
@@ -104,6 +122,9 @@ fn seq(f: &PrimFunc, s: Stmt, pending: &mut State) -> Stmt {
                 }
                 pending.absorb(&inner);
                 pending.absorb(&acc);
+                if cx.pipelines.contains(&var) {
+                    *pending = State::default();
+                }
                 out.push(Stmt::For {
                     var,
                     start,
@@ -113,11 +134,11 @@ fn seq(f: &PrimFunc, s: Stmt, pending: &mut State) -> Stmt {
                 });
             }
             Stmt::Seq(v) => {
-                let inner = seq(f, Stmt::Seq(v), pending);
+                let inner = seq(cx, Stmt::Seq(v), pending);
                 out.push(inner);
             }
             s => {
-                if pending.conflicts(&acc) {
+                if pending.conflicts(&acc, &f.smem) {
                     out.push(Stmt::Barrier);
                     *pending = State::default();
                 }

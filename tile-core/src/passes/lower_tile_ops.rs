@@ -51,7 +51,7 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
             })
         }
         // A gemm `plan_mma` put on tensor cores stays a tile op for codegen.
-        Stmt::Gemm(g) if matches!(f.buf(g.c).layout, Some(Layout::Mma { .. })) => Stmt::Gemm(g),
+        Stmt::Gemm(g) if super::plan_mma::on_tensor_cores(f, &g) => Stmt::Gemm(g),
         Stmt::Gemm(g) => gemm(f, g),
         s => s,
     }

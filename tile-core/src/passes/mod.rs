@@ -11,13 +11,19 @@
 //!    final scopes (it never splits nests over register fragments).
 //! 3. `inject_bounds` after it: the nests made by step 1 contain global
 //!    accesses that may run past a ragged edge and need guards too.
-//! 4. `insert_barriers` (CUDA only) last: it must see every shared-memory
-//!    access, including those created by steps 1-2.
+//! 4. `merge_shared` (CUDA) next: it places the final set of shared buffers
+//!    (step 2 adds some), giving buffers with disjoint live ranges the same
+//!    bytes.
+//! 5. `insert_barriers` (CUDA only) last: it must see every shared-memory
+//!    access, including those created by steps 1-2, and the placement of
+//!    step 4 (a buffer reusing another's bytes needs a barrier after the
+//!    other's last access).
 
 pub mod demote_fragments;
 pub mod inject_bounds;
 pub mod insert_barriers;
 pub mod lower_tile_ops;
+pub mod merge_shared;
 pub mod plan_mma;
 pub mod range;
 
@@ -36,6 +42,10 @@ pub fn run(f: PrimFunc, target: Target) -> Result<PrimFunc, Diagnostic> {
         Target::C => f,
     };
     let f = check(inject_bounds::run(f)?)?;
+    let f = match target {
+        Target::Cuda => check(merge_shared::run(f)?)?,
+        Target::C => f,
+    };
     let f = match target {
         Target::Cuda => check(insert_barriers::run(f)?)?,
         Target::C => f,

@@ -9,7 +9,9 @@
 //! operands `Layout::Swizzled`, and so does every fragment of the same shape
 //! that shares a `T::parallel` nest with the accumulator (its elements must
 //! sit in the same threads). Otherwise the gemm stays on the portable path
-//! (a scalar dot product per element).
+//! (a scalar dot product per element). Several gemms may accumulate into one
+//! fragment: each one that qualifies runs on tensor cores, the others stay
+//! portable over the same register layout.
 
 use super::demote_fragments::owner_access;
 use crate::diag::Diagnostic;
@@ -23,8 +25,13 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             gemms.push(g.clone());
         }
     });
-    for g in gemms {
-        let Some((wm, wn)) = eligible(&f, &g) else {
+    // Per accumulator: its layout depends only on its shape and the block
+    // size, so every qualifying gemm into it agrees on it.
+    for g in &gemms {
+        if f.buf(g.c).layout.is_some() {
+            continue;
+        }
+        let Some((wm, wn)) = eligible(&f, g) else {
             continue;
         };
         // The accumulator and every fragment tied to it through a nest.
@@ -57,10 +64,23 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         for b in group {
             f.buffers[b.0 as usize].layout = Some(Layout::Mma { wm, wn });
         }
-        f.buffers[g.a.0 as usize].layout = Some(Layout::Swizzled);
-        f.buffers[g.b.0 as usize].layout = Some(Layout::Swizzled);
+    }
+    // Every gemm that runs on tensor cores reads swizzled operands. A gemm
+    // that does not qualify but accumulates into a tensor-core accumulator
+    // stays portable: its loop nest visits the accumulator's registers.
+    for g in &gemms {
+        if on_tensor_cores(&f, g) {
+            f.buffers[g.a.0 as usize].layout = Some(Layout::Swizzled);
+            f.buffers[g.b.0 as usize].layout = Some(Layout::Swizzled);
+        }
     }
     Ok(f)
+}
+
+/// Whether gemm `g` runs on tensor cores (after this pass): its
+/// accumulator got the tensor-core layout and it qualifies itself.
+pub fn on_tensor_cores(f: &PrimFunc, g: &Gemm) -> bool {
+    matches!(f.buf(g.c).layout, Some(Layout::Mma { .. })) && eligible(f, g).is_some()
 }
 
 fn fragments_in(f: &PrimFunc, s: &Stmt) -> Vec<BufId> {
@@ -172,5 +192,64 @@ fn owner_only(f: &PrimFunc, b: BufId, s: &Stmt) -> bool {
             }
             !used
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::frontend::parse_kernel_source;
+
+    /// Two gemms into one accumulator: `k2` = 32 qualifies for tensor cores,
+    /// `k2` = 8 does not.
+    fn two_gemms(k2: i64) -> String {
+        format!(
+            r#"
+            #[tile::kernel(bm = 64, bn = 64, bk = 32, k2 = {k2}, threads = 128)]
+            fn k(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f32, (M, N)>) {{
+                T::kernel(1, threads, |bx| {{
+                    let a1 = T::alloc_shared::<f16>([bm, bk]);
+                    let b1 = T::alloc_shared::<f16>([bk, bn]);
+                    let a2 = T::alloc_shared::<f16>([bm, k2]);
+                    let b2 = T::alloc_shared::<f16>([k2, bn]);
+                    let acc = T::alloc_fragment::<f32>([bm, bn]);
+                    T::clear(acc);
+                    T::copy(a.at([0, 0]), a1);
+                    T::copy(b.at([0, 0]), b1);
+                    T::copy(a.at([0, bk]), a2);
+                    T::copy(b.at([bk, 0]), b2);
+                    T::gemm(a1, b1, acc);
+                    T::gemm(a2, b2, acc);
+                    T::copy(acc, c.at([0, 0]));
+                }});
+            }}"#
+        )
+    }
+
+    fn cuda(src: &str) -> String {
+        let def = parse_kernel_source(src).expect("parses");
+        crate::compile(def).expect("compiles").cuda_source
+    }
+
+    #[test]
+    fn every_qualifying_gemm_into_an_accumulator_reads_swizzled_tiles() {
+        let src = two_gemms(32);
+        let def = parse_kernel_source(&src).expect("parses");
+        let f = super::run(def.func).expect("plans");
+        for name in ["a1", "b1", "a2", "b2"] {
+            let b = f.buffers.iter().find(|b| b.name == name).expect("buffer");
+            assert_eq!(b.layout, Some(crate::ir::Layout::Swizzled), "{name}");
+        }
+        assert_eq!(cuda(&src).matches("tl::gemm_ss<").count(), 2);
+    }
+
+    #[test]
+    fn a_gemm_that_does_not_qualify_visits_the_tensor_core_layout() {
+        let cu = cuda(&two_gemms(8));
+        assert_eq!(cu.matches("tl::gemm_ss<").count(), 1, "{cu}");
+        // The second gemm is a dot product per element over acc's registers.
+        let second = cu.find("tl::gemm_ss<").expect("first gemm");
+        let rest = &cu[second..];
+        assert!(rest.contains("tl::acc_coord<64, 64, 2, 2>"), "{cu}");
+        assert!(rest.contains("for (int k = 0; k < 8; ++k)"), "{cu}");
     }
 }

@@ -4,6 +4,7 @@
 // <tl/gemm.cuh>
 
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const half* __restrict__ a, const half* __restrict__ b, half* __restrict__ c, int M, int K, int N) {
+  __shared__ __align__(128) unsigned char tl_smem[49152];
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
   const int tl_id_ = ((by * (((N + 128) - 1) / 128)) + bx);
@@ -13,8 +14,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const ha
   const int tl_local_ = (tl_id_ % tl_group_);
   const int bx_swizzled = (tl_first_ + (tl_local_ % tl_width_));
   const int by_swizzled = (tl_local_ / tl_width_);
-  __shared__ alignas(16) half a_s[12288];
-  __shared__ alignas(16) half b_s[12288];
+  half* __restrict__ a_s = reinterpret_cast<half*>(tl_smem + 0);  // 12288 elements
+  half* __restrict__ b_s = reinterpret_cast<half*>(tl_smem + 24576);  // 12288 elements
   float acc[64];  // gemm accumulator: 16384 elements in mma.sync order
   // T.Parallel[128, 128] over the gemm accumulator layout
   #pragma unroll

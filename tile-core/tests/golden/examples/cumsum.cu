@@ -2,9 +2,10 @@
 // <tile CUDA prelude>
 
 extern "C" __global__ void __launch_bounds__(128) cumsum_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int M) {
+  __shared__ __align__(128) unsigned char tl_smem[32768];
   const int bx = (int)blockIdx.x;
-  __shared__ alignas(16) float tile[4096];
-  __shared__ alignas(16) float out[4096];
+  float* __restrict__ tile = reinterpret_cast<float*>(tl_smem + 0);  // 4096 elements
+  float* __restrict__ out = reinterpret_cast<float*>(tl_smem + 16384);  // 4096 elements
   if ((((bx * 4) + 3) < M)) {
     // T.Parallel[4, 1024]: 4096 elements over 128 threads, 4 per chunk
     #pragma unroll

@@ -2,10 +2,11 @@
 // <tile CUDA prelude>
 
 extern "C" __global__ void __launch_bounds__(128) gemm_int8_kernel(const signed char* __restrict__ a, const signed char* __restrict__ b, int* __restrict__ c, int M, int K, int N) {
+  __shared__ __align__(128) unsigned char tl_smem[4096];
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
-  __shared__ alignas(16) signed char a_s[2048];
-  __shared__ alignas(16) signed char b_s[2048];
+  signed char* __restrict__ a_s = reinterpret_cast<signed char*>(tl_smem + 0);  // 2048 elements
+  signed char* __restrict__ b_s = reinterpret_cast<signed char*>(tl_smem + 2048);  // 2048 elements
   int acc[32];  // fragment: 4096 elements, 1 per chunk
   // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
   #pragma unroll

@@ -2,11 +2,12 @@
 // <tile CUDA prelude>
 
 extern "C" __global__ void __launch_bounds__(256) layernorm_kernel(const half* __restrict__ x, const half* __restrict__ w, const half* __restrict__ b, half* __restrict__ y, int M) {
+  __shared__ __align__(128) unsigned char tl_smem[256];
   const int bx = (int)blockIdx.x;
   float row[16];  // fragment: 4096 elements, 4 per chunk
   float sq[16];  // fragment: 4096 elements, 4 per chunk
-  __shared__ alignas(16) float sum[1];
-  __shared__ alignas(16) float var[1];
+  float* __restrict__ sum = reinterpret_cast<float*>(tl_smem + 0);  // 1 elements
+  float* __restrict__ var = reinterpret_cast<float*>(tl_smem + 128);  // 1 elements
   // T.Parallel[4096]: 4096 elements over 256 threads, 4 per chunk
   #pragma unroll
   for (int tl_it0 = 0; tl_it0 < 4; ++tl_it0) {

@@ -4,10 +4,11 @@
 // <tl/gemm.cuh>
 
 extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* __restrict__ a, const half* __restrict__ b, half* __restrict__ c, int M, int K, int N) {
+  __shared__ __align__(128) unsigned char tl_smem[24576];
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
-  __shared__ alignas(16) half a_s[6144];
-  __shared__ alignas(16) half b_s[6144];
+  half* __restrict__ a_s = reinterpret_cast<half*>(tl_smem + 0);  // 6144 elements
+  half* __restrict__ b_s = reinterpret_cast<half*>(tl_smem + 12288);  // 6144 elements
   float acc[32];  // gemm accumulator: 4096 elements in mma.sync order
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll

@@ -2,9 +2,10 @@
 // <tile CUDA prelude>
 
 extern "C" __global__ void __launch_bounds__(256) row_sum_kernel(const float* __restrict__ x, float* __restrict__ y, int M, int N) {
+  __shared__ __align__(128) unsigned char tl_smem[128];
   const int bx = (int)blockIdx.x;
   float tile[16];  // fragment: 4096 elements, 1 per chunk
-  __shared__ alignas(16) float acc[4];
+  float* __restrict__ acc = reinterpret_cast<float*>(tl_smem + 0);  // 4 elements
   // T.Parallel[4]: 4 elements over 256 threads, 4 per chunk
   #pragma unroll
   for (int tl_it0 = 0; tl_it0 < 1; ++tl_it0) {

@@ -2,10 +2,11 @@
 // <tile CUDA prelude>
 
 extern "C" __global__ void __launch_bounds__(256) softmax_kernel(const half* __restrict__ x, half* __restrict__ y, int M) {
+  __shared__ __align__(128) unsigned char tl_smem[256];
   const int bx = (int)blockIdx.x;
   float row[32];  // fragment: 8192 elements, 4 per chunk
-  __shared__ alignas(16) float row_max[1];
-  __shared__ alignas(16) float row_sum[1];
+  float* __restrict__ row_max = reinterpret_cast<float*>(tl_smem + 0);  // 1 elements
+  float* __restrict__ row_sum = reinterpret_cast<float*>(tl_smem + 128);  // 1 elements
   // T.Parallel[8192]: 8192 elements over 256 threads, 4 per chunk
   #pragma unroll
   for (int tl_it0 = 0; tl_it0 < 8; ++tl_it0) {
