@@ -72,7 +72,11 @@ pub fn gemm_nn_f16_k32(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: Tensor
 
 /// The k32 tile in bf16.
 #[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 3, threads = 128)]
-pub fn gemm_nn_bf16_k32(a: Tensor<bf16, (M, K)>, b: Tensor<bf16, (K, N)>, c: TensorMut<bf16, (M, N)>) {
+pub fn gemm_nn_bf16_k32(
+    a: Tensor<bf16, (M, K)>,
+    b: Tensor<bf16, (K, N)>,
+    c: TensorMut<bf16, (M, N)>,
+) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
@@ -94,7 +98,11 @@ pub fn gemm_nn_bf16_k32(a: Tensor<bf16, (M, K)>, b: Tensor<bf16, (K, N)>, c: Ten
 
 /// The k32 tile with 4 stages (64 KiB of dynamic shared memory).
 #[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 4, threads = 128)]
-pub fn gemm_nn_f16_k32s4(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
+pub fn gemm_nn_f16_k32s4(
+    a: Tensor<f16, (M, K)>,
+    b: Tensor<f16, (K, N)>,
+    c: TensorMut<f16, (M, N)>,
+) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
@@ -116,7 +124,11 @@ pub fn gemm_nn_f16_k32s4(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: Tens
 
 /// The same in bf16.
 #[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 4, threads = 128)]
-pub fn gemm_nn_bf16_k32s4(a: Tensor<bf16, (M, K)>, b: Tensor<bf16, (K, N)>, c: TensorMut<bf16, (M, N)>) {
+pub fn gemm_nn_bf16_k32s4(
+    a: Tensor<bf16, (M, K)>,
+    b: Tensor<bf16, (K, N)>,
+    c: TensorMut<bf16, (M, N)>,
+) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
