@@ -572,6 +572,8 @@ fn launch_cuda(
 }
 
 #[cfg(test)]
+mod bench;
+#[cfg(test)]
 mod gpu_tests;
 #[cfg(test)]
 mod tests;
