@@ -345,7 +345,7 @@ fn loaded_cpu(
 
 pub(crate) fn find_cuda(
     spec: &'static KernelSpec,
-    dev: &cuda::DeviceState,
+    dev: &'static cuda::DeviceState,
     cfg: &Config,
 ) -> Result<CudaLoaded> {
     let d = Diag {
@@ -371,7 +371,7 @@ pub(crate) fn find_cuda(
         phase(on, "load", || {
             let func = cuda::load_function(dev, spec.name, image, k.entry, path, k.shared_bytes)?;
             d.note(format_args!("cuda binary ({arch}) from {origin}"));
-            Ok::<_, Error>(CudaLoaded { func, origin })
+            Ok::<_, Error>(CudaLoaded::new(spec, dev, func, origin))
         })
     };
     if !cfg.no_aot {

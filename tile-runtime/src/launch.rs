@@ -192,10 +192,44 @@ pub(crate) struct CpuLoaded {
     pub origin: Origin,
 }
 
+/// A kernel loaded on one device, with what a warm launch needs from the spec and the
+/// device table copied next to the function handle: `repr(C)` keeps these first, and
+/// the origin (never read by a launch) is boxed so the whole entry, with its `OnceLock`
+/// state, fits the cache line of a [`CudaCell`]. One line then replaces reads of the
+/// spec's tail, the probe and the device table after the driver has evicted them.
+#[repr(C)]
 pub(crate) struct CudaLoaded {
     pub func: CudaFunction,
-    pub origin: Origin,
+    /// `spec.threads`.
+    pub threads: u32,
+    /// `spec.cuda.shared_bytes`.
+    pub shared_bytes: u32,
+    /// The device's context and default stream.
+    pub dev: &'static cuda::DeviceState,
+    pub origin: Box<Origin>,
 }
+
+impl CudaLoaded {
+    pub(crate) fn new(
+        spec: &KernelSpec,
+        dev: &'static cuda::DeviceState,
+        func: CudaFunction,
+        origin: Origin,
+    ) -> CudaLoaded {
+        CudaLoaded {
+            func,
+            threads: spec.threads,
+            shared_bytes: spec.cuda.shared_bytes,
+            dev,
+            origin: Box::new(origin),
+        }
+    }
+}
+
+/// One CUDA device's entry of a [`KernelSlot`], on a cache line of its own (see
+/// [`CudaLoaded`]).
+#[repr(align(64))]
+struct CudaCell(OnceLock<CudaLoaded>);
 
 /// Per-launcher cache of found kernels: the in-process level of the kernel cache.
 ///
@@ -206,7 +240,7 @@ pub struct KernelSlot {
     init: Mutex<()>,
     cpu: OnceLock<CpuLoaded>,
     /// Indexed by CUDA ordinal.
-    cuda: OnceLock<Box<[OnceLock<CudaLoaded>]>>,
+    cuda: OnceLock<Box<[CudaCell]>>,
     /// How many times the slow path found a kernel (for tests and diagnostics).
     finds: AtomicU32,
 }
@@ -225,7 +259,7 @@ impl KernelSlot {
     pub fn origin(&self, device: Device) -> Option<&Origin> {
         match device {
             Device::Cpu => self.cpu.get().map(|l| &l.origin),
-            Device::Cuda(n) => self.cuda_loaded(n).map(|l| &l.origin),
+            Device::Cuda(n) => self.cuda_loaded(n).map(|l| &*l.origin),
         }
     }
 
@@ -233,7 +267,7 @@ impl KernelSlot {
         self.cuda
             .get()
             .and_then(|t| t.get(ordinal))
-            .and_then(OnceLock::get)
+            .and_then(|c| c.0.get())
     }
 
     /// Whether the kernel for `device` is already loaded (the next launch is warm).
@@ -254,23 +288,27 @@ impl KernelSlot {
         Ok(self.cpu.get_or_init(|| loaded))
     }
 
+    /// The kernel for CUDA device `ordinal`, found on first use. A warm call reads only
+    /// the slot (the device state is in the entry); a cold one first looks up the device,
+    /// so a missing driver or device is reported before anything is found.
     pub(crate) fn cuda(
         &self,
         spec: &'static KernelSpec,
         ordinal: usize,
-        dev: &cuda::DeviceState,
         cfg: &Config,
     ) -> Result<&CudaLoaded> {
         if let Some(l) = self.cuda_loaded(ordinal) {
             return Ok(l);
         }
+        let dev = cuda::device(ordinal)?;
         let count = cuda::probe().count;
         let table = self
             .cuda
-            .get_or_init(|| (0..count).map(|_| OnceLock::new()).collect());
-        let cell = table
+            .get_or_init(|| (0..count).map(|_| CudaCell(OnceLock::new())).collect());
+        let cell = &table
             .get(ordinal)
-            .ok_or(Error::NoSuchDevice { ordinal, count })?;
+            .ok_or(Error::NoSuchDevice { ordinal, count })?
+            .0;
         let _guard = self.init.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(l) = cell.get() {
             return Ok(l);
@@ -371,8 +409,8 @@ fn launch_dims(
             })
         }
         Device::Cuda(ordinal) => {
-            let dev = cuda::device(ordinal)?;
-            let loaded = slot.cuda(spec, ordinal, dev, cfg)?;
+            let loaded = slot.cuda(spec, ordinal, cfg)?;
+            let dev = loaded.dev;
             let (stream, capturing) = match (&capture, stream) {
                 (Some(rec), _) => (rec.cuda_stream().unwrap_or(&dev.stream), true),
                 (None, Some(Stream::Cuda(s))) => (s, false),
@@ -382,7 +420,7 @@ fn launch_dims(
                 rec.record_cuda(&loaded.func, args);
             }
             find::phase(diag, "launch", || {
-                launch_cuda(spec, &loaded.func, stream, dims, grid, args, capturing)
+                launch_cuda(loaded, stream, dims, grid, args, capturing)
             })
         }
     }
@@ -511,8 +549,7 @@ pub(crate) fn launch_cpu(
 }
 
 fn launch_cuda(
-    spec: &KernelSpec,
-    func: &CudaFunction,
+    loaded: &CudaLoaded,
     stream: &Arc<CudaStream>,
     dims: &[i64],
     grid: [i64; 3],
@@ -543,18 +580,18 @@ fn launch_cuda(
             for (slot, p) in params.iter_mut().zip(slots) {
                 *slot = p;
             }
-            // SAFETY: `params` follows the CUDA ABI of `spec` (one device address per
+            // SAFETY: `params` follows the CUDA ABI of the kernel (one device address per
             // buffer, then one int per dynamic dim) and points at locals alive across the
             // call; every address is a checked, live, contiguous allocation on this
             // stream's device; the storages are borrowed by `args` (or, in a capture, held
             // by the graph) and were ordered on `stream` above.
             unsafe {
                 cuda::launch(
-                    func,
+                    &loaded.func,
                     stream,
                     grid,
-                    spec.threads,
-                    spec.cuda.shared_bytes,
+                    loaded.threads,
+                    loaded.shared_bytes,
                     params,
                 )
             }
@@ -571,6 +608,8 @@ fn launch_cuda(
     })
 }
 
+#[cfg(test)]
+mod bench;
 #[cfg(test)]
 mod gpu_tests;
 #[cfg(test)]

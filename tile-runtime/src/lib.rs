@@ -29,6 +29,7 @@ mod config;
 mod cpu;
 mod cuda;
 mod device;
+mod dims;
 mod dtype;
 mod error;
 mod find;

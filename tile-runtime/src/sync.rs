@@ -35,6 +35,11 @@ fn handle(s: &CudaStream) -> usize {
 }
 
 /// Cross-stream state of one device storage.
+///
+/// `repr(C)` with `home` first: every launch reads `home`, and the storage places this
+/// struct so that `home` shares a cache line with the other fields a launch reads (see
+/// `tensor::Storage`); `state` is only touched on the slow path.
+#[repr(C)]
 pub(crate) struct StreamSync {
     home: AtomicUsize,
     state: Mutex<State>,
@@ -48,6 +53,8 @@ struct State {
     /// Reused for every hand-off (created on the first one).
     event: Option<CudaEvent>,
 }
+
+const _: () = assert!(std::mem::offset_of!(StreamSync, home) == 0);
 
 impl StreamSync {
     /// State of a storage just allocated (and possibly written) on `stream`.

@@ -747,3 +747,9 @@ fn graphs_and_profilers_cross_threads() {
     send_sync::<crate::profile::Profiler>();
     send_sync::<crate::tensor::Tensor<f32>>();
 }
+
+#[test]
+fn a_cuda_slot_entry_is_one_cache_line() {
+    assert_eq!(std::mem::size_of::<CudaCell>(), 64);
+    assert_eq!(std::mem::align_of::<CudaCell>(), 64);
+}
