@@ -264,8 +264,7 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
     let n = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
-        .min(8)
-        .max(1);
+        .clamp(1, 8);
     let chunk = items.len().div_ceil(n).max(1);
     std::thread::scope(|s| {
         let handles: Vec<_> = items

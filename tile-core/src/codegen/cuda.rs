@@ -652,14 +652,21 @@ fn accesses(s: &Stmt) -> Vec<(BufId, Vec<Expr>)> {
     v
 }
 
+/// A vectorized access of a nest: buffer, index, and the lane expression
+/// that names one element of the vector.
+type VecAccess = (BufId, Vec<Expr>, String);
+
+/// Renders `buf[idx]` at the first lane of the current chunk.
+type AtBase<'x> = dyn Fn(&Writer, BufId, &[Expr]) -> Result<String, Diagnostic> + 'x;
+
 /// Context while emitting the body of a partitioned nest.
 struct Lane {
     /// Register slot of the current element in fragments of this nest.
     slot: String,
     /// Hoisted vector loads: (buffer, index) → lane expression.
-    vloads: Vec<(BufId, Vec<Expr>, String)>,
+    vloads: Vec<VecAccess>,
     /// The vectorized store, if any: its lane element name.
-    vstore: Option<(BufId, Vec<Expr>, String)>,
+    vstore: Option<VecAccess>,
 }
 
 struct Writer<'a> {
@@ -1014,7 +1021,7 @@ impl Writer<'_> {
                     if vec_ok(b, &i)
                         && !vloads
                             .iter()
-                            .any(|(x, y, _): &(BufId, Vec<Expr>, String)| *x == b && *y == i)
+                            .any(|(x, y, _): &VecAccess| *x == b && *y == i)
                     {
                         let name = format!("tl_ld{k}_{}.x[tl_v]", vloads.len());
                         vloads.push((b, i, name));
@@ -1130,9 +1137,9 @@ impl Writer<'_> {
         v: i64,
         it: &str,
         inner_var: VarId,
-        vloads: Vec<(BufId, Vec<Expr>, String)>,
-        vstore: Option<(BufId, Vec<Expr>, String)>,
-        at_base: &dyn Fn(&Writer, BufId, &[Expr]) -> Result<String, Diagnostic>,
+        vloads: Vec<VecAccess>,
+        vstore: Option<VecAccess>,
+        at_base: &AtBase<'_>,
     ) -> Result<(), Diagnostic> {
         let f = self.f;
         for (i, (b, idx, _)) in vloads.iter().enumerate() {
@@ -1323,7 +1330,7 @@ impl Writer<'_> {
         self.line("}");
         let warp_span = g.min(32);
         if warp_span > 1 {
-            self.line(&"#pragma unroll".to_string());
+            self.line("#pragma unroll");
             self.line(&format!(
                 "for (int tl_o = {}; tl_o > 0; tl_o >>= 1) tl_acc{k} = {};",
                 warp_span / 2,

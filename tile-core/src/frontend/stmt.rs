@@ -827,13 +827,14 @@ fn gemm_check(cx: &mut Ctx, g: Gemm, span: Span) -> Option<Stmt> {
         return None;
     }
     let ok = (a.dtype == b.dtype)
-        && match (a.dtype, c.dtype) {
-            (DType::F16 | DType::BF16, DType::F32) => true,
-            (DType::F16, DType::F16) => true,
-            (DType::F32, DType::F32) | (DType::F64, DType::F64) => true,
-            (DType::I8 | DType::U8, DType::I32) => true,
-            _ => false,
-        };
+        && matches!(
+            (a.dtype, c.dtype),
+            (DType::F16 | DType::BF16, DType::F32)
+                | (DType::F16, DType::F16)
+                | (DType::F32, DType::F32)
+                | (DType::F64, DType::F64)
+                | (DType::I8 | DType::U8, DType::I32)
+        );
     if !ok {
         cx.err(
             span,

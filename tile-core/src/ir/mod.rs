@@ -389,9 +389,12 @@ impl Expr {
         }
         Expr::Bin(op, Box::new(a), Box::new(b), ty)
     }
+    // Constructors of IR nodes (`a + b` as an expression), not arithmetic on values.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(a: Expr, b: Expr) -> Expr {
         Expr::bin(BinOp::Add, a, b)
     }
+    #[allow(clippy::should_implement_trait)]
     pub fn mul(a: Expr, b: Expr) -> Expr {
         Expr::bin(BinOp::Mul, a, b)
     }
