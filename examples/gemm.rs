@@ -1,7 +1,8 @@
 //! Tiled GEMM `C = A · B` with f32 accumulation, in f16 and bf16, with B
 //! given K-major (NN), N-major (NT: `B` is `[N, K]`) and A transposed (TN:
 //! `A` is `[K, M]`). On CUDA, `T::gemm` runs on tensor cores (mma.sync) and
-//! `T::pipelined` overlaps the next tiles' copies with the current product.
+//! `T::pipelined` overlaps the next tiles' copies with the current product;
+//! the result leaves through a shared tile that reuses the A/B tiles' bytes.
 //!
 //! `cargo run --release --example gemm [M N K]`
 
@@ -24,7 +25,12 @@ pub fn gemm_nn_f16(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<
                 T::copy(b.at([ko * block_k, bx * block_n]), b_s);
                 T::gemm(a_s, b_s, acc);
             }
-            T::copy(acc, c.at([by * block_m, bx * block_n]));
+            // The epilogue through shared memory (reusing the A/B tiles' bytes):
+            // full-width coalesced stores instead of 4-byte ones from registers.
+            let c_s = T::alloc_shared::<f16>([block_m, block_n]);
+            T::annotate_layout(c_s, T::swizzled);
+            T::copy(acc, c_s);
+            T::copy(c_s, c.at([by * block_m, bx * block_n]));
         },
     );
 }
@@ -45,7 +51,12 @@ pub fn gemm_nn_bf16(a: Tensor<bf16, (M, K)>, b: Tensor<bf16, (K, N)>, c: TensorM
                 T::copy(b.at([ko * block_k, bx * block_n]), b_s);
                 T::gemm(a_s, b_s, acc);
             }
-            T::copy(acc, c.at([by * block_m, bx * block_n]));
+            // The epilogue through shared memory (reusing the A/B tiles' bytes):
+            // full-width coalesced stores instead of 4-byte ones from registers.
+            let c_s = T::alloc_shared::<bf16>([block_m, block_n]);
+            T::annotate_layout(c_s, T::swizzled);
+            T::copy(acc, c_s);
+            T::copy(c_s, c.at([by * block_m, bx * block_n]));
         },
     );
 }
@@ -65,7 +76,12 @@ pub fn gemm_nt_f16(a: Tensor<f16, (M, K)>, b: Tensor<f16, (N, K)>, c: TensorMut<
                 T::copy(b.at([bx * block_n, ko * block_k]), b_s);
                 T::gemm(a_s, b_s, acc, transpose_b = true);
             }
-            T::copy(acc, c.at([by * block_m, bx * block_n]));
+            // The epilogue through shared memory (reusing the A/B tiles' bytes):
+            // full-width coalesced stores instead of 4-byte ones from registers.
+            let c_s = T::alloc_shared::<f16>([block_m, block_n]);
+            T::annotate_layout(c_s, T::swizzled);
+            T::copy(acc, c_s);
+            T::copy(c_s, c.at([by * block_m, bx * block_n]));
         },
     );
 }
@@ -85,7 +101,12 @@ pub fn gemm_tn_f16(a: Tensor<f16, (K, M)>, b: Tensor<f16, (K, N)>, c: TensorMut<
                 T::copy(b.at([ko * block_k, bx * block_n]), b_s);
                 T::gemm(a_s, b_s, acc, transpose_a = true);
             }
-            T::copy(acc, c.at([by * block_m, bx * block_n]));
+            // The epilogue through shared memory (reusing the A/B tiles' bytes):
+            // full-width coalesced stores instead of 4-byte ones from registers.
+            let c_s = T::alloc_shared::<f16>([block_m, block_n]);
+            T::annotate_layout(c_s, T::swizzled);
+            T::copy(acc, c_s);
+            T::copy(c_s, c.at([by * block_m, bx * block_n]));
         },
     );
 }

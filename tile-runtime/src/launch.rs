@@ -46,7 +46,7 @@ use crate::stream::Stream;
 use crate::tensor::{Storage, StorageGuard, Tensor};
 
 /// Launches of up to this many buffers (and dynamic dims) need no heap allocation.
-const INLINE: usize = 16;
+const INLINE: usize = 8;
 
 /// A code generation target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

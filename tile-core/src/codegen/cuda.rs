@@ -1637,8 +1637,15 @@ impl Writer<'_> {
         let Stmt::Store { buf, ref idx, .. } = store else {
             return None;
         };
-        if !matches!(f.buf(buf).scope, Scope::Global | Scope::Shared) || f.buf(buf).layout.is_some()
-        {
+        let b = f.buf(buf);
+        // A swizzled tile permutes 16-byte chunks only: an element pair at an
+        // even column stays contiguous.
+        let layout_ok = match b.layout {
+            None => true,
+            Some(Layout::Swizzled) => b.dtype.bytes() == 2,
+            Some(_) => false,
+        };
+        if !matches!(b.scope, Scope::Global | Scope::Shared) || !layout_ok {
             return None;
         }
         let inner = *n.vars.last()?;

@@ -74,11 +74,27 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         }
       }
     }
+    uint16_t c_s[16384];
     for (int32_t i_4 = 0; i_4 < 128; ++i_4) {
       #pragma GCC ivdep
       for (int32_t j_4 = 0; j_4 < 128; ++j_4) {
-        if (((((by_swizzled * 128) + i_4) < M) && (((bx_swizzled * 128) + j_4) < N))) {
-          c[((((by_swizzled * 128) + i_4) * N) + ((bx_swizzled * 128) + j_4))] = tl_f2h(tl_rh((float)(acc[((i_4 * 128) + j_4)])));
+        c_s[((i_4 * 128) + j_4)] = tl_f2h(tl_rh((float)(acc[((i_4 * 128) + j_4)])));
+      }
+    }
+    if (((((by_swizzled * 128) + 127) < M) && (((bx_swizzled * 128) + 127) < N))) {
+      for (int32_t i_5 = 0; i_5 < 128; ++i_5) {
+        #pragma GCC ivdep
+        for (int32_t j_5 = 0; j_5 < 128; ++j_5) {
+          c[((((by_swizzled * 128) + i_5) * N) + ((bx_swizzled * 128) + j_5))] = tl_f2h(tl_h2f(c_s[((i_5 * 128) + j_5)]));
+        }
+      }
+    } else {
+      for (int32_t i_5_1 = 0; i_5_1 < 128; ++i_5_1) {
+        #pragma GCC ivdep
+        for (int32_t j_5_1 = 0; j_5_1 < 128; ++j_5_1) {
+          if (((((by_swizzled * 128) + i_5_1) < M) && (((bx_swizzled * 128) + j_5_1) < N))) {
+            c[((((by_swizzled * 128) + i_5_1) * N) + ((bx_swizzled * 128) + j_5_1))] = tl_f2h(tl_h2f(c_s[((i_5_1 * 128) + j_5_1)]));
+          }
         }
       }
     }

@@ -14,7 +14,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
   const int tl_local_ = (tl_id_ % tl_group_);
   const int bx_swizzled = (tl_first_ + (tl_local_ % tl_width_));
   const int by_swizzled = (tl_local_ / tl_width_);
-  half* __restrict__ a_s = reinterpret_cast<half*>(tl_smem + 0);  // 24576 elements
+  half* a_s = reinterpret_cast<half*>(tl_smem + 0);  // 24576 elements, bytes reused by c_s
   half* __restrict__ b_s = reinterpret_cast<half*>(tl_smem + 49152);  // 24576 elements
   float acc[128];  // gemm accumulator: 16384 elements in mma.sync order
   // T.Parallel[128, 128] over the gemm accumulator layout
@@ -99,18 +99,14 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
     tl::cp_async_wait<0>();
     __syncthreads();
   }
+  half* c_s = reinterpret_cast<half*>(tl_smem + 0);  // 16384 elements, bytes reused by a_s
   // T.Parallel[128, 128] over the gemm accumulator layout
   #pragma unroll
   for (int tl_s2 = 0; tl_s2 < 128; tl_s2 += 2) {
     int tl_i2, tl_j2;
     tl::acc_coord<128, 128, 2, 2>(tl_s2, tl_i2, tl_j2);
     bool tl_ok2 = true;
-    {
-      const int i_3 = tl_i2;
-      const int j_3 = tl_j2 + 1;
-      tl_ok2 = ((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N));
-    }
-    if (N % 2 == 0 && tl_ok2) {
+    if (tl_ok2) {
       tl::vec<half, 2> tl_pair2;
       {
         const int i_3 = tl_i2;
@@ -125,22 +121,58 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
       {
         const int i_3 = tl_i2;
         const int j_3 = tl_j2;
-        *(tl::vec<half, 2>*)(&c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))]) = tl_pair2;
+        *(tl::vec<half, 2>*)(&c_s[tl::smem_offset<128, 128>(i_3, j_3)]) = tl_pair2;
       }
     } else {
       {
         const int i_3 = tl_i2;
         const int j_3 = tl_j2;
-        if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
-          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s2 + 0])));
-        }
+        c_s[tl::smem_offset<128, 128>(i_3, j_3)] = ((half)((float)(acc[tl_s2 + 0])));
       }
       {
         const int i_3 = tl_i2;
         const int j_3 = tl_j2 + 1;
-        if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
-          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s2 + 1])));
+        c_s[tl::smem_offset<128, 128>(i_3, j_3)] = ((half)((float)(acc[tl_s2 + 1])));
+      }
+    }
+  }
+  __syncthreads();
+  if (((((by_swizzled * 128) + 127) < M) && (((bx_swizzled * 128) + 127) < N))) {
+    if (N % 8 == 0) {
+      // T.Parallel[128, 128]: 16384 elements over 128 threads, 8 per chunk
+      #pragma unroll
+      for (int tl_it3 = 0; tl_it3 < 16; ++tl_it3) {
+        const int tl_flat3 = (tl_it3 * 128 + (int)threadIdx.x) * 8;
+        const int i_4 = tl_flat3 / 128;
+        const int tl_base3 = tl_flat3 % 128;
+        const tl::vec<half, 8> tl_ld3_0 = *(const tl::vec<half, 8>*)(&c_s[tl::smem_offset<128, 128>(i_4, tl_base3)]);
+        tl::vec<half, 8> tl_st3;
+        #pragma unroll
+        for (int tl_v = 0; tl_v < 8; ++tl_v) {
+          const int j_4 = tl_base3 + tl_v;
+          tl_st3.x[tl_v] = tl_ld3_0.x[tl_v];
         }
+        *(tl::vec<half, 8>*)(&c[((((by_swizzled * 128) + i_4) * N) + ((bx_swizzled * 128) + tl_base3))]) = tl_st3;
+      }
+    } else {
+      // T.Parallel[128, 128]: 16384 elements over 128 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it4 = 0; tl_it4 < 128; ++tl_it4) {
+        const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
+        const int i_4 = tl_flat4 / 128;
+        const int j_4 = tl_flat4 % 128;
+        c[((((by_swizzled * 128) + i_4) * N) + ((bx_swizzled * 128) + j_4))] = c_s[tl::smem_offset<128, 128>(i_4, j_4)];
+      }
+    }
+  } else {
+    // T.Parallel[128, 128]: 16384 elements over 128 threads, 1 per chunk
+    #pragma unroll 4
+    for (int tl_it5 = 0; tl_it5 < 128; ++tl_it5) {
+      const int tl_flat5 = tl_it5 * 128 + (int)threadIdx.x;
+      const int i_4_1 = tl_flat5 / 128;
+      const int j_4_1 = tl_flat5 % 128;
+      if (((((by_swizzled * 128) + i_4_1) < M) && (((bx_swizzled * 128) + j_4_1) < N))) {
+        c[((((by_swizzled * 128) + i_4_1) * N) + ((bx_swizzled * 128) + j_4_1))] = c_s[tl::smem_offset<128, 128>(i_4_1, j_4_1)];
       }
     }
   }
