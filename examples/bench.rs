@@ -2,7 +2,8 @@
 //! one process on the same device: GEMM against cuBLAS (`cublasGemmEx`,
 //! f16/bf16 in and out, f32 compute), softmax and rmsnorm against the
 //! device-to-device copy bandwidth. Random inputs, CUDA-event timing, median
-//! of many runs after warm-up. Prints a table last.
+//! of many runs after warm-up (a GEMM and its cuBLAS baseline alternate run
+//! by run). Prints a table last.
 //!
 //! `cargo run --release --example bench` (needs a CUDA device)
 
@@ -170,6 +171,39 @@ fn time_ms(
     Ok(ts[ts.len() / 2])
 }
 
+/// Median milliseconds of `f` and of `g`, timed alternately (f, g, f, g, ...)
+/// after `warm` runs of each, so that clock and temperature drift during the
+/// measurement fall on both alike.
+fn time_pair_ms(
+    stream: &Arc<CudaStream>,
+    warm: usize,
+    reps: usize,
+    mut f: impl FnMut() -> Res<()>,
+    mut g: impl FnMut() -> Res<()>,
+) -> Res<(f64, f64)> {
+    for _ in 0..warm {
+        f()?;
+        g()?;
+    }
+    let once = |h: &mut dyn FnMut() -> Res<()>| -> Res<f64> {
+        let start = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        h()?;
+        let end = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        end.synchronize()?;
+        Ok(start.elapsed_ms(&end)? as f64)
+    };
+    let (mut tf, mut tg) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for _ in 0..reps {
+        tf.push(once(&mut f)?);
+        tg.push(once(&mut g)?);
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Ok((median(tf), median(tg)))
+}
+
 struct Row {
     what: String,
     tile: String,
@@ -259,10 +293,13 @@ fn bench_gemm<E: Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZ
         return Err(format!("{name}: differs from cuBLAS (worst {worst:.3e})").into());
     }
     let flops = 2.0 * (m * n * k) as f64;
-    let t_tile = time_ms(stream, 3, 20, || Ok(launch(&a, &b, &mut c)?))?;
-    let t_blas = time_ms(stream, 3, 20, || {
-        cublas_gemm(blas, stream, &ca, &cb, &mut cc, (m, n, k), dt)
-    })?;
+    let (t_tile, t_blas) = time_pair_ms(
+        stream,
+        5,
+        50,
+        || Ok(launch(&a, &b, &mut c)?),
+        || cublas_gemm(blas, stream, &ca, &cb, &mut cc, (m, n, k), dt),
+    )?;
     let (tf, bf) = (flops / t_tile / 1e9, flops / t_blas / 1e9);
     rows.push(Row {
         what: format!("{name} {n}^3"),
