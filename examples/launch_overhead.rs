@@ -182,6 +182,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         empty_host.push(h);
     }
     let eh = median(empty_host);
+    // Each round's typed/raw ratio: drift between rounds cancels within a round.
+    let mut per_round: Vec<f64> = typed_host
+        .iter()
+        .zip(&raw_host)
+        .map(|(t, r)| t / r)
+        .collect();
+    per_round.sort_by(f64::total_cmp);
+    let (rmin, rmax) = (per_round[0], per_round[per_round.len() - 1]);
+    let rmed = median(per_round);
     let (rh, rt, th, tt) = (
         median(raw_host),
         median(raw_through),
@@ -215,6 +224,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "(b) typed tile launcher", th, tt
     );
     println!("{:<40} {:>12.3} {:>12.3}", "(b)/(a)", th / rh, tt / rt);
+    println!(
+        "{:<40} {:>12.3} {:>12}",
+        format!("(b)/(a) per round, median ({rmin:.3}-{rmax:.3})"),
+        rmed,
+        "-"
+    );
     println!(
         "{:<40} {:>12.3} {:>12}",
         "(d) typed launcher, empty tensors", eh, "-"
