@@ -1711,18 +1711,21 @@ impl Writer<'_> {
     /// A pointer to the current stage of a (possibly multi-buffered) tile.
     fn tile_base(&self, b: BufId) -> String {
         match self.stage.get(&b) {
-            Some(st) => {
-                let n: i64 = self
-                    .f
-                    .buf(b)
-                    .const_shape()
-                    .unwrap_or_default()
-                    .iter()
-                    .product();
-                format!("{} + {st} * {n}", self.name(b))
-            }
+            Some(st) => self.stage_base(b, st),
             None => self.name(b),
         }
+    }
+
+    /// A pointer to stage `stage` (an expression) of a multi-buffered tile.
+    fn stage_base(&self, b: BufId, stage: &str) -> String {
+        let n: i64 = self
+            .f
+            .buf(b)
+            .const_shape()
+            .unwrap_or_default()
+            .iter()
+            .product();
+        format!("{} + {stage} * {n}", self.name(b))
     }
 
     /// A software pipeline over `n` iterations with `stages` buffers: the
@@ -1902,15 +1905,7 @@ impl Writer<'_> {
         self.depth -= 1;
         self.line("}");
         let (args, _) = self.gemm_shape(g)?;
-        let base = |w: &Writer, b: BufId, stage: &str| {
-            let n: i64 =
-                w.f.buf(b)
-                    .const_shape()
-                    .unwrap_or_default()
-                    .iter()
-                    .product();
-            format!("{} + {stage} * {n}", w.name(b))
-        };
+        let base = |w: &Writer, b: BufId, stage: &str| w.stage_base(b, stage);
         self.line(&format!("tl::GemmPipe<{args}> tl_g{k};"));
         self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
         self.line("__syncthreads();");
