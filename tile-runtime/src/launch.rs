@@ -564,22 +564,7 @@ fn launch_cuda(
         }
         // Checked: within CUDA's grid limits.
         let grid = [grid[0] as u32, grid[1] as u32, grid[2] as u32];
-        let (n, m) = (args.len(), dims.len());
-        let enqueue = |ptrs: &mut [u64], ints: &mut [i32], params: &mut [*mut c_void]| {
-            for (p, a) in ptrs.iter_mut().zip(args) {
-                *p = a.ptr as u64;
-            }
-            // Checked: every dim fits an `int`.
-            for (i, &d) in ints.iter_mut().zip(dims) {
-                *i = d as i32;
-            }
-            let slots = ptrs
-                .iter_mut()
-                .map(|p| (p as *mut u64).cast::<c_void>())
-                .chain(ints.iter_mut().map(|d| (d as *mut i32).cast::<c_void>()));
-            for (slot, p) in params.iter_mut().zip(slots) {
-                *slot = p;
-            }
+        with_cuda_params(args, dims, |params| {
             // SAFETY: `params` follows the CUDA ABI of the kernel (one device address per
             // buffer, then one int per dynamic dim) and points at locals alive across the
             // call; every address is a checked, live, contiguous allocation on this
@@ -595,17 +580,45 @@ fn launch_cuda(
                     params,
                 )
             }
-        };
-        if n <= INLINE && m <= INLINE {
-            let mut ptrs = [0u64; INLINE];
-            let mut ints = [0i32; INLINE];
-            let mut params = [std::ptr::null_mut(); 2 * INLINE];
-            enqueue(&mut ptrs[..n], &mut ints[..m], &mut params[..n + m])
-        } else {
-            let mut params = vec![std::ptr::null_mut(); n + m];
-            enqueue(&mut vec![0u64; n], &mut vec![0i32; m], &mut params)
-        }
+        })
     })
+}
+
+/// Calls `f` with the CUDA parameter list of a launch: pointers to one device address
+/// per buffer, then to one `int` per dynamic dim, all locals of this call (on the stack
+/// up to [`INLINE`] of each).
+pub(crate) fn with_cuda_params<R>(
+    args: &[ArgRef<'_>],
+    dims: &[i64],
+    f: impl FnOnce(&mut [*mut c_void]) -> R,
+) -> R {
+    let (n, m) = (args.len(), dims.len());
+    let fill = |ptrs: &mut [u64], ints: &mut [i32], params: &mut [*mut c_void]| {
+        for (p, a) in ptrs.iter_mut().zip(args) {
+            *p = a.ptr as u64;
+        }
+        // Checked: every dim fits an `int`.
+        for (i, &d) in ints.iter_mut().zip(dims) {
+            *i = d as i32;
+        }
+        let slots = ptrs
+            .iter_mut()
+            .map(|p| (p as *mut u64).cast::<c_void>())
+            .chain(ints.iter_mut().map(|d| (d as *mut i32).cast::<c_void>()));
+        for (slot, p) in params.iter_mut().zip(slots) {
+            *slot = p;
+        }
+        f(params)
+    };
+    if n <= INLINE && m <= INLINE {
+        let mut ptrs = [0u64; INLINE];
+        let mut ints = [0i32; INLINE];
+        let mut params = [std::ptr::null_mut(); 2 * INLINE];
+        fill(&mut ptrs[..n], &mut ints[..m], &mut params[..n + m])
+    } else {
+        let mut params = vec![std::ptr::null_mut(); n + m];
+        fill(&mut vec![0u64; n], &mut vec![0i32; m], &mut params)
+    }
 }
 
 #[cfg(test)]

@@ -89,28 +89,9 @@ fn host_path(a: &Tensor<f32>, b: &Tensor<f32>, c: &mut Tensor<f32>) -> Result<()
         for l in held.iter().flatten() {
             black_box(l.write);
         }
-        let mut ptrs = [0u64; INLINE];
-        let mut ints = [0i32; INLINE];
-        let mut params = [std::ptr::null_mut::<c_void>(); 2 * INLINE];
-        let (n, m) = (args.len(), dims.len());
-        for (p, a) in ptrs.iter_mut().zip(&args) {
-            *p = a.ptr as u64;
-        }
-        for (i, &d) in ints.iter_mut().zip(dims.iter()) {
-            *i = d as i32;
-        }
-        let slots = ptrs[..n]
-            .iter_mut()
-            .map(|p| (p as *mut u64).cast::<c_void>())
-            .chain(
-                ints[..m]
-                    .iter_mut()
-                    .map(|d| (d as *mut i32).cast::<c_void>()),
-            );
-        for (slot, p) in params.iter_mut().zip(slots) {
-            *slot = p;
-        }
-        black_box((&params[..n + m], grid, spec.threads, spec.cuda.shared_bytes));
+        with_cuda_params(&args, dims, |params| {
+            black_box((params, grid, spec.threads, spec.cuda.shared_bytes));
+        });
         Ok(())
     })
 }
