@@ -1772,8 +1772,16 @@ impl Writer<'_> {
         self.line("{");
         self.depth += 1;
         self.line(&format!("const int tl_n{k} = {n};"));
-        let emit_producers = |w: &mut Writer, iter: &str| -> Result<(), Diagnostic> {
-            w.line(&format!("if ({iter} < tl_n{k}) {{"));
+        // The producers of iteration `iter`. `mode` (`tl::COPY_VEC`/`_SCALAR`):
+        // every producer is a tile copy whose chunk alignment was decided before
+        // the loop; past the last tile the copies still run, with no rows (zero
+        // fill of a stage nobody reads), so the loop body has no branch.
+        let emit = |w: &mut Writer, iter: &str, mode: Option<&str>| -> Result<(), Diagnostic> {
+            let live = format!("{iter} < tl_n{k}");
+            match mode {
+                Some(_) => w.line("{"),
+                None => w.line(&format!("if ({live}) {{")),
+            }
             w.depth += 1;
             w.line(&format!("const int {name} = {s0} + {iter};"));
             w.line(&format!("const int tl_stage_p{k} = ({iter}) % {stages};"));
@@ -1781,9 +1789,10 @@ impl Writer<'_> {
                 w.stage.insert(t, format!("tl_stage_p{k}"));
             }
             w.producer = true;
-            let r = prod.iter().try_for_each(|x| match tile_copy(f, x) {
-                Some(c) => w.copy_tile(&c, "tl::COPY_CHECK", None),
-                None => w.stmt(x),
+            let r = prod.iter().try_for_each(|x| match (tile_copy(f, x), mode) {
+                (Some(c), Some(m)) => w.copy_tile(&c, m, Some(&live)),
+                (Some(c), None) => w.copy_tile(&c, "tl::COPY_CHECK", None),
+                (None, _) => w.stmt(x),
             });
             w.producer = false;
             r?;
@@ -1797,45 +1806,24 @@ impl Writer<'_> {
             // two loops, one with only cp.async copies and one with element-wise
             // ones, so the hot loop has no branch between copies and multiplies.
             let copies: Option<Vec<TileCopy>> = prod.iter().map(|x| tile_copy(f, x)).collect();
-            let vec = copies.as_ref().and_then(|cs| {
+            let cond = copies.as_ref().and_then(|cs| {
                 let conds: Option<Vec<Vec<String>>> = cs.iter().map(|c| self.vec_cond(c)).collect();
                 conds.map(|v| v.concat().into_iter().collect::<BTreeSet<String>>())
             });
-            match (copies, vec) {
-                (Some(cs), Some(cond)) => {
-                    let (cs, tiles, name, s0) = (&cs, &tiles, &name, &s0);
-                    let emit = |mode: &'static str| {
-                        move |w: &mut Writer, iter: &str| -> Result<(), Diagnostic> {
-                            // Past the last tile the copies still run, with no rows
-                            // (zero fill of a stage nobody reads): no branch.
-                            w.line("{");
-                            w.depth += 1;
-                            w.line(&format!("const int {name} = {s0} + {iter};"));
-                            w.line(&format!("const int tl_stage_p{k} = ({iter}) % {stages};"));
-                            for &t in tiles {
-                                w.stage.insert(t, format!("tl_stage_p{k}"));
-                            }
-                            let live = format!("{iter} < tl_n{k}");
-                            cs.iter()
-                                .try_for_each(|c| w.copy_tile(c, mode, Some(&live)))?;
-                            w.depth -= 1;
-                            w.line("}");
-                            w.line("tl::cp_async_commit();");
-                            Ok(())
-                        }
-                    };
+            match cond {
+                Some(cond) => {
                     let cond: Vec<String> = cond.into_iter().collect();
                     self.line(&format!("if ({}) {{", cond.join(" && ")));
                     self.depth += 1;
-                    self.pipeline_gemm(k, g, stages, emit("tl::COPY_VEC"))?;
+                    self.pipeline_gemm(k, g, stages, |w, it| emit(w, it, Some("tl::COPY_VEC")))?;
                     self.depth -= 1;
                     self.line("} else {");
                     self.depth += 1;
-                    self.pipeline_gemm(k, g, stages, emit("tl::COPY_SCALAR"))?;
+                    self.pipeline_gemm(k, g, stages, |w, it| emit(w, it, Some("tl::COPY_SCALAR")))?;
                     self.depth -= 1;
                     self.line("}");
                 }
-                _ => self.pipeline_gemm(k, g, stages, emit_producers)?,
+                None => self.pipeline_gemm(k, g, stages, |w, it| emit(w, it, None))?,
             }
             // Drain: no copy may still be in flight when the tiles are reused.
             self.line("tl::cp_async_wait<0>();");
@@ -1844,15 +1832,8 @@ impl Writer<'_> {
             self.line("}");
             return Ok(());
         }
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int tl_pi{k} = 0; tl_pi{k} < {}; ++tl_pi{k}) {{",
-            stages - 1
-        ));
-        self.depth += 1;
-        emit_producers(self, &format!("tl_pi{k}"))?;
-        self.depth -= 1;
-        self.line("}");
+        let emit_producers = |w: &mut Writer, iter: &str| emit(w, iter, None);
+        self.pipeline_prologue(k, stages, &emit_producers)?;
         self.line(&format!(
             "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
         ));
@@ -1880,6 +1861,25 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// A pipeline's prologue: the producers of the first `stages - 1` iterations.
+    fn pipeline_prologue(
+        &mut self,
+        k: usize,
+        stages: i64,
+        emit_producers: &impl Fn(&mut Self, &str) -> Result<(), Diagnostic>,
+    ) -> Result<(), Diagnostic> {
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int tl_pi{k} = 0; tl_pi{k} < {}; ++tl_pi{k}) {{",
+            stages - 1
+        ));
+        self.depth += 1;
+        emit_producers(self, &format!("tl_pi{k}"))?;
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
     /// The rest of [`Self::pipeline`] when its consumer is one tensor-core gemm
     /// (see [`Self::stage_gemm`]). The stage hand-off (wait for the copies of
     /// stage `i + 1`, one barrier) moves from the top of iteration `i + 1` to
@@ -1895,15 +1895,7 @@ impl Writer<'_> {
         stages: i64,
         emit_producers: impl Fn(&mut Self, &str) -> Result<(), Diagnostic>,
     ) -> Result<(), Diagnostic> {
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int tl_pi{k} = 0; tl_pi{k} < {}; ++tl_pi{k}) {{",
-            stages - 1
-        ));
-        self.depth += 1;
-        emit_producers(self, &format!("tl_pi{k}"))?;
-        self.depth -= 1;
-        self.line("}");
+        self.pipeline_prologue(k, stages, &emit_producers)?;
         let (args, _) = self.gemm_shape(g)?;
         let base = |w: &Writer, b: BufId, stage: &str| w.stage_base(b, stage);
         self.line(&format!("tl::GemmPipe<{args}> tl_g{k};"));
