@@ -17,6 +17,7 @@ mod rmsnorm;
 #[path = "softmax.rs"]
 mod softmax;
 
+use gemm::Launch;
 use std::sync::Arc;
 use tile::prelude::*;
 
@@ -256,8 +257,6 @@ fn cublas_gemm<T: cudarc::driver::DeviceRepr>(
     Ok(())
 }
 
-type Launch<E> = fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), tile::Error>;
-
 #[allow(clippy::too_many_arguments)]
 fn bench_gemm<E: Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
     name: &str,
@@ -353,77 +352,44 @@ fn main() -> Res<()> {
     }
     drop((x, y));
 
-    for size in [4096usize] {
-        bench_gemm::<f16>(
-            "gemm f16 nn (k64, 96 KiB)",
-            gemm::gemm_nn_f16,
-            dev,
-            &stream,
-            &blas,
-            size,
-            cudaDataType::CUDA_R_16F,
-            &mut rows,
-        )?;
-        bench_gemm::<f16>(
-            "gemm f16 nn (k32, 8 warps)",
-            gemm_nn_f16_w8,
-            dev,
-            &stream,
-            &blas,
-            size,
-            cudaDataType::CUDA_R_16F,
-            &mut rows,
-        )?;
-        bench_gemm::<f16>(
-            "gemm f16 nn (k32, 48 KiB)",
-            gemm_nn_f16_k32,
-            dev,
-            &stream,
-            &blas,
-            size,
-            cudaDataType::CUDA_R_16F,
-            &mut rows,
-        )?;
-        bench_gemm::<bf16>(
-            "gemm bf16 nn (k64, 96 KiB)",
-            gemm::gemm_nn_bf16,
-            dev,
-            &stream,
-            &blas,
-            size,
-            cudaDataType::CUDA_R_16BF,
-            &mut rows,
-        )?;
-        bench_gemm::<bf16>(
-            "gemm bf16 nn (k32, 48 KiB)",
-            gemm_nn_bf16_k32,
-            dev,
-            &stream,
-            &blas,
-            size,
-            cudaDataType::CUDA_R_16BF,
-            &mut rows,
-        )?;
-        bench_gemm::<f16>(
-            "gemm f16 nn (k32, 4 stages)",
-            gemm_nn_f16_k32s4,
-            dev,
-            &stream,
-            &blas,
-            size,
-            cudaDataType::CUDA_R_16F,
-            &mut rows,
-        )?;
-        bench_gemm::<bf16>(
-            "gemm bf16 nn (k32, 4 stages)",
-            gemm_nn_bf16_k32s4,
-            dev,
-            &stream,
-            &blas,
-            size,
-            cudaDataType::CUDA_R_16BF,
-            &mut rows,
-        )?;
+    // In table order: the example's kernels and the variants above.
+    enum Gemm {
+        F16(&'static str, Launch<f16>),
+        Bf16(&'static str, Launch<bf16>),
+    }
+    let gemms = [
+        Gemm::F16("gemm f16 nn (k64, 96 KiB)", gemm::gemm_nn_f16),
+        Gemm::F16("gemm f16 nn (k32, 8 warps)", gemm_nn_f16_w8),
+        Gemm::F16("gemm f16 nn (k32, 48 KiB)", gemm_nn_f16_k32),
+        Gemm::Bf16("gemm bf16 nn (k64, 96 KiB)", gemm::gemm_nn_bf16),
+        Gemm::Bf16("gemm bf16 nn (k32, 48 KiB)", gemm_nn_bf16_k32),
+        Gemm::F16("gemm f16 nn (k32, 4 stages)", gemm_nn_f16_k32s4),
+        Gemm::Bf16("gemm bf16 nn (k32, 4 stages)", gemm_nn_bf16_k32s4),
+    ];
+    let size = 4096usize;
+    for g in gemms {
+        match g {
+            Gemm::F16(name, f) => bench_gemm::<f16>(
+                name,
+                f,
+                dev,
+                &stream,
+                &blas,
+                size,
+                cudaDataType::CUDA_R_16F,
+                &mut rows,
+            )?,
+            Gemm::Bf16(name, f) => bench_gemm::<bf16>(
+                name,
+                f,
+                dev,
+                &stream,
+                &blas,
+                size,
+                cudaDataType::CUDA_R_16BF,
+                &mut rows,
+            )?,
+        }
     }
 
     println!();

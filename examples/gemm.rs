@@ -126,7 +126,8 @@ fn reference(a: &[f64], b: &[f64], m: usize, n: usize, k: usize, at: bool, bt: b
     c
 }
 
-type Launch<E> = fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), tile::Error>;
+/// A GEMM launcher `c = a · b`.
+pub type Launch<E> = fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), tile::Error>;
 
 fn check_one<E: Element>(
     name: &str,
