@@ -12,6 +12,7 @@
 //!   device and indexable with 32-bit `int`.
 
 use crate::device::Device;
+use crate::dims::{each, Body};
 use crate::error::{Error, Result};
 use crate::launch::ArgRef;
 use crate::spec::{DimSpec, KernelSpec};
@@ -40,138 +41,307 @@ pub(crate) fn check_into(
     args: &[ArgRef<'_>],
     dims: &mut [i64],
 ) -> Result<Device> {
+    let result = checked::<Error>(spec, args, dims);
+    // The warm path trusts `accepts`; in debug builds (every test) each check confirms
+    // the two instantiations agree, dims included.
+    #[cfg(debug_assertions)]
+    {
+        let mut again = vec![0i64; dims.len()];
+        let fast = accepts(spec, args, &mut again);
+        assert_eq!(fast, result.is_ok(), "accepts disagrees with check_into");
+        if fast {
+            assert_eq!(again, dims, "accepts bound other dims");
+        }
+    }
+    result
+}
+
+/// Whether [`check_into`] would accept `args`, binding the same `dims`; no error is
+/// built. The warm launch path inlines it where `spec` is a kernel's `static SPEC`, so
+/// the compiler folds every read of the spec into constants (see `launch::warm`).
+#[inline(always)]
+pub(crate) fn accepts(spec: &KernelSpec, args: &[ArgRef<'_>], dims: &mut [i64]) -> bool {
+    checked::<Rejected>(spec, args, dims).is_ok()
+}
+
+/// What a failed check yields: the full error for [`check_into`], nothing for
+/// [`accepts`] (its error closures are never called, so the compiler drops them).
+trait Failure {
+    /// Whether the checks' loops are written out (see [`each`]): only where the spec is
+    /// a constant, else each of up to 8 copies would carry every error's construction.
+    const UNROLL: bool;
+
+    fn from(error: impl FnOnce() -> Error) -> Self;
+}
+
+impl Failure for Error {
+    const UNROLL: bool = false;
+
+    #[inline(always)]
+    fn from(error: impl FnOnce() -> Error) -> Error {
+        error()
+    }
+}
+
+struct Rejected;
+
+impl Failure for Rejected {
+    const UNROLL: bool = true;
+
+    #[inline(always)]
+    fn from(_: impl FnOnce() -> Error) -> Rejected {
+        Rejected
+    }
+}
+
+/// The checks, once for both uses. Loops run over the spec's lengths through
+/// [`each`], with their bodies in `#[inline(always)]` functions, so that with a constant
+/// spec they unroll into straight-line code in a generated launcher.
+#[inline(always)]
+fn checked<F: Failure>(
+    spec: &KernelSpec,
+    args: &[ArgRef<'_>],
+    dims: &mut [i64],
+) -> Result<Device, F> {
     let kernel = spec.name;
     if args.len() != spec.params.len() {
-        return Err(Error::NumArgs {
+        return Err(F::from(|| Error::NumArgs {
             kernel,
             expected: spec.params.len(),
             got: args.len(),
-        });
+        }));
     }
     if spec.dims.len() > 64 || dims.len() != spec.dims.len() {
-        return Err(Error::Spec {
+        return Err(F::from(|| Error::Spec {
             kernel,
             message: format!(
                 "{} dynamic dims (at most 64 are supported)",
                 spec.dims.len()
             ),
-        });
+        }));
     }
     // Bit n: dim n is bound.
     let mut bound = 0u64;
     let device = args.first().map_or(Device::Cpu, |a| a.device);
-
-    for (param, arg) in spec.params.iter().zip(args) {
-        let buffer = param.name;
-        let numel = arg
-            .shape
-            .iter()
-            .try_fold(1usize, |acc, &d| acc.checked_mul(d));
-        if arg.ptr == 0 && numel != Some(0) {
-            return Err(Error::NullPointer { kernel, buffer });
+    each(
+        F::UNROLL,
+        spec.params.len(),
+        Params {
+            spec,
+            args,
+            device,
+            dims: &mut *dims,
+            bound: &mut bound,
+        },
+    )?;
+    each(F::UNROLL, spec.dims.len(), |n: usize| {
+        if bound & (1 << n) != 0 {
+            return Ok(());
         }
-        if arg.shape.len() != param.shape.len() {
-            return Err(Error::NdimMismatch {
-                kernel,
-                buffer,
-                expected: param.shape.len(),
-                got: arg.shape.len(),
-            });
-        }
-        if arg.dtype != param.dtype {
-            return Err(Error::DtypeMismatch {
-                kernel,
-                buffer,
-                expected: param.dtype,
-                got: arg.dtype,
-            });
-        }
-        for (dim, (spec_dim, &got)) in param.shape.iter().zip(arg.shape).enumerate() {
-            match *spec_dim {
-                DimSpec::Static(expected) => {
-                    if i64::try_from(got).ok() != Some(expected) {
-                        return Err(Error::ShapeMismatch {
-                            kernel,
-                            buffer,
-                            dim,
-                            expected,
-                            got,
-                            bound_by: None,
-                        });
-                    }
-                }
-                DimSpec::Dyn(n) => {
-                    let n = n as usize;
-                    let Some(&name) = spec.dims.get(n) else {
-                        return Err(Error::Spec {
-                            kernel,
-                            message: format!(
-                                "parameter {buffer} uses dynamic dim #{n}, but the kernel declares {}",
-                                spec.dims.len()
-                            ),
-                        });
-                    };
-                    if bound & (1 << n) != 0 {
-                        if i64::try_from(got).ok() != Some(dims[n]) {
-                            return Err(Error::ShapeMismatch {
-                                kernel,
-                                buffer,
-                                dim,
-                                expected: dims[n],
-                                got,
-                                bound_by: Some((name, binder(spec, n))),
-                            });
-                        }
-                    } else {
-                        // Dims are passed to CUDA code as `int`.
-                        if got > i32::MAX as usize {
-                            return Err(Error::IndexRange { kernel, buffer });
-                        }
-                        dims[n] = got as i64;
-                        bound |= 1 << n;
-                    }
-                }
-            }
-        }
-        if let Some((dim, expected, got)) = stride_mismatch(arg.shape, arg.strides) {
-            return Err(Error::StrideMismatch {
-                kernel,
-                buffer,
-                dim,
-                expected,
-                got,
-            });
-        }
-        if param.align > 1 && arg.ptr % param.align as usize != 0 {
-            return Err(Error::Misaligned {
-                kernel,
-                buffer,
-                align: param.align,
-            });
-        }
-        if arg.device != device {
-            return Err(Error::DeviceMismatch {
-                kernel,
-                buffer,
-                expected: device,
-                got: arg.device,
-            });
-        }
-        match numel {
-            Some(n) if n <= i32::MAX as usize => {}
-            _ => return Err(Error::IndexRange { kernel, buffer }),
-        }
-    }
-    if let Some(n) = (0..spec.dims.len()).find(|&n| bound & (1 << n) == 0) {
-        return Err(Error::Spec {
+        Err(F::from(|| Error::Spec {
             kernel,
             message: format!(
                 "dynamic dim {} is not carried by any parameter",
                 spec.dims[n]
             ),
-        });
-    }
+        }))
+    })?;
     Ok(device)
+}
+
+/// The loop body over buffer parameters (a [`Body`], see there for why not a closure).
+struct Params<'s, 'a, 'b> {
+    spec: &'s KernelSpec,
+    args: &'s [ArgRef<'a>],
+    device: Device,
+    dims: &'b mut [i64],
+    bound: &'b mut u64,
+}
+
+impl<F: Failure> Body<F> for Params<'_, '_, '_> {
+    #[inline(always)]
+    fn run(&mut self, i: usize) -> Result<(), F> {
+        check_param(
+            self.spec,
+            i,
+            &self.args[i],
+            self.device,
+            self.dims,
+            self.bound,
+        )
+    }
+}
+
+/// The loop body over one parameter's dims.
+struct Dims<'s, 'b> {
+    spec: &'s KernelSpec,
+    i: usize,
+    shape: &'s [usize],
+    dims: &'b mut [i64],
+    bound: &'b mut u64,
+}
+
+impl<F: Failure> Body<F> for Dims<'_, '_> {
+    #[inline(always)]
+    fn run(&mut self, dim: usize) -> Result<(), F> {
+        check_dim(
+            self.spec,
+            self.i,
+            dim,
+            self.shape[dim],
+            self.dims,
+            self.bound,
+        )
+    }
+}
+
+/// The checks of buffer parameter `i`, in the module's order.
+#[inline(always)]
+fn check_param<F: Failure>(
+    spec: &KernelSpec,
+    i: usize,
+    arg: &ArgRef<'_>,
+    device: Device,
+    dims: &mut [i64],
+    bound: &mut u64,
+) -> Result<(), F> {
+    let (kernel, param) = (spec.name, &spec.params[i]);
+    let buffer = param.name;
+    if arg.ptr == 0 && numel(arg.shape) != Some(0) {
+        return Err(F::from(|| Error::NullPointer { kernel, buffer }));
+    }
+    let ndim = param.shape.len();
+    if arg.shape.len() != ndim {
+        return Err(F::from(|| Error::NdimMismatch {
+            kernel,
+            buffer,
+            expected: ndim,
+            got: arg.shape.len(),
+        }));
+    }
+    // From here on the argument's dims are read through a slice of the spec's length.
+    let shape = &arg.shape[..ndim];
+    if arg.dtype != param.dtype {
+        return Err(F::from(|| Error::DtypeMismatch {
+            kernel,
+            buffer,
+            expected: param.dtype,
+            got: arg.dtype,
+        }));
+    }
+    each(
+        F::UNROLL,
+        ndim,
+        Dims {
+            spec,
+            i,
+            shape,
+            dims,
+            bound,
+        },
+    )?;
+    if let Some((dim, expected, got)) = stride_mismatch(shape, arg.strides) {
+        return Err(F::from(|| Error::StrideMismatch {
+            kernel,
+            buffer,
+            dim,
+            expected,
+            got,
+        }));
+    }
+    if param.align > 1 && !arg.ptr.is_multiple_of(param.align as usize) {
+        return Err(F::from(|| Error::Misaligned {
+            kernel,
+            buffer,
+            align: param.align,
+        }));
+    }
+    if arg.device != device {
+        return Err(F::from(|| Error::DeviceMismatch {
+            kernel,
+            buffer,
+            expected: device,
+            got: arg.device,
+        }));
+    }
+    match numel(shape) {
+        Some(n) if n <= i32::MAX as usize => Ok(()),
+        _ => Err(F::from(|| Error::IndexRange { kernel, buffer })),
+    }
+}
+
+/// Dim `dim` (extent `got`) of buffer parameter `i` against the spec: a static extent
+/// must match; a dynamic one is bound by its first carrier and must match after that.
+#[inline(always)]
+fn check_dim<F: Failure>(
+    spec: &KernelSpec,
+    i: usize,
+    dim: usize,
+    got: usize,
+    dims: &mut [i64],
+    bound: &mut u64,
+) -> Result<(), F> {
+    let (kernel, param) = (spec.name, &spec.params[i]);
+    let buffer = param.name;
+    match param.shape[dim] {
+        DimSpec::Static(expected) => {
+            if i64::try_from(got).ok() != Some(expected) {
+                return Err(F::from(|| Error::ShapeMismatch {
+                    kernel,
+                    buffer,
+                    dim,
+                    expected,
+                    got,
+                    bound_by: None,
+                }));
+            }
+        }
+        DimSpec::Dyn(n) => {
+            let n = n as usize;
+            let Some(&name) = spec.dims.get(n) else {
+                return Err(F::from(|| Error::Spec {
+                    kernel,
+                    message: format!(
+                        "parameter {buffer} uses dynamic dim #{n}, but the kernel declares {}",
+                        spec.dims.len()
+                    ),
+                }));
+            };
+            if *bound & (1 << n) != 0 {
+                if i64::try_from(got).ok() != Some(dims[n]) {
+                    let expected = dims[n];
+                    return Err(F::from(|| Error::ShapeMismatch {
+                        kernel,
+                        buffer,
+                        dim,
+                        expected,
+                        got,
+                        bound_by: Some((name, binder(spec, n))),
+                    }));
+                }
+            } else {
+                // Dims are passed to CUDA code as `int`.
+                if got > i32::MAX as usize {
+                    return Err(F::from(|| Error::IndexRange { kernel, buffer }));
+                }
+                dims[n] = got as i64;
+                *bound |= 1 << n;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Element count, `None` on overflow.
+#[inline(always)]
+fn numel(shape: &[usize]) -> Option<usize> {
+    let mut n = 1usize;
+    each(true, shape.len(), |d: usize| {
+        n = n.checked_mul(shape[d]).ok_or(())?;
+        Ok::<(), ()>(())
+    })
+    .ok()?;
+    Some(n)
 }
 
 /// The parameter that binds dynamic dim `n`: the first that carries it.

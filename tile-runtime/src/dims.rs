@@ -75,6 +75,38 @@ impl<T: Copy + Default + fmt::Debug> fmt::Debug for Dims<T> {
     }
 }
 
+/// A loop body for [`each`]. Closures implement it; a body too large for the compiler to
+/// inline on its own is a struct whose `run` is `#[inline(always)]` (stable Rust has no
+/// way to force-inline a closure), so that its index stays a constant per copy.
+pub(crate) trait Body<E> {
+    fn run(&mut self, k: usize) -> Result<(), E>;
+}
+
+impl<E, F: FnMut(usize) -> Result<(), E>> Body<E> for F {
+    #[inline(always)]
+    fn run(&mut self, k: usize) -> Result<(), E> {
+        self(k)
+    }
+}
+
+/// Runs `body` for `0..n` in order, stopping at the first error.
+///
+/// With `unroll` and `n` up to 8 the runs are written out, each guarded by `k < n`:
+/// where `n` is a constant (a length from a generated launcher's spec, inlined) the
+/// compiler keeps exactly `n` straight-line copies, where a `for` loop of the same body
+/// is often left rolled. Otherwise it loops (one copy of the body).
+#[inline(always)]
+pub(crate) fn each<E>(unroll: bool, n: usize, mut body: impl Body<E>) -> Result<(), E> {
+    if !unroll || n > 8 {
+        return (0..n).try_for_each(|k| body.run(k));
+    }
+    macro_rules! runs {
+        ($($k:literal)*) => { $( if $k < n { body.run($k)?; } )* };
+    }
+    runs!(0 1 2 3 4 5 6 7);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +129,29 @@ mod tests {
         }
         // A `Tensor` stays small: two of these, an `Arc` and an offset.
         assert_eq!(std::mem::size_of::<Dims<usize>>(), 8 + 8 * INLINE_DIMS);
+    }
+
+    #[test]
+    fn each_visits_in_order_and_stops_at_the_first_error() {
+        for n in 0..12 {
+            let mut seen = Vec::new();
+            let r: Result<(), ()> = each(n % 2 == 0, n, |k: usize| {
+                seen.push(k);
+                Ok(())
+            });
+            assert_eq!((r, seen), (Ok(()), (0..n).collect::<Vec<_>>()));
+            let mut seen = Vec::new();
+            let r = each(n % 3 == 0, n, |k: usize| {
+                seen.push(k);
+                if k == 5 {
+                    Err(k)
+                } else {
+                    Ok(())
+                }
+            });
+            let last = n.min(6);
+            assert_eq!(r, if n > 5 { Err(5) } else { Ok(()) });
+            assert_eq!(seen, (0..last).collect::<Vec<_>>());
+        }
     }
 }

@@ -149,7 +149,7 @@ impl Recorder {
 /// The capture a launch with `stream` on `device` belongs to, if any (one atomic load
 /// when no capture is running).
 pub(crate) fn capture_for(stream: Option<&Stream>, device: Device) -> Option<Arc<Recorder>> {
-    if ACTIVE.load(Ordering::Acquire) == 0 {
+    if !any_capture() {
         return None;
     }
     let list = CAPTURES.lock().unwrap_or_else(|e| e.into_inner());
@@ -166,6 +166,12 @@ pub(crate) fn capture_for(stream: Option<&Stream>, device: Device) -> Option<Arc
             .find(|r| r.thread == me && r.device == device),
     };
     found.cloned()
+}
+
+/// Whether a capture is in progress anywhere in the process (one atomic load).
+#[inline]
+pub(crate) fn any_capture() -> bool {
+    ACTIVE.load(Ordering::Acquire) != 0
 }
 
 /// Registers a recorder for the duration of a capture (unregistered on drop, panics

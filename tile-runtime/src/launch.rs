@@ -2,7 +2,9 @@
 //!
 //! `launch` = check arguments → evaluate the grid → find the kernel → launch. Finding
 //! (see [`crate::find`]) runs once per launcher and device; what it finds is stored in the
-//! launcher's [`KernelSlot`], the in-process level of the kernel cache.
+//! launcher's [`KernelSlot`], the in-process level of the kernel cache. A warm CUDA
+//! launch takes the same steps through [`warm`], compiled into each generated launcher
+//! with the kernel's spec as a constant; everything else takes the general path here.
 //!
 //! Invariants:
 //! - A failed check launches nothing and writes nothing; a grid with a zero extent
@@ -263,6 +265,7 @@ impl KernelSlot {
         }
     }
 
+    #[inline]
     fn cuda_loaded(&self, ordinal: usize) -> Option<&CudaLoaded> {
         self.cuda
             .get()
@@ -336,7 +339,26 @@ impl fmt::Debug for KernelSlot {
 
 /// Launches `spec` with `args` on `stream` (default: the tensors' device's default
 /// stream). Called by generated launchers.
+///
+/// Inlined into each of them, so that a warm CUDA launch runs [`warm::try_cuda`] with
+/// the kernel's spec as a constant; every other launch takes the general path.
+#[inline(always)]
 pub fn launch(
+    spec: &'static KernelSpec,
+    slot: &'static KernelSlot,
+    stream: Option<&Stream>,
+    args: &[ArgRef<'_>],
+) -> Result<()> {
+    match warm::try_cuda(spec, slot, stream, args) {
+        Some(done) => done,
+        None => launch_general(spec, slot, stream, args),
+    }
+}
+
+/// The general path: checks (reporting the first failure), grid, finding the kernel,
+/// capture, diagnostics, both targets.
+#[inline(never)]
+fn launch_general(
     spec: &'static KernelSpec,
     slot: &'static KernelSlot,
     stream: Option<&Stream>,
@@ -564,29 +586,43 @@ fn launch_cuda(
         }
         // Checked: within CUDA's grid limits.
         let grid = [grid[0] as u32, grid[1] as u32, grid[2] as u32];
-        with_cuda_params(args, dims, |params| {
-            // SAFETY: `params` follows the CUDA ABI of the kernel (one device address per
-            // buffer, then one int per dynamic dim) and points at locals alive across the
-            // call; every address is a checked, live, contiguous allocation on this
-            // stream's device; the storages are borrowed by `args` (or, in a capture, held
-            // by the graph) and were ordered on `stream` above.
-            unsafe {
-                cuda::launch(
-                    &loaded.func,
-                    stream,
-                    grid,
-                    loaded.threads,
-                    loaded.shared_bytes,
-                    params,
-                )
-            }
-        })
+        enqueue(loaded, stream, dims, grid, args)
+    })
+}
+
+/// Queues the kernel on `stream`: the last step of both CUDA paths, with the checks
+/// passed, the storages locked and ordered on `stream` (or held by a capture).
+#[inline(always)]
+fn enqueue(
+    loaded: &CudaLoaded,
+    stream: &CudaStream,
+    dims: &[i64],
+    grid: [u32; 3],
+    args: &[ArgRef<'_>],
+) -> Result<()> {
+    with_cuda_params(args, dims, |params| {
+        // SAFETY: `params` follows the CUDA ABI of the kernel (one device address per
+        // buffer, then one int per dynamic dim) and points at locals alive across the
+        // call; every address is a checked, live, contiguous allocation on this stream's
+        // device; the storages are borrowed by `args` (or, in a capture, held by the
+        // graph) and were ordered on `stream` by the caller.
+        unsafe {
+            cuda::launch(
+                &loaded.func,
+                stream,
+                grid,
+                loaded.threads,
+                loaded.shared_bytes,
+                params,
+            )
+        }
     })
 }
 
 /// Calls `f` with the CUDA parameter list of a launch: pointers to one device address
 /// per buffer, then to one `int` per dynamic dim, all locals of this call (on the stack
 /// up to [`INLINE`] of each).
+#[inline(always)]
 pub(crate) fn with_cuda_params<R>(
     args: &[ArgRef<'_>],
     dims: &[i64],
@@ -620,6 +656,8 @@ pub(crate) fn with_cuda_params<R>(
         fill(&mut vec![0u64; n], &mut vec![0i32; m], &mut params)
     }
 }
+
+mod warm;
 
 #[cfg(test)]
 mod bench;

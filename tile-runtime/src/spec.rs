@@ -57,25 +57,69 @@ pub enum GridExpr {
 impl GridExpr {
     /// Evaluates with the bound dynamic dims; `None` on division by zero or overflow.
     pub fn eval(&self, dims: &[i64]) -> Option<i64> {
+        match *self {
+            GridExpr::Const(c) => Some(c),
+            GridExpr::Dim(d) => dims.get(d as usize).copied(),
+            _ => {
+                let (a, b) = self.operands()?;
+                self.apply(a.eval(dims)?, b.eval(dims)?)
+            }
+        }
+    }
+
+    /// [`eval`](Self::eval) with its first two levels written out, so that where `self`
+    /// is a constant (a generated launcher's spec, inlined) a grid such as
+    /// `ceildiv(N, 128)` folds into straight-line code; deeper levels call `eval`.
+    #[inline(always)]
+    pub(crate) fn eval_inline(&self, dims: &[i64]) -> Option<i64> {
+        let leaf = |e: &GridExpr| match *e {
+            GridExpr::Const(c) => Some(c),
+            GridExpr::Dim(d) => dims.get(d as usize).copied(),
+            _ => e.eval(dims),
+        };
+        match self.operands() {
+            None => leaf(self),
+            Some((a, b)) => self.apply(leaf(a)?, leaf(b)?),
+        }
+    }
+
+    /// The operands of an operator node.
+    #[inline(always)]
+    fn operands(&self) -> Option<(&'static GridExpr, &'static GridExpr)> {
         use GridExpr::*;
-        Some(match *self {
-            Const(c) => c,
-            Dim(d) => *dims.get(d as usize)?,
-            Add(a, b) => a.eval(dims)?.checked_add(b.eval(dims)?)?,
-            Sub(a, b) => a.eval(dims)?.checked_sub(b.eval(dims)?)?,
-            Mul(a, b) => a.eval(dims)?.checked_mul(b.eval(dims)?)?,
-            Div(a, b) => a.eval(dims)?.checked_div_euclid(b.eval(dims)?)?,
-            Mod(a, b) => a.eval(dims)?.checked_rem_euclid(b.eval(dims)?)?,
-            CeilDiv(a, b) => {
-                let (a, b) = (a.eval(dims)?, b.eval(dims)?);
+        match *self {
+            Const(_) | Dim(_) => None,
+            Add(a, b)
+            | Sub(a, b)
+            | Mul(a, b)
+            | Div(a, b)
+            | Mod(a, b)
+            | CeilDiv(a, b)
+            | Min(a, b)
+            | Max(a, b) => Some((a, b)),
+        }
+    }
+
+    /// This operator applied to evaluated operands.
+    #[inline(always)]
+    fn apply(&self, a: i64, b: i64) -> Option<i64> {
+        use GridExpr::*;
+        match *self {
+            Const(_) | Dim(_) => None,
+            Add(..) => a.checked_add(b),
+            Sub(..) => a.checked_sub(b),
+            Mul(..) => a.checked_mul(b),
+            Div(..) => a.checked_div_euclid(b),
+            Mod(..) => a.checked_rem_euclid(b),
+            CeilDiv(..) => {
                 if b == 0 {
                     return None;
                 }
-                a.checked_add(b - 1)?.div_euclid(b)
+                Some(a.checked_add(b - 1)?.div_euclid(b))
             }
-            Min(a, b) => a.eval(dims)?.min(b.eval(dims)?),
-            Max(a, b) => a.eval(dims)?.max(b.eval(dims)?),
-        })
+            Min(..) => Some(a.min(b)),
+            Max(..) => Some(a.max(b)),
+        }
     }
 }
 

@@ -71,6 +71,7 @@ impl StreamSync {
 
     /// Orders an access (a read, or a write when `write`) about to be queued on `stream`
     /// after every earlier conflicting access on other streams.
+    #[inline]
     pub fn order(&self, stream: &Arc<CudaStream>, write: bool) -> Result<()> {
         let h = handle(stream);
         if self.home.load(Ordering::Acquire) == h {
@@ -79,6 +80,7 @@ impl StreamSync {
         self.order_slow(stream, h, write)
     }
 
+    #[inline(never)]
     fn order_slow(&self, stream: &Arc<CudaStream>, h: usize, write: bool) -> Result<()> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let State {

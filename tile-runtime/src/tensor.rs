@@ -27,7 +27,7 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 
 use crate::cuda;
 use crate::device::Device;
-use crate::dims::Dims;
+use crate::dims::{each, Body, Dims};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::sync::StreamSync;
@@ -136,6 +136,7 @@ impl Storage {
 
     /// Orders an access by `stream` after conflicting accesses on other streams (device
     /// storages; nothing to do on the host).
+    #[inline]
     pub(crate) fn order(
         &self,
         stream: &Arc<cudarc::driver::CudaStream>,
@@ -154,6 +155,26 @@ impl Storage {
             StorageGuard::Write(self.lock.write().unwrap_or_else(|e| e.into_inner()))
         } else {
             StorageGuard::Read(self.lock.read().unwrap_or_else(|e| e.into_inner()))
+        }
+    }
+
+    /// [`lock`](Self::lock) without waiting: `None` when a holder conflicts (or this
+    /// thread already holds the lock in a conflicting way).
+    #[inline]
+    pub(crate) fn try_lock(&self, write: bool) -> Option<StorageGuard<'_>> {
+        use std::sync::TryLockError;
+        if write {
+            match self.lock.try_write() {
+                Ok(g) => Some(StorageGuard::Write(g)),
+                Err(TryLockError::Poisoned(e)) => Some(StorageGuard::Write(e.into_inner())),
+                Err(TryLockError::WouldBlock) => None,
+            }
+        } else {
+            match self.lock.try_read() {
+                Ok(g) => Some(StorageGuard::Read(g)),
+                Err(TryLockError::Poisoned(e)) => Some(StorageGuard::Read(e.into_inner())),
+                Err(TryLockError::WouldBlock) => None,
+            }
         }
     }
 
@@ -334,16 +355,32 @@ pub(crate) fn contiguous_strides(shape: &[usize]) -> Dims<isize> {
 
 /// The first dim whose stride breaks contiguous row-major order, as
 /// `(dim, expected, got)`. Dims of extent 1 may have any stride (TileLang's rule).
+#[inline]
 pub(crate) fn stride_mismatch(shape: &[usize], strides: &[isize]) -> Option<(usize, isize, isize)> {
-    let mut expected = 1isize;
-    for d in (0..shape.len()).rev() {
-        let got = strides.get(d).copied().unwrap_or(0);
-        if shape[d] != 1 && got != expected {
-            return Some((d, expected, got));
-        }
-        expected = expected.saturating_mul(shape[d] as isize);
+    /// Dims from the last; a struct, not a closure, so it is always inlined (see `Body`).
+    struct Step<'a> {
+        shape: &'a [usize],
+        strides: &'a [isize],
+        expected: isize,
     }
-    None
+    impl Body<(usize, isize, isize)> for Step<'_> {
+        #[inline(always)]
+        fn run(&mut self, k: usize) -> Result<(), (usize, isize, isize)> {
+            let d = self.shape.len() - 1 - k;
+            let got = self.strides.get(d).copied().unwrap_or(0);
+            if self.shape[d] != 1 && got != self.expected {
+                return Err((d, self.expected, got));
+            }
+            self.expected = self.expected.saturating_mul(self.shape[d] as isize);
+            Ok(())
+        }
+    }
+    let step = Step {
+        shape,
+        strides,
+        expected: 1,
+    };
+    each(true, shape.len(), step).err()
 }
 
 /// Calls `f` with the element offset of every index of a view, in row-major order.

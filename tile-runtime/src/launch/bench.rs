@@ -147,3 +147,187 @@ fn launch_path_host_cost() -> Result<()> {
     }
     Ok(())
 }
+
+/// Median over `batches` of the host time per call of 200 calls of `f`, the stream
+/// drained before each batch (the same measure as `examples/launch_overhead.rs`).
+fn per_call_us(
+    stream: &Arc<CudaStream>,
+    batches: usize,
+    f: &mut dyn FnMut() -> Result<()>,
+) -> Result<f64> {
+    const BATCH: usize = 200;
+    let mut per = Vec::with_capacity(batches);
+    for _ in 0..batches {
+        stream
+            .synchronize()
+            .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
+        let t = Instant::now();
+        for _ in 0..BATCH {
+            f()?;
+        }
+        per.push(t.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
+    }
+    per.sort_by(f64::total_cmp);
+    Ok(per[per.len() / 2])
+}
+
+/// The typed launch taken apart on a GPU: each row adds one piece of the warm path to a
+/// raw `cuLaunchKernel` of the same function on the same stream, and the rows are timed
+/// in alternating rounds so drift falls on all alike. Prints per-row medians and each
+/// row's median per-round excess over the raw launch.
+///
+/// `cargo test -p tile-runtime --release --lib -- --ignored --nocapture launch_path_gpu`
+#[test]
+#[ignore = "micro-benchmark on a GPU; prints timings"]
+fn launch_path_gpu_decomposed() -> Result<()> {
+    let dev = match Device::cuda(0) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return Ok(());
+        }
+    };
+    let spec = &super::gpu_tests::VECADD_JIT;
+    let cfg = Config::get();
+    static SLOT: KernelSlot = KernelSlot::new();
+    let n = 256usize;
+    let a = crate::testing::random_tensor::<f32>(&[n], 1, dev)?;
+    let b = crate::testing::random_tensor::<f32>(&[n], 2, dev)?;
+    let mut c = Tensor::<f32>::zeros(&[n], dev)?;
+    launch_with(
+        cfg,
+        spec,
+        &SLOT,
+        None,
+        &[ArgRef::input(&a), ArgRef::input(&b), ArgRef::output(&mut c)],
+    )?;
+    let loaded = SLOT.cuda(spec, 0, cfg)?;
+    let stream = Arc::clone(&loaded.dev.stream);
+    let dims = [n as i64];
+    let grid = [1i64, 1, 1];
+    let (pa, pb, pc) = (
+        a.data_ptr() as u64,
+        b.data_ptr() as u64,
+        c.data_ptr() as u64,
+    );
+    let mut fixed = (pa, pb, pc, n as i32);
+    loaded
+        .dev
+        .ctx
+        .bind_to_thread()
+        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    let cu_func = loaded.func.cu_function();
+    let raw_stream = stream.cu_stream();
+    let raw_params = |f: &mut (u64, u64, u64, i32)| {
+        [
+            (&mut f.0 as *mut u64).cast::<c_void>(),
+            (&mut f.1 as *mut u64).cast(),
+            (&mut f.2 as *mut u64).cast(),
+            (&mut f.3 as *mut i32).cast(),
+        ]
+    };
+
+    let rows = [
+        "raw cuLaunchKernel",
+        "+ cuCtxGetCurrent",
+        "+ bind_to_thread",
+        "+ parameter list",
+        "+ locks, stream order",
+        "+ checks, grid (general)",
+        "launch (warm path)",
+    ];
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+    let rounds = env("TILE_BENCH_ROUNDS").unwrap_or(30);
+    let batches = env("TILE_BENCH_BATCHES").unwrap_or(3);
+    let mut t = vec![Vec::with_capacity(rounds); rows.len()];
+    for _ in 0..rounds {
+        for (row, times) in t.iter_mut().enumerate() {
+            let mut call = || -> Result<()> {
+                match row {
+                    0 | 1 => {
+                        if row == 1 {
+                            let cur = cudarc::driver::result::ctx::get_current()
+                                .map_err(|e| Error::driver("cuCtxGetCurrent", e))?;
+                            black_box(cur);
+                        }
+                        let mut p = raw_params(&mut fixed);
+                        // SAFETY: the kernel's ABI with live buffers of n floats.
+                        unsafe {
+                            cudarc::driver::result::launch_kernel(
+                                cu_func,
+                                (1, 1, 1),
+                                (256, 1, 1),
+                                0,
+                                raw_stream,
+                                &mut p,
+                            )
+                        }
+                        .map_err(|e| Error::driver("cuLaunchKernel", e))
+                    }
+                    2 => {
+                        let mut p = raw_params(&mut fixed);
+                        // SAFETY: as above.
+                        unsafe { cuda::launch(&loaded.func, &stream, [1, 1, 1], 256, 0, &mut p) }
+                    }
+                    3 => {
+                        let args = [ArgRef::input(&a), ArgRef::input(&b), ArgRef::output(&mut c)];
+                        with_cuda_params(&args, &dims, |p| {
+                            // SAFETY: as above.
+                            unsafe { cuda::launch(&loaded.func, &stream, [1, 1, 1], 256, 0, p) }
+                        })
+                    }
+                    4 => {
+                        let args = [ArgRef::input(&a), ArgRef::input(&b), ArgRef::output(&mut c)];
+                        launch_cuda(loaded, &stream, &dims, grid, &args, false)
+                    }
+                    5 => launch_with(
+                        cfg,
+                        spec,
+                        &SLOT,
+                        None,
+                        &[ArgRef::input(&a), ArgRef::input(&b), ArgRef::output(&mut c)],
+                    ),
+                    _ => launch(
+                        spec,
+                        &SLOT,
+                        None,
+                        &[ArgRef::input(&a), ArgRef::input(&b), ArgRef::output(&mut c)],
+                    ),
+                }
+            };
+            times.push(per_call_us(&stream, batches, &mut call)?);
+        }
+    }
+    stream
+        .synchronize()
+        .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
+    let got = c.to_vec()?;
+    let (av, bv) = (a.to_vec()?, b.to_vec()?);
+    assert!(got
+        .iter()
+        .zip(av.iter().zip(&bv))
+        .all(|(c, (a, b))| *c == a + b));
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "warm launch taken apart ({rounds} alternating rounds of {batches} batches of 200), us per call:"
+    );
+    println!(
+        "{:<26} {:>8} {:>16} {:>8}",
+        "", "median", "excess over raw", "ratio"
+    );
+    let raw = med(t[0].clone());
+    for (row, times) in t.iter().enumerate() {
+        let excess = med(times.iter().zip(&t[0]).map(|(x, r)| x - r).collect());
+        println!(
+            "{:<26} {:>8.3} {:>16.3} {:>8.3}",
+            rows[row],
+            med(times.clone()),
+            excess,
+            med(times.clone()) / raw
+        );
+    }
+    Ok(())
+}

@@ -75,7 +75,7 @@ const fn spec(key: &'static str, cubins: &'static [(&'static str, &'static [u8])
     }
 }
 
-static VECADD_JIT: KernelSpec = spec(
+pub(super) static VECADD_JIT: KernelSpec = spec(
     "dddd456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
     &[],
 );
@@ -122,6 +122,8 @@ fn case(n: usize, seed: u64, dev: Device) -> Result<Case> {
     })
 }
 
+/// Launches as a generated launcher does ([`launch`]): the warm path where it applies,
+/// else the general path, here with the test's config.
 fn run(
     cfg: &Config,
     spec: &'static KernelSpec,
@@ -129,17 +131,15 @@ fn run(
     stream: Option<&Stream>,
     k: &mut Case,
 ) -> Result<()> {
-    launch_with(
-        cfg,
-        spec,
-        slot,
-        stream,
-        &[
-            ArgRef::input(&k.a),
-            ArgRef::input(&k.b),
-            ArgRef::output(&mut k.c),
-        ],
-    )
+    let args = [
+        ArgRef::input(&k.a),
+        ArgRef::input(&k.b),
+        ArgRef::output(&mut k.c),
+    ];
+    match super::warm::try_cuda(spec, slot, stream, &args) {
+        Some(done) => done,
+        None => launch_with(cfg, spec, slot, stream, &args),
+    }
 }
 
 fn assert_result(k: &Case) -> Result<()> {
@@ -520,4 +520,82 @@ fn gpu_graph_capture_and_replay() -> Result<()> {
     run(&cfg, &VECADD_JIT, &SLOT, Some(&stream), &mut k)?;
     assert_result(&k)?;
     Ok(())
+}
+
+#[test]
+fn gpu_warm_path_taken_only_where_it_applies() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let cfg = Config::for_test(temp_root("warm"));
+    let slot = KernelSlot::new();
+    let n = 1000;
+    let mut k = case(n, 50, dev)?;
+    let try_warm = |k: &mut Case, slot: &KernelSlot, stream: Option<&Stream>| {
+        let args = [
+            ArgRef::input(&k.a),
+            ArgRef::input(&k.b),
+            ArgRef::output(&mut k.c),
+        ];
+        super::warm::try_cuda(&VECADD_JIT, slot, stream, &args)
+    };
+    // Cold slot: declined; the general path finds the kernel.
+    assert!(try_warm(&mut k, &slot, None).is_none());
+    run(&cfg, &VECADD_JIT, &slot, None, &mut k)?;
+    assert_result(&k)?;
+    // Warm: taken, on the default stream and on an explicit one.
+    let mut k = case(n, 51, dev)?;
+    assert!(matches!(try_warm(&mut k, &slot, None), Some(Ok(()))));
+    assert_result(&k)?;
+    let stream = dev.new_stream()?;
+    let mut k = case(n, 52, dev)?;
+    assert!(matches!(
+        try_warm(&mut k, &slot, Some(&stream)),
+        Some(Ok(()))
+    ));
+    stream.synchronize()?;
+    assert_result(&k)?;
+    // A wrong argument, an empty grid, a CPU stream: declined untouched, and the
+    // general path reports the error (or skips the empty launch) as before.
+    let mut short = case(n, 53, dev)?;
+    short.c = Tensor::zeros(&[n - 1], dev)?;
+    assert!(try_warm(&mut short, &slot, None).is_none());
+    assert!(matches!(
+        run(&cfg, &VECADD_JIT, &slot, None, &mut short),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    assert!(short.c.to_vec()?.iter().all(|&x| x == 0.0));
+    let mut empty = case(0, 54, dev)?;
+    assert!(try_warm(&mut empty, &slot, None).is_none());
+    run(&cfg, &VECADD_JIT, &slot, None, &mut empty)?;
+    assert!(try_warm(&mut k, &slot, Some(&Stream::Cpu)).is_none());
+    // One storage as input and output: the try-locks conflict, so the general path
+    // runs it (one exclusive lock), in place.
+    let a = crate::testing::random_tensor::<f32>(&[n], 55, dev)?;
+    let b = crate::testing::random_tensor::<f32>(&[n], 56, dev)?;
+    let want: Vec<f64> = a
+        .to_vec()?
+        .iter()
+        .zip(b.to_vec()?)
+        .map(|(x, y)| f64::from(x + y))
+        .collect();
+    let mut alias = a.clone();
+    let args = [
+        ArgRef::input(&a),
+        ArgRef::input(&b),
+        ArgRef::output(&mut alias),
+    ];
+    assert!(super::warm::try_cuda(&VECADD_JIT, &slot, None, &args).is_none());
+    launch_with(&cfg, &VECADD_JIT, &slot, None, &args)?;
+    if let Err(m) = assert_allclose(&a.to_vec()?, &want, 0.0, 0.0) {
+        panic!("{m}");
+    }
+    // Inside a capture: declined, so the general path records the launch.
+    let mut k = case(n, 57, dev)?;
+    let g = Graph::capture(&stream, |s| {
+        assert!(try_warm(&mut k, &slot, Some(s)).is_none());
+        run(&cfg, &VECADD_JIT, &slot, Some(s), &mut k)
+    })?;
+    assert_eq!(g.launches(), 1);
+    g.replay()?;
+    stream.synchronize()?;
+    assert_result(&k)
 }
