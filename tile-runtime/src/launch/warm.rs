@@ -64,7 +64,7 @@ pub(super) fn try_cuda(
 
 /// With every storage locked: orders each on `stream`, then queues the kernel.
 #[inline(always)]
-fn order_and_enqueue(
+pub(super) fn order_and_enqueue(
     loaded: &CudaLoaded,
     stream: &Arc<CudaStream>,
     dims: &[i64],
@@ -80,7 +80,7 @@ fn order_and_enqueue(
 /// The grid, if it launches at least one block within CUDA's limits (anything else is
 /// left to the general path, which skips or reports it).
 #[inline(always)]
-fn grid(spec: &KernelSpec, dims: &[i64]) -> Option<[u32; 3]> {
+pub(super) fn grid(spec: &KernelSpec, dims: &[i64]) -> Option<[u32; 3]> {
     Some([
         extent(spec.grid[0], dims, i32::MAX as i64)?,
         extent(spec.grid[1], dims, 65535)?,
