@@ -195,10 +195,12 @@ struct Plan {
     multibuf: HashMap<BufId, i64>,
 }
 
-/// The shared tile a pipeline producer fills: a `T::parallel` copy nest (or
-/// the interior/edge pair of one) storing only global data into shared memory.
+/// The shared tile a pipeline producer fills: a tile copy, or a `T::parallel`
+/// copy nest (or the interior/edge pair of one) storing only global data into
+/// shared memory.
 fn producer_target(f: &PrimFunc, s: &Stmt) -> Option<BufId> {
     match s {
+        Stmt::Copy { .. } => TileCopy::of(s).map(|c| c.dst),
         Stmt::If {
             then, els: Some(e), ..
         } => {
@@ -269,6 +271,7 @@ pub(crate) fn plan_pipelines(f: &PrimFunc) -> (HashMap<VarId, (i64, usize)>, Has
             st.visit_exprs(&mut |e| n += matches!(e, Expr::Load(x, _, _) if *x == b) as usize);
             st.visit(&mut |x| match x {
                 Stmt::Store { buf, .. } => n += (*buf == b) as usize,
+                Stmt::Copy { src, dst } => n += (src.buf == b || dst.buf == b) as usize,
                 Stmt::Gemm(g) => n += (g.a == b || g.b == b) as usize,
                 Stmt::Reduce(r) => n += (r.src == b || r.dst == b) as usize,
                 _ => {}
@@ -368,11 +371,10 @@ fn zero_mod(e: &Expr, v: i64, dims: &BTreeSet<VarId>) -> Option<BTreeSet<VarId>>
     }
 }
 
-/// A pipeline producer that copies a 2-D tile of a row-major global tensor
-/// into a swizzled shared tile (what `T::copy(g.at([r0, c0]), s)` lowers to,
-/// as an interior/edge pair or one unguarded nest): emitted as one
-/// `tl::copy_tile`, whose per-thread chunk addresses are a few instructions
-/// and whose edge predicates cost no branch.
+/// A copy of a 2-D tile of a row-major global tensor into a whole swizzled
+/// shared tile, kept as `T::copy` by `lower_tile_ops` (see its `is_tile_copy`
+/// for the conditions): emitted as one `tl::copy_tile`, whose per-thread chunk
+/// addresses are a few instructions and whose edge predicates cost no branch.
 struct TileCopy {
     dst: BufId,
     src: BufId,
@@ -381,94 +383,22 @@ struct TileCopy {
     c0: Expr,
 }
 
-/// `e` as `origin + v` (`v` a bare, positive term): the origin.
-fn offset_of(e: &Expr, v: VarId) -> Option<Expr> {
-    let mut terms = Vec::new();
-    sum_terms(e, 1, &mut terms);
-    let bare = terms
-        .iter()
-        .filter(|(sign, t)| *sign == 1 && matches!(t, Expr::Var(x, _) if *x == v))
-        .count();
-    if bare != 1 || terms.iter().filter(|(_, t)| t.uses_var(v)).count() != 1 {
-        return None;
-    }
-    Some(e.inline_lets(&HashMap::from([(v, Expr::Int(0, DType::I32))])))
-}
-
-fn tile_copy(f: &PrimFunc, s: &Stmt) -> Option<TileCopy> {
-    let nest_stmt = match s {
-        Stmt::If { els: Some(e), .. } => &**e,
-        s => s,
-    };
-    let n = collect_nest(nest_stmt)?;
-    let ([i, j], [rows, cols]) = (n.vars.as_slice(), n.extents.as_slice()) else {
-        return None;
-    };
-    let Stmt::Store { buf, idx, value } = n.body else {
-        return None;
-    };
-    let (load, guard) = match value {
-        Expr::Select(c, a, z, _) if is_zero(z) => (&**a, Some(&**c)),
-        v => (v, None),
-    };
-    let Expr::Load(src, gidx, _) = load else {
-        return None;
-    };
-    let (d, g) = (f.buf(*buf), f.buf(*src));
-    let bare = |e: &Expr, v: &VarId| matches!(e, Expr::Var(x, _) if x == v);
-    let ok = d.scope == Scope::Shared
-        && d.layout == Some(Layout::Swizzled)
-        && d.const_shape().as_deref() == Some(&[*rows, *cols][..])
-        && g.scope == Scope::Global
-        && g.shape.len() == 2
-        && d.dtype == g.dtype
-        && d.dtype.bytes() == 2
-        && idx.len() == 2
-        && bare(&idx[0], i)
-        && bare(&idx[1], j)
-        && gidx.len() == 2
-        && !gidx[0].uses_var(*j)
-        && !gidx[1].uses_var(*i)
-        // tl::copy_tile deals whole 16-byte chunks to the threads.
-        && cols % 8 == 0
-        && f.launch.threads % (cols / 8) == 0
-        && (rows * cols / 8) % f.launch.threads == 0;
-    if !ok {
-        return None;
-    }
-    let (r0, c0) = (offset_of(&gidx[0], *i)?, offset_of(&gidx[1], *j)?);
-    // The only guard allowed is the tensor's own bounds (the edge tile).
-    if let Some(c) = guard {
-        let lt = |a: &Expr, b: &Expr| {
-            Expr::Bin(
-                BinOp::Lt,
-                Box::new(a.clone()),
-                Box::new(b.clone()),
-                DType::Bool,
-            )
-        };
-        let (rl, cl) = (lt(&gidx[0], &g.shape[0]), lt(&gidx[1], &g.shape[1]));
-        let Expr::Bin(BinOp::And, a, b, _) = c else {
+impl TileCopy {
+    /// The tile copy `s` is, if it is one (every `T::copy` that reaches this
+    /// backend is).
+    fn of(s: &Stmt) -> Option<TileCopy> {
+        let Stmt::Copy { src, dst } = s else {
             return None;
         };
-        if !((**a == rl && **b == cl) || (**a == cl && **b == rl)) {
+        let [r0, c0] = &src.origin[..] else {
             return None;
-        }
-    }
-    Some(TileCopy {
-        dst: *buf,
-        src: *src,
-        r0,
-        c0,
-    })
-}
-
-fn is_zero(e: &Expr) -> bool {
-    match e {
-        Expr::Int(0, _) => true,
-        Expr::Float(x, _) => *x == 0.0,
-        Expr::Cast(_, a) => is_zero(a),
-        _ => false,
+        };
+        Some(TileCopy {
+            dst: dst.buf,
+            src: src.buf,
+            r0: r0.clone(),
+            c0: c0.clone(),
+        })
     }
 }
 
@@ -891,7 +821,17 @@ impl Writer<'_> {
             }
             Stmt::Reduce(r) => self.reduce(r)?,
             Stmt::Gemm(g) => self.gemm(g)?,
-            Stmt::Copy { .. } | Stmt::AtomicAddTile { .. } | Stmt::Fill { .. } => {
+            // A tile copy outside a pipeline: complete before the barrier that
+            // `insert_barriers` places ahead of the tile's readers.
+            Stmt::Copy { .. } => {
+                let c = TileCopy::of(s).ok_or_else(|| {
+                    err("internal error: a copy that is not a tile copy reached the CUDA backend")
+                })?;
+                self.copy_tile(&c, "tl::COPY_CHECK", None)?;
+                self.line("tl::cp_async_commit();");
+                self.line("tl::cp_async_wait<0>();");
+            }
+            Stmt::AtomicAddTile { .. } | Stmt::Fill { .. } => {
                 return Err(err(
                     "internal error: tile op reached the CUDA backend unlowered",
                 ))
@@ -1789,7 +1729,7 @@ impl Writer<'_> {
                 w.stage.insert(t, format!("tl_stage_p{k}"));
             }
             w.producer = true;
-            let r = prod.iter().try_for_each(|x| match (tile_copy(f, x), mode) {
+            let r = prod.iter().try_for_each(|x| match (TileCopy::of(x), mode) {
                 (Some(c), Some(m)) => w.copy_tile(&c, m, Some(&live)),
                 (Some(c), None) => w.copy_tile(&c, "tl::COPY_CHECK", None),
                 (None, _) => w.stmt(x),
@@ -1805,7 +1745,7 @@ impl Writer<'_> {
             // All producers tile copies whose chunk alignment can be decided once:
             // two loops, one with only cp.async copies and one with element-wise
             // ones, so the hot loop has no branch between copies and multiplies.
-            let copies: Option<Vec<TileCopy>> = prod.iter().map(|x| tile_copy(f, x)).collect();
+            let copies: Option<Vec<TileCopy>> = prod.iter().map(|x| TileCopy::of(x)).collect();
             let cond = copies.as_ref().and_then(|cs| {
                 let conds: Option<Vec<Vec<String>>> = cs.iter().map(|c| self.vec_cond(c)).collect();
                 conds.map(|v| v.concat().into_iter().collect::<BTreeSet<String>>())

@@ -76,6 +76,15 @@ pub(crate) fn accesses(f: &PrimFunc, s: &Stmt) -> State {
             st.reads
                 .extend([g.a, g.b].into_iter().filter(|b| shared(b)));
         }
+        // A tile copy CUDA keeps whole (`lower_tile_ops::is_tile_copy`).
+        Stmt::Copy { src, dst } => {
+            if shared(&src.buf) {
+                st.reads.insert(src.buf);
+            }
+            if shared(&dst.buf) {
+                st.writes.insert(dst.buf);
+            }
+        }
         Stmt::Reduce(r) => {
             if shared(&r.src) {
                 st.reads.insert(r.src);

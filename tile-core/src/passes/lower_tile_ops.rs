@@ -6,6 +6,12 @@
 //! `T::reduce_*` → loops on the CPU (CUDA keeps the op for its cooperative
 //! block reduction).
 //! Leading unit dims of a region (a row of a matrix) do not become loops.
+//!
+//! On CUDA a copy of a 2-D tile of a global tensor into a whole swizzled
+//! shared tile (a tensor-core operand) stays a `T::copy`: the backend emits it
+//! as `tl::copy_tile` (16-byte `cp.async` chunks, the tensor's edge as their
+//! predicate, zero fill), which software pipelines overlap with compute. See
+//! [`is_tile_copy`] for exactly which copies.
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
@@ -38,6 +44,9 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
             then: Box::new(lower(f, *then, target)),
             els: els.map(|e| Box::new(lower(f, *e, target))),
         },
+        Stmt::Copy { src, dst } if target == Target::Cuda && is_tile_copy(f, &src, &dst) => {
+            Stmt::Copy { src, dst }
+        }
         Stmt::Copy { src, dst } => copy(f, src, dst, false),
         Stmt::AtomicAddTile { src, dst } => copy(f, src, dst, true),
         Stmt::Reduce(r) if target == Target::C => reduce_loops(f, &r),
@@ -55,6 +64,37 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
         Stmt::Gemm(g) => gemm(f, g),
         s => s,
     }
+}
+
+/// Whether `T::copy(src, dst)` is a tile copy that CUDA keeps whole: the
+/// region of a 2-D global tensor starting at `src`'s origin, into all of a
+/// swizzled shared tile of 2-byte elements of the same dtype, whose 16-byte
+/// chunks divide evenly among the block's threads (what `tl::copy_tile`
+/// requires). Rows and columns past the tensor's edge read as zero, as in the
+/// guarded nest the copy would otherwise lower to.
+pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
+    let (g, s) = (f.buf(src.buf), f.buf(dst.buf));
+    let Some(shape) = s.const_shape() else {
+        return false;
+    };
+    let [rows, cols] = shape[..] else {
+        return false;
+    };
+    let threads = f.launch.threads;
+    let ints = |es: &[Expr]| es.iter().map(Expr::as_int).collect::<Option<Vec<i64>>>();
+    g.scope == Scope::Global
+        && g.shape.len() == 2
+        && src.origin.len() == 2
+        && s.scope == Scope::Shared
+        && s.layout == Some(Layout::Swizzled)
+        && s.dtype == g.dtype
+        && s.dtype.bytes() == 2
+        && ints(&dst.origin) == Some(vec![0, 0])
+        && ints(&dst.extent) == Some(vec![rows, cols])
+        && ints(&src.extent) == Some(vec![rows, cols])
+        && cols % 8 == 0
+        && threads % (cols / 8) == 0
+        && (rows * cols / 8) % threads == 0
 }
 
 /// Loop variables over the trailing non-unit dims of `extent`, and a function
@@ -322,5 +362,41 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("T.Cast(\"float32\", t[i_1, j_1])"), "{s}");
+    }
+
+    /// The operand copies of a tensor-core gemm stay whole on CUDA (for
+    /// `tl::copy_tile`), and only those: the CPU lowers them, and the copy out
+    /// of the accumulator is a nest on both targets.
+    #[test]
+    fn tile_copies_stay_whole_on_cuda_only() {
+        let src = r#"
+            #[tile::kernel(bm = 64, bn = 64, bk = 32, threads = 128)]
+            fn k(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
+                T::kernel([T::ceildiv(N, bn), T::ceildiv(M, bm)], threads, |bx, by| {
+                    let a_s = T::alloc_shared::<f16>([bm, bk]);
+                    let b_s = T::alloc_shared::<f16>([bk, bn]);
+                    let acc = T::alloc_fragment::<f32>([bm, bn]);
+                    T::clear(acc);
+                    for ko in T::serial(T::ceildiv(K, bk)) {
+                        T::copy(a.at([by * bm, ko * bk]), a_s);
+                        T::copy(b.at([ko * bk, bx * bn]), b_s);
+                        T::gemm(a_s, b_s, acc);
+                    }
+                    T::copy(acc, c.at([by * bm, bx * bn]));
+                });
+            }"#;
+        let f = parse_kernel_source(src).expect("parses").func;
+        let cuda = crate::passes::run(f.clone(), crate::Target::Cuda)
+            .expect("lowers")
+            .script();
+        assert_eq!(cuda.matches("T.copy(").count(), 2, "{cuda}");
+        assert!(
+            cuda.contains("T.copy(a[(by * 64), (ko * 32); 64, 32], a_s[0, 0; 64, 32])"),
+            "{cuda}"
+        );
+        let c = crate::passes::run(f, crate::Target::C)
+            .expect("lowers")
+            .script();
+        assert!(!c.contains("T.copy("), "{c}");
     }
 }

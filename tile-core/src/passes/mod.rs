@@ -5,7 +5,9 @@
 //!    tensor cores depends on how its accumulator is used, and the layouts it
 //!    picks decide how step 1 lowers (a tensor-core gemm stays a tile op).
 //! 1. `lower_tile_ops` first: copies, fills and gemms become `T::parallel`
-//!    loop nests, so later passes only see loads, stores and loops.
+//!    loop nests, so later passes only see loads, stores and loops, plus the
+//!    two tile ops CUDA keeps whole: tensor-core gemms and the tile copies
+//!    that feed them (`insert_barriers::accesses` knows both).
 //! 2. `demote_fragments` (CUDA) next: it decides which fragments stay in
 //!    registers by looking at those nests; `inject_bounds` must know the
 //!    final scopes (it never splits nests over register fragments).

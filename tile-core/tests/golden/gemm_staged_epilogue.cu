@@ -102,30 +102,30 @@ extern "C" __global__ void __launch_bounds__(128) gemm_staged_epilogue_kernel(co
     if (tl_ok2) {
       tl::vec<float, 2> tl_pair2;
       {
-        const int i_4 = tl_i2;
-        const int j_4 = tl_j2;
+        const int i_2 = tl_i2;
+        const int j_2 = tl_j2;
         tl_pair2.x[0] = acc[tl_s2 + 0];
       }
       {
-        const int i_4 = tl_i2;
-        const int j_4 = tl_j2 + 1;
+        const int i_2 = tl_i2;
+        const int j_2 = tl_j2 + 1;
         tl_pair2.x[1] = acc[tl_s2 + 1];
       }
       {
-        const int i_4 = tl_i2;
-        const int j_4 = tl_j2;
-        *(tl::vec<float, 2>*)(&c_s[((i_4 * 64) + j_4)]) = tl_pair2;
+        const int i_2 = tl_i2;
+        const int j_2 = tl_j2;
+        *(tl::vec<float, 2>*)(&c_s[((i_2 * 64) + j_2)]) = tl_pair2;
       }
     } else {
       {
-        const int i_4 = tl_i2;
-        const int j_4 = tl_j2;
-        c_s[((i_4 * 64) + j_4)] = acc[tl_s2 + 0];
+        const int i_2 = tl_i2;
+        const int j_2 = tl_j2;
+        c_s[((i_2 * 64) + j_2)] = acc[tl_s2 + 0];
       }
       {
-        const int i_4 = tl_i2;
-        const int j_4 = tl_j2 + 1;
-        c_s[((i_4 * 64) + j_4)] = acc[tl_s2 + 1];
+        const int i_2 = tl_i2;
+        const int j_2 = tl_j2 + 1;
+        c_s[((i_2 * 64) + j_2)] = acc[tl_s2 + 1];
       }
     }
   }
@@ -152,25 +152,25 @@ extern "C" __global__ void __launch_bounds__(128) gemm_staged_epilogue_kernel(co
       #pragma unroll
       for (int tl_it4 = 0; tl_it4 < 8; ++tl_it4) {
         const int tl_flat4 = (tl_it4 * 128 + (int)threadIdx.x) * 4;
-        const int i_5 = tl_flat4 / 64;
+        const int i_3 = tl_flat4 / 64;
         const int tl_base4 = tl_flat4 % 64;
-        const tl::vec<float, 4> tl_ld4_0 = *(const tl::vec<float, 4>*)(&c_s[((i_5 * 64) + tl_base4)]);
+        const tl::vec<float, 4> tl_ld4_0 = *(const tl::vec<float, 4>*)(&c_s[((i_3 * 64) + tl_base4)]);
         tl::vec<float, 4> tl_st4;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int j_5 = tl_base4 + tl_v;
+          const int j_3 = tl_base4 + tl_v;
           tl_st4.x[tl_v] = tl_ld4_0.x[tl_v];
         }
-        *(tl::vec<float, 4>*)(&c[((((by * 64) + i_5) * N) + ((bx * 64) + tl_base4))]) = tl_st4;
+        *(tl::vec<float, 4>*)(&c[((((by * 64) + i_3) * N) + ((bx * 64) + tl_base4))]) = tl_st4;
       }
     } else {
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
       #pragma unroll 4
       for (int tl_it5 = 0; tl_it5 < 32; ++tl_it5) {
         const int tl_flat5 = tl_it5 * 128 + (int)threadIdx.x;
-        const int i_5 = tl_flat5 / 64;
-        const int j_5 = tl_flat5 % 64;
-        c[((((by * 64) + i_5) * N) + ((bx * 64) + j_5))] = c_s[((i_5 * 64) + j_5)];
+        const int i_3 = tl_flat5 / 64;
+        const int j_3 = tl_flat5 % 64;
+        c[((((by * 64) + i_3) * N) + ((bx * 64) + j_3))] = c_s[((i_3 * 64) + j_3)];
       }
     }
   } else {
@@ -178,10 +178,10 @@ extern "C" __global__ void __launch_bounds__(128) gemm_staged_epilogue_kernel(co
     #pragma unroll 4
     for (int tl_it6 = 0; tl_it6 < 32; ++tl_it6) {
       const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
-      const int i_5_1 = tl_flat6 / 64;
-      const int j_5_1 = tl_flat6 % 64;
-      if (((((by * 64) + i_5_1) < M) && (((bx * 64) + j_5_1) < N))) {
-        c[((((by * 64) + i_5_1) * N) + ((bx * 64) + j_5_1))] = c_s[((i_5_1 * 64) + j_5_1)];
+      const int i_3_1 = tl_flat6 / 64;
+      const int j_3_1 = tl_flat6 % 64;
+      if (((((by * 64) + i_3_1) < M) && (((bx * 64) + j_3_1) < N))) {
+        c[((((by * 64) + i_3_1) * N) + ((bx * 64) + j_3_1))] = c_s[((i_3_1 * 64) + j_3_1)];
       }
     }
   }

@@ -106,40 +106,40 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const ha
     tl::acc_coord<128, 128, 4, 2>(tl_s2, tl_i2, tl_j2);
     bool tl_ok2 = true;
     {
-      const int i_3 = tl_i2;
-      const int j_3 = tl_j2 + 1;
-      tl_ok2 = ((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N));
+      const int i_1 = tl_i2;
+      const int j_1 = tl_j2 + 1;
+      tl_ok2 = ((((by_swizzled * 128) + i_1) < M) && (((bx_swizzled * 128) + j_1) < N));
     }
     if (N % 2 == 0 && tl_ok2) {
       tl::vec<half, 2> tl_pair2;
       {
-        const int i_3 = tl_i2;
-        const int j_3 = tl_j2;
+        const int i_1 = tl_i2;
+        const int j_1 = tl_j2;
         tl_pair2.x[0] = ((half)((float)(acc[tl_s2 + 0])));
       }
       {
-        const int i_3 = tl_i2;
-        const int j_3 = tl_j2 + 1;
+        const int i_1 = tl_i2;
+        const int j_1 = tl_j2 + 1;
         tl_pair2.x[1] = ((half)((float)(acc[tl_s2 + 1])));
       }
       {
-        const int i_3 = tl_i2;
-        const int j_3 = tl_j2;
-        *(tl::vec<half, 2>*)(&c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))]) = tl_pair2;
+        const int i_1 = tl_i2;
+        const int j_1 = tl_j2;
+        *(tl::vec<half, 2>*)(&c[((((by_swizzled * 128) + i_1) * N) + ((bx_swizzled * 128) + j_1))]) = tl_pair2;
       }
     } else {
       {
-        const int i_3 = tl_i2;
-        const int j_3 = tl_j2;
-        if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
-          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s2 + 0])));
+        const int i_1 = tl_i2;
+        const int j_1 = tl_j2;
+        if (((((by_swizzled * 128) + i_1) < M) && (((bx_swizzled * 128) + j_1) < N))) {
+          c[((((by_swizzled * 128) + i_1) * N) + ((bx_swizzled * 128) + j_1))] = ((half)((float)(acc[tl_s2 + 0])));
         }
       }
       {
-        const int i_3 = tl_i2;
-        const int j_3 = tl_j2 + 1;
-        if (((((by_swizzled * 128) + i_3) < M) && (((bx_swizzled * 128) + j_3) < N))) {
-          c[((((by_swizzled * 128) + i_3) * N) + ((bx_swizzled * 128) + j_3))] = ((half)((float)(acc[tl_s2 + 1])));
+        const int i_1 = tl_i2;
+        const int j_1 = tl_j2 + 1;
+        if (((((by_swizzled * 128) + i_1) < M) && (((bx_swizzled * 128) + j_1) < N))) {
+          c[((((by_swizzled * 128) + i_1) * N) + ((bx_swizzled * 128) + j_1))] = ((half)((float)(acc[tl_s2 + 1])));
         }
       }
     }

@@ -109,30 +109,30 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
     if (tl_ok2) {
       tl::vec<half, 2> tl_pair2;
       {
-        const int i_3 = tl_i2;
-        const int j_3 = tl_j2;
+        const int i_1 = tl_i2;
+        const int j_1 = tl_j2;
         tl_pair2.x[0] = ((half)((float)(acc[tl_s2 + 0])));
       }
       {
-        const int i_3 = tl_i2;
-        const int j_3 = tl_j2 + 1;
+        const int i_1 = tl_i2;
+        const int j_1 = tl_j2 + 1;
         tl_pair2.x[1] = ((half)((float)(acc[tl_s2 + 1])));
       }
       {
-        const int i_3 = tl_i2;
-        const int j_3 = tl_j2;
-        *(tl::vec<half, 2>*)(&c_s[tl::smem_offset<128, 128>(i_3, j_3)]) = tl_pair2;
+        const int i_1 = tl_i2;
+        const int j_1 = tl_j2;
+        *(tl::vec<half, 2>*)(&c_s[tl::smem_offset<128, 128>(i_1, j_1)]) = tl_pair2;
       }
     } else {
       {
-        const int i_3 = tl_i2;
-        const int j_3 = tl_j2;
-        c_s[tl::smem_offset<128, 128>(i_3, j_3)] = ((half)((float)(acc[tl_s2 + 0])));
+        const int i_1 = tl_i2;
+        const int j_1 = tl_j2;
+        c_s[tl::smem_offset<128, 128>(i_1, j_1)] = ((half)((float)(acc[tl_s2 + 0])));
       }
       {
-        const int i_3 = tl_i2;
-        const int j_3 = tl_j2 + 1;
-        c_s[tl::smem_offset<128, 128>(i_3, j_3)] = ((half)((float)(acc[tl_s2 + 1])));
+        const int i_1 = tl_i2;
+        const int j_1 = tl_j2 + 1;
+        c_s[tl::smem_offset<128, 128>(i_1, j_1)] = ((half)((float)(acc[tl_s2 + 1])));
       }
     }
   }
@@ -143,25 +143,25 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
       #pragma unroll
       for (int tl_it3 = 0; tl_it3 < 16; ++tl_it3) {
         const int tl_flat3 = (tl_it3 * 128 + (int)threadIdx.x) * 8;
-        const int i_4 = tl_flat3 / 128;
+        const int i_2 = tl_flat3 / 128;
         const int tl_base3 = tl_flat3 % 128;
-        const tl::vec<half, 8> tl_ld3_0 = *(const tl::vec<half, 8>*)(&c_s[tl::smem_offset<128, 128>(i_4, tl_base3)]);
+        const tl::vec<half, 8> tl_ld3_0 = *(const tl::vec<half, 8>*)(&c_s[tl::smem_offset<128, 128>(i_2, tl_base3)]);
         tl::vec<half, 8> tl_st3;
         #pragma unroll
         for (int tl_v = 0; tl_v < 8; ++tl_v) {
-          const int j_4 = tl_base3 + tl_v;
+          const int j_2 = tl_base3 + tl_v;
           tl_st3.x[tl_v] = tl_ld3_0.x[tl_v];
         }
-        *(tl::vec<half, 8>*)(&c[((((by_swizzled * 128) + i_4) * N) + ((bx_swizzled * 128) + tl_base3))]) = tl_st3;
+        *(tl::vec<half, 8>*)(&c[((((by_swizzled * 128) + i_2) * N) + ((bx_swizzled * 128) + tl_base3))]) = tl_st3;
       }
     } else {
       // T.Parallel[128, 128]: 16384 elements over 128 threads, 1 per chunk
       #pragma unroll 4
       for (int tl_it4 = 0; tl_it4 < 128; ++tl_it4) {
         const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
-        const int i_4 = tl_flat4 / 128;
-        const int j_4 = tl_flat4 % 128;
-        c[((((by_swizzled * 128) + i_4) * N) + ((bx_swizzled * 128) + j_4))] = c_s[tl::smem_offset<128, 128>(i_4, j_4)];
+        const int i_2 = tl_flat4 / 128;
+        const int j_2 = tl_flat4 % 128;
+        c[((((by_swizzled * 128) + i_2) * N) + ((bx_swizzled * 128) + j_2))] = c_s[tl::smem_offset<128, 128>(i_2, j_2)];
       }
     }
   } else {
@@ -169,10 +169,10 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
     #pragma unroll 4
     for (int tl_it5 = 0; tl_it5 < 128; ++tl_it5) {
       const int tl_flat5 = tl_it5 * 128 + (int)threadIdx.x;
-      const int i_4_1 = tl_flat5 / 128;
-      const int j_4_1 = tl_flat5 % 128;
-      if (((((by_swizzled * 128) + i_4_1) < M) && (((bx_swizzled * 128) + j_4_1) < N))) {
-        c[((((by_swizzled * 128) + i_4_1) * N) + ((bx_swizzled * 128) + j_4_1))] = c_s[tl::smem_offset<128, 128>(i_4_1, j_4_1)];
+      const int i_2_1 = tl_flat5 / 128;
+      const int j_2_1 = tl_flat5 % 128;
+      if (((((by_swizzled * 128) + i_2_1) < M) && (((bx_swizzled * 128) + j_2_1) < N))) {
+        c[((((by_swizzled * 128) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] = c_s[tl::smem_offset<128, 128>(i_2_1, j_2_1)];
       }
     }
   }

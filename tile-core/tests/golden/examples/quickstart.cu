@@ -110,40 +110,40 @@ extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* _
     tl::acc_coord<64, 64, 2, 2>(tl_s3, tl_i3, tl_j3);
     bool tl_ok3 = true;
     {
-      const int i_4 = tl_i3;
-      const int j_4 = tl_j3 + 1;
-      tl_ok3 = ((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N));
+      const int i_2 = tl_i3;
+      const int j_2 = tl_j3 + 1;
+      tl_ok3 = ((((by * 64) + i_2) < M) && (((bx * 64) + j_2) < N));
     }
     if (N % 2 == 0 && tl_ok3) {
       tl::vec<half, 2> tl_pair3;
       {
-        const int i_4 = tl_i3;
-        const int j_4 = tl_j3;
+        const int i_2 = tl_i3;
+        const int j_2 = tl_j3;
         tl_pair3.x[0] = ((half)((float)(acc[tl_s3 + 0])));
       }
       {
-        const int i_4 = tl_i3;
-        const int j_4 = tl_j3 + 1;
+        const int i_2 = tl_i3;
+        const int j_2 = tl_j3 + 1;
         tl_pair3.x[1] = ((half)((float)(acc[tl_s3 + 1])));
       }
       {
-        const int i_4 = tl_i3;
-        const int j_4 = tl_j3;
-        *(tl::vec<half, 2>*)(&c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))]) = tl_pair3;
+        const int i_2 = tl_i3;
+        const int j_2 = tl_j3;
+        *(tl::vec<half, 2>*)(&c[((((by * 64) + i_2) * N) + ((bx * 64) + j_2))]) = tl_pair3;
       }
     } else {
       {
-        const int i_4 = tl_i3;
-        const int j_4 = tl_j3;
-        if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
-          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = ((half)((float)(acc[tl_s3 + 0])));
+        const int i_2 = tl_i3;
+        const int j_2 = tl_j3;
+        if (((((by * 64) + i_2) < M) && (((bx * 64) + j_2) < N))) {
+          c[((((by * 64) + i_2) * N) + ((bx * 64) + j_2))] = ((half)((float)(acc[tl_s3 + 0])));
         }
       }
       {
-        const int i_4 = tl_i3;
-        const int j_4 = tl_j3 + 1;
-        if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
-          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = ((half)((float)(acc[tl_s3 + 1])));
+        const int i_2 = tl_i3;
+        const int j_2 = tl_j3 + 1;
+        if (((((by * 64) + i_2) < M) && (((bx * 64) + j_2) < N))) {
+          c[((((by * 64) + i_2) * N) + ((bx * 64) + j_2))] = ((half)((float)(acc[tl_s3 + 1])));
         }
       }
     }
