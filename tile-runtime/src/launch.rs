@@ -340,8 +340,9 @@ impl fmt::Debug for KernelSlot {
 /// Launches `spec` with `args` on `stream` (default: the tensors' device's default
 /// stream). Called by generated launchers.
 ///
-/// Inlined into each of them, so that a warm CUDA launch runs [`warm::try_cuda`] with
-/// the kernel's spec as a constant; every other launch takes the general path.
+/// Inlined into each of them, so that a warm CUDA launch runs the warm path
+/// (`launch::warm`) with the kernel's spec as a constant; every other launch takes the
+/// general path.
 #[inline(always)]
 pub fn launch(
     spec: &'static KernelSpec,

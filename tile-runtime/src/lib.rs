@@ -11,8 +11,8 @@
 //! cache → JIT → publish → load) → launch (or record, inside Graph::capture)
 //! ```
 //!
-//! Modules: `check` (host ABI), `launch` (the warm path), `find` (the cold path and its
-//! keys), `cache` (disk levels, public inspection API), `cc`/`nvrtc` (JITs), `cpu` (the
+//! Modules: `check` (host ABI), `launch` (the launch path; `launch::warm`, the warm CUDA
+//! launch inlined into each generated launcher), `find` (the cold path and its keys), `cache` (disk levels, public inspection API), `cc`/`nvrtc` (JITs), `cpu` (the
 //! worker pool), `cuda` (driver access), `sync` (cross-stream ordering), `graph`,
 //! `profile`, `host` (`host_source`, `export_sources`).
 //!

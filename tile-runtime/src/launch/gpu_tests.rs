@@ -599,3 +599,80 @@ fn gpu_warm_path_taken_only_where_it_applies() -> Result<()> {
     stream.synchronize()?;
     assert_result(&k)
 }
+
+/// Threads on their own streams launching into one shared storage: the warm path's
+/// try-locks fail under contention and the general path's blocking locks take over;
+/// every write and read of the shared buffer is ordered across the streams.
+#[test]
+fn gpu_threads_share_a_buffer_across_streams() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let cfg = Config::for_test(temp_root("threads"));
+    let slot = KernelSlot::new();
+    let n = 1 << 16;
+    let a = crate::testing::random_tensor::<f32>(&[n], 60, dev)?;
+    let b = crate::testing::random_tensor::<f32>(&[n], 61, dev)?;
+    let shared = Tensor::<f32>::zeros(&[n], dev)?;
+    let (av, bv) = (a.to_vec()?, b.to_vec()?);
+    let want: Vec<f64> = av
+        .iter()
+        .zip(&bv)
+        .map(|(x, y)| f64::from((x + y) + x))
+        .collect();
+    // Warm the slot first.
+    let mut warm = shared.clone();
+    launch_with(
+        &cfg,
+        &VECADD_JIT,
+        &slot,
+        None,
+        &[
+            ArgRef::input(&a),
+            ArgRef::input(&b),
+            ArgRef::output(&mut warm),
+        ],
+    )?;
+    let outs: Vec<Result<Tensor<f32>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let (a, b, cfg, slot) = (&a, &b, &cfg, &slot);
+                let mut mine = shared.clone();
+                scope.spawn(move || -> Result<Tensor<f32>> {
+                    let stream = dev.new_stream()?;
+                    let mut out = Tensor::<f32>::zeros(&[n], dev)?;
+                    for _ in 0..50 {
+                        // shared = a + b, then out = shared + a, both on this stream.
+                        let args = [
+                            ArgRef::input(a),
+                            ArgRef::input(b),
+                            ArgRef::output(&mut mine),
+                        ];
+                        match super::warm::try_cuda(&VECADD_JIT, slot, Some(&stream), &args) {
+                            Some(r) => r?,
+                            None => launch_with(cfg, &VECADD_JIT, slot, Some(&stream), &args)?,
+                        }
+                        let args = [
+                            ArgRef::input(&mine),
+                            ArgRef::input(a),
+                            ArgRef::output(&mut out),
+                        ];
+                        match super::warm::try_cuda(&VECADD_JIT, slot, Some(&stream), &args) {
+                            Some(r) => r?,
+                            None => launch_with(cfg, &VECADD_JIT, slot, Some(&stream), &args)?,
+                        }
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread panicked"))
+            .collect()
+    });
+    for out in outs {
+        if let Err(m) = assert_allclose(&out?.to_vec()?, &want, 0.0, 0.0) {
+            panic!("{m}");
+        }
+    }
+    Ok(())
+}

@@ -518,7 +518,8 @@ fn wrong_arguments_return_their_error_and_write_nothing() -> Result<()> {
             last.output = true;
         }
         let err = launch_with(&cfg, &VECADD, &slot, None, &args).err();
-        let ok = match (what, &err) {
+        let ok = matches!(
+            (what, &err),
             (
                 "count",
                 Some(Error::NumArgs {
@@ -526,21 +527,19 @@ fn wrong_arguments_return_their_error_and_write_nothing() -> Result<()> {
                     got: 2,
                     ..
                 }),
-            ) => true,
-            ("dtype", Some(Error::DtypeMismatch { buffer: "a", .. })) => true,
-            ("ndim", Some(Error::NdimMismatch { buffer: "a", .. })) => true,
-            ("shape", Some(Error::ShapeMismatch { buffer: "b", .. })) => true,
-            (
-                "misaligned",
-                Some(Error::Misaligned {
-                    buffer: "a",
-                    align: 16,
-                    ..
-                }),
-            ) => true,
-            ("device", Some(Error::DeviceMismatch { buffer: "b", .. })) => true,
-            _ => false,
-        };
+            ) | ("dtype", Some(Error::DtypeMismatch { buffer: "a", .. }))
+                | ("ndim", Some(Error::NdimMismatch { buffer: "a", .. }))
+                | ("shape", Some(Error::ShapeMismatch { buffer: "b", .. }))
+                | (
+                    "misaligned",
+                    Some(Error::Misaligned {
+                        buffer: "a",
+                        align: 16,
+                        ..
+                    }),
+                )
+                | ("device", Some(Error::DeviceMismatch { buffer: "b", .. }))
+        );
         assert!(ok, "{what}: {err:?}");
         assert!(untouched(&c)?, "{what}: the output was written");
     }
