@@ -208,25 +208,12 @@ INST(half, 128, 128, 64, 2, 2, 3, false, false, true, 2, true, true)
 // ----------------------------------------------------------------------------
 // Host side.
 // ----------------------------------------------------------------------------
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
+#include "../common/gemm_host.cuh"
 #include <nvrtc.h>
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <vector>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); exit(1); } } while (0)
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-  fprintf(stderr, "cuBLAS error %d at %s:%d: %s\n", (int)s_, __FILE__, __LINE__, #x); exit(1); } } while (0)
-
-static int g_fail = 0;
 
 template <int ROWS, int COLS> static void test_smem_offset() {
   std::vector<int> host(ROWS * COLS), dev(ROWS * COLS), seen(ROWS * COLS, 0);
@@ -251,30 +238,6 @@ template <int ROWS, int COLS> static void test_smem_offset() {
   if (!ok) g_fail++;
 }
 
-template <typename T> __global__ void fill_random(T* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned x = (unsigned)i * 2654435761u ^ (seed * 0x9E3779B9u + (unsigned)(i >> 32));
-    x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16;
-    p[i] = from_f<T>((float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f);
-  }
-}
-template <typename T> __global__ void to_float(const T* p, float* q, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    q[i] = (float)p[i];
-}
-
-template <typename T> struct DT;
-template <> struct DT<half> { static constexpr cudaDataType_t v = CUDA_R_16F; static const char* name() { return "fp16"; } };
-template <> struct DT<__nv_bfloat16> { static constexpr cudaDataType_t v = CUDA_R_16BF; static const char* name() { return "bf16"; } };
-
-// Row-major C[M][N] = A * B through column-major cuBLAS: C^T = B^T A^T.
-template <typename T>
-static void cublas_gemm(cublasHandle_t h, bool ta, bool tb, int M, int N, int K, const T* A, const T* B, void* C,
-                        cudaDataType_t ctype) {
-  const float alpha = 1.f, beta = 0.f;
-  CB(cublasGemmEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, DT<T>::v,
-                  tb ? K : N, A, DT<T>::v, ta ? M : K, &beta, C, ctype, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-}
 
 
 // ----------------------------------------------------------------------------
@@ -410,59 +373,17 @@ struct Launcher {
   }
 };
 
-// Relative Frobenius error of the tile kernel's output against cuBLAS (f32 output).
-template <typename T, typename L>
-static double check(cublasHandle_t h, bool ta, bool tb, int M, int N, int K, unsigned seed) {
-  T *A, *B, *C; float *Cf, *R;
-  CK(cudaMalloc(&A, sizeof(T) * (size_t)M * K)); CK(cudaMalloc(&B, sizeof(T) * (size_t)K * N));
-  CK(cudaMalloc(&C, sizeof(T) * (size_t)M * N)); CK(cudaMalloc(&Cf, sizeof(float) * (size_t)M * N));
-  CK(cudaMalloc(&R, sizeof(float) * (size_t)M * N));
-  fill_random<T><<<1024, 256>>>(A, (size_t)M * K, seed);
-  fill_random<T><<<1024, 256>>>(B, (size_t)K * N, seed + 7777);
-  CK(cudaGetLastError());
-  CK(cudaMemset(C, 0xFF, sizeof(T) * (size_t)M * N));  // poison: NaN in both fp16 and bf16
-  L::run(A, B, C, M, N, K);
-  CK(cudaGetLastError());
-  cublas_gemm<T>(h, ta, tb, M, N, K, A, B, R, CUDA_R_32F);
-  to_float<T><<<1024, 256>>>(C, Cf, (size_t)M * N);
-  CK(cudaGetLastError());
-  CK(cudaDeviceSynchronize());
-  std::vector<float> c((size_t)M * N), r((size_t)M * N);
-  CK(cudaMemcpy(c.data(), Cf, sizeof(float) * c.size(), cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(r.data(), R, sizeof(float) * r.size(), cudaMemcpyDeviceToHost));
-  double num = 0, den = 0;
-  for (size_t i = 0; i < c.size(); ++i) {
-    const double d = (double)c[i] - r[i];
-    num += d * d; den += (double)r[i] * r[i];
-  }
-  CK(cudaFree(A)); CK(cudaFree(B)); CK(cudaFree(C)); CK(cudaFree(Cf)); CK(cudaFree(R));
-  const double err = std::sqrt(num / den);
-  return std::isfinite(err) ? err : INFINITY;
-}
 
 template <typename T, typename L>
 static void report_check(cublasHandle_t h, const char* lay, bool ta, bool tb, int M, int N, int K, unsigned seed) {
-  const double e = check<T, L>(h, ta, tb, M, N, K, seed);
+  const double e = rel_fro_err<T>(h, ta, tb, M, N, K, seed,
+                                  [&](const T* A, const T* B, T* C) { L::run(A, B, C, M, N, K); });
   const bool ok = e < 1e-2;
   if (!ok) g_fail++;
   printf("check %-4s %s %-22s %5dx%5dx%5d  rel_fro_err %.3e  %s\n", DT<T>::name(), lay, L::name().c_str(), M, N, K, e,
          ok ? "ok" : "FAIL");
 }
 
-template <typename F> static float median_ms(F f, int warm = 5, int reps = 20) {
-  cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-  for (int i = 0; i < warm; ++i) f();
-  CK(cudaGetLastError());
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(a)); f(); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
-    float ms; CK(cudaEventElapsedTime(&ms, a, b)); t.push_back(ms);
-  }
-  CK(cudaGetLastError());
-  CK(cudaEventDestroy(a)); CK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return 0.5f * (t[reps / 2 - 1] + t[reps / 2]);
-}
 
 // Ceiling of mma.sync itself: each warp runs 16 independent m16n8k16 chains on registers.
 __global__ void mma_peak_kernel(float* out, int iters) {
@@ -492,18 +413,11 @@ static std::vector<Row> g_rows;
 // Times the tile kernel and cuBLAS (same dtype in and out, f32 compute) at M x N x K.
 template <typename T, typename L>
 static void bench(cublasHandle_t h, const char* lay, bool ta, bool tb, int M, int N, int K) {
-  T *A, *B, *C, *C2;
-  CK(cudaMalloc(&A, sizeof(T) * (size_t)M * K)); CK(cudaMalloc(&B, sizeof(T) * (size_t)K * N));
-  CK(cudaMalloc(&C, sizeof(T) * (size_t)M * N)); CK(cudaMalloc(&C2, sizeof(T) * (size_t)M * N));
-  fill_random<T><<<1024, 256>>>(A, (size_t)M * K, 11);
-  fill_random<T><<<1024, 256>>>(B, (size_t)K * N, 12);
-  CK(cudaGetLastError());
   const double flop = 2.0 * M * N * K;
-  const float tt = median_ms([&] { L::run(A, B, C, M, N, K); });
-  const float tc = median_ms([&] { cublas_gemm<T>(h, ta, tb, M, N, K, A, B, C2, DT<T>::v); });
+  const auto [tt, tc] =
+      time_vs_cublas<T>(h, ta, tb, M, N, K, [&](const T* A, const T* B, T* C) { L::run(A, B, C, M, N, K); });
   g_rows.push_back({DT<T>::name(), lay, L::name(), flop / (tt * 1e-3) / 1e12, flop / (tc * 1e-3) / 1e12});
   printf("bench %s %s %-22s tile %.3f ms  cublas %.3f ms\n", DT<T>::name(), lay, L::name().c_str(), tt, tc);
-  CK(cudaFree(A)); CK(cudaFree(B)); CK(cudaFree(C)); CK(cudaFree(C2));
 }
 
 // The primary configuration: 128x128x32 block tile, 4 warps (2x2, 64x64 per warp), 3 stages.

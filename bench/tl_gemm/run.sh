@@ -10,7 +10,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 header="$root/tile-core/src/codegen/tl/gemm.cuh"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-cuda_home=$(cd "$(dirname "$NVCC")/.." && pwd)
 build=${BUILD:-${TMPDIR:-/tmp}/tl_gemm_build}
 mkdir -p "$build"
 
@@ -28,29 +27,9 @@ else
   ARCH=${ARCH:-"-gencode=arch=compute_90a,code=sm_90a"}
 fi
 
-# Directories searched for cuBLAS / NVRTC headers and libraries (toolkit first, then pip wheels).
-py_nv=$(ls -d /usr/local/lib/python3*/dist-packages/nvidia /usr/lib/python3*/dist-packages/nvidia \
-  /opt/*/.venv/lib/python3*/site-packages/nvidia "$(dirname "$NVCC")/../.." 2>/dev/null || true)
-find_dir() {  # find_dir FILE_GLOB SUBDIR...: first folder holding the file
-  local pat=$1; shift
-  for d in "$cuda_home/include" "$cuda_home/lib64" "$cuda_home/lib" "$cuda_home/targets/x86_64-linux/lib" \
-           "$cuda_home/targets/x86_64-linux/include" $(for p in $py_nv; do echo "$p"/*/include "$p"/*/lib; done); do
-    if compgen -G "$d/$pat" > /dev/null; then echo "$d"; return 0; fi
-  done
-  return 1
-}
-inc_flags=()
-link_flags=()
-for h in cuda_fp16.h cublas_v2.h nvrtc.h; do
-  d=$(find_dir "$h") || { echo "cannot find $h"; exit 1; }
-  inc_flags+=("-I$d")
-done
-fp16_dir=$(find_dir cuda_fp16.h)
-for l in cublas nvrtc; do
-  d=$(find_dir "lib$l.so*") || { echo "cannot find lib$l"; exit 1; }
-  if [ -e "$d/lib$l.so" ]; then f="lib$l.so"; else f=$(cd "$d" && ls "lib$l".so.* | sort | head -1); fi
-  link_flags+=("-L$d" "-l:$f" "-Xlinker" "-rpath=$d")
-done
+# shellcheck source=../common/cuda_env.sh
+. "$here/../common/cuda_env.sh"
+cuda_flags "cuda_fp16.h cublas_v2.h nvrtc.h" "cublas nvrtc" || exit 1
 
 echo "== nvcc: $NVCC ($("$NVCC" --version | tail -1))"
 echo "== arch: $ARCH"
