@@ -1569,3 +1569,79 @@ fn two_gemms_into_one_accumulator() -> TestResult {
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------
+// Persistent kernels (`T::persistent`)
+// ---------------------------------------------------------------------------
+
+/// A fixed grid of `blocks` blocks walks the `(M / bm) x (N / bn)` tiles of an
+/// element-wise kernel: fewer blocks than tiles, and (for small shapes) more.
+#[tile::kernel(bm = 16, bn = 32, blocks = 5, threads = 64)]
+pub fn persistent_scale(a: Tensor<f32, (M, N)>, c: TensorMut<f32, (M, N)>) {
+    T::kernel(blocks, threads, |bid| {
+        for (tx, ty) in T::persistent([T::ceildiv(N, bn), T::ceildiv(M, bm)], blocks, bid) {
+            for (i, j) in T::parallel([bm, bn]) {
+                c[(ty * bm + i, tx * bn + j)] = a[(ty * bm + i, tx * bn + j)] * 3.0;
+            }
+        }
+    });
+}
+
+/// A persistent GEMM: each of `blocks` blocks runs whole output tiles one after
+/// another, reusing its shared tiles and accumulator (and, on CUDA, its
+/// pipeline) from tile to tile.
+#[tile::kernel(
+    block_m = 64,
+    block_n = 64,
+    block_k = 32,
+    stages = 3,
+    blocks = 3,
+    threads = 128
+)]
+pub fn persistent_gemm(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f32, (M, N)>) {
+    T::kernel(blocks, threads, |bid| {
+        let a_s = T::alloc_shared::<f16>([block_m, block_k]);
+        let b_s = T::alloc_shared::<f16>([block_k, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+        for (bx, by) in T::persistent(
+            [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+            blocks,
+            bid,
+        ) {
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        }
+    });
+}
+
+#[test]
+fn persistent_blocks_cover_every_tile_once() -> TestResult {
+    // 1 tile (more blocks than tiles), 3x4 tiles, ragged 7x3 tiles.
+    for (s, &(m, n)) in [(16, 32), (48, 128), (100, 70)].iter().enumerate() {
+        let a = random_tensor::<f32>(&[m, n], 4600 + s as u64, dev())?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, dev())?;
+        persistent_scale(&a, &mut c)?;
+        let want: Vec<f64> = host(&a).iter().map(|x| round_to::<f32>(x * 3.0)).collect();
+        check(&format!("persistent_scale {m}x{n}"), &c, &want, 0.0, 0.0);
+    }
+    for (s, &(m, n, k)) in GEMM_SIZES.iter().enumerate() {
+        let a = random_tensor::<f16>(&[m, k], 4700 + s as u64, dev())?;
+        let b = random_tensor::<f16>(&[k, n], 4800 + s as u64, dev())?;
+        let mut c = Tensor::full(&[m, n], f32::NAN, dev())?;
+        persistent_gemm(&a, &b, &mut c)?;
+        let want = matmul_ref(&host(&a), &host(&b), m, n, k, false);
+        check(
+            &format!("persistent_gemm m={m} n={n} k={k}"),
+            &c,
+            &want,
+            2e-2,
+            2e-2,
+        );
+    }
+    Ok(())
+}

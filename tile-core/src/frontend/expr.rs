@@ -43,6 +43,7 @@ pub const STMT_FNS: &[&str] = &[
     "serial",
     "unroll",
     "pipelined",
+    "persistent",
     "reduce_sum",
     "reduce_max",
     "reduce_min",
@@ -58,7 +59,7 @@ pub const STMT_FNS: &[&str] = &[
 /// Every `T::` function the language knows (statements and expressions).
 pub const ALL_FNS: &str = "T::kernel, T::alloc_shared, T::alloc_fragment, T::alloc_local, \
 T::copy, T::clear, T::fill, T::gemm, T::parallel, T::serial, T::unroll, T::pipelined, \
-T::ceildiv, T::max, T::min, T::exp, T::exp2, T::log, T::log2, T::sqrt, T::rsqrt, T::abs, \
+T::persistent, T::ceildiv, T::max, T::min, T::exp, T::exp2, T::log, T::log2, T::sqrt, T::rsqrt, T::abs, \
 T::tanh, T::sigmoid, T::if_then_else, T::infinity, T::max_value, T::alloc_var, \
 T::reduce_sum, T::reduce_max, T::reduce_min, T::reduce_abssum, T::cumsum, T::atomic_add, \
 T::print, T::use_swizzle, T::get_thread_binding, T::annotate_layout";

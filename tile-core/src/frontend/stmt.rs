@@ -313,6 +313,133 @@ fn assign(
     }
 }
 
+/// `for (bx, by) in T::persistent([gx, gy], wave_size, index) { .. }`: the tiles of a
+/// `gx x gy` domain handed out to a fixed number of blocks (a persistent kernel, as
+/// TileLang's `T.Persistent`). The block with index `index` (of `wave_size` blocks, the
+/// grid) takes tiles `index`, `index + wave_size`, `index + 2 * wave_size`, .. of the
+/// domain in row-major order with the first dim fastest (as block indices run), so
+/// each wave covers `wave_size` consecutive tiles. Lowered here, to a serial loop over
+/// this block's tiles that binds the names to the tile's coordinates: the passes and
+/// backends see an ordinary loop.
+fn persistent(
+    cx: &mut Ctx,
+    f: &syn::ExprForLoop,
+    c: &syn::ExprCall,
+    names: &[(String, Span)],
+    out: &mut Vec<Stmt>,
+) {
+    let args: Vec<&syn::Expr> = c.args.iter().collect();
+    let [domain, wave, index] = args.as_slice() else {
+        cx.err(
+            range(c),
+            format!(
+                "`T::persistent` takes `(domain, wave_size, index)`, e.g. `T::persistent([gx, gy], num_blocks, bx)`, got {} arguments",
+                args.len()
+            ),
+        );
+        return;
+    };
+    let dims: Vec<&syn::Expr> = match domain {
+        syn::Expr::Array(a) => a.elems.iter().collect(),
+        syn::Expr::Tuple(t) => t.elems.iter().collect(),
+        e => vec![*e],
+    };
+    if dims.is_empty() || dims.len() > 3 {
+        cx.err(
+            range(domain),
+            "the domain of `T::persistent` has 1 to 3 dims",
+        );
+        return;
+    }
+    if names.len() != dims.len() {
+        cx.err(
+            range(&f.pat),
+            format!(
+                "the domain has {} dim(s) but the loop binds {} name(s)",
+                dims.len(),
+                names.len()
+            ),
+        );
+        return;
+    }
+    let mut ints = Vec::new();
+    for e in dims.iter().chain([wave, index]) {
+        let v = expr::lower(cx, e);
+        if !v.dtype().is_int() {
+            cx.err(
+                range(e),
+                "`T::persistent` takes integer extents, wave size and index",
+            );
+            return;
+        }
+        ints.push(v.cast(DType::I32));
+    }
+    let index = ints.pop().expect("three");
+    let wave = ints.pop().expect("three");
+    let extents = ints;
+    if wave.as_int().is_some_and(|w| w <= 0) {
+        cx.err(
+            range(&args[1]),
+            "the wave size of `T::persistent` is positive",
+        );
+        return;
+    }
+    let total = extents
+        .iter()
+        .cloned()
+        .reduce(Expr::mul)
+        .expect("at least one dim");
+    // This block's tiles: ceil((total - index) / wave); none when index >= total.
+    let count = Expr::bin(
+        BinOp::Div,
+        Expr::add(
+            Expr::bin(BinOp::Sub, total, index.clone()),
+            Expr::bin(BinOp::Sub, wave.clone(), Expr::int(1)),
+        ),
+        wave.clone(),
+    );
+    let w = cx.f.new_var("tl_wave", DType::I32);
+    let tile = cx.f.new_var("tl_tile", DType::I32);
+    let tile_v = Expr::Var(tile, DType::I32);
+    let mut body = vec![Stmt::Let {
+        var: tile,
+        value: Expr::add(index, Expr::mul(Expr::Var(w, DType::I32), wave)),
+    }];
+    cx.push();
+    // Coordinate d: (tile / (extent_0 * .. * extent_{d-1})) % extent_d (no `%` on the last).
+    let mut stride: Option<Expr> = None;
+    for (d, (name, _)) in names.iter().enumerate() {
+        let q = match &stride {
+            None => tile_v.clone(),
+            Some(s) => Expr::bin(BinOp::Div, tile_v.clone(), s.clone()),
+        };
+        let value = if d + 1 < extents.len() {
+            Expr::bin(BinOp::Rem, q, extents[d].clone())
+        } else {
+            q
+        };
+        let v =
+            cx.f.new_var(if name == "_" { "it" } else { name }, DType::I32);
+        if name != "_" {
+            cx.bind(name, Sym::Var(v));
+        }
+        body.push(Stmt::Let { var: v, value });
+        stride = Some(match stride {
+            None => extents[d].clone(),
+            Some(s) => Expr::mul(s, extents[d].clone()),
+        });
+    }
+    body.extend(lower_block(cx, &f.body));
+    cx.pop();
+    out.push(Stmt::For {
+        var: w,
+        start: Expr::int(0),
+        extent: count,
+        kind: ForKind::Serial,
+        body: Box::new(Stmt::Seq(body)),
+    });
+}
+
 fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
     let names: Vec<(String, Span)> = match &*f.pat {
         syn::Pat::Ident(pi) => vec![(pi.ident.to_string(), range(&pi))],
@@ -405,6 +532,10 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                         }
                     }
                 }
+                "persistent" => {
+                    persistent(cx, f, c, &names, out);
+                    return;
+                }
                 "pipelined" => {
                     let (n, stages) = match args.as_slice() {
                         [n] => (*n, None),
@@ -445,7 +576,7 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
                     )
                 }
                 other => {
-                    cx.err(range(&c.func), format!("`T::{other}` is not a loop; loops iterate over `T::parallel`, `T::serial`, `T::unroll` or `T::pipelined`"));
+                    cx.err(range(&c.func), format!("`T::{other}` is not a loop; loops iterate over `T::parallel`, `T::serial`, `T::unroll`, `T::pipelined` or `T::persistent`"));
                     return;
                 }
             }
@@ -760,7 +891,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
         n if expr::EXPR_FNS.contains(&n) => {
             cx.err(range(&c), format!("the value of `T::{n}` is unused"))
         }
-        "parallel" | "serial" | "unroll" | "pipelined" => cx.err(
+        "parallel" | "serial" | "unroll" | "pipelined" | "persistent" => cx.err(
             range(&c),
             format!("`T::{f}` is a loop: `for i in T::{f}(..) {{ .. }}`"),
         ),
