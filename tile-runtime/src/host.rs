@@ -210,7 +210,7 @@ pub fn host_source(spec: &KernelSpec) -> String {
     let dims: Vec<&str> = spec.dims.to_vec();
     let _ = writeln!(
         o,
-        "    // lock each distinct storage (inputs shared, outputs exclusive), in address order"
+        "    // lock each distinct storage (inputs shared, outputs exclusive): in address order,\n    // or, on a warm CUDA launch (this function inlined with the checks above as constants),\n    // try-locks in argument order, falling back to the ordered locks on any conflict"
     );
     let _ = writeln!(o, "    match device {{");
     let _ = writeln!(
