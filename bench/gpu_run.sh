@@ -35,6 +35,7 @@ done
 [ -x "$B/reduce_sum" ] && run reduce_sum "$B/reduce_sum" && run reduce_sum_ragged "$B/reduce_sum" 77 5000
 [ -x "$B/gemm" ] && run gemm_ragged "$B/gemm" 1000 1030 1050 && run gemm_aligned "$B/gemm" 1024 1024 1024 && run gemm_tiny "$B/gemm" 67 129 33
 [ -x "$B/gemm_int8" ] && run gemm_int8 "$B/gemm_int8" && run gemm_int8_ragged "$B/gemm_int8" 67 129 33
+[ -x "$B/flash_attention" ] && run flash_attention "$B/flash_attention" && run flash_attention_ragged "$B/flash_attention" 3 1000
 [ -x "$B/launch_overhead" ] && run launch_overhead "$B/launch_overhead"
 [ -x "$B/bench" ] && run bench "$B/bench"
 for t in "$B"/tests/*; do
@@ -56,6 +57,10 @@ t_add = bench(lambda: torch.add(a, b, out=c))
 x = torch.randn(1 << 29, dtype=torch.float16, device="cuda"); y = torch.empty_like(x)
 t_cp = bench(lambda: y.copy_(x))
 print(f"torch fp16 add 2^28: {6 * n / t_add / 1e9:.0f} GB/s; device copy 1 GiB: {2 * x.numel() * 2 / t_cp / 1e9:.0f} GB/s")
+import torch.nn.functional as F
+q, k, v = (torch.randn(1, 64, 4096, 64, dtype=torch.float16, device="cuda") for _ in range(3))
+t_sdpa = bench(lambda: F.scaled_dot_product_attention(q, k, v))
+print(f"torch SDPA fp16 64 heads x 4096, d=64: {t_sdpa * 1e3:.3f} ms, {4 * 64 * 4096**2 * 64 / t_sdpa / 1e12:.1f} TFLOP/s")
 PY
 fi
 echo

@@ -112,3 +112,16 @@ fn gemm_int8_example() -> TestResult {
     }
     Ok(())
 }
+
+#[allow(dead_code)]
+#[path = "../examples/flash_attention.rs"]
+mod flash_attention;
+
+#[test]
+fn flash_attention_example() -> TestResult {
+    // Whole tiles, a ragged last key/query tile, and a single position.
+    for (bh, s) in [(2, 128), (3, 130), (1, 1)] {
+        println!("{}", flash_attention::run(Device::default(), bh, s)?);
+    }
+    Ok(())
+}

@@ -1242,6 +1242,13 @@ impl Writer<'_> {
         if g > 32 && threads % 32 != 0 {
             g = 32.min(pow2_floor(threads));
         }
+        // Along contiguous rows of 32 words or more, the lanes of a warp spread
+        // over 32 / g rows read the same banks (rows of a multiple of 32 words
+        // start on the same bank): 16-way conflicts for a 64-wide f32 tile with
+        // g = 2. A whole warp per row reads consecutive words instead.
+        if ss.len() == 2 && r.dim == 1 && l >= 32 && g < 32 && threads % 32 == 0 {
+            g = 32;
+        }
         let rows = threads / g;
         let passes = (p + rows - 1) / rows;
         self.line("{");
