@@ -15,6 +15,9 @@
 //! macro reads it and links or embeds exactly the artifacts whose key matches
 //! the kernel it expands, so a stale artifact can never be used.
 
+// The example above is a build script, whose `fn main` is the point.
+#![allow(clippy::needless_doctest_main)]
+
 use crate::frontend::{is_kernel_attr, kernel_attr, parse_kernel};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -299,12 +299,13 @@ impl Staging {
 
     /// Writes the manifest and renames the directory to entry `rel` of `cache`. When
     /// another process published `rel` first, its entry is used and ours discarded.
-    /// On failure the staging directory is handed back, intact, with the error.
+    /// On failure the staging directory is handed back, intact, with the error (boxed:
+    /// the pair is large and the error path is rare).
     pub fn publish(
         mut self,
         cache: &DiskCache,
         rel: &str,
-    ) -> std::result::Result<PathBuf, (Staging, Error)> {
+    ) -> std::result::Result<PathBuf, Box<(Staging, Error)>> {
         let target = cache.entry_dir(rel);
         let key = target
             .file_name()
@@ -312,16 +313,16 @@ impl Staging {
             .unwrap_or_default();
         let manifest = match manifest_for(&self.dir, &key, &self.files) {
             Ok(m) => m,
-            Err(e) => return Err((self, e)),
+            Err(e) => return Err(Box::new((self, e))),
         };
         if let Err(e) = write_synced(&self.path(MANIFEST), manifest.as_bytes()) {
-            return Err((self, e));
+            return Err(Box::new((self, e)));
         }
         publish_step("manifest");
         sync_dir(&self.dir);
         let parent = target.parent().unwrap_or(&cache.ns).to_path_buf();
         if let Err(e) = fs::create_dir_all(&parent) {
-            return Err((self, Error::cache(&parent, e)));
+            return Err(Box::new((self, Error::cache(&parent, e))));
         }
         publish_step("rename");
         for _ in 0..3 {
@@ -339,14 +340,14 @@ impl Staging {
                     }
                     cache.discard(&target);
                 }
-                Err(e) => return Err((self, Error::cache(&target, e))),
+                Err(e) => return Err(Box::new((self, Error::cache(&target, e)))),
             }
         }
         let err = Error::cache(
             &target,
             io::Error::other("could not publish the cache entry"),
         );
-        Err((self, err))
+        Err(Box::new((self, err)))
     }
 
     fn file_names(&self) -> Vec<&str> {
@@ -787,7 +788,7 @@ mod tests {
     }
 
     fn publish(s: Staging, cache: &DiskCache, rel: &str) -> Result<PathBuf> {
-        s.publish(cache, rel).map_err(|(_, e)| e)
+        s.publish(cache, rel).map_err(|b| b.1)
     }
 
     fn hit(l: Lookup) -> Option<Entry> {

@@ -240,7 +240,8 @@ fn publish(cache: Option<&DiskCache>, staging: Staging, rel: &str, d: &Diag<'_>)
     };
     match staging.publish(c, rel) {
         Ok(dir) => Built { dir, _temp: None },
-        Err((staging, e)) => {
+        Err(failed) => {
+            let (staging, e) = *failed;
             d.note(format_args!("not published ({e}); using the build folder"));
             Built {
                 dir: staging.dir().to_path_buf(),
@@ -456,7 +457,8 @@ pub(crate) fn find_cuda(
                 phase(on, "publish", || -> Result<()> {
                     let mut bin = c.stage(&bin_key)?;
                     bin.write(CUBIN, &cubin)?;
-                    if let Err((_, e)) = bin.publish(c, &bin_rel) {
+                    if let Err(failed) = bin.publish(c, &bin_rel) {
+                        let e = failed.1;
                         d.note(format_args!("device binary not published: {e}"));
                     }
                     Ok(())
