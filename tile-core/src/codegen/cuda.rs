@@ -378,7 +378,9 @@ fn zero_mod(e: &Expr, v: i64, dims: &BTreeSet<VarId>) -> Option<BTreeSet<VarId>>
 struct TileCopy {
     dst: BufId,
     src: BufId,
-    /// Row and column of the tile's origin in `src`.
+    /// The origin's indices into `src`'s leading dims (none for a matrix).
+    lead: Vec<Expr>,
+    /// Row and column of the tile's origin in `src`'s last two dims.
     r0: Expr,
     c0: Expr,
 }
@@ -390,12 +392,13 @@ impl TileCopy {
         let Stmt::Copy { src, dst } = s else {
             return None;
         };
-        let [r0, c0] = &src.origin[..] else {
+        let [lead @ .., r0, c0] = &src.origin[..] else {
             return None;
         };
         Some(TileCopy {
             dst: dst.buf,
             src: src.buf,
+            lead: lead.to_vec(),
             r0: r0.clone(),
             c0: c0.clone(),
         })
@@ -1902,13 +1905,30 @@ impl Writer<'_> {
         let (d, g) = (f.buf(c.dst), f.buf(c.src));
         let shape = d.const_shape().unwrap_or_default();
         let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);
-        let (rows, cols) = (self.expr(&g.shape[0])?, self.expr(&g.shape[1])?);
+        let nd = g.shape.len();
+        let (rows, cols) = (self.expr(&g.shape[nd - 2])?, self.expr(&g.shape[nd - 1])?);
         let rows_left = match live {
             Some(l) => format!("({l}) ? {rows} - ({r0}) : 0"),
             None => format!("{rows} - ({r0})"),
         };
+        // The tile's first row in the tensor seen as [(leading dims) * rows, cols]:
+        // leading indices flattened row-major, then scaled by the rows per matrix.
+        let mut row = String::new();
+        for (d, e) in c.lead.iter().enumerate() {
+            let e = self.expr(e)?;
+            row = if d == 0 {
+                format!("(long long)({e})")
+            } else {
+                format!("({row}) * {} + ({e})", self.expr(&g.shape[d])?)
+            };
+        }
+        let row = if row.is_empty() {
+            format!("(long long)({r0})")
+        } else {
+            format!("(({row}) * {rows} + ({r0}))")
+        };
         self.line(&format!(
-            "tl::copy_tile<{}, {}, {}, {}, {mode}>({}, {} + (long long)({r0}) * {cols} + ({c0}), {cols}, {rows_left}, {cols} - ({c0}));",
+            "tl::copy_tile<{}, {}, {}, {}, {mode}>({}, {} + {row} * {cols} + ({c0}), {cols}, {rows_left}, {cols} - ({c0}));",
             ty(d.dtype)?,
             shape[0],
             shape[1],
@@ -1929,10 +1949,11 @@ impl Writer<'_> {
         let dims: BTreeSet<VarId> = f.dims.iter().copied().collect();
         let mut need = zero_mod(&c.c0, 8, &dims)?;
         let mut cond = vec![format!("tl::aligned16({})", self.name(c.src))];
-        match g.shape[1].as_int() {
+        let cols = &g.shape[g.shape.len() - 1];
+        match cols.as_int() {
             Some(n) if n % 8 != 0 => return None,
             Some(_) => {}
-            None => need.extend(zero_mod(&g.shape[1], 8, &dims)?),
+            None => need.extend(zero_mod(cols, 8, &dims)?),
         }
         cond.extend(
             need.iter()

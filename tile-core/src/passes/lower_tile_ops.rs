@@ -67,11 +67,12 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
 }
 
 /// Whether `T::copy(src, dst)` is a tile copy that CUDA keeps whole: the
-/// region of a 2-D global tensor starting at `src`'s origin, into all of a
-/// swizzled shared tile of 2-byte elements of the same dtype, whose 16-byte
-/// chunks divide evenly among the block's threads (what `tl::copy_tile`
-/// requires). Rows and columns past the tensor's edge read as zero, as in the
-/// guarded nest the copy would otherwise lower to.
+/// region of a global tensor starting at `src`'s origin, a 2-D tile of its
+/// last two dims (any leading dims, such as a batch or head index, are single
+/// indices), into all of a swizzled shared tile of 2-byte elements of the same
+/// dtype, whose 16-byte chunks divide evenly among the block's threads (what
+/// `tl::copy_tile` requires). Rows and columns past the tensor's edge read as
+/// zero, as in the guarded nest the copy would otherwise lower to.
 pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
     let (g, s) = (f.buf(src.buf), f.buf(dst.buf));
     let Some(shape) = s.const_shape() else {
@@ -82,16 +83,19 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
     };
     let threads = f.launch.threads;
     let ints = |es: &[Expr]| es.iter().map(Expr::as_int).collect::<Option<Vec<i64>>>();
+    let rank = g.shape.len();
+    let mut tile_extent = vec![1; rank.saturating_sub(2)];
+    tile_extent.extend([rows, cols]);
     g.scope == Scope::Global
-        && g.shape.len() == 2
-        && src.origin.len() == 2
+        && rank >= 2
+        && src.origin.len() == rank
         && s.scope == Scope::Shared
         && s.layout == Some(Layout::Swizzled)
         && s.dtype == g.dtype
         && s.dtype.bytes() == 2
         && ints(&dst.origin) == Some(vec![0, 0])
         && ints(&dst.extent) == Some(vec![rows, cols])
-        && ints(&src.extent) == Some(vec![rows, cols])
+        && ints(&src.extent) == Some(tile_extent)
         && cols % 8 == 0
         && threads % (cols / 8) == 0
         && (rows * cols / 8) % threads == 0
@@ -398,5 +402,29 @@ mod tests {
             .expect("lowers")
             .script();
         assert!(!c.contains("T.copy("), "{c}");
+        // A batched operand: a single index into the leading dim, a tile of the last two.
+        let src = r#"
+            #[tile::kernel(bm = 64, bn = 64, d = 64, threads = 128)]
+            fn k(q: Tensor<f16, (B, S, d)>, k: Tensor<f16, (B, S, d)>, c: TensorMut<f32, (B, S, S)>) {
+                T::kernel([T::ceildiv(S, bn), T::ceildiv(S, bm), B], threads, |bx, by, bz| {
+                    let q_s = T::alloc_shared::<f16>([bm, d]);
+                    let k_s = T::alloc_shared::<f16>([bn, d]);
+                    let acc = T::alloc_fragment::<f32>([bm, bn]);
+                    T::clear(acc);
+                    T::copy(q.at([bz, by * bm, 0]), q_s);
+                    T::copy(k.at([bz, bx * bn, 0]), k_s);
+                    T::gemm(q_s, k_s, acc, transpose_b = true);
+                    T::copy(acc, c.at([bz, by * bm, bx * bn]));
+                });
+            }"#;
+        let f = parse_kernel_source(src).expect("parses").func;
+        let cuda = crate::passes::run(f, crate::Target::Cuda)
+            .expect("lowers")
+            .script();
+        assert!(
+            cuda.contains("T.copy(q[bz, (by * 64), 0; 1, 64, 64], q_s[0, 0; 64, 64])"),
+            "{cuda}"
+        );
+        assert_eq!(cuda.matches("T.copy(").count(), 2, "{cuda}");
     }
 }

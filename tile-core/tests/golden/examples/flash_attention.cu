@@ -19,420 +19,325 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_kernel(const h
   float* __restrict__ rescale = reinterpret_cast<float*>(tl_smem + 66304);  // 64 elements
   float* __restrict__ l = reinterpret_cast<float*>(tl_smem + 65536);  // 64 elements
   float* __restrict__ row_sum = reinterpret_cast<float*>(tl_smem + 66560);  // 64 elements
-  if ((((bx * 64) + 63) < S)) {
-    // T.Parallel[64, 64]: 4096 elements over 128 threads, 8 per chunk
-    #pragma unroll
-    for (int tl_it0 = 0; tl_it0 < 4; ++tl_it0) {
-      const int tl_flat0 = (tl_it0 * 128 + (int)threadIdx.x) * 8;
-      const int i_6 = tl_flat0 / 64;
-      const int tl_base0 = tl_flat0 % 64;
-      const tl::vec<half, 8> tl_ld0_0 = *(const tl::vec<half, 8>*)(&q[((((bh * S) + ((bx * 64) + i_6)) * 64) + tl_base0)]);
-      tl::vec<half, 8> tl_st0;
-      #pragma unroll
-      for (int tl_v = 0; tl_v < 8; ++tl_v) {
-        const int j_4 = tl_base0 + tl_v;
-        tl_st0.x[tl_v] = tl_ld0_0.x[tl_v];
-      }
-      *(tl::vec<half, 8>*)(&q_s[tl::smem_offset<64, 64>(i_6, tl_base0)]) = tl_st0;
-    }
-  } else {
-    // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it1 = 0; tl_it1 < 32; ++tl_it1) {
-      const int tl_flat1 = tl_it1 * 128 + (int)threadIdx.x;
-      const int i_6_1 = tl_flat1 / 64;
-      const int j_4_1 = tl_flat1 % 64;
-      q_s[tl::smem_offset<64, 64>(i_6_1, j_4_1)] = ((((bx * 64) + i_6_1) < S) ? q[((((bh * S) + ((bx * 64) + i_6_1)) * 64) + j_4_1)] : __float2half_rn(0.0f));
-    }
-  }
+  tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(q_s, q + (((long long)(bh)) * S + ((bx * 64))) * 64 + (0), 64, S - ((bx * 64)), 64 - (0));
+  tl::cp_async_commit();
+  tl::cp_async_wait<0>();
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s2 = 0; tl_s2 < 32; tl_s2 += 1) {
-    int tl_i2, tl_j2;
-    tl::acc_coord<64, 64, 2, 2>(tl_s2, tl_i2, tl_j2);
+  for (int tl_s0 = 0; tl_s0 < 32; tl_s0 += 1) {
+    int tl_i0, tl_j0;
+    tl::acc_coord<64, 64, 2, 2>(tl_s0, tl_i0, tl_j0);
     {
-      const int i_7 = tl_i2;
-      const int j_5 = tl_j2;
-      acc[tl_s2 + 0] = 0.0f;
+      const int i_6 = tl_i0;
+      const int j_4 = tl_j0;
+      acc[tl_s0 + 0] = 0.0f;
     }
   }
   // T.Parallel[64]: 64 elements over 128 threads, 4 per chunk
   #pragma unroll
-  for (int tl_it3 = 0; tl_it3 < 1; ++tl_it3) {
-    const int tl_flat3 = (tl_it3 * 128 + (int)threadIdx.x) * 4;
-    if (tl_flat3 < 64) {
-      const int tl_base3 = tl_flat3;
-      tl::vec<float, 4> tl_st3;
+  for (int tl_it1 = 0; tl_it1 < 1; ++tl_it1) {
+    const int tl_flat1 = (tl_it1 * 128 + (int)threadIdx.x) * 4;
+    if (tl_flat1 < 64) {
+      const int tl_base1 = tl_flat1;
+      tl::vec<float, 4> tl_st1;
       #pragma unroll
       for (int tl_v = 0; tl_v < 4; ++tl_v) {
-        const int i_8 = tl_base3 + tl_v;
-        tl_st3.x[tl_v] = 0.0f;
+        const int i_7 = tl_base1 + tl_v;
+        tl_st1.x[tl_v] = 0.0f;
       }
-      *(tl::vec<float, 4>*)(&l[tl_base3]) = tl_st3;
+      *(tl::vec<float, 4>*)(&l[tl_base1]) = tl_st1;
     }
   }
   // T.Parallel[64]: 64 elements over 128 threads, 4 per chunk
   #pragma unroll
-  for (int tl_it4 = 0; tl_it4 < 1; ++tl_it4) {
-    const int tl_flat4 = (tl_it4 * 128 + (int)threadIdx.x) * 4;
-    if (tl_flat4 < 64) {
-      const int tl_base4 = tl_flat4;
-      tl::vec<float, 4> tl_st4;
+  for (int tl_it2 = 0; tl_it2 < 1; ++tl_it2) {
+    const int tl_flat2 = (tl_it2 * 128 + (int)threadIdx.x) * 4;
+    if (tl_flat2 < 64) {
+      const int tl_base2 = tl_flat2;
+      tl::vec<float, 4> tl_st2;
       #pragma unroll
       for (int tl_v = 0; tl_v < 4; ++tl_v) {
-        const int i_9 = tl_base4 + tl_v;
-        tl_st4.x[tl_v] = -__int_as_float(0x7f800000);
+        const int i_8 = tl_base2 + tl_v;
+        tl_st2.x[tl_v] = -__int_as_float(0x7f800000);
       }
-      *(tl::vec<float, 4>*)(&m[tl_base4]) = tl_st4;
+      *(tl::vec<float, 4>*)(&m[tl_base2]) = tl_st2;
     }
   }
   __syncthreads();
   // T.Pipelined: 2 stages, 2 producer copies overlapped with compute
   {
-    const int tl_n5 = (((S + 64) - 1) / 64);
+    const int tl_n3 = (((S + 64) - 1) / 64);
     #pragma unroll
-    for (int tl_pi5 = 0; tl_pi5 < 1; ++tl_pi5) {
-      if (tl_pi5 < tl_n5) {
-        const int kt = 0 + tl_pi5;
-        const int tl_stage_p5 = (tl_pi5) % 2;
-        if ((((kt * 64) + 63) < S)) {
-          // T.Parallel[64, 64]: 4096 elements over 128 threads, 8 per chunk
-          #pragma unroll
-          for (int tl_it6 = 0; tl_it6 < 4; ++tl_it6) {
-            const int tl_flat6 = (tl_it6 * 128 + (int)threadIdx.x) * 8;
-            const int i_10 = tl_flat6 / 64;
-            const int tl_base6 = tl_flat6 % 64;
-            tl::cp_async16(&k_s[tl_stage_p5 * 4096 + tl::smem_offset<64, 64>(i_10, tl_base6)], &k[((((bh * S) + ((kt * 64) + i_10)) * 64) + tl_base6)], true);
-          }
-        } else {
-          // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it7 = 0; tl_it7 < 32; ++tl_it7) {
-            const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
-            const int i_10_1 = tl_flat7 / 64;
-            const int j_6_1 = tl_flat7 % 64;
-            k_s[tl_stage_p5 * 4096 + tl::smem_offset<64, 64>(i_10_1, j_6_1)] = ((((kt * 64) + i_10_1) < S) ? k[((((bh * S) + ((kt * 64) + i_10_1)) * 64) + j_6_1)] : __float2half_rn(0.0f));
-          }
-        }
-        if ((((kt * 64) + 63) < S)) {
-          // T.Parallel[64, 64]: 4096 elements over 128 threads, 8 per chunk
-          #pragma unroll
-          for (int tl_it8 = 0; tl_it8 < 4; ++tl_it8) {
-            const int tl_flat8 = (tl_it8 * 128 + (int)threadIdx.x) * 8;
-            const int i_11 = tl_flat8 / 64;
-            const int tl_base8 = tl_flat8 % 64;
-            tl::cp_async16(&v_s[tl_stage_p5 * 4096 + tl::smem_offset<64, 64>(i_11, tl_base8)], &v[((((bh * S) + ((kt * 64) + i_11)) * 64) + tl_base8)], true);
-          }
-        } else {
-          // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it9 = 0; tl_it9 < 32; ++tl_it9) {
-            const int tl_flat9 = tl_it9 * 128 + (int)threadIdx.x;
-            const int i_11_1 = tl_flat9 / 64;
-            const int j_7_1 = tl_flat9 % 64;
-            v_s[tl_stage_p5 * 4096 + tl::smem_offset<64, 64>(i_11_1, j_7_1)] = ((((kt * 64) + i_11_1) < S) ? v[((((bh * S) + ((kt * 64) + i_11_1)) * 64) + j_7_1)] : __float2half_rn(0.0f));
-          }
-        }
+    for (int tl_pi3 = 0; tl_pi3 < 1; ++tl_pi3) {
+      if (tl_pi3 < tl_n3) {
+        const int kt = 0 + tl_pi3;
+        const int tl_stage_p3 = (tl_pi3) % 2;
+        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + (((long long)(bh)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + (((long long)(bh)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
       }
       tl::cp_async_commit();
     }
-    for (int tl_i5 = 0; tl_i5 < tl_n5; ++tl_i5) {
+    for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
       tl::cp_async_wait<0>();
       __syncthreads();
-      if (tl_i5 + 1 < tl_n5) {
-        const int kt = 0 + tl_i5 + 1;
-        const int tl_stage_p5 = (tl_i5 + 1) % 2;
-        if ((((kt * 64) + 63) < S)) {
-          // T.Parallel[64, 64]: 4096 elements over 128 threads, 8 per chunk
-          #pragma unroll
-          for (int tl_it10 = 0; tl_it10 < 4; ++tl_it10) {
-            const int tl_flat10 = (tl_it10 * 128 + (int)threadIdx.x) * 8;
-            const int i_10 = tl_flat10 / 64;
-            const int tl_base10 = tl_flat10 % 64;
-            tl::cp_async16(&k_s[tl_stage_p5 * 4096 + tl::smem_offset<64, 64>(i_10, tl_base10)], &k[((((bh * S) + ((kt * 64) + i_10)) * 64) + tl_base10)], true);
-          }
-        } else {
-          // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it11 = 0; tl_it11 < 32; ++tl_it11) {
-            const int tl_flat11 = tl_it11 * 128 + (int)threadIdx.x;
-            const int i_10_1 = tl_flat11 / 64;
-            const int j_6_1 = tl_flat11 % 64;
-            k_s[tl_stage_p5 * 4096 + tl::smem_offset<64, 64>(i_10_1, j_6_1)] = ((((kt * 64) + i_10_1) < S) ? k[((((bh * S) + ((kt * 64) + i_10_1)) * 64) + j_6_1)] : __float2half_rn(0.0f));
-          }
-        }
-        if ((((kt * 64) + 63) < S)) {
-          // T.Parallel[64, 64]: 4096 elements over 128 threads, 8 per chunk
-          #pragma unroll
-          for (int tl_it12 = 0; tl_it12 < 4; ++tl_it12) {
-            const int tl_flat12 = (tl_it12 * 128 + (int)threadIdx.x) * 8;
-            const int i_11 = tl_flat12 / 64;
-            const int tl_base12 = tl_flat12 % 64;
-            tl::cp_async16(&v_s[tl_stage_p5 * 4096 + tl::smem_offset<64, 64>(i_11, tl_base12)], &v[((((bh * S) + ((kt * 64) + i_11)) * 64) + tl_base12)], true);
-          }
-        } else {
-          // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it13 = 0; tl_it13 < 32; ++tl_it13) {
-            const int tl_flat13 = tl_it13 * 128 + (int)threadIdx.x;
-            const int i_11_1 = tl_flat13 / 64;
-            const int j_7_1 = tl_flat13 % 64;
-            v_s[tl_stage_p5 * 4096 + tl::smem_offset<64, 64>(i_11_1, j_7_1)] = ((((kt * 64) + i_11_1) < S) ? v[((((bh * S) + ((kt * 64) + i_11_1)) * 64) + j_7_1)] : __float2half_rn(0.0f));
-          }
-        }
+      if (tl_i3 + 1 < tl_n3) {
+        const int kt = 0 + tl_i3 + 1;
+        const int tl_stage_p3 = (tl_i3 + 1) % 2;
+        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + (((long long)(bh)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + (((long long)(bh)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
       }
       tl::cp_async_commit();
-      const int kt = 0 + tl_i5;
-      const int tl_stage_c5 = tl_i5 % 2;
+      const int kt = 0 + tl_i3;
+      const int tl_stage_c3 = tl_i3 % 2;
       // T.Parallel[64, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_s14 = 0; tl_s14 < 32; tl_s14 += 1) {
-        int tl_i14, tl_j14;
-        tl::acc_coord<64, 64, 2, 2>(tl_s14, tl_i14, tl_j14);
+      for (int tl_s4 = 0; tl_s4 < 32; tl_s4 += 1) {
+        int tl_i4, tl_j4;
+        tl::acc_coord<64, 64, 2, 2>(tl_s4, tl_i4, tl_j4);
         {
-          const int i_12 = tl_i14;
-          const int j_8 = tl_j14;
-          s[tl_s14 + 0] = 0.0f;
+          const int i_9 = tl_i4;
+          const int j_5 = tl_j4;
+          s[tl_s4 + 0] = 0.0f;
         }
       }
       __syncthreads();
-      tl::gemm_ss<half, float, 64, 64, 64, 2, 2, false, true>(q_s, k_s + tl_stage_c5 * 4096, s);
+      tl::gemm_ss<half, float, 64, 64, 64, 2, 2, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
       // T.Parallel[64, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_s15 = 0; tl_s15 < 32; tl_s15 += 2) {
-        int tl_i15, tl_j15;
-        tl::acc_coord<64, 64, 2, 2>(tl_s15, tl_i15, tl_j15);
-        bool tl_ok15 = true;
-        if (tl_ok15) {
-          tl::vec<float, 2> tl_pair15;
+      for (int tl_s5 = 0; tl_s5 < 32; tl_s5 += 2) {
+        int tl_i5, tl_j5;
+        tl::acc_coord<64, 64, 2, 2>(tl_s5, tl_i5, tl_j5);
+        bool tl_ok5 = true;
+        if (tl_ok5) {
+          tl::vec<float, 2> tl_pair5;
           {
-            const int i_13 = tl_i15;
-            const int j_9 = tl_j15;
-            tl_pair15.x[0] = s[tl_s15 + 0];
+            const int i_10 = tl_i5;
+            const int j_6 = tl_j5;
+            tl_pair5.x[0] = s[tl_s5 + 0];
           }
           {
-            const int i_13 = tl_i15;
-            const int j_9 = tl_j15 + 1;
-            tl_pair15.x[1] = s[tl_s15 + 1];
+            const int i_10 = tl_i5;
+            const int j_6 = tl_j5 + 1;
+            tl_pair5.x[1] = s[tl_s5 + 1];
           }
           {
-            const int i_13 = tl_i15;
-            const int j_9 = tl_j15;
-            *(tl::vec<float, 2>*)(&s_s[((i_13 * 64) + j_9)]) = tl_pair15;
+            const int i_10 = tl_i5;
+            const int j_6 = tl_j5;
+            *(tl::vec<float, 2>*)(&s_s[((i_10 * 64) + j_6)]) = tl_pair5;
           }
         } else {
           {
-            const int i_13 = tl_i15;
-            const int j_9 = tl_j15;
-            s_s[((i_13 * 64) + j_9)] = s[tl_s15 + 0];
+            const int i_10 = tl_i5;
+            const int j_6 = tl_j5;
+            s_s[((i_10 * 64) + j_6)] = s[tl_s5 + 0];
           }
           {
-            const int i_13 = tl_i15;
-            const int j_9 = tl_j15 + 1;
-            s_s[((i_13 * 64) + j_9)] = s[tl_s15 + 1];
+            const int i_10 = tl_i5;
+            const int j_6 = tl_j5 + 1;
+            s_s[((i_10 * 64) + j_6)] = s[tl_s5 + 1];
           }
         }
       }
       __syncthreads();
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
       #pragma unroll 4
-      for (int tl_it16 = 0; tl_it16 < 32; ++tl_it16) {
-        const int tl_flat16 = tl_it16 * 128 + (int)threadIdx.x;
-        const int i = tl_flat16 / 64;
-        const int j = tl_flat16 % 64;
+      for (int tl_it6 = 0; tl_it6 < 32; ++tl_it6) {
+        const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
+        const int i = tl_flat6 / 64;
+        const int j = tl_flat6 % 64;
         s_s[((i * 64) + j)] = ((((kt * 64) + j) < S) ? (s_s[((i * 64) + j)] * 0.1803368777036667f) : -__int_as_float(0x7f800000));
       }
       // T.Parallel[64]: 64 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it17 = 0; tl_it17 < 1; ++tl_it17) {
-        const int tl_flat17 = (tl_it17 * 128 + (int)threadIdx.x) * 4;
-        if (tl_flat17 < 64) {
-          const int tl_base17 = tl_flat17;
-          const tl::vec<float, 4> tl_ld17_0 = *(const tl::vec<float, 4>*)(&m[tl_base17]);
-          tl::vec<float, 4> tl_st17;
+      for (int tl_it7 = 0; tl_it7 < 1; ++tl_it7) {
+        const int tl_flat7 = (tl_it7 * 128 + (int)threadIdx.x) * 4;
+        if (tl_flat7 < 64) {
+          const int tl_base7 = tl_flat7;
+          const tl::vec<float, 4> tl_ld7_0 = *(const tl::vec<float, 4>*)(&m[tl_base7]);
+          tl::vec<float, 4> tl_st7;
           #pragma unroll
           for (int tl_v = 0; tl_v < 4; ++tl_v) {
-            const int i_14 = tl_base17 + tl_v;
-            tl_st17.x[tl_v] = tl_ld17_0.x[tl_v];
+            const int i_11 = tl_base7 + tl_v;
+            tl_st7.x[tl_v] = tl_ld7_0.x[tl_v];
           }
-          *(tl::vec<float, 4>*)(&m_prev[tl_base17]) = tl_st17;
+          *(tl::vec<float, 4>*)(&m_prev[tl_base7]) = tl_st7;
         }
       }
       __syncthreads();
       // T.reduce_max: 64 outputs of 64 elements
       {
-        const int tl_g18 = (int)threadIdx.x % 32;
-        const int tl_q18 = (int)threadIdx.x / 32;
+        const int tl_g8 = (int)threadIdx.x % 32;
+        const int tl_q8 = (int)threadIdx.x / 32;
         #pragma unroll 1
-        for (int tl_pass18 = 0; tl_pass18 < 16; ++tl_pass18) {
-          const int tl_p18 = tl_q18 < 4 ? tl_pass18 * 4 + tl_q18 : 64;
-          float tl_acc18 = -__int_as_float(0x7f800000);
-          if (tl_p18 < 64) {
-            for (int tl_l18 = tl_g18; tl_l18 < 64; tl_l18 += 32) tl_acc18 = fmaxf(tl_acc18, ((float)(s_s[tl_p18 * 64 + tl_l18])));
+        for (int tl_pass8 = 0; tl_pass8 < 16; ++tl_pass8) {
+          const int tl_p8 = tl_q8 < 4 ? tl_pass8 * 4 + tl_q8 : 64;
+          float tl_acc8 = -__int_as_float(0x7f800000);
+          if (tl_p8 < 64) {
+            for (int tl_l8 = tl_g8; tl_l8 < 64; tl_l8 += 32) tl_acc8 = fmaxf(tl_acc8, ((float)(s_s[tl_p8 * 64 + tl_l8])));
           }
           #pragma unroll
-          for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc18 = fmaxf(tl_acc18, __shfl_xor_sync(0xffffffffu, tl_acc18, tl_o));
-          if (tl_g18 == 0 && tl_p18 < 64) {
-            m[tl_p18] = fmaxf(m[tl_p18], tl_acc18);
+          for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc8 = fmaxf(tl_acc8, __shfl_xor_sync(0xffffffffu, tl_acc8, tl_o));
+          if (tl_g8 == 0 && tl_p8 < 64) {
+            m[tl_p8] = fmaxf(m[tl_p8], tl_acc8);
           }
         }
       }
       __syncthreads();
       // T.Parallel[64]: 64 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it19 = 0; tl_it19 < 1; ++tl_it19) {
-        const int tl_flat19 = (tl_it19 * 128 + (int)threadIdx.x) * 4;
-        if (tl_flat19 < 64) {
-          const int tl_base19 = tl_flat19;
-          const tl::vec<float, 4> tl_ld19_0 = *(const tl::vec<float, 4>*)(&m_prev[tl_base19]);
-          const tl::vec<float, 4> tl_ld19_1 = *(const tl::vec<float, 4>*)(&m[tl_base19]);
-          tl::vec<float, 4> tl_st19;
+      for (int tl_it9 = 0; tl_it9 < 1; ++tl_it9) {
+        const int tl_flat9 = (tl_it9 * 128 + (int)threadIdx.x) * 4;
+        if (tl_flat9 < 64) {
+          const int tl_base9 = tl_flat9;
+          const tl::vec<float, 4> tl_ld9_0 = *(const tl::vec<float, 4>*)(&m_prev[tl_base9]);
+          const tl::vec<float, 4> tl_ld9_1 = *(const tl::vec<float, 4>*)(&m[tl_base9]);
+          tl::vec<float, 4> tl_st9;
           #pragma unroll
           for (int tl_v = 0; tl_v < 4; ++tl_v) {
-            const int i_1 = tl_base19 + tl_v;
-            tl_st19.x[tl_v] = exp2f((tl_ld19_0.x[tl_v] - tl_ld19_1.x[tl_v]));
+            const int i_1 = tl_base9 + tl_v;
+            tl_st9.x[tl_v] = exp2f((tl_ld9_0.x[tl_v] - tl_ld9_1.x[tl_v]));
           }
-          *(tl::vec<float, 4>*)(&rescale[tl_base19]) = tl_st19;
+          *(tl::vec<float, 4>*)(&rescale[tl_base9]) = tl_st9;
         }
       }
       __syncthreads();
       // T.Parallel[64, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_s20 = 0; tl_s20 < 32; tl_s20 += 1) {
-        int tl_i20, tl_j20;
-        tl::acc_coord<64, 64, 2, 2>(tl_s20, tl_i20, tl_j20);
+      for (int tl_s10 = 0; tl_s10 < 32; tl_s10 += 1) {
+        int tl_i10, tl_j10;
+        tl::acc_coord<64, 64, 2, 2>(tl_s10, tl_i10, tl_j10);
         {
-          const int i_2 = tl_i20;
-          const int j_1 = tl_j20;
-          acc[tl_s20 + 0] = (acc[tl_s20 + 0] * rescale[i_2]);
+          const int i_2 = tl_i10;
+          const int j_1 = tl_j10;
+          acc[tl_s10 + 0] = (acc[tl_s10 + 0] * rescale[i_2]);
         }
       }
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it21 = 0; tl_it21 < 8; ++tl_it21) {
-        const int tl_flat21 = (tl_it21 * 128 + (int)threadIdx.x) * 4;
-        const int i_3 = tl_flat21 / 64;
-        const int tl_base21 = tl_flat21 % 64;
-        const tl::vec<float, 4> tl_ld21_0 = *(const tl::vec<float, 4>*)(&s_s[((i_3 * 64) + tl_base21)]);
-        tl::vec<float, 4> tl_st21;
+      for (int tl_it11 = 0; tl_it11 < 8; ++tl_it11) {
+        const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 4;
+        const int i_3 = tl_flat11 / 64;
+        const int tl_base11 = tl_flat11 % 64;
+        const tl::vec<float, 4> tl_ld11_0 = *(const tl::vec<float, 4>*)(&s_s[((i_3 * 64) + tl_base11)]);
+        tl::vec<float, 4> tl_st11;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int j_2 = tl_base21 + tl_v;
-          tl_st21.x[tl_v] = exp2f((tl_ld21_0.x[tl_v] - m[i_3]));
+          const int j_2 = tl_base11 + tl_v;
+          tl_st11.x[tl_v] = exp2f((tl_ld11_0.x[tl_v] - m[i_3]));
         }
-        *(tl::vec<float, 4>*)(&s_s[((i_3 * 64) + tl_base21)]) = tl_st21;
+        *(tl::vec<float, 4>*)(&s_s[((i_3 * 64) + tl_base11)]) = tl_st11;
       }
       __syncthreads();
       // T.reduce_sum: 64 outputs of 64 elements
       {
-        const int tl_g22 = (int)threadIdx.x % 32;
-        const int tl_q22 = (int)threadIdx.x / 32;
+        const int tl_g12 = (int)threadIdx.x % 32;
+        const int tl_q12 = (int)threadIdx.x / 32;
         #pragma unroll 1
-        for (int tl_pass22 = 0; tl_pass22 < 16; ++tl_pass22) {
-          const int tl_p22 = tl_q22 < 4 ? tl_pass22 * 4 + tl_q22 : 64;
-          float tl_acc22 = 0.0f;
-          if (tl_p22 < 64) {
-            for (int tl_l22 = tl_g22; tl_l22 < 64; tl_l22 += 32) tl_acc22 = tl_acc22 + ((float)(s_s[tl_p22 * 64 + tl_l22]));
+        for (int tl_pass12 = 0; tl_pass12 < 16; ++tl_pass12) {
+          const int tl_p12 = tl_q12 < 4 ? tl_pass12 * 4 + tl_q12 : 64;
+          float tl_acc12 = 0.0f;
+          if (tl_p12 < 64) {
+            for (int tl_l12 = tl_g12; tl_l12 < 64; tl_l12 += 32) tl_acc12 = tl_acc12 + ((float)(s_s[tl_p12 * 64 + tl_l12]));
           }
           #pragma unroll
-          for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc22 = tl_acc22 + __shfl_xor_sync(0xffffffffu, tl_acc22, tl_o);
-          if (tl_g22 == 0 && tl_p22 < 64) {
-            row_sum[tl_p22] = tl_acc22;
+          for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc12 = tl_acc12 + __shfl_xor_sync(0xffffffffu, tl_acc12, tl_o);
+          if (tl_g12 == 0 && tl_p12 < 64) {
+            row_sum[tl_p12] = tl_acc12;
           }
         }
       }
       __syncthreads();
       // T.Parallel[64]: 64 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it23 = 0; tl_it23 < 1; ++tl_it23) {
-        const int tl_flat23 = (tl_it23 * 128 + (int)threadIdx.x) * 4;
-        if (tl_flat23 < 64) {
-          const int tl_base23 = tl_flat23;
-          const tl::vec<float, 4> tl_ld23_0 = *(const tl::vec<float, 4>*)(&l[tl_base23]);
-          const tl::vec<float, 4> tl_ld23_1 = *(const tl::vec<float, 4>*)(&rescale[tl_base23]);
-          const tl::vec<float, 4> tl_ld23_2 = *(const tl::vec<float, 4>*)(&row_sum[tl_base23]);
-          tl::vec<float, 4> tl_st23;
+      for (int tl_it13 = 0; tl_it13 < 1; ++tl_it13) {
+        const int tl_flat13 = (tl_it13 * 128 + (int)threadIdx.x) * 4;
+        if (tl_flat13 < 64) {
+          const int tl_base13 = tl_flat13;
+          const tl::vec<float, 4> tl_ld13_0 = *(const tl::vec<float, 4>*)(&l[tl_base13]);
+          const tl::vec<float, 4> tl_ld13_1 = *(const tl::vec<float, 4>*)(&rescale[tl_base13]);
+          const tl::vec<float, 4> tl_ld13_2 = *(const tl::vec<float, 4>*)(&row_sum[tl_base13]);
+          tl::vec<float, 4> tl_st13;
           #pragma unroll
           for (int tl_v = 0; tl_v < 4; ++tl_v) {
-            const int i_4 = tl_base23 + tl_v;
-            tl_st23.x[tl_v] = ((tl_ld23_0.x[tl_v] * tl_ld23_1.x[tl_v]) + tl_ld23_2.x[tl_v]);
+            const int i_4 = tl_base13 + tl_v;
+            tl_st13.x[tl_v] = ((tl_ld13_0.x[tl_v] * tl_ld13_1.x[tl_v]) + tl_ld13_2.x[tl_v]);
           }
-          *(tl::vec<float, 4>*)(&l[tl_base23]) = tl_st23;
+          *(tl::vec<float, 4>*)(&l[tl_base13]) = tl_st13;
         }
       }
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it24 = 0; tl_it24 < 8; ++tl_it24) {
-        const int tl_flat24 = (tl_it24 * 128 + (int)threadIdx.x) * 4;
-        const int i_15 = tl_flat24 / 64;
-        const int tl_base24 = tl_flat24 % 64;
-        const tl::vec<float, 4> tl_ld24_0 = *(const tl::vec<float, 4>*)(&s_s[((i_15 * 64) + tl_base24)]);
-        tl::vec<half, 4> tl_st24;
+      for (int tl_it14 = 0; tl_it14 < 8; ++tl_it14) {
+        const int tl_flat14 = (tl_it14 * 128 + (int)threadIdx.x) * 4;
+        const int i_12 = tl_flat14 / 64;
+        const int tl_base14 = tl_flat14 % 64;
+        const tl::vec<float, 4> tl_ld14_0 = *(const tl::vec<float, 4>*)(&s_s[((i_12 * 64) + tl_base14)]);
+        tl::vec<half, 4> tl_st14;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int j_10 = tl_base24 + tl_v;
-          tl_st24.x[tl_v] = ((half)((float)(tl_ld24_0.x[tl_v])));
+          const int j_7 = tl_base14 + tl_v;
+          tl_st14.x[tl_v] = ((half)((float)(tl_ld14_0.x[tl_v])));
         }
-        *(tl::vec<half, 4>*)(&p_s[tl::smem_offset<64, 64>(i_15, tl_base24)]) = tl_st24;
+        *(tl::vec<half, 4>*)(&p_s[tl::smem_offset<64, 64>(i_12, tl_base14)]) = tl_st14;
       }
       __syncthreads();
-      tl::gemm_ss<half, float, 64, 64, 64, 2, 2, false, false>(p_s, v_s + tl_stage_c5 * 4096, acc);
+      tl::gemm_ss<half, float, 64, 64, 64, 2, 2, false, false>(p_s, v_s + tl_stage_c3 * 4096, acc);
     }
     tl::cp_async_wait<0>();
     __syncthreads();
   }
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s25 = 0; tl_s25 < 32; tl_s25 += 1) {
-    int tl_i25, tl_j25;
-    tl::acc_coord<64, 64, 2, 2>(tl_s25, tl_i25, tl_j25);
+  for (int tl_s15 = 0; tl_s15 < 32; tl_s15 += 1) {
+    int tl_i15, tl_j15;
+    tl::acc_coord<64, 64, 2, 2>(tl_s15, tl_i15, tl_j15);
     {
-      const int i_5 = tl_i25;
-      const int j_3 = tl_j25;
-      acc[tl_s25 + 0] = (acc[tl_s25 + 0] / l[i_5]);
+      const int i_5 = tl_i15;
+      const int j_3 = tl_j15;
+      acc[tl_s15 + 0] = (acc[tl_s15 + 0] / l[i_5]);
     }
   }
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s26 = 0; tl_s26 < 32; tl_s26 += 2) {
-    int tl_i26, tl_j26;
-    tl::acc_coord<64, 64, 2, 2>(tl_s26, tl_i26, tl_j26);
-    bool tl_ok26 = true;
+  for (int tl_s16 = 0; tl_s16 < 32; tl_s16 += 2) {
+    int tl_i16, tl_j16;
+    tl::acc_coord<64, 64, 2, 2>(tl_s16, tl_i16, tl_j16);
+    bool tl_ok16 = true;
     {
-      const int i_16 = tl_i26;
-      const int j_11 = tl_j26 + 1;
-      tl_ok26 = (((bx * 64) + i_16) < S);
+      const int i_13 = tl_i16;
+      const int j_8 = tl_j16 + 1;
+      tl_ok16 = (((bx * 64) + i_13) < S);
     }
-    if (tl_ok26) {
-      tl::vec<half, 2> tl_pair26;
+    if (tl_ok16) {
+      tl::vec<half, 2> tl_pair16;
       {
-        const int i_16 = tl_i26;
-        const int j_11 = tl_j26;
-        tl_pair26.x[0] = ((half)((float)(acc[tl_s26 + 0])));
+        const int i_13 = tl_i16;
+        const int j_8 = tl_j16;
+        tl_pair16.x[0] = ((half)((float)(acc[tl_s16 + 0])));
       }
       {
-        const int i_16 = tl_i26;
-        const int j_11 = tl_j26 + 1;
-        tl_pair26.x[1] = ((half)((float)(acc[tl_s26 + 1])));
+        const int i_13 = tl_i16;
+        const int j_8 = tl_j16 + 1;
+        tl_pair16.x[1] = ((half)((float)(acc[tl_s16 + 1])));
       }
       {
-        const int i_16 = tl_i26;
-        const int j_11 = tl_j26;
-        *(tl::vec<half, 2>*)(&o[((((bh * S) + ((bx * 64) + i_16)) * 64) + j_11)]) = tl_pair26;
+        const int i_13 = tl_i16;
+        const int j_8 = tl_j16;
+        *(tl::vec<half, 2>*)(&o[((((bh * S) + ((bx * 64) + i_13)) * 64) + j_8)]) = tl_pair16;
       }
     } else {
       {
-        const int i_16 = tl_i26;
-        const int j_11 = tl_j26;
-        if ((((bx * 64) + i_16) < S)) {
-          o[((((bh * S) + ((bx * 64) + i_16)) * 64) + j_11)] = ((half)((float)(acc[tl_s26 + 0])));
+        const int i_13 = tl_i16;
+        const int j_8 = tl_j16;
+        if ((((bx * 64) + i_13) < S)) {
+          o[((((bh * S) + ((bx * 64) + i_13)) * 64) + j_8)] = ((half)((float)(acc[tl_s16 + 0])));
         }
       }
       {
-        const int i_16 = tl_i26;
-        const int j_11 = tl_j26 + 1;
-        if ((((bx * 64) + i_16) < S)) {
-          o[((((bh * S) + ((bx * 64) + i_16)) * 64) + j_11)] = ((half)((float)(acc[tl_s26 + 1])));
+        const int i_13 = tl_i16;
+        const int j_8 = tl_j16 + 1;
+        if ((((bx * 64) + i_13) < S)) {
+          o[((((bh * S) + ((bx * 64) + i_13)) * 64) + j_8)] = ((half)((float)(acc[tl_s16 + 1])));
         }
       }
     }
