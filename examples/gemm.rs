@@ -111,21 +111,6 @@ pub fn gemm_tn_f16(a: Tensor<f16, (K, M)>, b: Tensor<f16, (K, N)>, c: TensorMut<
     );
 }
 
-/// `A · B` in f64 on the host; `at` and `bt` say whether A is `[K, M]` and B
-/// is `[N, K]`.
-fn reference(a: &[f64], b: &[f64], m: usize, n: usize, k: usize, at: bool, bt: bool) -> Vec<f64> {
-    let mut c = vec![0f64; m * n];
-    for i in 0..m {
-        for p in 0..k {
-            let x = if at { a[p * m + i] } else { a[i * k + p] };
-            for j in 0..n {
-                c[i * n + j] += x * if bt { b[j * k + p] } else { b[p * n + j] };
-            }
-        }
-    }
-    c
-}
-
 /// A GEMM launcher `c = a · b`.
 pub type Launch<E> = fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), tile::Error>;
 
@@ -148,7 +133,7 @@ fn check_one<E: Element>(
     let host = |t: &Tensor<E>| -> Result<Vec<f64>, tile::Error> {
         Ok(t.to_vec()?.iter().map(|x| x.to_f64()).collect())
     };
-    let want = reference(&host(&a)?, &host(&b)?, m, n, k, at, bt);
+    let want = tile::testing::matmul_ref(&host(&a)?, &host(&b)?, (m, n, k), at, bt);
     let report = tile::testing::assert_allclose(&c.to_vec()?, &want, 5e-2, 2e-2)
         .map_err(|e| format!("{name}: {e}"))?;
     Ok(format!(

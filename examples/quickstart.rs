@@ -44,16 +44,10 @@ pub fn run(
     gemm_relu(&a, &b, &mut c)?;
     dev.synchronize()?;
     let el = t.elapsed();
-    let (av, bv) = (a.to_vec()?, b.to_vec()?);
-    let mut want = vec![0f64; m * n];
-    for i in 0..m {
-        for p in 0..k {
-            let x = av[i * k + p].to_f64();
-            for j in 0..n {
-                want[i * n + j] += x * bv[p * n + j].to_f64();
-            }
-        }
-    }
+    let host = |t: &Tensor<f16>| -> Result<Vec<f64>, tile::Error> {
+        Ok(t.to_vec()?.iter().map(|x| x.to_f64()).collect())
+    };
+    let mut want = tile::testing::matmul_ref(&host(&a)?, &host(&b)?, (m, n, k), false, false);
     want.iter_mut().for_each(|w| *w = w.max(0.0));
     let report = tile::testing::assert_allclose(&c.to_vec()?, &want, 2e-2, 2e-2)?;
     Ok(format!(

@@ -301,17 +301,7 @@ pub fn gemm_nt_f32(a: Tensor<f32, (M, K)>, b: Tensor<f32, (N, K)>, c: TensorMut<
 
 /// `C = A · B` in f64 (`a` is `[m, k]`, `b` is `[k, n]`, or `[n, k]` when `b_t`).
 fn matmul_ref(a: &[f64], b: &[f64], m: usize, n: usize, k: usize, b_t: bool) -> Vec<f64> {
-    let mut c = vec![0f64; m * n];
-    for i in 0..m {
-        for p in 0..k {
-            let x = a[i * k + p];
-            for j in 0..n {
-                let y = if b_t { b[j * k + p] } else { b[p * n + j] };
-                c[i * n + j] += x * y;
-            }
-        }
-    }
-    c
+    tile::testing::matmul_ref(a, b, (m, n, k), false, b_t)
 }
 
 const GEMM_SIZES: &[(usize, usize, usize)] = &[

@@ -50,6 +50,9 @@ use crate::tensor::{Storage, StorageGuard, Tensor};
 /// Launches of up to this many buffers (and dynamic dims) need no heap allocation.
 const INLINE: usize = 8;
 
+/// CUDA's largest grid extent per axis (x, y, z).
+const CUDA_GRID_LIMITS: [i64; 3] = [i32::MAX as i64, 65535, 65535];
+
 /// A code generation target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target {
@@ -467,7 +470,7 @@ fn eval_grid(spec: &KernelSpec, device: Device, dims: &[i64]) -> Result<[i64; 3]
         if v < 0 {
             return Err(err(format!("extent {v} is negative")));
         }
-        let limit = if axis == 0 { i32::MAX as i64 } else { 65535 };
+        let limit = CUDA_GRID_LIMITS[axis];
         if device.is_cuda() && v > limit {
             return Err(err(format!("extent {v} exceeds the CUDA limit {limit}")));
         }

@@ -96,6 +96,28 @@ pub struct Report {
     pub max_rel: f64,
 }
 
+/// `C = A · B` in `f64` on the host (row-major `m × n`), the reference of GEMM kernels.
+/// `a` is `[m, k]`, or `[k, m]` when `trans_a`; `b` is `[k, n]`, or `[n, k]` when
+/// `trans_b`.
+pub fn matmul_ref(
+    a: &[f64],
+    b: &[f64],
+    (m, n, k): (usize, usize, usize),
+    trans_a: bool,
+    trans_b: bool,
+) -> Vec<f64> {
+    let mut c = vec![0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = if trans_a { a[p * m + i] } else { a[i * k + p] };
+            for j in 0..n {
+                c[i * n + j] += x * if trans_b { b[j * k + p] } else { b[p * n + j] };
+            }
+        }
+    }
+    c
+}
+
 /// Checks `|actual - expected| <= atol + rtol * |expected|` element-wise. Infinities must
 /// match exactly; a NaN in `actual` always fails (even against a NaN reference), so a
 /// kernel cannot hide a NaN. The error names the first bad index.
@@ -155,6 +177,17 @@ pub fn assert_allclose<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn matmul_reference_and_its_transposes() {
+        // A = [[1, 2, 3], [4, 5, 6]] (2 x 3), B = [[1, 0], [0, 1], [1, 1]] (3 x 2).
+        let (a, b) = ([1., 2., 3., 4., 5., 6.], [1., 0., 0., 1., 1., 1.]);
+        let want = vec![4., 5., 10., 11.];
+        assert_eq!(matmul_ref(&a, &b, (2, 2, 3), false, false), want);
+        let a_t = [1., 4., 2., 5., 3., 6.];
+        let b_t = [1., 0., 1., 0., 1., 1.];
+        assert_eq!(matmul_ref(&a_t, &b_t, (2, 2, 3), true, true), want);
+    }
 
     #[test]
     fn deterministic_and_in_range() {

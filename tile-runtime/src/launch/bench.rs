@@ -18,63 +18,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use super::*;
-use crate::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, ParamSpec};
-
-static N_DIM: GridExpr = GridExpr::Dim(0);
-static BLOCK: GridExpr = GridExpr::Const(256);
-static BLOCKS: GridExpr = GridExpr::CeilDiv(&N_DIM, &BLOCK);
-static ONE: GridExpr = GridExpr::Const(1);
-const N: DimSpec = DimSpec::Dyn(0);
-
-/// The shape of `examples/launch_overhead.rs`: `tiny_add(a, b, mut c)` over f32[N].
-static TINY_ADD: KernelSpec = KernelSpec {
-    name: "tiny_add",
-    params: &[
-        ParamSpec {
-            name: "a",
-            dtype: DType::F32,
-            shape: &[N],
-            output: false,
-            align: 16,
-        },
-        ParamSpec {
-            name: "b",
-            dtype: DType::F32,
-            shape: &[N],
-            output: false,
-            align: 16,
-        },
-        ParamSpec {
-            name: "c",
-            dtype: DType::F32,
-            shape: &[N],
-            output: true,
-            align: 16,
-        },
-    ],
-    dims: &["N"],
-    grid: [&BLOCKS, &ONE, &ONE],
-    threads: 128,
-    ir: "",
-    cpu: CpuKernel {
-        key: "0000",
-        symbol: "none",
-        source: "",
-        aot: None,
-    },
-    cuda: CudaKernel {
-        key: "0000",
-        entry: "none",
-        source: "",
-        cubins: &[],
-        shared_bytes: 0,
-    },
-};
-
 /// What `launch_dims` and `launch_cuda` do for a warm launch, up to the driver call.
 #[inline(never)]
 fn host_path(a: &Tensor<f32>, b: &Tensor<f32>, c: &mut Tensor<f32>) -> Result<()> {
-    let spec = &TINY_ADD;
+    // The shape of `examples/launch_overhead.rs`: `tiny_add(a, b, mut c)` over f32[N].
+    let spec = &super::tests::VECADD;
     let cfg = Config::get();
     let args = [ArgRef::input(a), ArgRef::input(b), ArgRef::output(c)];
     let mut dims = [0i64; INLINE];

@@ -124,6 +124,20 @@ fn case(n: usize, seed: u64, dev: Device) -> Result<Case> {
 
 /// Launches as a generated launcher does ([`launch`]): the warm path where it applies,
 /// else the general path, here with the test's config.
+fn launch_as_generated(
+    cfg: &Config,
+    spec: &'static KernelSpec,
+    slot: &KernelSlot,
+    stream: Option<&Stream>,
+    args: &[ArgRef<'_>],
+) -> Result<()> {
+    match super::warm::try_cuda(spec, slot, stream, args) {
+        Some(done) => done,
+        None => launch_with(cfg, spec, slot, stream, args),
+    }
+}
+
+/// `c = a + b` for case `k`, launched as a generated launcher does.
 fn run(
     cfg: &Config,
     spec: &'static KernelSpec,
@@ -136,10 +150,7 @@ fn run(
         ArgRef::input(&k.b),
         ArgRef::output(&mut k.c),
     ];
-    match super::warm::try_cuda(spec, slot, stream, &args) {
-        Some(done) => done,
-        None => launch_with(cfg, spec, slot, stream, &args),
-    }
+    launch_as_generated(cfg, spec, slot, stream, &args)
 }
 
 fn assert_result(k: &Case) -> Result<()> {
@@ -646,19 +657,13 @@ fn gpu_threads_share_a_buffer_across_streams() -> Result<()> {
                             ArgRef::input(b),
                             ArgRef::output(&mut mine),
                         ];
-                        match super::warm::try_cuda(&VECADD_JIT, slot, Some(&stream), &args) {
-                            Some(r) => r?,
-                            None => launch_with(cfg, &VECADD_JIT, slot, Some(&stream), &args)?,
-                        }
+                        launch_as_generated(cfg, &VECADD_JIT, slot, Some(&stream), &args)?;
                         let args = [
                             ArgRef::input(&mine),
                             ArgRef::input(a),
                             ArgRef::output(&mut out),
                         ];
-                        match super::warm::try_cuda(&VECADD_JIT, slot, Some(&stream), &args) {
-                            Some(r) => r?,
-                            None => launch_with(cfg, &VECADD_JIT, slot, Some(&stream), &args)?,
-                        }
+                        launch_as_generated(cfg, &VECADD_JIT, slot, Some(&stream), &args)?;
                     }
                     Ok(out)
                 })

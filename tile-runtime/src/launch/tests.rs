@@ -90,7 +90,7 @@ const fn vecadd_spec(
     }
 }
 
-static VECADD: KernelSpec = vecadd_spec(
+pub(super) static VECADD: KernelSpec = vecadd_spec(
     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
     VECADD_C,
     None,

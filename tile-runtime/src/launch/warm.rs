@@ -82,9 +82,9 @@ pub(super) fn order_and_enqueue(
 #[inline(always)]
 pub(super) fn grid(spec: &KernelSpec, dims: &[i64]) -> Option<[u32; 3]> {
     Some([
-        extent(spec.grid[0], dims, i32::MAX as i64)?,
-        extent(spec.grid[1], dims, 65535)?,
-        extent(spec.grid[2], dims, 65535)?,
+        extent(spec.grid[0], dims, CUDA_GRID_LIMITS[0])?,
+        extent(spec.grid[1], dims, CUDA_GRID_LIMITS[1])?,
+        extent(spec.grid[2], dims, CUDA_GRID_LIMITS[2])?,
     ])
 }
 
