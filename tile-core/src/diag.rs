@@ -55,6 +55,14 @@ impl Diagnostic {
     }
 }
 
+impl Diagnostic {
+    /// An error at a statement's source position (the call site when the
+    /// statement has none, e.g. IR read back from text).
+    pub fn at(loc: crate::ir::Loc, message: impl Into<String>) -> Self {
+        Diagnostic::new(loc.0.unwrap_or_else(SpanRange::call_site), message)
+    }
+}
+
 impl std::fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)

@@ -130,7 +130,9 @@ impl Verifier<'_> {
                     return self.fail(format!("bad assignment to `{}`", self.f.var(*var).name));
                 }
             }
-            Stmt::Store { buf, idx, value } => {
+            Stmt::Store {
+                buf, idx, value, ..
+            } => {
                 let b = self.buf(*buf)?;
                 if b.shape.len() != idx.len() || b.dtype != value.dtype() {
                     return self.fail(format!("store to `{}` has the wrong rank or dtype", b.name));
@@ -155,7 +157,9 @@ impl Verifier<'_> {
                     self.defined.remove(var);
                 }
             }
-            Stmt::If { cond, then, els } => {
+            Stmt::If {
+                cond, then, els, ..
+            } => {
                 self.expr(cond)?;
                 if cond.dtype() != DType::Bool {
                     return self.fail("if condition is not bool".into());
@@ -165,7 +169,7 @@ impl Verifier<'_> {
                     self.stmt(e)?;
                 }
             }
-            Stmt::Alloc { buf } => {
+            Stmt::Alloc { buf, .. } => {
                 let b = self.f.buf(*buf);
                 if b.scope == Scope::Global || b.const_shape().is_none() {
                     return self.fail(format!(
@@ -175,7 +179,7 @@ impl Verifier<'_> {
                 }
                 self.allocated.insert(*buf);
             }
-            Stmt::Copy { src, dst } | Stmt::AtomicAddTile { src, dst } => {
+            Stmt::Copy { src, dst, .. } | Stmt::AtomicAddTile { src, dst, .. } => {
                 for r in [src, dst] {
                     let b = self.buf(r.buf)?;
                     if r.origin.len() != b.shape.len() || r.extent.len() != b.shape.len() {
@@ -187,7 +191,7 @@ impl Verifier<'_> {
                     }
                 }
             }
-            Stmt::Fill { dst, value } => {
+            Stmt::Fill { dst, value, .. } => {
                 self.buf(dst.buf)?;
                 self.expr(value)?;
             }
@@ -217,7 +221,9 @@ impl Verifier<'_> {
                     ));
                 }
             }
-            Stmt::AtomicAdd { buf, idx, value } => {
+            Stmt::AtomicAdd {
+                buf, idx, value, ..
+            } => {
                 let b = self.buf(*buf)?;
                 if b.shape.len() != idx.len() || b.dtype != value.dtype() {
                     return self.fail(format!(

@@ -226,7 +226,9 @@ impl Writer<'_> {
                 let e = self.expr(value)?;
                 self.line(&format!("{} = {e};", ident(&f.var(*var).name)));
             }
-            Stmt::Store { buf, idx, value } => {
+            Stmt::Store {
+                buf, idx, value, ..
+            } => {
                 let b = f.buf(*buf);
                 let off = self.offset(*buf, idx)?;
                 let mut v = self.expr(value)?;
@@ -243,6 +245,7 @@ impl Writer<'_> {
                 extent,
                 kind,
                 body,
+                ..
             } => {
                 let n = ident(&f.var(*var).name);
                 let s0 = self.expr(start)?;
@@ -265,7 +268,9 @@ impl Writer<'_> {
                 self.depth -= 1;
                 self.line("}");
             }
-            Stmt::If { cond, then, els } => {
+            Stmt::If {
+                cond, then, els, ..
+            } => {
                 let c = self.expr(cond)?;
                 self.line(&format!("if ({c}) {{"));
                 self.depth += 1;
@@ -279,14 +284,16 @@ impl Writer<'_> {
                 }
                 self.line("}");
             }
-            Stmt::Alloc { buf } => {
+            Stmt::Alloc { buf, .. } => {
                 let b = f.buf(*buf);
                 let n: i64 = b.const_shape().unwrap_or_default().iter().product();
                 let t = mem_type(b.dtype)?;
                 self.line(&format!("{t} {}[{n}];", ident(&b.name)));
             }
             Stmt::Barrier => {}
-            Stmt::AtomicAdd { buf, idx, value } => {
+            Stmt::AtomicAdd {
+                buf, idx, value, ..
+            } => {
                 let b = f.buf(*buf);
                 let p = format!("&{}[{}]", ident(&b.name), self.offset(*buf, idx)?);
                 let v = self.expr(value)?;
@@ -298,7 +305,7 @@ impl Writer<'_> {
                     _ => format!("__atomic_fetch_add({p}, {v}, __ATOMIC_RELAXED);"),
                 });
             }
-            Stmt::Print { label, value } => {
+            Stmt::Print { label, value, .. } => {
                 let v = self.expr(value)?;
                 let (fmt, arg) = if value.dtype().is_float() {
                     ("%g", format!("(double)({v})"))

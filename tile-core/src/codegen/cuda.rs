@@ -271,7 +271,7 @@ pub(crate) fn plan_pipelines(f: &PrimFunc) -> (HashMap<VarId, (i64, usize)>, Has
             st.visit_exprs(&mut |e| n += matches!(e, Expr::Load(x, _, _) if *x == b) as usize);
             st.visit(&mut |x| match x {
                 Stmt::Store { buf, .. } => n += (*buf == b) as usize,
-                Stmt::Copy { src, dst } => n += (src.buf == b || dst.buf == b) as usize,
+                Stmt::Copy { src, dst, .. } => n += (src.buf == b || dst.buf == b) as usize,
                 Stmt::Gemm(g) => n += (g.a == b || g.b == b) as usize,
                 Stmt::Reduce(r) => n += (r.src == b || r.dst == b) as usize,
                 _ => {}
@@ -389,7 +389,7 @@ impl TileCopy {
     /// The tile copy `s` is, if it is one (every `T::copy` that reaches this
     /// backend is).
     fn of(s: &Stmt) -> Option<TileCopy> {
-        let Stmt::Copy { src, dst } = s else {
+        let Stmt::Copy { src, dst, .. } = s else {
             return None;
         };
         let [lead @ .., r0, c0] = &src.origin[..] else {
@@ -665,7 +665,9 @@ impl Writer<'_> {
                 let e = self.expr(value)?;
                 self.line(&format!("{} = {e};", ident(&f.var(*var).name)));
             }
-            Stmt::Store { buf, idx, value } => {
+            Stmt::Store {
+                buf, idx, value, ..
+            } => {
                 let v = self.expr(value)?;
                 if let Some((b, i, name)) = self.lane.as_ref().and_then(|l| l.vstore.clone()) {
                     if b == *buf && &i == idx {
@@ -682,6 +684,7 @@ impl Writer<'_> {
                 extent,
                 kind,
                 body,
+                ..
             } => {
                 if *kind == ForKind::Parallel {
                     return Err(err(format!(
@@ -706,7 +709,9 @@ impl Writer<'_> {
                 self.depth -= 1;
                 self.line("}");
             }
-            Stmt::If { cond, then, els } => {
+            Stmt::If {
+                cond, then, els, ..
+            } => {
                 let c = self.expr(cond)?;
                 self.line(&format!("if ({c}) {{"));
                 self.depth += 1;
@@ -720,7 +725,7 @@ impl Writer<'_> {
                 }
                 self.line("}");
             }
-            Stmt::Alloc { buf } => {
+            Stmt::Alloc { buf, .. } => {
                 let b = f.buf(*buf);
                 let n: i64 = b.const_shape().unwrap_or_default().iter().product();
                 let t = ty(b.dtype)?;
@@ -781,7 +786,9 @@ impl Writer<'_> {
                 }
             }
             Stmt::Barrier => self.line("__syncthreads();"),
-            Stmt::AtomicAdd { buf, idx, value } => {
+            Stmt::AtomicAdd {
+                buf, idx, value, ..
+            } => {
                 let b = f.buf(*buf);
                 let target = self.access(*buf, idx)?;
                 let v = self.expr(value)?;
@@ -807,7 +814,7 @@ impl Writer<'_> {
                 };
                 self.line(&call);
             }
-            Stmt::Print { label, value } => {
+            Stmt::Print { label, value, .. } => {
                 let v = self.expr(value)?;
                 let (fmt, arg) = if value.dtype().is_float() {
                     ("%g", format!("(double)((float)({v}))"))
@@ -939,8 +946,9 @@ impl Writer<'_> {
         let mut vloads = Vec::new();
         let mut vstore = None;
         if simple {
-            if let Some(Stmt::Store { buf, idx, value }) =
-                items.iter().find(|s| matches!(s, Stmt::Store { .. }))
+            if let Some(Stmt::Store {
+                buf, idx, value, ..
+            }) = items.iter().find(|s| matches!(s, Stmt::Store { .. }))
             {
                 if vec_ok(*buf, idx) {
                     vstore = Some((*buf, idx.clone(), format!("tl_st{k}.x[tl_v]")));
@@ -1509,7 +1517,10 @@ impl Writer<'_> {
         let r = match pair {
             None => scoped(self, 0, &|w| w.stmt(n.body)),
             Some((cond, store, dims)) => (|| {
-                let Stmt::Store { buf, idx, value } = store else {
+                let Stmt::Store {
+                    buf, idx, value, ..
+                } = store
+                else {
                     unreachable!()
                 };
                 let t = ty(f.buf(buf).dtype)?;
@@ -1577,6 +1588,7 @@ impl Writer<'_> {
                 cond,
                 then,
                 els: None,
+                ..
             }] => match &**then {
                 Stmt::Seq(v) if v.len() == 1 => (Some(cond.clone()), v[0].clone()),
                 s => (Some(cond.clone()), s.clone()),

@@ -58,6 +58,9 @@ pub(crate) struct Ctx {
     pub parallel_depth: usize,
     /// Each `T::parallel` nest's header, for diagnostics about the whole nest.
     pub nests: layout_conflicts::NestSpans,
+    /// The user statement being lowered: every IR statement made from it
+    /// carries it, so that later passes report errors there.
+    pub loc: Loc,
 }
 
 impl Ctx {
@@ -103,6 +106,7 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, 
         diags: Vec::new(),
         parallel_depth: 0,
         nests: HashMap::new(),
+        loc: Loc::NONE,
     };
     parse_attr(&mut cx, attr);
     let params = parse_signature(&mut cx, &item.sig);

@@ -18,6 +18,12 @@ pub fn lower_block(cx: &mut Ctx, b: &syn::Block) -> Vec<Stmt> {
 }
 
 fn lower_stmt(cx: &mut Ctx, s: &syn::Stmt, out: &mut Vec<Stmt>) {
+    let outer = std::mem::replace(&mut cx.loc, range(s).into());
+    lower_stmt_at(cx, s, out);
+    cx.loc = outer;
+}
+
+fn lower_stmt_at(cx: &mut Ctx, s: &syn::Stmt, out: &mut Vec<Stmt>) {
     match s {
         syn::Stmt::Local(l) => local(cx, l, out),
         syn::Stmt::Expr(e, _) => stmt_expr(cx, e, out),
@@ -89,7 +95,10 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
             }
             if let Some(scope) = scope {
                 if let Some(b) = alloc(cx, c, &name, scope) {
-                    out.push(Stmt::Alloc { buf: b });
+                    out.push(Stmt::Alloc {
+                        loc: cx.loc,
+                        buf: b,
+                    });
                     cx.bind(&name, Sym::Buf(b));
                 }
                 return;
@@ -236,6 +245,7 @@ fn if_stmt(cx: &mut Ctx, i: &syn::ExprIf) -> Stmt {
         })
     });
     Stmt::If {
+        loc: cx.loc,
         cond,
         then: Box::new(then),
         els,
@@ -282,7 +292,12 @@ fn assign(
                 dtype,
                 &format!("buffer `{bname}`"),
             );
-            out.push(Stmt::Store { buf: b, idx, value });
+            out.push(Stmt::Store {
+                loc: cx.loc,
+                buf: b,
+                idx,
+                value,
+            });
         }
         syn::Expr::Path(p) if p.path.get_ident().is_some() => {
             let n = p
@@ -432,6 +447,7 @@ fn persistent(
     body.extend(lower_block(cx, &f.body));
     cx.pop();
     out.push(Stmt::For {
+        loc: cx.loc,
         var: w,
         start: Expr::int(0),
         extent: count,
@@ -659,6 +675,7 @@ fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
     let mut s = Stmt::Seq(body);
     for (v, (start, ext)) in vars.into_iter().zip(ranges).rev() {
         s = Stmt::For {
+            loc: cx.loc,
             var: v,
             start: start.cast(DType::I32),
             extent: ext.cast(DType::I32),
@@ -808,6 +825,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
             };
             let origin = vec![Expr::int(0); b.shape.len()];
             out.push(Stmt::Fill {
+                loc: cx.loc,
                 dst: Region {
                     buf: r.buf,
                     origin,
@@ -823,6 +841,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
             let bufs: Vec<Option<BufId>> =
                 args[..3].iter().map(|a| expr::buffer_ref(cx, a)).collect();
             let mut g = Gemm {
+                loc: cx.loc,
                 a: BufId(0),
                 b: BufId(0),
                 c: BufId(0),
@@ -1080,7 +1099,11 @@ fn copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Option<Stmt
     };
     let s = make(cx, src, &sb)?;
     let d = make(cx, dst, &db)?;
-    Some(Stmt::Copy { src: s, dst: d })
+    Some(Stmt::Copy {
+        loc: cx.loc,
+        src: s,
+        dst: d,
+    })
 }
 
 /// Positional arguments and `name = value` keyword arguments of a call.
@@ -1207,6 +1230,7 @@ fn reduce(cx: &mut Ctx, c: &syn::ExprCall, f: &str) -> Option<Reduce> {
         _ => ReduceOp::AbsSum,
     };
     Some(Reduce {
+        loc: cx.loc,
         src,
         dst,
         dim: d as usize,
@@ -1289,6 +1313,7 @@ fn cumsum(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
     };
     let load = Expr::Load(src, idx.clone(), sb.dtype).cast(t);
     let scan = Stmt::For {
+        loc: cx.loc,
         var: k,
         start: Expr::int(0),
         extent: Expr::int(len),
@@ -1299,6 +1324,7 @@ fn cumsum(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
                 value: Expr::add(Expr::Var(acc, t), load),
             },
             Stmt::Store {
+                loc: cx.loc,
                 buf: dst,
                 idx,
                 value: Expr::Var(acc, t),
@@ -1315,6 +1341,7 @@ fn cumsum(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
     out.push(match outer {
         None => body,
         Some(o) => Stmt::For {
+            loc: cx.loc,
             var: o,
             start: Expr::int(0),
             extent: Expr::int(ss[1 - dim as usize]),
@@ -1370,7 +1397,12 @@ fn atomic_add(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
         let t = cx.f.buf(b).dtype;
         let name = cx.f.buf(b).name.clone();
         let value = expr::convert_for_store(cx, range(args[1]), v, t, &format!("buffer `{name}`"));
-        out.push(Stmt::AtomicAdd { buf: b, idx, value });
+        out.push(Stmt::AtomicAdd {
+            loc: cx.loc,
+            buf: b,
+            idx,
+            value,
+        });
         return;
     }
     let (Some(dst), Some(src)) = (region_ref(cx, args[0]), region_ref(cx, args[1])) else {
@@ -1379,8 +1411,12 @@ fn atomic_add(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
     if !writable(cx, dst.buf, args[0]) {
         return;
     }
-    if let Some(Stmt::Copy { src, dst }) = copy(cx, src, dst, range(c)) {
-        out.push(Stmt::AtomicAddTile { src, dst });
+    if let Some(Stmt::Copy { src, dst, .. }) = copy(cx, src, dst, range(c)) {
+        out.push(Stmt::AtomicAddTile {
+            loc: cx.loc,
+            src,
+            dst,
+        });
     }
 }
 
@@ -1419,11 +1455,13 @@ fn print(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
             let idx: Vec<Expr> = vars.iter().map(|&v| Expr::Var(v, DType::I32)).collect();
             let name = label.unwrap_or(buf.name.clone());
             let mut s = Stmt::Print {
+                loc: cx.loc,
                 label: name,
                 value: Expr::Load(b, idx, buf.dtype),
             };
             for (v, n) in vars.into_iter().zip(shape).rev() {
                 s = Stmt::For {
+                    loc: cx.loc,
                     var: v,
                     start: Expr::int(0),
                     extent: Expr::int(n),
@@ -1437,7 +1475,11 @@ fn print(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
     }
     let value = expr::lower(cx, args[0]);
     let label = label.unwrap_or_else(|| quote::ToTokens::to_token_stream(args[0]).to_string());
-    out.push(Stmt::Print { label, value });
+    out.push(Stmt::Print {
+        loc: cx.loc,
+        label,
+        value,
+    });
 }
 
 /// `T::annotate_layout(buf, T::swizzled)`: store a shared tile of 2-byte

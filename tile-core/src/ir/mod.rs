@@ -533,6 +533,7 @@ impl ReduceOp {
 /// reduces to `[1]`). With `clear == false` the result is combined into `dst`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reduce {
+    pub loc: Loc,
     pub src: BufId,
     pub dst: BufId,
     pub dim: usize,
@@ -542,12 +543,48 @@ pub struct Reduce {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gemm {
+    pub loc: Loc,
     pub a: BufId,
     pub b: BufId,
     pub c: BufId,
     pub trans_a: bool,
     pub trans_b: bool,
     pub clear: bool,
+}
+
+/// Where a statement came from in the user's source, so that an error found
+/// by any pass points at the user's code. Never printed and never hashed (two
+/// statements that differ only in their `Loc` are equal): the cache key must
+/// not change when code moves within a file.
+#[derive(Clone, Copy, Default)]
+pub struct Loc(pub Option<crate::diag::SpanRange>);
+
+impl Loc {
+    /// No source position (statements made by a pass from nothing, or read
+    /// back from IR text).
+    pub const NONE: Loc = Loc(None);
+}
+
+impl PartialEq for Loc {
+    fn eq(&self, _: &Loc) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Loc(..)"
+        } else {
+            "Loc(-)"
+        })
+    }
+}
+
+impl From<crate::diag::SpanRange> for Loc {
+    fn from(r: crate::diag::SpanRange) -> Loc {
+        Loc(Some(r))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -571,6 +608,7 @@ pub enum Stmt {
         buf: BufId,
         idx: Vec<Expr>,
         value: Expr,
+        loc: Loc,
     },
     For {
         var: VarId,
@@ -578,28 +616,34 @@ pub enum Stmt {
         extent: Expr,
         kind: ForKind,
         body: Box<Stmt>,
+        loc: Loc,
     },
     If {
         cond: Expr,
         then: Box<Stmt>,
         els: Option<Box<Stmt>>,
+        loc: Loc,
     },
     /// Declares an on-chip buffer for the rest of the enclosing sequence.
     Alloc {
         buf: BufId,
+        loc: Loc,
     },
     Copy {
         src: Region,
         dst: Region,
+        loc: Loc,
     },
     /// `dst += src` element-wise with atomic adds (`T::atomic_add` of a tile).
     AtomicAddTile {
         src: Region,
         dst: Region,
+        loc: Loc,
     },
     Fill {
         dst: Region,
         value: Expr,
+        loc: Loc,
     },
     Gemm(Gemm),
     /// A reduction of an on-chip tile (lowered to loops for the CPU; a
@@ -610,11 +654,13 @@ pub enum Stmt {
         buf: BufId,
         idx: Vec<Expr>,
         value: Expr,
+        loc: Loc,
     },
     /// Device printf of a scalar by one thread of each block (`T::print`).
     Print {
         label: String,
         value: Expr,
+        loc: Loc,
     },
     /// Block-wide barrier (inserted by passes, CUDA only).
     Barrier,
@@ -640,6 +686,7 @@ impl Stmt {
             extent,
             kind: ForKind::Parallel,
             body,
+            ..
         } = cur
         {
             if start.as_int() != Some(0) {
@@ -653,6 +700,104 @@ impl Stmt {
             vars,
             extents,
             body: cur,
+        })
+    }
+
+    /// Applies `f` to each direct child statement (sequence items, loop and
+    /// branch bodies) and keeps everything else, `loc` included. The one place
+    /// that knows which variants hold statements: passes rewrite trees with
+    /// this and `fold` instead of rebuilding every variant by hand.
+    pub fn map_children(self, f: &mut dyn FnMut(Stmt) -> Stmt) -> Stmt {
+        match self {
+            Stmt::Seq(v) => Stmt::Seq(v.into_iter().map(&mut *f).collect()),
+            Stmt::For {
+                loc,
+                var,
+                start,
+                extent,
+                kind,
+                body,
+            } => Stmt::For {
+                loc,
+                var,
+                start,
+                extent,
+                kind,
+                body: Box::new(f(*body)),
+            },
+            Stmt::If {
+                loc,
+                cond,
+                then,
+                els,
+            } => Stmt::If {
+                loc,
+                cond,
+                then: Box::new(f(*then)),
+                els: els.map(|e| Box::new(f(*e))),
+            },
+            s => s,
+        }
+    }
+
+    /// Rebuilds the tree bottom-up: `f` sees each statement after its
+    /// children were rebuilt, and may replace it.
+    pub fn fold(self, f: &mut dyn FnMut(Stmt) -> Stmt) -> Stmt {
+        let s = self.map_children(&mut |c| c.fold(f));
+        f(s)
+    }
+
+    /// The statement's source position (`Loc::NONE` for `Seq`, `Let`,
+    /// `Local`, `Assign`, `Barrier`).
+    pub fn loc(&self) -> Loc {
+        match self {
+            Stmt::For { loc, .. }
+            | Stmt::If { loc, .. }
+            | Stmt::Alloc { loc, .. }
+            | Stmt::Copy { loc, .. }
+            | Stmt::AtomicAddTile { loc, .. }
+            | Stmt::Fill { loc, .. }
+            | Stmt::Store { loc, .. }
+            | Stmt::AtomicAdd { loc, .. }
+            | Stmt::Print { loc, .. } => *loc,
+            Stmt::Gemm(g) => g.loc,
+            Stmt::Reduce(r) => r.loc,
+            Stmt::Seq(_) | Stmt::Let { .. } | Stmt::Local { .. } | Stmt::Assign { .. } => Loc::NONE,
+            Stmt::Barrier => Loc::NONE,
+        }
+    }
+
+    fn loc_mut(&mut self) -> Option<&mut Loc> {
+        match self {
+            Stmt::For { loc, .. }
+            | Stmt::If { loc, .. }
+            | Stmt::Alloc { loc, .. }
+            | Stmt::Copy { loc, .. }
+            | Stmt::AtomicAddTile { loc, .. }
+            | Stmt::Fill { loc, .. }
+            | Stmt::Store { loc, .. }
+            | Stmt::AtomicAdd { loc, .. }
+            | Stmt::Print { loc, .. } => Some(loc),
+            Stmt::Gemm(g) => Some(&mut g.loc),
+            Stmt::Reduce(r) => Some(&mut r.loc),
+            _ => None,
+        }
+    }
+
+    /// Gives every statement of the tree that has no source position `loc`:
+    /// what a pass does to the statements it makes from one user statement
+    /// (a tile copy lowered to a loop nest reports errors at the copy).
+    pub fn inherit_loc(self, loc: Loc) -> Stmt {
+        if loc.0.is_none() {
+            return self;
+        }
+        self.fold(&mut |mut s| {
+            if let Some(l) = s.loc_mut() {
+                if l.0.is_none() {
+                    *l = loc;
+                }
+            }
+            s
         })
     }
 
@@ -687,12 +832,12 @@ impl Stmt {
                 extent.visit(f);
             }
             Stmt::If { cond, .. } => cond.visit(f),
-            Stmt::Copy { src, dst } | Stmt::AtomicAddTile { src, dst } => {
+            Stmt::Copy { src, dst, .. } | Stmt::AtomicAddTile { src, dst, .. } => {
                 for r in [src, dst] {
                     r.origin.iter().chain(&r.extent).for_each(|e| e.visit(f));
                 }
             }
-            Stmt::Fill { dst, value } => {
+            Stmt::Fill { dst, value, .. } => {
                 dst.origin
                     .iter()
                     .chain(&dst.extent)

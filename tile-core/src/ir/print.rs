@@ -127,7 +127,9 @@ impl Printer<'_> {
                 let t = format!("{} = {}", f.var(*var).name, self.expr(value));
                 self.line(d, &t);
             }
-            Stmt::Store { buf, idx, value } => {
+            Stmt::Store {
+                buf, idx, value, ..
+            } => {
                 let t = format!(
                     "{}[{}] = {}",
                     f.buf(*buf).name,
@@ -142,6 +144,7 @@ impl Printer<'_> {
                 extent,
                 kind,
                 body,
+                ..
             } => {
                 let k = match kind {
                     ForKind::Serial => "T.serial".to_string(),
@@ -158,7 +161,9 @@ impl Printer<'_> {
                 self.line(d, &t);
                 self.stmt(body, d + 1);
             }
-            Stmt::If { cond, then, els } => {
+            Stmt::If {
+                cond, then, els, ..
+            } => {
                 let t = format!("if {}:", self.expr(cond));
                 self.line(d, &t);
                 self.stmt(then, d + 1);
@@ -167,7 +172,7 @@ impl Printer<'_> {
                     self.stmt(e, d + 1);
                 }
             }
-            Stmt::Alloc { buf } => {
+            Stmt::Alloc { buf, .. } => {
                 let b = f.buf(*buf);
                 let layout = match b.layout {
                     None => String::new(),
@@ -188,15 +193,15 @@ impl Printer<'_> {
                 );
                 self.line(d, &t);
             }
-            Stmt::Copy { src, dst } => {
+            Stmt::Copy { src, dst, .. } => {
                 let t = format!("T.copy({}, {})", self.region(src), self.region(dst));
                 self.line(d, &t);
             }
-            Stmt::AtomicAddTile { src, dst } => {
+            Stmt::AtomicAddTile { src, dst, .. } => {
                 let t = format!("T.atomic_add({}, {})", self.region(dst), self.region(src));
                 self.line(d, &t);
             }
-            Stmt::Fill { dst, value } => {
+            Stmt::Fill { dst, value, .. } => {
                 let t = format!("T.fill({}, {})", self.region(dst), self.expr(value));
                 self.line(d, &t);
             }
@@ -223,7 +228,9 @@ impl Printer<'_> {
                 );
                 self.line(d, &t);
             }
-            Stmt::AtomicAdd { buf, idx, value } => {
+            Stmt::AtomicAdd {
+                buf, idx, value, ..
+            } => {
                 let t = format!(
                     "T.atomic_add({}[{}], {})",
                     f.buf(*buf).name,
@@ -232,7 +239,7 @@ impl Printer<'_> {
                 );
                 self.line(d, &t);
             }
-            Stmt::Print { label, value } => {
+            Stmt::Print { label, value, .. } => {
                 let t = format!("T.print({}, msg={label:?})", self.expr(value));
                 self.line(d, &t);
             }

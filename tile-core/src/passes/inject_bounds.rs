@@ -111,7 +111,13 @@ fn rename(s: Stmt, m: &std::collections::HashMap<VarId, VarId>) -> Stmt {
             var: v(var),
             value: e(value),
         },
-        Stmt::Store { buf, idx, value } => Stmt::Store {
+        Stmt::Store {
+            buf,
+            idx,
+            value,
+            loc,
+        } => Stmt::Store {
+            loc,
             buf,
             idx: idx.into_iter().map(e).collect(),
             value: e(value),
@@ -122,14 +128,22 @@ fn rename(s: Stmt, m: &std::collections::HashMap<VarId, VarId>) -> Stmt {
             extent,
             kind,
             body,
+            loc,
         } => Stmt::For {
+            loc,
             var: v(var),
             start: e(start),
             extent: e(extent),
             kind,
             body: Box::new(rename(*body, m)),
         },
-        Stmt::If { cond, then, els } => Stmt::If {
+        Stmt::If {
+            cond,
+            then,
+            els,
+            loc,
+        } => Stmt::If {
+            loc,
             cond: e(cond),
             then: Box::new(rename(*then, m)),
             els: els.map(|x| Box::new(rename(*x, m))),
@@ -223,6 +237,7 @@ impl Pass {
         };
         let edge = fresh_copy(&mut self.f, &guarded);
         Stmt::If {
+            loc: orig.loc(),
             cond,
             then: Box::new(orig),
             els: Some(Box::new(edge)),
@@ -310,7 +325,12 @@ impl Pass {
                 var,
                 value: self.guard_loads(value, &[], env),
             },
-            Stmt::Store { buf, idx, value } => {
+            Stmt::Store {
+                buf,
+                idx,
+                value,
+                loc,
+            } => {
                 let idx: Vec<Expr> = idx
                     .into_iter()
                     .map(|i| self.guard_loads(i, &[], env))
@@ -320,10 +340,16 @@ impl Pass {
                 self.emitted
                     .extend(guard.iter().map(|c| c.inline_lets(&inner)));
                 let value = self.guard_loads(value, &guard, env);
-                let store = Stmt::Store { buf, idx, value };
+                let store = Stmt::Store {
+                    loc,
+                    buf,
+                    idx,
+                    value,
+                };
                 match guard.into_iter().reduce(Expr::and) {
                     None => store,
                     Some(c) => Stmt::If {
+                        loc,
                         cond: c,
                         then: Box::new(store),
                         els: None,
@@ -354,6 +380,7 @@ impl Pass {
                 extent,
                 kind,
                 body,
+                loc,
             } => {
                 let start = self.guard_loads(start, &[], env);
                 let extent = self.guard_loads(extent, &[], env);
@@ -374,6 +401,7 @@ impl Pass {
                     None => env.ranges.remove(&var),
                 };
                 Stmt::For {
+                    loc,
                     var,
                     start,
                     extent,
@@ -381,7 +409,13 @@ impl Pass {
                     body,
                 }
             }
-            Stmt::If { cond, then, els } => Stmt::If {
+            Stmt::If {
+                cond,
+                then,
+                els,
+                loc,
+            } => Stmt::If {
+                loc,
                 cond: self.guard_loads(cond, &[], env),
                 then: Box::new(self.stmt(*then, env)),
                 els: els.map(|e| Box::new(self.stmt(*e, env))),

@@ -77,7 +77,7 @@ pub(crate) fn accesses(f: &PrimFunc, s: &Stmt) -> State {
                 .extend([g.a, g.b].into_iter().filter(|b| shared(b)));
         }
         // A tile copy CUDA keeps whole (`lower_tile_ops::is_tile_copy`).
-        Stmt::Copy { src, dst } => {
+        Stmt::Copy { src, dst, .. } => {
             if shared(&src.buf) {
                 st.reads.insert(src.buf);
             }
@@ -115,6 +115,7 @@ fn seq(cx: &Cx, s: Stmt, pending: &mut State) -> Stmt {
                 extent,
                 kind,
                 body,
+                loc,
             } if kind != ForKind::Parallel && !acc.is_empty() => {
                 if pending.conflicts(&acc, &f.smem) {
                     out.push(Stmt::Barrier);
@@ -135,6 +136,7 @@ fn seq(cx: &Cx, s: Stmt, pending: &mut State) -> Stmt {
                     *pending = State::default();
                 }
                 out.push(Stmt::For {
+                    loc,
                     var,
                     start,
                     extent,

@@ -24,36 +24,23 @@ pub fn run(mut f: PrimFunc, target: Target) -> Result<PrimFunc, Diagnostic> {
 }
 
 fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
-    match s {
-        Stmt::Seq(v) => Stmt::Seq(v.into_iter().map(|s| lower(f, s, target)).collect()),
-        Stmt::For {
-            var,
-            start,
-            extent,
-            kind,
-            body,
-        } => Stmt::For {
-            var,
-            start,
-            extent,
-            kind,
-            body: Box::new(lower(f, *body, target)),
-        },
-        Stmt::If { cond, then, els } => Stmt::If {
-            cond,
-            then: Box::new(lower(f, *then, target)),
-            els: els.map(|e| Box::new(lower(f, *e, target))),
-        },
-        Stmt::Copy { src, dst } if target == Target::Cuda && is_tile_copy(f, &src, &dst) => {
-            Stmt::Copy { src, dst }
+    // The nests made from a tile op report errors at the op.
+    let loc = s.loc();
+    let lowered = match s {
+        Stmt::Seq(..) | Stmt::For { .. } | Stmt::If { .. } => {
+            return s.map_children(&mut |c| lower(f, c, target))
         }
-        Stmt::Copy { src, dst } => copy(f, src, dst, false),
-        Stmt::AtomicAddTile { src, dst } => copy(f, src, dst, true),
+        Stmt::Copy { src, dst, loc } if target == Target::Cuda && is_tile_copy(f, &src, &dst) => {
+            Stmt::Copy { loc, src, dst }
+        }
+        Stmt::Copy { src, dst, .. } => copy(f, src, dst, false),
+        Stmt::AtomicAddTile { src, dst, .. } => copy(f, src, dst, true),
         Stmt::Reduce(r) if target == Target::C => reduce_loops(f, &r),
-        Stmt::Fill { dst, value } => {
+        Stmt::Fill { dst, value, .. } => {
             let (vars, nest_of) = loop_vars(f, &dst.extent);
             let idx = region_index(&dst, &vars);
             nest_of(Stmt::Store {
+                loc: Loc::NONE,
                 buf: dst.buf,
                 idx,
                 value,
@@ -63,7 +50,8 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
         Stmt::Gemm(g) if super::plan_mma::on_tensor_cores(f, &g) => Stmt::Gemm(g),
         Stmt::Gemm(g) => gemm(f, g),
         s => s,
-    }
+    };
+    lowered.inherit_loc(loc)
 }
 
 /// Whether `T::copy(src, dst)` is a tile copy that CUDA keeps whole: the
@@ -119,6 +107,7 @@ fn loop_vars(f: &mut PrimFunc, extent: &[Expr]) -> (Vec<Option<VarId>>, impl FnO
     }
     let nest = move |body: Stmt| {
         loops.into_iter().rev().fold(body, |b, (v, e)| Stmt::For {
+            loc: Loc::NONE,
             var: v,
             start: Expr::int(0),
             extent: e,
@@ -159,12 +148,14 @@ fn copy(f: &mut PrimFunc, src: Region, dst: Region, atomic: bool) -> Stmt {
     let value = Expr::Load(src.buf, sidx, st).cast(dt);
     nest_of(if atomic {
         Stmt::AtomicAdd {
+            loc: Loc::NONE,
             buf: dst.buf,
             idx: didx,
             value,
         }
     } else {
         Stmt::Store {
+            loc: Loc::NONE,
             buf: dst.buf,
             idx: didx,
             value,
@@ -202,6 +193,7 @@ fn reduce_loops(f: &mut PrimFunc, r: &Reduce) -> Stmt {
     let body = Stmt::Seq(vec![
         Stmt::Local { var: acc, init },
         Stmt::For {
+            loc: Loc::NONE,
             var: k,
             start: Expr::int(0),
             extent: Expr::int(ss[r.dim]),
@@ -212,6 +204,7 @@ fn reduce_loops(f: &mut PrimFunc, r: &Reduce) -> Stmt {
             }),
         },
         Stmt::Store {
+            loc: Loc::NONE,
             buf: r.dst,
             idx: didx,
             value: a,
@@ -220,6 +213,7 @@ fn reduce_loops(f: &mut PrimFunc, r: &Reduce) -> Stmt {
     match outer {
         None => body,
         Some((o, n)) => Stmt::For {
+            loc: Loc::NONE,
             var: o,
             start: Expr::int(0),
             extent: Expr::int(n),
@@ -311,6 +305,7 @@ fn gemm(f: &mut PrimFunc, g: Gemm) -> Stmt {
     let body = Stmt::Seq(vec![
         Stmt::Local { var: acc, init },
         Stmt::For {
+            loc: Loc::NONE,
             var: k,
             start: Expr::int(0),
             extent: Expr::int(kdim),
@@ -321,12 +316,14 @@ fn gemm(f: &mut PrimFunc, g: Gemm) -> Stmt {
             }),
         },
         Stmt::Store {
+            loc: Loc::NONE,
             buf: g.c,
             idx: vec![vi, vj],
             value: Expr::Var(acc, c.dtype),
         },
     ]);
     let inner = Stmt::For {
+        loc: Loc::NONE,
         var: j,
         start: Expr::int(0),
         extent: Expr::int(sc[1]),
@@ -334,6 +331,7 @@ fn gemm(f: &mut PrimFunc, g: Gemm) -> Stmt {
         body: Box::new(body),
     };
     Stmt::For {
+        loc: Loc::NONE,
         var: i,
         start: Expr::int(0),
         extent: Expr::int(sc[0]),

@@ -165,14 +165,16 @@ impl Walk<'_> {
                 self.open.pop();
                 self.loops[id].1 = self.pos.saturating_sub(1).max(self.loops[id].0);
             }
-            Stmt::If { cond, then, els } => {
+            Stmt::If {
+                cond, then, els, ..
+            } => {
                 self.leaf_exprs(&[cond]);
                 self.stmt(then);
                 if let Some(e) = els {
                     self.stmt(e);
                 }
             }
-            Stmt::Alloc { buf } if self.f.buf(*buf).scope == Scope::Shared => {
+            Stmt::Alloc { buf, .. } if self.f.buf(*buf).scope == Scope::Shared => {
                 self.allocs.insert(*buf, (self.pos, self.open.clone()));
                 self.pos += 1;
             }

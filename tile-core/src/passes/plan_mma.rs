@@ -174,16 +174,18 @@ fn owner_only(f: &PrimFunc, b: BufId, s: &Stmt) -> bool {
     match s {
         Stmt::Seq(v) => v.iter().all(|x| owner_only(f, b, x)),
         Stmt::For { body, .. } => owner_only(f, b, body),
-        Stmt::If { cond, then, els } => {
+        Stmt::If {
+            cond, then, els, ..
+        } => {
             !cond.visit_uses(b)
                 && owner_only(f, b, then)
                 && els.as_ref().is_none_or(|e| owner_only(f, b, e))
         }
-        Stmt::Copy { src, dst } => whole(src) && whole(dst),
-        Stmt::Fill { dst, value } => whole(dst) && !value.visit_uses(b),
+        Stmt::Copy { src, dst, .. } => whole(src) && whole(dst),
+        Stmt::Fill { dst, value, .. } => whole(dst) && !value.visit_uses(b),
         Stmt::Gemm(g) => g.a != b && g.b != b,
         Stmt::Reduce(r) => r.src != b && r.dst != b,
-        Stmt::AtomicAddTile { src, dst } => src.buf != b && dst.buf != b,
+        Stmt::AtomicAddTile { src, dst, .. } => src.buf != b && dst.buf != b,
         other => {
             let mut used = false;
             other.visit_exprs(&mut |e| used |= matches!(e, Expr::Load(x, _, _) if *x == b));
