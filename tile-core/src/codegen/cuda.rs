@@ -15,9 +15,10 @@
 //! them use one `V` (the minimum any of them allows).
 
 use super::{flatten, float_lit, ident};
+use crate::analysis::access::{accesses, aligned_dims, lets_in, zero_mod};
+use crate::analysis::range::Env;
 use crate::diag::Diagnostic;
 use crate::ir::*;
-use crate::passes::range::Env;
 use proc_macro2::Span;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
@@ -76,11 +77,10 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
 
 fn generate_with(f: &PrimFunc, dynamic: bool) -> Result<Source, Diagnostic> {
     let entry = format!("{}_kernel", f.name);
-    let plan = plan(f)?;
     let mut w = Writer {
         dynamic_bytes: 0,
         f,
-        plan: &plan,
+        multibuf: f.schedule.multibuffered(),
         out: String::new(),
         depth: 1,
         lane: None,
@@ -181,196 +181,6 @@ fn collect_nest(s: &Stmt) -> Option<Nest<'_>> {
     s.parallel_nest()
 }
 
-/// Per-nest vector width and per-fragment layout width.
-struct Plan {
-    /// Keyed by the outermost loop variable of each nest.
-    nest_v: HashMap<VarId, i64>,
-    /// Nests that vectorize wider when some dynamic dims are multiples of
-    /// the width (checked at run time): (width, dims).
-    nest_cond: HashMap<VarId, (i64, BTreeSet<VarId>)>,
-    frag_v: HashMap<BufId, i64>,
-    /// Software pipelines, keyed by loop variable: (stages, producer items).
-    pipelines: HashMap<VarId, (i64, usize)>,
-    /// Shared tiles a pipeline multi-buffers → number of buffers.
-    multibuf: HashMap<BufId, i64>,
-}
-
-/// The shared tile a pipeline producer fills: a tile copy, or a `T::parallel`
-/// copy nest (or the interior/edge pair of one) storing only global data into
-/// shared memory.
-fn producer_target(f: &PrimFunc, s: &Stmt) -> Option<BufId> {
-    match s {
-        Stmt::Copy { .. } => TileCopy::of(s).map(|c| c.dst),
-        Stmt::If {
-            then, els: Some(e), ..
-        } => {
-            let (a, b) = (producer_target(f, then)?, producer_target(f, e)?);
-            (a == b).then_some(a)
-        }
-        s => {
-            let n = collect_nest(s)?;
-            let items: Vec<&Stmt> = match n.body {
-                Stmt::Seq(v) => v.iter().collect(),
-                x => vec![x],
-            };
-            let store = match items.as_slice() {
-                [Stmt::If {
-                    then, els: None, ..
-                }] => then,
-                [x] => *x,
-                _ => return None,
-            };
-            let Stmt::Store { buf, value, .. } = store else {
-                return None;
-            };
-            let mut global_only = true;
-            value.visit(&mut |e| {
-                if let Expr::Load(b, _, _) = e {
-                    global_only &= f.buf(*b).scope == Scope::Global;
-                }
-            });
-            (f.buf(*buf).scope == Scope::Shared && global_only).then_some(*buf)
-        }
-    }
-}
-
-/// Finds `T::pipelined` loops that can overlap their copies with compute:
-/// the body opens with producer copies into shared tiles used nowhere else.
-/// Returns the pipelines (by loop variable: stages, producer count) and the
-/// tiles they multi-buffer (→ copies). `merge_shared` reserves the copies;
-/// `insert_barriers` knows each pipeline ends with a barrier.
-pub(crate) fn plan_pipelines(f: &PrimFunc) -> (HashMap<VarId, (i64, usize)>, HashMap<BufId, i64>) {
-    let mut pipes = HashMap::new();
-    let mut multi = HashMap::new();
-    f.body.visit(&mut |s| {
-        let Stmt::For {
-            var,
-            kind: ForKind::Pipelined { stages },
-            body,
-            ..
-        } = s
-        else {
-            return;
-        };
-        if *stages < 2 {
-            return;
-        }
-        let items: Vec<&Stmt> = match &**body {
-            Stmt::Seq(v) => v.iter().collect(),
-            x => vec![x],
-        };
-        let targets: Vec<BufId> = items.iter().map_while(|x| producer_target(f, x)).collect();
-        if targets.is_empty() {
-            return;
-        }
-        // The tiles must be touched only inside this loop, and written only by
-        // its producers.
-        let mut outside = false;
-        let count = |st: &Stmt, b: BufId| {
-            let mut n = 0;
-            st.visit_exprs(&mut |e| n += matches!(e, Expr::Load(x, _, _) if *x == b) as usize);
-            st.visit(&mut |x| match x {
-                Stmt::Store { buf, .. } => n += (*buf == b) as usize,
-                Stmt::Copy { src, dst, .. } => n += (src.buf == b || dst.buf == b) as usize,
-                Stmt::Gemm(g) => n += (g.a == b || g.b == b) as usize,
-                Stmt::Reduce(r) => n += (r.src == b || r.dst == b) as usize,
-                _ => {}
-            });
-            n
-        };
-        for &b in &targets {
-            outside |= count(&f.body, b) != count(s, b);
-            let rest = items[targets.len()..].iter().any(|x| {
-                let mut w = false;
-                x.visit(&mut |y| w |= matches!(y, Stmt::Store { buf, .. } if *buf == b));
-                w
-            });
-            outside |= rest;
-        }
-        if outside {
-            return;
-        }
-        pipes.insert(*var, (*stages, targets.len()));
-        for b in targets {
-            multi.insert(b, *stages);
-        }
-    });
-    (pipes, multi)
-}
-
-/// Whether `buf[idx]` is contiguous in `inner` and aligned to `v` elements
-/// for every chunk, assuming the returned dynamic dims are multiples of `v`
-/// (empty: unconditionally). `None`: not vectorizable at width `v`.
-fn aligned_dims(
-    f: &PrimFunc,
-    b: BufId,
-    idx: &[Expr],
-    lets: &HashMap<VarId, Expr>,
-    inner: VarId,
-    v: i64,
-) -> Option<BTreeSet<VarId>> {
-    let buf = f.buf(b);
-    let flat = flatten(&buf.shape, idx).inline_lets(lets);
-    let dims: BTreeSet<VarId> = f.dims.iter().copied().collect();
-    let mut terms = Vec::new();
-    sum_terms(&flat, 1, &mut terms);
-    let mut need = BTreeSet::new();
-    let mut inner_seen = 0;
-    for (sign, t) in terms {
-        if t.uses_var(inner) {
-            let bare = matches!(&t, Expr::Var(x, _) if *x == inner)
-                || matches!(&t, Expr::Cast(_, a) if matches!(&**a, Expr::Var(x, _) if *x == inner));
-            if !bare || sign != 1 {
-                return None;
-            }
-            inner_seen += 1;
-        } else {
-            need.extend(zero_mod(&t, v, &dims)?);
-        }
-    }
-    (inner_seen == 1).then_some(need)
-}
-
-/// The terms of a sum, with their signs.
-fn sum_terms(e: &Expr, sign: i64, out: &mut Vec<(i64, Expr)>) {
-    match e {
-        Expr::Bin(BinOp::Add, a, b, _) => {
-            sum_terms(a, sign, out);
-            sum_terms(b, sign, out);
-        }
-        Expr::Bin(BinOp::Sub, a, b, _) => {
-            sum_terms(a, sign, out);
-            sum_terms(b, -sign, out);
-        }
-        Expr::Cast(t, a) if t.is_int() => sum_terms(a, sign, out),
-        e => out.push((sign, e.clone())),
-    }
-}
-
-/// The dynamic dims that must be multiples of `v` for `e` to be one (`None`:
-/// it cannot be shown).
-fn zero_mod(e: &Expr, v: i64, dims: &BTreeSet<VarId>) -> Option<BTreeSet<VarId>> {
-    if v == 1 {
-        return Some(BTreeSet::new());
-    }
-    match e {
-        Expr::Int(c, _) => (c % v == 0).then(BTreeSet::new),
-        Expr::Var(x, _) if dims.contains(x) => Some(BTreeSet::from([*x])),
-        Expr::Cast(t, a) if t.is_int() => zero_mod(a, v, dims),
-        Expr::Bin(BinOp::Add | BinOp::Sub, a, b, _) => {
-            let mut s = zero_mod(a, v, dims)?;
-            s.extend(zero_mod(b, v, dims)?);
-            Some(s)
-        }
-        Expr::Bin(BinOp::Mul, a, b, _) => match (a.as_int(), b.as_int()) {
-            (Some(k), _) if k % v == 0 => Some(BTreeSet::new()),
-            (_, Some(k)) if k % v == 0 => Some(BTreeSet::new()),
-            _ => zero_mod(a, v, dims).or_else(|| zero_mod(b, v, dims)),
-        },
-        _ => None,
-    }
-}
-
 /// A copy of a 2-D tile of a row-major global tensor into a whole swizzled
 /// shared tile, kept as `T::copy` by `lower_tile_ops` (see its `is_tile_copy`
 /// for the conditions): emitted as one `tl::copy_tile`, whose per-thread chunk
@@ -405,186 +215,6 @@ impl TileCopy {
     }
 }
 
-fn bufs_in(s: &Stmt) -> (BTreeSet<BufId>, bool) {
-    let mut bufs = BTreeSet::new();
-    let mut guarded = false;
-    s.visit_exprs(&mut |e| match e {
-        Expr::Load(b, _, _) => {
-            bufs.insert(*b);
-        }
-        Expr::Select(..) => guarded = true,
-        _ => {}
-    });
-    s.visit(&mut |x| match x {
-        Stmt::Store { buf, .. } => {
-            bufs.insert(*buf);
-        }
-        Stmt::If { .. } => guarded = true,
-        _ => {}
-    });
-    (bufs, guarded)
-}
-
-fn plan(f: &PrimFunc) -> Result<Plan, Diagnostic> {
-    let mut nests = Vec::new();
-    f.body.visit(&mut |s| {
-        if let Some(n) = collect_nest(s) {
-            nests.push(n);
-        }
-    });
-    // visit() also reaches inner loops of a nest; keep only outermost ones.
-    let inner: BTreeSet<VarId> = nests.iter().flat_map(|n| n.vars[1..].to_vec()).collect();
-    nests.retain(|n| !inner.contains(&n.vars[0]));
-
-    struct Info {
-        key: VarId,
-        natural: i64,
-        frags: Vec<BufId>,
-    }
-    let mut infos = Vec::new();
-    let mut nest_cond = HashMap::new();
-    for n in &nests {
-        let (bufs, guarded) = bufs_in(n.body);
-        let max_bytes = bufs
-            .iter()
-            .map(|&b| f.buf(b).dtype.bytes())
-            .max()
-            .unwrap_or(4)
-            .max(1);
-        let mut v = (16 / max_bytes).max(1);
-        let inner_ext = *n.extents.last().unwrap_or(&1);
-        while v > 1 && inner_ext % v != 0 {
-            v /= 2;
-        }
-        if guarded {
-            v = 1;
-        }
-        // Every contiguous access must stay aligned at the chosen width.
-        let lets = lets_in(n.body);
-        let inner_var = *n.vars.last().unwrap_or(&VarId(0));
-        let vmax = v;
-        let memory: Vec<(BufId, Vec<Expr>)> = accesses(n.body)
-            .into_iter()
-            .filter(|(b, _)| matches!(f.buf(*b).scope, Scope::Global | Scope::Shared))
-            .collect();
-        // Unconditional width: every access that is contiguous at some width
-        // stays aligned at this one.
-        for (b, idx) in &memory {
-            if aligned_dims(f, *b, idx, &lets, inner_var, 1).is_some_and(|d| d.is_empty()) {
-                while v > 1
-                    && !aligned_dims(f, *b, idx, &lets, inner_var, v).is_some_and(|d| d.is_empty())
-                {
-                    v /= 2;
-                }
-            }
-        }
-        // A wider width when dynamic row lengths are multiples of it.
-        let mut wide = vmax;
-        let mut need = BTreeSet::new();
-        while wide > v {
-            need.clear();
-            let ok = memory.iter().all(|(b, idx)| {
-                if aligned_dims(f, *b, idx, &lets, inner_var, 1).is_none() {
-                    return true; // not contiguous in the inner loop: lane by lane
-                }
-                match aligned_dims(f, *b, idx, &lets, inner_var, wide) {
-                    Some(d) => {
-                        need.extend(d);
-                        true
-                    }
-                    None => false,
-                }
-            });
-            if ok {
-                break;
-            }
-            wide /= 2;
-        }
-        let frags: Vec<BufId> = bufs
-            .into_iter()
-            .filter(|&b| f.buf(b).scope == Scope::Fragment)
-            .collect();
-        let touches_fragment = bufs_in(n.body)
-            .0
-            .iter()
-            .any(|&b| f.buf(b).scope == Scope::Fragment);
-        if wide > v && !need.is_empty() && !guarded && !touches_fragment {
-            nest_cond.insert(n.vars[0], (wide, need.clone()));
-        }
-        infos.push(Info {
-            key: n.vars[0],
-            natural: v,
-            frags,
-        });
-    }
-    let mut frag_v: HashMap<BufId, i64> = HashMap::new();
-    loop {
-        let mut changed = false;
-        for i in &infos {
-            let v = i
-                .frags
-                .iter()
-                .filter_map(|b| frag_v.get(b))
-                .fold(i.natural, |a, &b| a.min(b));
-            for b in &i.frags {
-                if frag_v.get(b).is_none_or(|&x| x > v) {
-                    frag_v.insert(*b, v);
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    let nest_v = infos
-        .iter()
-        .map(|i| {
-            (
-                i.key,
-                i.frags
-                    .iter()
-                    .filter_map(|b| frag_v.get(b))
-                    .fold(i.natural, |a, &b| a.min(b)),
-            )
-        })
-        .collect();
-    let (pipelines, multibuf) = plan_pipelines(f);
-    Ok(Plan {
-        nest_v,
-        nest_cond,
-        frag_v,
-        pipelines,
-        multibuf,
-    })
-}
-
-fn lets_in(s: &Stmt) -> HashMap<VarId, Expr> {
-    let mut m = HashMap::new();
-    s.visit(&mut |x| {
-        if let Stmt::Let { var, value } = x {
-            m.insert(*var, value.clone());
-        }
-    });
-    m
-}
-
-/// Every (buffer, index) loaded or stored within `s`.
-fn accesses(s: &Stmt) -> Vec<(BufId, Vec<Expr>)> {
-    let mut v = Vec::new();
-    s.visit_exprs(&mut |e| {
-        if let Expr::Load(b, idx, _) = e {
-            v.push((*b, idx.clone()));
-        }
-    });
-    s.visit(&mut |x| {
-        if let Stmt::Store { buf, idx, .. } = x {
-            v.push((*buf, idx.clone()));
-        }
-    });
-    v
-}
-
 /// A vectorized access of a nest: buffer, index, and the lane expression
 /// that names one element of the vector.
 type VecAccess = (BufId, Vec<Expr>, String);
@@ -604,7 +234,8 @@ struct Lane {
 
 struct Writer<'a> {
     f: &'a PrimFunc,
-    plan: &'a Plan,
+    /// Shared tiles a pipeline multi-buffers → number of buffers.
+    multibuf: HashMap<BufId, i64>,
     out: String,
     depth: usize,
     lane: Option<Lane>,
@@ -693,7 +324,8 @@ impl Writer<'_> {
                         f.name
                     )));
                 }
-                if let Some(&(stages, producers)) = self.plan.pipelines.get(var) {
+                if let Some(p) = f.schedule.pipelines.get(var) {
+                    let (stages, producers) = (p.stages, p.tiles.len());
                     return self.pipeline(*var, start, extent, body, stages, producers);
                 }
                 let n = ident(&f.var(*var).name);
@@ -733,7 +365,7 @@ impl Writer<'_> {
                     Scope::Shared => {
                         // A view into the block's one shared byte array
                         // (`merge_shared` chose the offset).
-                        let n = n * self.plan.multibuf.get(buf).copied().unwrap_or(1);
+                        let n = n * self.multibuf.get(buf).copied().unwrap_or(1);
                         let Some(&(off, bytes)) = f.smem.slots.get(buf) else {
                             return Err(err(format!(
                                 "internal error: shared buffer `{}` has no place in shared memory",
@@ -774,7 +406,7 @@ impl Writer<'_> {
                         ));
                     }
                     Scope::Fragment => {
-                        let v = self.plan.frag_v.get(buf).copied().unwrap_or(1);
+                        let v = f.schedule.fragments.get(buf).copied().unwrap_or(1);
                         let per = f.launch.threads * v;
                         let regs = (n + per - 1) / per * v;
                         self.line(&format!(
@@ -862,8 +494,10 @@ impl Writer<'_> {
         if let Some((acc, wm, wn)) = mma {
             return self.mma_nest(n, acc, wm, wn);
         }
-        let v = self.plan.nest_v.get(&n.vars[0]).copied().unwrap_or(1);
-        if let Some((wide, dims)) = self.plan.nest_cond.get(&n.vars[0]).cloned() {
+        let plan = f.schedule.nests.get(&n.vars[0]);
+        let v = plan.map_or(1, |p| p.vector);
+        if let Some((wide, dims)) = plan.and_then(|p| p.wide.clone()) {
+            let dims: BTreeSet<VarId> = dims.into_iter().collect();
             // Dynamic row lengths decide the width at run time (uniform per launch).
             let cond: Vec<String> = dims
                 .iter()
@@ -908,7 +542,7 @@ impl Writer<'_> {
             if buf.scope != Scope::Fragment {
                 continue;
             }
-            let identity = crate::passes::demote_fragments::owner_access(
+            let identity = crate::analysis::ownership::owner_access(
                 &buf.const_shape().unwrap_or_default(),
                 &idx,
                 &n.vars,
@@ -1186,7 +820,7 @@ impl Writer<'_> {
                 _ => x,
             }
         };
-        let init = self.expr(&crate::passes::lower_tile_ops::reduce_identity(r.op, t))?;
+        let init = self.expr(&r.op.identity(t))?;
         let src_at = |pp: &str, ll: &str| -> String {
             if ss.len() == 1 {
                 format!("{sn}[{ll}]")
@@ -1387,7 +1021,7 @@ impl Writer<'_> {
         store: &dyn Fn(&mut Writer, &str, &str),
     ) -> Result<(), Diagnostic> {
         let threads = self.f.launch.threads;
-        let v = self.plan.frag_v.get(&r.src).copied().unwrap_or(1);
+        let v = self.f.schedule.fragments.get(&r.src).copied().unwrap_or(1);
         let sn = self.name(r.src);
         let chunks = l / v;
         let k = self.nest_counter;
@@ -1723,7 +1357,7 @@ impl Writer<'_> {
         while matches!(cons.last(), Some(Stmt::Barrier)) {
             cons.pop();
         }
-        let tiles: Vec<BufId> = prod.iter().filter_map(|x| producer_target(f, x)).collect();
+        let tiles: Vec<BufId> = f.schedule.pipelines[&var].tiles.clone();
         let name = ident(&f.var(var).name);
         let s0 = self.expr(start)?;
         let n = self.expr(extent)?;

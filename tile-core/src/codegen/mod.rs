@@ -4,7 +4,7 @@
 pub mod c;
 pub mod cuda;
 
-use crate::ir::*;
+pub use crate::ir::flatten;
 
 /// Names that would collide with C/C++/CUDA keywords, builtins or our helpers.
 const RESERVED: &[&str] = &[
@@ -86,17 +86,6 @@ pub fn ident(name: &str) -> String {
     } else {
         name.to_string()
     }
-}
-
-/// Row-major flat offset of `idx` in a buffer of `shape`, folded where constant.
-pub fn flatten(shape: &[Expr], idx: &[Expr]) -> Expr {
-    let mut pairs = shape.iter().zip(idx);
-    let Some((_, first)) = pairs.next() else {
-        return Expr::int(0);
-    };
-    pairs.fold(first.clone(), |acc, (d, x)| {
-        Expr::add(Expr::mul(acc, d.clone()), x.clone())
-    })
 }
 
 /// Float literal text (without suffix) that C and CUDA parse back exactly.

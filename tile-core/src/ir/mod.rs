@@ -487,6 +487,17 @@ impl Expr {
     }
 }
 
+/// Row-major flat offset of `idx` in a buffer of `shape`, folded where constant.
+pub fn flatten(shape: &[Expr], idx: &[Expr]) -> Expr {
+    let mut pairs = shape.iter().zip(idx);
+    let Some((_, first)) = pairs.next() else {
+        return Expr::int(0);
+    };
+    pairs.fold(first.clone(), |acc, (d, x)| {
+        Expr::add(Expr::mul(acc, d.clone()), x.clone())
+    })
+}
+
 /// A rectangular piece of a buffer: `origin` per dim, `extent` per dim.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Region {
@@ -525,6 +536,26 @@ impl ReduceOp {
             ReduceOp::Max => "max",
             ReduceOp::Min => "min",
             ReduceOp::AbsSum => "abssum",
+        }
+    }
+
+    /// The starting value of a reduction in dtype `t`.
+    pub fn identity(self, t: DType) -> Expr {
+        let (lo, hi) = match t {
+            DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+            DType::U8 => (0, u8::MAX as i64),
+            DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+            DType::U16 => (0, u16::MAX as i64),
+            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+            DType::U32 => (0, u32::MAX as i64),
+            _ => (i64::MIN, i64::MAX),
+        };
+        match self {
+            ReduceOp::Sum | ReduceOp::AbsSum => Expr::Int(0, DType::I32).cast(t),
+            ReduceOp::Max if t.is_float() => Expr::Float(f64::NEG_INFINITY, t),
+            ReduceOp::Min if t.is_float() => Expr::Float(f64::INFINITY, t),
+            ReduceOp::Max => Expr::Int(lo, t),
+            ReduceOp::Min => Expr::Int(hi, t),
         }
     }
 }
@@ -894,6 +925,58 @@ pub struct PrimFunc {
     /// Where shared buffers sit in the block's shared memory; empty until
     /// `merge_shared` (CUDA) fills it.
     pub smem: SharedPool,
+    /// How loops map to threads and stages; empty until the scheduling
+    /// passes (CUDA) fill it.
+    pub schedule: Schedule,
+}
+
+/// Decisions of the CUDA scheduling passes, keyed by the loop variable or
+/// buffer they concern (names are unique in a function, so the printer shows
+/// each decision on the loop or allocation it belongs to).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Schedule {
+    /// `plan_pipelines`: the `T::pipelined` loops that overlap copies with
+    /// compute.
+    pub pipelines: std::collections::BTreeMap<VarId, Pipeline>,
+    /// `vectorize`: how each `T::parallel` nest (by its outermost loop
+    /// variable) is split over the block's threads.
+    pub nests: std::collections::BTreeMap<VarId, NestPlan>,
+    /// `vectorize`: elements per chunk of each register fragment (`T::parallel`
+    /// nests over it use the same width, so each thread touches only the
+    /// elements it holds).
+    pub fragments: std::collections::BTreeMap<BufId, i64>,
+}
+
+/// A software pipeline: the loop body opens with one producer per tile (a
+/// copy of global data into a shared tile used nowhere else), and each tile
+/// gets `stages` buffers so the producers run `stages - 1` iterations ahead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pipeline {
+    pub stages: i64,
+    /// The tiles the producers fill, in the order of the producers.
+    pub tiles: Vec<BufId>,
+}
+
+/// The thread partition of a `T::parallel` nest: element `e` of the flattened
+/// nest belongs to thread `(e / vector) % threads`, in iteration
+/// `e / (vector * threads)`; contiguous aligned accesses of a chunk become one
+/// vector access.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NestPlan {
+    pub vector: i64,
+    /// A wider width used when the listed dynamic dims are multiples of it
+    /// (tested at run time, falling back to `vector`).
+    pub wide: Option<(i64, Vec<VarId>)>,
+}
+
+impl Schedule {
+    /// Shared tiles a pipeline multi-buffers → number of buffers.
+    pub fn multibuffered(&self) -> std::collections::HashMap<BufId, i64> {
+        self.pipelines
+            .values()
+            .flat_map(|p| p.tiles.iter().map(|&b| (b, p.stages)))
+            .collect()
+    }
 }
 
 /// The block's shared memory as one byte array: each shared buffer's byte

@@ -79,6 +79,18 @@ impl Printer<'_> {
         self.stmt(&f.body, 2);
     }
 
+    /// `vector=8` or `vector=2, vector_if=(8, N, K)` (8 wide when N and K are
+    /// multiples of 8).
+    fn nest_plan(&self, n: &NestPlan) -> String {
+        let mut t = format!("vector={}", n.vector);
+        if let Some((w, dims)) = &n.wide {
+            let mut parts = vec![w.to_string()];
+            parts.extend(dims.iter().map(|&d| self.f.var(d).name.clone()));
+            t.push_str(&format!(", vector_if=({})", parts.join(", ")));
+        }
+        t
+    }
+
     fn shape(&self, s: &[Expr]) -> String {
         let dims: Vec<String> = s.iter().map(|e| self.expr(e)).collect();
         if dims.len() == 1 {
@@ -148,9 +160,22 @@ impl Printer<'_> {
             } => {
                 let k = match kind {
                     ForKind::Serial => "T.serial".to_string(),
-                    ForKind::Parallel => "T.Parallel".to_string(),
+                    ForKind::Parallel => match f.schedule.nests.get(var) {
+                        None => "T.Parallel".to_string(),
+                        Some(n) => format!("T.Parallel[{}]", self.nest_plan(n)),
+                    },
                     ForKind::Unrolled => "T.unroll".to_string(),
-                    ForKind::Pipelined { stages } => format!("T.Pipelined[num_stages={stages}]"),
+                    ForKind::Pipelined { stages } => match f.schedule.pipelines.get(var) {
+                        None => format!("T.Pipelined[num_stages={stages}]"),
+                        Some(p) => {
+                            let tiles: Vec<&str> =
+                                p.tiles.iter().map(|&b| f.buf(b).name.as_str()).collect();
+                            format!(
+                                "T.Pipelined[num_stages={stages}, producers=({})]",
+                                tiles.join(", ")
+                            )
+                        }
+                    },
                 };
                 let t = format!(
                     "for {} in {k}({}, {}):",
@@ -184,8 +209,13 @@ impl Printer<'_> {
                     Some((off, bytes)) => format!(", smem=[{off}, {})", off + bytes),
                     None => String::new(),
                 };
+                // Set on CUDA by `vectorize`: elements per chunk of a fragment.
+                let chunk = match f.schedule.fragments.get(buf) {
+                    Some(v) => format!(", chunk={v}"),
+                    None => String::new(),
+                };
                 let t = format!(
-                    "{} = T.alloc_buffer({}, {}, scope=\"{}\"{layout}{place})",
+                    "{} = T.alloc_buffer({}, {}, scope=\"{}\"{layout}{place}{chunk})",
                     b.name,
                     self.shape(&b.shape),
                     b.dtype,

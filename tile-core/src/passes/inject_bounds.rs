@@ -17,7 +17,7 @@
 //! touch fragments are not split: both branches would have to agree on the
 //! fragment's register layout.
 
-use super::range::Env;
+use crate::analysis::range::Env;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 

@@ -14,13 +14,10 @@ use crate::ir::*;
 use std::collections::BTreeSet;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let (pipes, _) = crate::codegen::cuda::plan_pipelines(&f);
+    let pipelines = f.schedule.pipelines.keys().copied().collect();
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     let mut st = State::default();
-    let cx = Cx {
-        f: &f,
-        pipelines: pipes.into_keys().collect(),
-    };
+    let cx = Cx { f: &f, pipelines };
     let body = seq(&cx, body, &mut st);
     f.body = body;
     Ok(f)

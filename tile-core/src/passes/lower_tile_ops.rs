@@ -186,7 +186,7 @@ fn reduce_loops(f: &mut PrimFunc, r: &Reduce) -> Stmt {
     let x = Expr::Load(r.src, sidx, src.dtype).cast(t);
     let a = Expr::Var(acc, t);
     let init = if r.clear {
-        reduce_identity(r.op, t)
+        r.op.identity(t)
     } else {
         Expr::Load(r.dst, didx.clone(), t)
     };
@@ -246,26 +246,6 @@ pub fn abs(x: Expr) -> Expr {
             Box::new(x),
             t,
         )
-    }
-}
-
-/// The starting value of a reduction in dtype `t`.
-pub fn reduce_identity(op: ReduceOp, t: DType) -> Expr {
-    let (lo, hi) = match t {
-        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
-        DType::U8 => (0, u8::MAX as i64),
-        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
-        DType::U16 => (0, u16::MAX as i64),
-        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
-        DType::U32 => (0, u32::MAX as i64),
-        _ => (i64::MIN, i64::MAX),
-    };
-    match op {
-        ReduceOp::Sum | ReduceOp::AbsSum => Expr::Int(0, DType::I32).cast(t),
-        ReduceOp::Max if t.is_float() => Expr::Float(f64::NEG_INFINITY, t),
-        ReduceOp::Min if t.is_float() => Expr::Float(f64::INFINITY, t),
-        ReduceOp::Max => Expr::Int(lo, t),
-        ReduceOp::Min => Expr::Int(hi, t),
     }
 }
 

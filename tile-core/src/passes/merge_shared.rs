@@ -34,7 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const ALIGN: i64 = 128;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let (_, stages) = crate::codegen::cuda::plan_pipelines(&f);
+    let stages = f.schedule.multibuffered();
     let live = live_ranges(&f);
     let requests: Vec<Request> = live
         .into_iter()

@@ -27,7 +27,8 @@ pub mod insert_barriers;
 pub mod lower_tile_ops;
 pub mod merge_shared;
 pub mod plan_mma;
-pub mod range;
+pub mod plan_pipelines;
+pub mod vectorize;
 
 use crate::diag::Diagnostic;
 use crate::ir::PrimFunc;
@@ -45,11 +46,19 @@ pub fn run(f: PrimFunc, target: Target) -> Result<PrimFunc, Diagnostic> {
     };
     let f = check(inject_bounds::run(f)?)?;
     let f = match target {
+        Target::Cuda => check(plan_pipelines::run(f)?)?,
+        Target::C => f,
+    };
+    let f = match target {
         Target::Cuda => check(merge_shared::run(f)?)?,
         Target::C => f,
     };
     let f = match target {
         Target::Cuda => check(insert_barriers::run(f)?)?,
+        Target::C => f,
+    };
+    let f = match target {
+        Target::Cuda => check(vectorize::run(f)?)?,
         Target::C => f,
     };
     Ok(f)

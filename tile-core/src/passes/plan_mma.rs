@@ -13,7 +13,7 @@
 //! fragment: each one that qualifies runs on tensor cores, the others stay
 //! portable over the same register layout.
 
-use super::demote_fragments::owner_access;
+use crate::analysis::ownership::owner_access;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::collections::BTreeSet;

@@ -1,0 +1,160 @@
+//! Decides how each `T::parallel` nest is split over the block's threads
+//! (CUDA) and records it in `PrimFunc::schedule` (`nests`, `fragments`).
+//!
+//! Nests are partitioned in contiguous chunks of `V` elements: element `e`
+//! belongs to thread `(e / V) % threads`, in iteration `e / (V * threads)`.
+//! `V` is the widest power of two with `V * elem_bytes <= 16` that divides
+//! the innermost extent and keeps every contiguous access aligned; a nest
+//! with bounds guards uses `V = 1` (the bounds-checked form). A nest whose
+//! accesses would be aligned at a wider width if some dynamic dims were
+//! multiples of it also records that width: the backend tests the dims at run
+//! time and runs the wider form when they are.
+//!
+//! Fragments are distributed with the same rule, so a fragment is only ever
+//! touched by the thread that owns an element: every nest over a fragment uses
+//! one `V`, the minimum any of them allows (found by a fixed point, since
+//! nests share fragments).
+//!
+//! Runs last: it must see the final nests (`inject_bounds` splits some into
+//! interior and edge, `insert_barriers` adds none inside them).
+
+use crate::analysis::access::{accesses, aligned_dims, bufs_in, lets_in};
+use crate::diag::Diagnostic;
+use crate::ir::*;
+use std::collections::{BTreeSet, HashMap};
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    f.schedule = plan(&f);
+    Ok(f)
+}
+
+fn plan(f: &PrimFunc) -> Schedule {
+    let mut nests = Vec::new();
+    f.body.visit(&mut |s| {
+        if let Some(n) = s.parallel_nest() {
+            nests.push(n);
+        }
+    });
+    // visit() also reaches inner loops of a nest; keep only outermost ones.
+    let inner: BTreeSet<VarId> = nests.iter().flat_map(|n| n.vars[1..].to_vec()).collect();
+    nests.retain(|n| !inner.contains(&n.vars[0]));
+
+    struct Info {
+        key: VarId,
+        natural: i64,
+        frags: Vec<BufId>,
+    }
+    let mut infos = Vec::new();
+    let mut nest_cond: HashMap<VarId, (i64, Vec<VarId>)> = HashMap::new();
+    for n in &nests {
+        let (bufs, guarded) = bufs_in(n.body);
+        let max_bytes = bufs
+            .iter()
+            .map(|&b| f.buf(b).dtype.bytes())
+            .max()
+            .unwrap_or(4)
+            .max(1);
+        let mut v = (16 / max_bytes).max(1);
+        let inner_ext = *n.extents.last().unwrap_or(&1);
+        while v > 1 && inner_ext % v != 0 {
+            v /= 2;
+        }
+        if guarded {
+            v = 1;
+        }
+        // Every contiguous access must stay aligned at the chosen width.
+        let lets = lets_in(n.body);
+        let inner_var = *n.vars.last().unwrap_or(&VarId(0));
+        let vmax = v;
+        let memory: Vec<(BufId, Vec<Expr>)> = accesses(n.body)
+            .into_iter()
+            .filter(|(b, _)| matches!(f.buf(*b).scope, Scope::Global | Scope::Shared))
+            .collect();
+        // Unconditional width: every access that is contiguous at some width
+        // stays aligned at this one.
+        for (b, idx) in &memory {
+            if aligned_dims(f, *b, idx, &lets, inner_var, 1).is_some_and(|d| d.is_empty()) {
+                while v > 1
+                    && !aligned_dims(f, *b, idx, &lets, inner_var, v).is_some_and(|d| d.is_empty())
+                {
+                    v /= 2;
+                }
+            }
+        }
+        // A wider width when dynamic row lengths are multiples of it.
+        let mut wide = vmax;
+        let mut need = BTreeSet::new();
+        while wide > v {
+            need.clear();
+            let ok = memory.iter().all(|(b, idx)| {
+                if aligned_dims(f, *b, idx, &lets, inner_var, 1).is_none() {
+                    return true; // not contiguous in the inner loop: lane by lane
+                }
+                match aligned_dims(f, *b, idx, &lets, inner_var, wide) {
+                    Some(d) => {
+                        need.extend(d);
+                        true
+                    }
+                    None => false,
+                }
+            });
+            if ok {
+                break;
+            }
+            wide /= 2;
+        }
+        let frags: Vec<BufId> = bufs
+            .into_iter()
+            .filter(|&b| f.buf(b).scope == Scope::Fragment)
+            .collect();
+        let touches_fragment = bufs_in(n.body)
+            .0
+            .iter()
+            .any(|&b| f.buf(b).scope == Scope::Fragment);
+        if wide > v && !need.is_empty() && !guarded && !touches_fragment {
+            nest_cond.insert(n.vars[0], (wide, need.iter().copied().collect()));
+        }
+        infos.push(Info {
+            key: n.vars[0],
+            natural: v,
+            frags,
+        });
+    }
+    let mut frag_v: HashMap<BufId, i64> = HashMap::new();
+    loop {
+        let mut changed = false;
+        for i in &infos {
+            let v = i
+                .frags
+                .iter()
+                .filter_map(|b| frag_v.get(b))
+                .fold(i.natural, |a, &b| a.min(b));
+            for b in &i.frags {
+                if frag_v.get(b).is_none_or(|&x| x > v) {
+                    frag_v.insert(*b, v);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let nests = infos
+        .iter()
+        .map(|i| {
+            let vector = i
+                .frags
+                .iter()
+                .filter_map(|b| frag_v.get(b))
+                .fold(i.natural, |a, &b| a.min(b));
+            let wide = nest_cond.remove(&i.key);
+            (i.key, NestPlan { vector, wide })
+        })
+        .collect();
+    Schedule {
+        pipelines: f.schedule.pipelines.clone(),
+        nests,
+        fragments: frag_v.into_iter().collect(),
+    }
+}
