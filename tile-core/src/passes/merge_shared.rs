@@ -50,7 +50,45 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         })
         .collect();
     f.smem = assign(&requests, ALIGN);
+    if f.smem.bytes > MAX_SHARED {
+        return Err(over_limit(&f, &requests));
+    }
     Ok(f)
+}
+
+/// Shared memory a block may use with the opt-in limit of sm_90 (H100/H200).
+pub const MAX_SHARED: i64 = 227 * 1024;
+
+/// The error for a kernel whose shared memory does not fit, at the largest
+/// buffer's allocation (the one to shrink first).
+fn over_limit(f: &PrimFunc, requests: &[Request]) -> Diagnostic {
+    let mut largest: Vec<&Request> = requests.iter().collect();
+    largest.sort_by_key(|r| std::cmp::Reverse(r.bytes));
+    let list: Vec<String> = largest
+        .iter()
+        .take(4)
+        .map(|r| format!("`{}` {} bytes", f.buf(r.buf).name, r.bytes))
+        .collect();
+    let mut loc = Loc::NONE;
+    if let Some(big) = largest.first() {
+        f.body.visit(&mut |s| {
+            if let Stmt::Alloc { buf, loc: l } = s {
+                if *buf == big.buf {
+                    loc = *l;
+                }
+            }
+        });
+    }
+    Diagnostic::at(
+        loc,
+        format!(
+            "kernel `{}` needs {} bytes of shared memory ({}; pipelined tiles count once per stage); \
+             a block can have at most {MAX_SHARED}",
+            f.name,
+            f.smem.bytes,
+            list.join(", ")
+        ),
+    )
 }
 
 /// A buffer to place: its size and live range (first and last statement,

@@ -1,0 +1,82 @@
+//! Tile copies global → shared as `tl::copy_tile`.
+
+use super::*;
+
+impl Writer<'_> {
+    /// One producer tile copy (see [`TileCopy`]) as `tl::copy_tile` in `mode`
+    /// (`tl::COPY_*`); `live`: a condition under which the tile has rows at
+    /// all (otherwise it is zero-filled).
+    pub(super) fn copy_tile(
+        &mut self,
+        c: &TileCopy,
+        mode: &str,
+        live: Option<&str>,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let (d, g) = (f.buf(c.dst), f.buf(c.src));
+        let shape = d.const_shape().unwrap_or_default();
+        let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);
+        let nd = g.shape.len();
+        let (rows, cols) = (self.expr(&g.shape[nd - 2])?, self.expr(&g.shape[nd - 1])?);
+        let rows_left = match live {
+            Some(l) => format!("({l}) ? {rows} - ({r0}) : 0"),
+            None => format!("{rows} - ({r0})"),
+        };
+        // The tile's first row in the tensor seen as [(leading dims) * rows, cols]:
+        // leading indices flattened row-major, then scaled by the rows per matrix.
+        let mut row = String::new();
+        for (d, e) in c.lead.iter().enumerate() {
+            let e = self.expr(e)?;
+            row = if d == 0 {
+                format!("(long long)({e})")
+            } else {
+                format!("({row}) * {} + ({e})", self.expr(&g.shape[d])?)
+            };
+        }
+        let row = if row.is_empty() {
+            format!("(long long)({r0})")
+        } else {
+            format!("(({row}) * {rows} + ({r0}))")
+        };
+        self.line(&format!(
+            "tl::copy_tile<{}, {}, {}, {}, {mode}>({}, {} + {row} * {cols} + ({c0}), {cols}, {rows_left}, {cols} - ({c0}));",
+            ty(d.dtype)?,
+            shape[0],
+            shape[1],
+            f.launch.threads,
+            self.tile_base(c.dst),
+            self.name(c.src),
+        ));
+        Ok(())
+    }
+
+    /// The run-time conditions under which every tile of the copy `c` can move
+    /// as whole 16-byte chunks: the row length a multiple of 8 elements, the
+    /// tensor 16-byte aligned, and (shown here) every tile's first column a
+    /// multiple of 8. `None`: that cannot be shown.
+    pub(super) fn vec_cond(&self, c: &TileCopy) -> Option<Vec<String>> {
+        let f = self.f;
+        let g = f.buf(c.src);
+        let dims: BTreeSet<VarId> = f.dims.iter().copied().collect();
+        let mut need = zero_mod(&c.c0, 8, &dims)?;
+        let mut cond = vec![format!("tl::aligned16({})", self.name(c.src))];
+        let cols = &g.shape[g.shape.len() - 1];
+        match cols.as_int() {
+            Some(n) if n % 8 != 0 => return None,
+            Some(_) => {}
+            None => need.extend(zero_mod(cols, 8, &dims)?),
+        }
+        cond.extend(
+            need.iter()
+                .map(|d| format!("{} % 8 == 0", ident(&f.var(*d).name))),
+        );
+        Some(cond)
+    }
+
+    pub(super) fn note_align(&mut self, b: BufId, v: i64) {
+        if let Some(p) = self.f.params.iter().position(|&x| x == b) {
+            let bytes = (self.f.buf(b).dtype.bytes() * v) as u32;
+            self.param_align[p] = self.param_align[p].max(bytes);
+        }
+    }
+}

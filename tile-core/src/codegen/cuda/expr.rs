@@ -1,0 +1,172 @@
+//! Expressions and buffer accesses.
+
+use super::*;
+
+impl Writer<'_> {
+    /// `buf[offset]`, or the fragment register of the current lane.
+    pub(super) fn access(&self, b: BufId, idx: &[Expr]) -> Result<String, Diagnostic> {
+        let buf = self.f.buf(b);
+        if buf.scope == Scope::Fragment {
+            return match &self.lane {
+                Some(l) => Ok(format!("{}[{}]", self.name(b), l.slot)),
+                None => Err(err(format!(
+                    "kernel `{}`: fragment `{}` is distributed over threads and can only be accessed inside \
+                     a `T::parallel` over its shape (or through `T::copy`)",
+                    self.f.name, buf.name
+                ))),
+            };
+        }
+        Ok(format!("{}[{}]", self.name(b), self.offset(b, idx, None)?))
+    }
+
+    /// The element offset of `buf[idx]` in memory: row-major, or the swizzled
+    /// order of a tensor-core operand tile.
+    pub(super) fn offset(
+        &self,
+        b: BufId,
+        idx: &[Expr],
+        subst: Option<(VarId, &str)>,
+    ) -> Result<String, Diagnostic> {
+        let buf = self.f.buf(b);
+        let off = if buf.layout == Some(Layout::Swizzled) {
+            let shape = buf.const_shape().unwrap_or_default();
+            let (r, c) = (
+                self.expr_with(&idx[0], subst)?,
+                self.expr_with(&idx[1], subst)?,
+            );
+            format!("tl::smem_offset<{}, {}>({r}, {c})", shape[0], shape[1])
+        } else {
+            self.expr_with(&flatten(&buf.shape, idx), subst)?
+        };
+        Ok(match self.stage.get(&b) {
+            Some(st) => format!(
+                "{st} * {} + {off}",
+                buf.const_shape()
+                    .unwrap_or_default()
+                    .iter()
+                    .product::<i64>()
+            ),
+            None => off,
+        })
+    }
+
+    pub(super) fn expr(&self, e: &Expr) -> Result<String, Diagnostic> {
+        self.expr_with(e, None)
+    }
+
+    /// Emits `e`; `subst` renames one variable (used for chunk base addresses).
+    pub(super) fn expr_with(
+        &self,
+        e: &Expr,
+        subst: Option<(VarId, &str)>,
+    ) -> Result<String, Diagnostic> {
+        let f = self.f;
+        let r = |x: &Expr| self.expr_with(x, subst);
+        Ok(match e {
+            Expr::Int(v, t) => match t {
+                DType::I64 => format!("{v}LL"),
+                DType::U64 => format!("{v}ULL"),
+                DType::U32 => format!("{v}u"),
+                _ => format!("{v}"),
+            },
+            Expr::Float(v, t) => float_const(*v, *t),
+            Expr::Bool(b) => (if *b { "true" } else { "false" }).to_string(),
+            Expr::Thread => "(int)threadIdx.x".to_string(),
+            Expr::Var(v, _) => match subst {
+                Some((x, s)) if x == *v => s.to_string(),
+                _ => ident(&f.var(*v).name),
+            },
+            Expr::Load(b, idx, _) => {
+                if let Some(l) = &self.lane {
+                    if let Some((_, _, n)) = l.vloads.iter().find(|(x, y, _)| x == b && y == idx) {
+                        return Ok(n.clone());
+                    }
+                }
+                if subst.is_some() {
+                    format!("{}[{}]", self.name(*b), self.offset(*b, idx, subst)?)
+                } else {
+                    self.access(*b, idx)?
+                }
+            }
+            Expr::Bin(op, a, b, _) => {
+                let (x, y) = (r(a)?, r(b)?);
+                let t = a.dtype();
+                match op {
+                    BinOp::Min | BinOp::Max => {
+                        let mx = *op == BinOp::Max;
+                        let name = match t {
+                            DType::F32 => {
+                                if mx {
+                                    "fmaxf"
+                                } else {
+                                    "fminf"
+                                }
+                            }
+                            DType::F64 => {
+                                if mx {
+                                    "fmax"
+                                } else {
+                                    "fmin"
+                                }
+                            }
+                            DType::F16 | DType::BF16 => {
+                                if mx {
+                                    "__hmax"
+                                } else {
+                                    "__hmin"
+                                }
+                            }
+                            _ => {
+                                if mx {
+                                    "max"
+                                } else {
+                                    "min"
+                                }
+                            }
+                        };
+                        format!("{name}({x}, {y})")
+                    }
+                    op => format!("({x} {} {y})", op.symbol()),
+                }
+            }
+            Expr::Not(a) => format!("(!{})", r(a)?),
+            Expr::Neg(a, _) => format!("(-{})", r(a)?),
+            Expr::Cast(t, a) => {
+                let x = r(a)?;
+                let from = a.dtype();
+                let lowp = |d: DType| matches!(d, DType::F16 | DType::BF16);
+                if lowp(*t) || lowp(from) {
+                    format!("(({})((float)({x})))", ty(*t)?)
+                } else {
+                    format!("(({})({x}))", ty(*t)?)
+                }
+            }
+            Expr::Select(c, a, b, _) => format!("({} ? {} : {})", r(c)?, r(a)?, r(b)?),
+            Expr::Call(i, args, t) => {
+                let x = r(&args[0])?;
+                let (x, d) = match t {
+                    DType::F64 => (x, true),
+                    DType::F32 => (x, false),
+                    _ => (format!("(float)({x})"), false),
+                };
+                let sfx = if d { "" } else { "f" };
+                let one = if d { "1.0" } else { "1.0f" };
+                let v = match i {
+                    Intrin::Exp => format!("exp{sfx}({x})"),
+                    Intrin::Exp2 => format!("exp2{sfx}({x})"),
+                    Intrin::Log => format!("log{sfx}({x})"),
+                    Intrin::Log2 => format!("log2{sfx}({x})"),
+                    Intrin::Sqrt => format!("sqrt{sfx}({x})"),
+                    Intrin::Rsqrt => format!("rsqrt{sfx}({x})"),
+                    Intrin::Abs => format!("fabs{sfx}({x})"),
+                    Intrin::Tanh => format!("tanh{sfx}({x})"),
+                    Intrin::Sigmoid => format!("({one} / ({one} + exp{sfx}(-({x}))))"),
+                };
+                match t {
+                    DType::F16 | DType::BF16 => format!("(({})({v}))", ty(*t)?),
+                    _ => v,
+                }
+            }
+        })
+    }
+}

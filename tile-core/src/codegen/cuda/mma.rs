@@ -1,0 +1,210 @@
+//! Tensor-core GEMM tiles: `tl::gemm_ss` calls and nests over an
+//! accumulator in its `mma.sync` layout.
+
+use super::*;
+
+impl Writer<'_> {
+    /// A `T::parallel` over a gemm accumulator's shape: each thread visits
+    /// its own registers; `tl::acc_coord` says which element each one is.
+    pub(super) fn mma_nest(
+        &mut self,
+        n: Nest<'_>,
+        acc: BufId,
+        wm: i64,
+        wn: i64,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let shape = f.buf(acc).const_shape().unwrap_or_default();
+        let (m, nn) = (shape[0], shape[1]);
+        let regs = m * nn / f.launch.threads;
+        let k = self.nest_counter;
+        self.nest_counter += 1;
+        let saved = self.env.clone();
+        for (v, e) in n.vars.iter().zip(&n.extents) {
+            self.env.ranges.insert(*v, (0, e - 1));
+        }
+        // Registers 2q and 2q+1 hold (i, j) and (i, j + 1): a store of the
+        // pair to memory contiguous in j is one 2-element vector store when
+        // the row length keeps it aligned and both elements are in bounds.
+        let pair = self.accumulator_pair_store(&n);
+        self.line(&format!(
+            "// T.Parallel{:?} over the gemm accumulator layout",
+            n.extents
+        ));
+        self.line("#pragma unroll");
+        let step = if pair.is_some() { 2 } else { 1 };
+        self.line(&format!(
+            "for (int tl_s{k} = 0; tl_s{k} < {regs}; tl_s{k} += {step}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("int tl_i{k}, tl_j{k};"));
+        self.line(&format!(
+            "tl::acc_coord<{m}, {nn}, {wm}, {wn}>(tl_s{k}, tl_i{k}, tl_j{k});"
+        ));
+        let lead = n.vars.len().saturating_sub(2);
+        // Declares the nest's variables for lane `lane` (0 or 1) of the pair.
+        let declare = |w: &mut Writer, lane: i64| {
+            for (d, v) in n.vars.iter().enumerate() {
+                let val = match d.checked_sub(lead) {
+                    None => "0".to_string(),
+                    Some(0) => format!("tl_i{k}"),
+                    Some(_) if lane == 0 => format!("tl_j{k}"),
+                    Some(_) => format!("tl_j{k} + {lane}"),
+                };
+                w.line(&format!("const int {} = {val};", ident(&f.var(*v).name)));
+            }
+        };
+        let scoped =
+            |w: &mut Writer, lane: i64, body: &dyn Fn(&mut Writer) -> Result<(), Diagnostic>| {
+                w.line("{");
+                w.depth += 1;
+                declare(w, lane);
+                w.lane = Some(Lane {
+                    slot: format!("tl_s{k} + {lane}"),
+                    vloads: Vec::new(),
+                    vstore: None,
+                });
+                let r = body(w);
+                w.lane = None;
+                w.depth -= 1;
+                w.line("}");
+                r
+            };
+        let r = match pair {
+            None => scoped(self, 0, &|w| w.stmt(n.body)),
+            Some((cond, store, dims)) => (|| {
+                let Stmt::Store {
+                    buf, idx, value, ..
+                } = store
+                else {
+                    unreachable!()
+                };
+                let t = ty(f.buf(buf).dtype)?;
+                let mut ok: Vec<String> = dims
+                    .iter()
+                    .map(|d| format!("{} % 2 == 0", ident(&f.var(*d).name)))
+                    .collect();
+                self.line(&format!("bool tl_ok{k} = true;"));
+                if let Some(c) = &cond {
+                    scoped(self, 1, &|w| {
+                        let c = w.expr(c)?;
+                        w.line(&format!("tl_ok{k} = {c};"));
+                        Ok(())
+                    })?;
+                }
+                ok.push(format!("tl_ok{k}"));
+                self.line(&format!("if ({}) {{", ok.join(" && ")));
+                self.depth += 1;
+                self.line(&format!("tl::vec<{t}, 2> tl_pair{k};"));
+                for lane in 0..2 {
+                    scoped(self, lane, &|w| {
+                        let v = w.expr(&value)?;
+                        w.line(&format!("tl_pair{k}.x[{lane}] = {v};"));
+                        Ok(())
+                    })?;
+                }
+                scoped(self, 0, &|w| {
+                    let target = w.access(buf, &idx)?;
+                    w.line(&format!("*(tl::vec<{t}, 2>*)(&{target}) = tl_pair{k};"));
+                    w.note_align(buf, 2);
+                    Ok(())
+                })?;
+                self.depth -= 1;
+                self.line("} else {");
+                self.depth += 1;
+                for lane in 0..2 {
+                    scoped(self, lane, &|w| w.stmt(n.body))?;
+                }
+                self.depth -= 1;
+                self.line("}");
+                Ok(())
+            })(),
+        };
+        self.env = saved;
+        r?;
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// The (guard, store, dims to check) of a nest over an accumulator whose
+    /// body is one (optionally bounds-guarded) store to global or shared
+    /// memory contiguous in the last nest variable, if it is.
+    pub(super) fn accumulator_pair_store(
+        &self,
+        n: &Nest<'_>,
+    ) -> Option<(Option<Expr>, Stmt, BTreeSet<VarId>)> {
+        let f = self.f;
+        let items: Vec<&Stmt> = match n.body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let (cond, store) = match items.as_slice() {
+            [Stmt::If {
+                cond,
+                then,
+                els: None,
+                ..
+            }] => match &**then {
+                Stmt::Seq(v) if v.len() == 1 => (Some(cond.clone()), v[0].clone()),
+                s => (Some(cond.clone()), s.clone()),
+            },
+            [s] => (None, (*s).clone()),
+            _ => return None,
+        };
+        let Stmt::Store { buf, ref idx, .. } = store else {
+            return None;
+        };
+        let b = f.buf(buf);
+        // A swizzled tile permutes 16-byte chunks only: an element pair at an
+        // even column stays contiguous.
+        let layout_ok = match b.layout {
+            None => true,
+            Some(Layout::Swizzled) => b.dtype.bytes() == 2,
+            Some(_) => false,
+        };
+        if !matches!(b.scope, Scope::Global | Scope::Shared) || !layout_ok {
+            return None;
+        }
+        let inner = *n.vars.last()?;
+        let dims = aligned_dims(f, buf, idx, &HashMap::new(), inner, 2)?;
+        Some((cond, store, dims))
+    }
+
+    /// The tensor-core shape of `g`: the operand type, `M, N, K, WM, WN`, the
+    /// transpositions (the template arguments `tl::GemmPipe` takes), and `K`.
+    pub(super) fn gemm_shape(&self, g: &Gemm) -> Result<(String, i64), Diagnostic> {
+        let f = self.f;
+        let (a, c) = (f.buf(g.a), f.buf(g.c));
+        let Some(Layout::Mma { wm, wn }) = c.layout else {
+            return Err(err(
+                "internal error: a gemm reached the CUDA backend without a tensor-core plan",
+            ));
+        };
+        let sa = a.const_shape().unwrap_or_default();
+        let sc = c.const_shape().unwrap_or_default();
+        let k = if g.trans_a { sa[0] } else { sa[1] };
+        let args = format!(
+            "{}, {}, {}, {k}, {wm}, {wn}, {}, {}",
+            ty(a.dtype)?,
+            sc[0],
+            sc[1],
+            g.trans_a,
+            g.trans_b
+        );
+        Ok((args, k))
+    }
+
+    /// `C += A · B` on tensor cores (`tl::gemm_ss`).
+    pub(super) fn gemm(&mut self, g: &Gemm) -> Result<(), Diagnostic> {
+        let (args, _) = self.gemm_shape(g)?;
+        let args = args.replacen(", ", ", float, ", 1);
+        self.line(&format!(
+            "tl::gemm_ss<{args}>({}, {}, {});",
+            self.tile_base(g.a),
+            self.tile_base(g.b),
+            self.name(g.c)
+        ));
+        Ok(())
+    }
+}

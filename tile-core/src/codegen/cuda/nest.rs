@@ -1,0 +1,296 @@
+//! `T::parallel` nests: the thread partition `vectorize` chose, vector
+//! accesses, and the per-chunk lanes.
+
+use super::*;
+
+impl Writer<'_> {
+    /// Emits a partitioned `T::parallel` nest.
+    pub(super) fn nest(&mut self, n: Nest<'_>) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let mma = accesses(n.body)
+            .into_iter()
+            .find_map(|(b, _)| match f.buf(b).layout {
+                Some(Layout::Mma { wm, wn }) => Some((b, wm, wn)),
+                _ => None,
+            });
+        if let Some((acc, wm, wn)) = mma {
+            return self.mma_nest(n, acc, wm, wn);
+        }
+        let plan = f.schedule.nests.get(&n.vars[0]);
+        let v = plan.map_or(1, |p| p.vector);
+        if let Some((wide, dims)) = plan.and_then(|p| p.wide.clone()) {
+            let dims: BTreeSet<VarId> = dims.into_iter().collect();
+            // Dynamic row lengths decide the width at run time (uniform per launch).
+            let cond: Vec<String> = dims
+                .iter()
+                .map(|d| format!("{} % {wide} == 0", ident(&f.var(*d).name)))
+                .collect();
+            self.line(&format!("if ({}) {{", cond.join(" && ")));
+            self.depth += 1;
+            self.nest_at(&n, wide, &dims)?;
+            self.depth -= 1;
+            self.line("} else {");
+            self.depth += 1;
+            self.nest_at(&n, v, &BTreeSet::new())?;
+            self.depth -= 1;
+            self.line("}");
+            return Ok(());
+        }
+        self.nest_at(&n, v, &BTreeSet::new())
+    }
+
+    /// Emits a nest at width `v`, assuming the dims in `assume` are multiples
+    /// of `v`.
+    pub(super) fn nest_at(
+        &mut self,
+        n: &Nest<'_>,
+        v: i64,
+        assume: &BTreeSet<VarId>,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let threads = f.launch.threads;
+        let total: i64 = n.extents.iter().product();
+        let per = threads * v;
+        let iters = (total + per - 1) / per;
+        let k = self.nest_counter;
+        self.nest_counter += 1;
+        let it = format!("tl_it{k}");
+        let flat = format!("tl_flat{k}");
+        let inner_var = *n.vars.last().unwrap_or(&VarId(0));
+
+        // Fragments in this nest must be addressed by identity.
+        for (b, idx) in accesses(n.body) {
+            let buf = f.buf(b);
+            if buf.scope != Scope::Fragment {
+                continue;
+            }
+            let identity = crate::analysis::ownership::owner_access(
+                &buf.const_shape().unwrap_or_default(),
+                &idx,
+                &n.vars,
+                &n.extents,
+            );
+            if !identity {
+                return Err(err(format!(
+                    "kernel `{}`: fragment `{}` must be accessed as `{}[(i, j, ..)]` with the indices of a \
+                     `T::parallel` over its whole shape {:?} (each thread holds only its own elements)",
+                    f.name, buf.name, buf.name, buf.const_shape().unwrap_or_default()
+                )));
+            }
+        }
+
+        // Vectorized form: [let]* store, unguarded, store contiguous and aligned.
+        let lets = lets_in(n.body);
+        let items: Vec<&Stmt> = match n.body {
+            Stmt::Seq(v) => v.iter().collect(),
+            s => vec![s],
+        };
+        let simple = v > 1
+            && items
+                .iter()
+                .all(|s| matches!(s, Stmt::Let { .. } | Stmt::Store { .. }))
+            && items
+                .iter()
+                .filter(|s| matches!(s, Stmt::Store { .. }))
+                .count()
+                == 1;
+        let vec_ok = |b: BufId, idx: &[Expr]| -> bool {
+            let buf = f.buf(b);
+            matches!(buf.scope, Scope::Global | Scope::Shared)
+                && aligned_dims(f, b, idx, &lets, inner_var, v).is_some_and(|d| d.is_subset(assume))
+        };
+        let mut vloads = Vec::new();
+        let mut vstore = None;
+        if simple {
+            if let Some(Stmt::Store {
+                buf, idx, value, ..
+            }) = items.iter().find(|s| matches!(s, Stmt::Store { .. }))
+            {
+                if vec_ok(*buf, idx) {
+                    vstore = Some((*buf, idx.clone(), format!("tl_st{k}.x[tl_v]")));
+                }
+                let mut loads = Vec::new();
+                value.visit(&mut |e| {
+                    if let Expr::Load(b, i, _) = e {
+                        loads.push((*b, i.clone()));
+                    }
+                });
+                for it_l in items.iter() {
+                    if let Stmt::Let { value, .. } = it_l {
+                        value.visit(&mut |e| {
+                            if let Expr::Load(b, i, _) = e {
+                                loads.push((*b, i.clone()));
+                            }
+                        });
+                    }
+                }
+                for (b, i) in loads {
+                    if vec_ok(b, &i)
+                        && !vloads
+                            .iter()
+                            .any(|(x, y, _): &VecAccess| *x == b && *y == i)
+                    {
+                        let name = format!("tl_ld{k}_{}.x[tl_v]", vloads.len());
+                        vloads.push((b, i, name));
+                    }
+                }
+            }
+        }
+
+        self.line(&format!(
+            "// T.Parallel{:?}: {total} elements over {threads} threads, {v} per chunk",
+            n.extents
+        ));
+        // Register fragments need constant indices: unroll fully. A scalar
+        // nest over memory only (bounds-checked edges, unaligned fallbacks)
+        // keeps a few iterations in flight without the register cost.
+        let registers = accesses(n.body)
+            .iter()
+            .any(|(b, _)| f.buf(*b).scope == Scope::Fragment);
+        if registers || v > 1 || iters <= 8 {
+            self.line("#pragma unroll");
+        } else {
+            self.line("#pragma unroll 4");
+        }
+        self.line(&format!("for (int {it} = 0; {it} < {iters}; ++{it}) {{"));
+        self.depth += 1;
+        let tid = "(int)threadIdx.x";
+        if v == 1 {
+            self.line(&format!("const int {flat} = {it} * {threads} + {tid};"));
+        } else {
+            self.line(&format!(
+                "const int {flat} = ({it} * {threads} + {tid}) * {v};"
+            ));
+        }
+        let guard = total % per != 0;
+        if guard {
+            self.line(&format!("if ({flat} < {total}) {{"));
+            self.depth += 1;
+        }
+        // Outer indices (shared by all lanes of a chunk).
+        let nd = n.vars.len();
+        let mut stride = 1i64;
+        let mut strides = vec![0i64; nd];
+        for d in (0..nd).rev() {
+            strides[d] = stride;
+            stride *= n.extents[d];
+        }
+        let saved_env = self.env.clone();
+        for d in 0..nd {
+            let name = ident(&f.var(n.vars[d]).name);
+            let e = if d == 0 && nd == 1 {
+                flat.clone()
+            } else if d == 0 {
+                format!("{flat} / {}", strides[0])
+            } else if d == nd - 1 {
+                format!("{flat} % {}", n.extents[d])
+            } else {
+                format!("{flat} / {} % {}", strides[d], n.extents[d])
+            };
+            let decl = if d == nd - 1 && v > 1 {
+                format!("tl_base{k}")
+            } else {
+                name
+            };
+            self.line(&format!("const int {decl} = {e};"));
+            self.env.ranges.insert(n.vars[d], (0, n.extents[d] - 1));
+        }
+        // Hoisted vector loads, addressed at the chunk's first lane.
+        let base_name = format!("tl_base{k}");
+        let at_base = |w: &Writer, b: BufId, idx: &[Expr]| -> Result<String, Diagnostic> {
+            let idx: Vec<Expr> = idx.iter().map(|e| e.inline_lets(&lets)).collect();
+            let s = w.offset(b, &idx, Some((inner_var, base_name.as_str())))?;
+            Ok(format!("{}[{s}]", w.name(b)))
+        };
+        // A pipeline producer's 16-byte chunk copy: one `cp.async`, no registers.
+        let mut cp_async = None;
+        if let (true, Some((sb, sidx, _)), [(gb, gidx, _)]) =
+            (self.producer, &vstore, vloads.as_slice())
+        {
+            let plain_copy = items.iter().any(|x| {
+                matches!(x, Stmt::Store { buf, value: Expr::Load(lb, li, _), .. }
+                    if buf == sb && lb == gb && li == gidx)
+            });
+            if plain_copy
+                && f.buf(*sb).dtype.bytes() * v == 16
+                && f.buf(*gb).dtype == f.buf(*sb).dtype
+            {
+                cp_async = Some((at_base(self, *sb, sidx)?, at_base(self, *gb, gidx)?, *gb));
+            }
+        }
+        if let Some((d, g, gb)) = cp_async {
+            self.line(&format!("tl::cp_async16(&{d}, &{g}, true);"));
+            self.note_align(gb, v);
+        } else {
+            self.chunk(n, k, v, &it, inner_var, vloads, vstore, &at_base)?;
+        }
+        self.env = saved_env;
+        if guard {
+            self.depth -= 1;
+            self.line("}");
+        }
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// The lanes of one chunk of a nest: hoisted vector loads, the body per
+    /// lane, the vector store.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn chunk(
+        &mut self,
+        n: &Nest<'_>,
+        k: usize,
+        v: i64,
+        it: &str,
+        inner_var: VarId,
+        vloads: Vec<VecAccess>,
+        vstore: Option<VecAccess>,
+        at_base: &AtBase<'_>,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        for (i, (b, idx, _)) in vloads.iter().enumerate() {
+            let t = ty(f.buf(*b).dtype)?;
+            let a = at_base(self, *b, idx)?;
+            self.line(&format!(
+                "const tl::vec<{t}, {v}> tl_ld{k}_{i} = *(const tl::vec<{t}, {v}>*)(&{a});"
+            ));
+            self.note_align(*b, v);
+        }
+        if let Some((b, _, _)) = &vstore {
+            let t = ty(f.buf(*b).dtype)?;
+            self.line(&format!("tl::vec<{t}, {v}> tl_st{k};"));
+        }
+        let slot = if v == 1 {
+            it.to_string()
+        } else {
+            format!("{it} * {v} + tl_v")
+        };
+        if v > 1 {
+            self.line("#pragma unroll");
+            self.line(&format!("for (int tl_v = 0; tl_v < {v}; ++tl_v) {{"));
+            self.depth += 1;
+            let name = ident(&f.var(inner_var).name);
+            self.line(&format!("const int {name} = tl_base{k} + tl_v;"));
+        }
+        self.lane = Some(Lane {
+            slot,
+            vloads,
+            vstore: vstore.clone(),
+        });
+        let r = self.stmt(n.body);
+        self.lane = None;
+        r?;
+        if v > 1 {
+            self.depth -= 1;
+            self.line("}");
+        }
+        if let Some((b, idx, _)) = &vstore {
+            let t = ty(f.buf(*b).dtype)?;
+            let a = at_base(self, *b, idx)?;
+            self.line(&format!("*(tl::vec<{t}, {v}>*)(&{a}) = tl_st{k};"));
+            self.note_align(*b, v);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,258 @@
+//! Software pipelines (`plan_pipelines`): stage buffers, the producer
+//! copies issued ahead, and the GEMM main-loop schedule.
+
+use super::*;
+
+impl Writer<'_> {
+    /// The pipelined loop's consumer when it is one tensor-core gemm reading
+    /// only this pipeline's tiles with an even number of 16-deep k steps: then
+    /// the next stage's first fragments can be fetched during the current
+    /// stage's last multiplies (`tl::GemmPipe::run`).
+    pub(super) fn stage_gemm<'s>(&self, cons: &[&'s Stmt], tiles: &[BufId]) -> Option<&'s Gemm> {
+        let [Stmt::Gemm(g)] = cons else {
+            return None;
+        };
+        let (_, k) = self.gemm_shape(g).ok()?;
+        let dt = self.f.buf(g.a).dtype;
+        (matches!(dt, DType::F16 | DType::BF16)
+            && tiles.contains(&g.a)
+            && tiles.contains(&g.b)
+            && g.a != g.b
+            && (k / 16) % 2 == 0)
+            .then_some(g)
+    }
+
+    /// A pointer to the current stage of a (possibly multi-buffered) tile.
+    pub(super) fn tile_base(&self, b: BufId) -> String {
+        match self.stage.get(&b) {
+            Some(st) => self.stage_base(b, st),
+            None => self.name(b),
+        }
+    }
+
+    /// A pointer to stage `stage` (an expression) of a multi-buffered tile.
+    pub(super) fn stage_base(&self, b: BufId, stage: &str) -> String {
+        let n: i64 = self
+            .f
+            .buf(b)
+            .const_shape()
+            .unwrap_or_default()
+            .iter()
+            .product();
+        format!("{} + {stage} * {n}", self.name(b))
+    }
+
+    /// A software pipeline over `n` iterations with `stages` buffers: the
+    /// producers (copies into shared tiles) of iteration `i + stages - 1` are
+    /// issued, as `cp.async` where they are aligned chunks, before iteration
+    /// `i` computes; `cp.async.wait_group` plus one barrier per iteration
+    /// order them. The barrier at the top of iteration `i` also guarantees
+    /// that every thread finished reading the buffer the next producers
+    /// overwrite (it was last read in iteration `i - 1`).
+    pub(super) fn pipeline(
+        &mut self,
+        var: VarId,
+        start: &Expr,
+        extent: &Expr,
+        body: &Stmt,
+        stages: i64,
+        producers: usize,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let k = self.nest_counter;
+        self.nest_counter += 1;
+        let items: Vec<&Stmt> = match body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let (prod, rest) = items.split_at(producers);
+        // Barriers around the producers are replaced by the pipeline's own.
+        let mut cons: Vec<&Stmt> = rest
+            .iter()
+            .copied()
+            .skip_while(|x| matches!(x, Stmt::Barrier))
+            .collect();
+        while matches!(cons.last(), Some(Stmt::Barrier)) {
+            cons.pop();
+        }
+        let tiles: Vec<BufId> = f.schedule.pipelines[&var].tiles.clone();
+        let name = ident(&f.var(var).name);
+        let s0 = self.expr(start)?;
+        let n = self.expr(extent)?;
+        self.line(&format!(
+            "// T.Pipelined: {stages} stages, {} producer copies overlapped with compute",
+            prod.len()
+        ));
+        self.line("{");
+        self.depth += 1;
+        self.line(&format!("const int tl_n{k} = {n};"));
+        // The producers of iteration `iter`. `mode` (`tl::COPY_VEC`/`_SCALAR`):
+        // every producer is a tile copy whose chunk alignment was decided before
+        // the loop; past the last tile the copies still run, with no rows (zero
+        // fill of a stage nobody reads), so the loop body has no branch.
+        let emit = |w: &mut Writer, iter: &str, mode: Option<&str>| -> Result<(), Diagnostic> {
+            let live = format!("{iter} < tl_n{k}");
+            match mode {
+                Some(_) => w.line("{"),
+                None => w.line(&format!("if ({live}) {{")),
+            }
+            w.depth += 1;
+            w.line(&format!("const int {name} = {s0} + {iter};"));
+            w.line(&format!("const int tl_stage_p{k} = ({iter}) % {stages};"));
+            for &t in &tiles {
+                w.stage.insert(t, format!("tl_stage_p{k}"));
+            }
+            w.producer = true;
+            let r = prod.iter().try_for_each(|x| match (TileCopy::of(x), mode) {
+                (Some(c), Some(m)) => w.copy_tile(&c, m, Some(&live)),
+                (Some(c), None) => w.copy_tile(&c, "tl::COPY_CHECK", None),
+                (None, _) => w.stmt(x),
+            });
+            w.producer = false;
+            r?;
+            w.depth -= 1;
+            w.line("}");
+            w.line("tl::cp_async_commit();");
+            Ok(())
+        };
+        if let Some(g) = self.stage_gemm(&cons, &tiles) {
+            // All producers tile copies whose chunk alignment can be decided once:
+            // two loops, one with only cp.async copies and one with element-wise
+            // ones, so the hot loop has no branch between copies and multiplies.
+            let copies: Option<Vec<TileCopy>> = prod.iter().map(|x| TileCopy::of(x)).collect();
+            let cond = copies.as_ref().and_then(|cs| {
+                let conds: Option<Vec<Vec<String>>> = cs.iter().map(|c| self.vec_cond(c)).collect();
+                conds.map(|v| v.concat().into_iter().collect::<BTreeSet<String>>())
+            });
+            match cond {
+                Some(cond) => {
+                    let cond: Vec<String> = cond.into_iter().collect();
+                    self.line(&format!("if ({}) {{", cond.join(" && ")));
+                    self.depth += 1;
+                    self.pipeline_gemm(k, g, stages, |w, it| emit(w, it, Some("tl::COPY_VEC")))?;
+                    self.depth -= 1;
+                    self.line("} else {");
+                    self.depth += 1;
+                    self.pipeline_gemm(k, g, stages, |w, it| emit(w, it, Some("tl::COPY_SCALAR")))?;
+                    self.depth -= 1;
+                    self.line("}");
+                }
+                None => self.pipeline_gemm(k, g, stages, |w, it| emit(w, it, None))?,
+            }
+            // Drain: no copy may still be in flight when the tiles are reused.
+            self.line("tl::cp_async_wait<0>();");
+            self.line("__syncthreads();");
+            self.depth -= 1;
+            self.line("}");
+            return Ok(());
+        }
+        let emit_producers = |w: &mut Writer, iter: &str| emit(w, iter, None);
+        self.pipeline_prologue(k, stages, &emit_producers)?;
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
+        self.line("__syncthreads();");
+        emit_producers(self, &format!("tl_i{k} + {}", stages - 1))?;
+        self.line(&format!("const int {name} = {s0} + tl_i{k};"));
+        self.line(&format!("const int tl_stage_c{k} = tl_i{k} % {stages};"));
+        for &t in &tiles {
+            self.stage.insert(t, format!("tl_stage_c{k}"));
+        }
+        let r = cons.iter().try_for_each(|x| self.stmt(x));
+        for t in &tiles {
+            self.stage.remove(t);
+        }
+        r?;
+        self.depth -= 1;
+        self.line("}");
+        // Drain: no copy may still be in flight when the tiles are reused.
+        self.line("tl::cp_async_wait<0>();");
+        self.line("__syncthreads();");
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// A pipeline's prologue: the producers of the first `stages - 1` iterations.
+    pub(super) fn pipeline_prologue(
+        &mut self,
+        k: usize,
+        stages: i64,
+        emit_producers: &impl Fn(&mut Self, &str) -> Result<(), Diagnostic>,
+    ) -> Result<(), Diagnostic> {
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int tl_pi{k} = 0; tl_pi{k} < {}; ++tl_pi{k}) {{",
+            stages - 1
+        ));
+        self.depth += 1;
+        emit_producers(self, &format!("tl_pi{k}"))?;
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// The rest of [`Self::pipeline`] when its consumer is one tensor-core gemm
+    /// (see [`Self::stage_gemm`]). The stage hand-off (wait for the copies of
+    /// stage `i + 1`, one barrier) moves from the top of iteration `i + 1` to
+    /// just before the last k step of iteration `i`, and the next stage's first
+    /// fragments load right after it, overlapping that step's multiplies.
+    /// Every ldmatrix of stage `i` (the last step's included) is issued before
+    /// that barrier, so the producers of iteration `i + 1`, which refill the
+    /// buffer stage `i` was read from, still find it free.
+    pub(super) fn pipeline_gemm(
+        &mut self,
+        k: usize,
+        g: &Gemm,
+        stages: i64,
+        emit_producers: impl Fn(&mut Self, &str) -> Result<(), Diagnostic>,
+    ) -> Result<(), Diagnostic> {
+        self.pipeline_prologue(k, stages, &emit_producers)?;
+        let (args, _) = self.gemm_shape(g)?;
+        let base = |w: &Writer, b: BufId, stage: &str| w.stage_base(b, stage);
+        self.line(&format!("tl::GemmPipe<{args}> tl_g{k};"));
+        self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
+        self.line("__syncthreads();");
+        self.line(&format!(
+            "if (tl_n{k} > 0) tl_g{k}.first({}, {});",
+            base(self, g.a, "0"),
+            base(self, g.b, "0")
+        ));
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("const int tl_stage_c{k} = tl_i{k} % {stages};"));
+        self.line(&format!(
+            "const int tl_stage_n{k} = (tl_i{k} + 1) % {stages};"
+        ));
+        let (cur, next) = (format!("tl_stage_c{k}"), format!("tl_stage_n{k}"));
+        self.line(&format!(
+            "tl_g{k}.run({}, {}, {}, [&] {{",
+            base(self, g.a, &cur),
+            base(self, g.b, &cur),
+            self.name(g.c)
+        ));
+        // The producers go after the first step's multiplies: their address
+        // arithmetic then issues while the tensor cores work.
+        self.depth += 1;
+        emit_producers(self, &format!("tl_i{k} + {}", stages - 1))?;
+        self.depth -= 1;
+        self.line("}, [&] {");
+        self.depth += 1;
+        self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
+        self.line("__syncthreads();");
+        self.line(&format!(
+            "if (tl_i{k} + 1 < tl_n{k}) tl_g{k}.first({}, {});",
+            base(self, g.a, &next),
+            base(self, g.b, &next)
+        ));
+        self.depth -= 1;
+        self.line("});");
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+}

@@ -1,0 +1,222 @@
+//! Statements: lets, stores, loops, ifs, allocations and tile ops.
+
+use super::*;
+
+impl Writer<'_> {
+    pub(super) fn stmt(&mut self, s: &Stmt) -> Result<(), Diagnostic> {
+        if self.lane.is_none() {
+            if let Some(n) = collect_nest(s) {
+                return self.nest(n);
+            }
+        }
+        let f = self.f;
+        match s {
+            Stmt::Seq(v) => {
+                for s in v {
+                    self.stmt(s)?;
+                }
+            }
+            Stmt::Let { var, value } | Stmt::Local { var, init: value } => {
+                let v = f.var(*var);
+                let konst = if matches!(s, Stmt::Let { .. }) {
+                    "const "
+                } else {
+                    ""
+                };
+                let e = self.expr(value)?;
+                self.line(&format!(
+                    "{konst}{} {} = {e};",
+                    ty(v.dtype)?,
+                    ident(&v.name)
+                ));
+            }
+            Stmt::Assign { var, value } => {
+                let e = self.expr(value)?;
+                self.line(&format!("{} = {e};", ident(&f.var(*var).name)));
+            }
+            Stmt::Store {
+                buf, idx, value, ..
+            } => {
+                let v = self.expr(value)?;
+                if let Some((b, i, name)) = self.lane.as_ref().and_then(|l| l.vstore.clone()) {
+                    if b == *buf && &i == idx {
+                        self.line(&format!("{name} = {v};"));
+                        return Ok(());
+                    }
+                }
+                let target = self.access(*buf, idx)?;
+                self.line(&format!("{target} = {v};"));
+            }
+            Stmt::For {
+                var,
+                start,
+                extent,
+                kind,
+                body,
+                ..
+            } => {
+                if *kind == ForKind::Parallel {
+                    return Err(err(format!(
+                        "kernel `{}`: a `T::parallel` loop over a dynamic extent or inside another parallel \
+                         loop cannot be mapped to threads",
+                        f.name
+                    )));
+                }
+                if let Some(p) = f.schedule.pipelines.get(var) {
+                    let (stages, producers) = (p.stages, p.tiles.len());
+                    return self.pipeline(*var, start, extent, body, stages, producers);
+                }
+                let n = ident(&f.var(*var).name);
+                let s0 = self.expr(start)?;
+                let e = self.expr(extent)?;
+                let end = if s0 == "0" { e } else { format!("{s0} + {e}") };
+                if *kind == ForKind::Unrolled {
+                    self.line("#pragma unroll");
+                }
+                self.line(&format!("for (int {n} = {s0}; {n} < {end}; ++{n}) {{"));
+                self.depth += 1;
+                self.stmt(body)?;
+                self.depth -= 1;
+                self.line("}");
+            }
+            Stmt::If {
+                cond, then, els, ..
+            } => {
+                let c = self.expr(cond)?;
+                self.line(&format!("if ({c}) {{"));
+                self.depth += 1;
+                self.stmt(then)?;
+                self.depth -= 1;
+                if let Some(e) = els {
+                    self.line("} else {");
+                    self.depth += 1;
+                    self.stmt(e)?;
+                    self.depth -= 1;
+                }
+                self.line("}");
+            }
+            Stmt::Alloc { buf, .. } => {
+                let b = f.buf(*buf);
+                let n: i64 = b.const_shape().unwrap_or_default().iter().product();
+                let t = ty(b.dtype)?;
+                match b.scope {
+                    Scope::Shared => {
+                        // A view into the block's one shared byte array
+                        // (`merge_shared` chose the offset).
+                        let n = n * self.multibuf.get(buf).copied().unwrap_or(1);
+                        let Some(&(off, bytes)) = f.smem.slots.get(buf) else {
+                            return Err(err(format!(
+                                "internal error: shared buffer `{}` has no place in shared memory",
+                                b.name
+                            )));
+                        };
+                        if bytes < n * b.dtype.bytes() {
+                            return Err(err(format!(
+                                "internal error: shared buffer `{}` needs {} bytes, {bytes} reserved",
+                                b.name,
+                                n * b.dtype.bytes()
+                            )));
+                        }
+                        let shared_with: Vec<String> = f
+                            .smem
+                            .slots
+                            .keys()
+                            .filter(|&&o| o != *buf && f.smem.overlaps(o, *buf))
+                            .map(|&o| self.name(o))
+                            .collect();
+                        // A view that shares bytes must not promise the
+                        // compiler it is the only way to them.
+                        let (restrict, note) = if shared_with.is_empty() {
+                            ("__restrict__ ", String::new())
+                        } else {
+                            ("", format!(", bytes reused by {}", shared_with.join(", ")))
+                        };
+                        self.line(&format!(
+                            "{t}* {restrict}{} = reinterpret_cast<{t}*>(tl_smem + {off});  // {n} elements{note}",
+                            self.name(*buf)
+                        ));
+                    }
+                    Scope::Fragment if matches!(b.layout, Some(Layout::Mma { .. })) => {
+                        let regs = n / f.launch.threads;
+                        self.line(&format!(
+                            "{t} {}[{regs}];  // gemm accumulator: {n} elements in mma.sync order",
+                            self.name(*buf)
+                        ));
+                    }
+                    Scope::Fragment => {
+                        let v = f.schedule.fragments.get(buf).copied().unwrap_or(1);
+                        let per = f.launch.threads * v;
+                        let regs = (n + per - 1) / per * v;
+                        self.line(&format!(
+                            "{t} {}[{regs}];  // fragment: {n} elements, {v} per chunk",
+                            self.name(*buf)
+                        ));
+                    }
+                    _ => self.line(&format!("{t} {}[{n}];", self.name(*buf))),
+                }
+            }
+            Stmt::Barrier => self.line("__syncthreads();"),
+            Stmt::AtomicAdd {
+                buf, idx, value, ..
+            } => {
+                let b = f.buf(*buf);
+                let target = self.access(*buf, idx)?;
+                let v = self.expr(value)?;
+                let call = match b.dtype {
+                    DType::F16
+                    | DType::BF16
+                    | DType::F32
+                    | DType::F64
+                    | DType::I32
+                    | DType::U32
+                    | DType::U64 => {
+                        format!("atomicAdd(&{target}, {v});")
+                    }
+                    DType::I64 => format!(
+                        "atomicAdd((unsigned long long*)&{target}, (unsigned long long)({v}));"
+                    ),
+                    t => {
+                        return Err(err(format!(
+                            "kernel `{}`: atomic add on {t} is not supported on CUDA",
+                            f.name
+                        )))
+                    }
+                };
+                self.line(&call);
+            }
+            Stmt::Print { label, value, .. } => {
+                let v = self.expr(value)?;
+                let (fmt, arg) = if value.dtype().is_float() {
+                    ("%g", format!("(double)((float)({v}))"))
+                } else {
+                    ("%lld", format!("(long long)({v})"))
+                };
+                let label = label
+                    .replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('%', "%%");
+                self.line(&format!(
+                    "if (threadIdx.x == 0) printf(\"tile.print block(%d, %d, %d): {label} = {fmt}\\n\", (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, {arg});"
+                ));
+            }
+            Stmt::Reduce(r) => self.reduce(r)?,
+            Stmt::Gemm(g) => self.gemm(g)?,
+            // A tile copy outside a pipeline: complete before the barrier that
+            // `insert_barriers` places ahead of the tile's readers.
+            Stmt::Copy { .. } => {
+                let c = TileCopy::of(s).ok_or_else(|| {
+                    err("internal error: a copy that is not a tile copy reached the CUDA backend")
+                })?;
+                self.copy_tile(&c, "tl::COPY_CHECK", None)?;
+                self.line("tl::cp_async_commit();");
+                self.line("tl::cp_async_wait<0>();");
+            }
+            Stmt::AtomicAddTile { .. } | Stmt::Fill { .. } => {
+                return Err(err(
+                    "internal error: tile op reached the CUDA backend unlowered",
+                ))
+            }
+        }
+        Ok(())
+    }
+}
