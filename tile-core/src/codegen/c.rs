@@ -7,6 +7,7 @@
 //! and computed in float; casts to them round (round-to-nearest-even) so
 //! results match the GPU's per-operation rounding closely.
 
+use super::cfamily::{math_call, CWriter};
 use super::{flatten, float_lit, ident};
 use crate::diag::Diagnostic;
 use crate::ir::*;
@@ -190,42 +191,19 @@ struct Writer<'a> {
     depth: usize,
 }
 
-impl Writer<'_> {
-    fn line(&mut self, s: &str) {
-        for _ in 0..self.depth {
-            self.out.push_str("  ");
-        }
-        self.out.push_str(s);
-        self.out.push('\n');
-    }
+super::cfamily::impl_cwriter!(val_type);
 
+impl Writer<'_> {
     fn offset(&self, b: BufId, idx: &[Expr]) -> Result<String, Diagnostic> {
         self.expr(&flatten(&self.f.buf(b).shape, idx))
     }
 
     fn stmt(&mut self, s: &Stmt) -> Result<(), Diagnostic> {
+        if let Some(r) = self.common_stmt(s) {
+            return r;
+        }
         let f = self.f;
         match s {
-            Stmt::Seq(v) => {
-                for s in v {
-                    self.stmt(s)?;
-                }
-            }
-            Stmt::Let { var, value } | Stmt::Local { var, init: value } => {
-                let v = f.var(*var);
-                let konst = if matches!(s, Stmt::Let { .. }) {
-                    "const "
-                } else {
-                    ""
-                };
-                let t = val_type(v.dtype)?;
-                let e = self.expr(value)?;
-                self.line(&format!("{konst}{t} {} = {e};", ident(&v.name)));
-            }
-            Stmt::Assign { var, value } => {
-                let e = self.expr(value)?;
-                self.line(&format!("{} = {e};", ident(&f.var(*var).name)));
-            }
             Stmt::Store {
                 buf, idx, value, ..
             } => {
@@ -262,27 +240,10 @@ impl Writer<'_> {
                     self.line("#pragma GCC ivdep");
                 }
                 let end = if s0 == "0" { e } else { format!("{s0} + {e}") };
-                self.line(&format!("for (int32_t {n} = {s0}; {n} < {end}; ++{n}) {{"));
-                self.depth += 1;
-                self.stmt(body)?;
-                self.depth -= 1;
-                self.line("}");
-            }
-            Stmt::If {
-                cond, then, els, ..
-            } => {
-                let c = self.expr(cond)?;
-                self.line(&format!("if ({c}) {{"));
-                self.depth += 1;
-                self.stmt(then)?;
-                self.depth -= 1;
-                if let Some(e) = els {
-                    self.line("} else {");
-                    self.depth += 1;
-                    self.stmt(e)?;
-                    self.depth -= 1;
-                }
-                self.line("}");
+                self.loop_body(
+                    &format!("for (int32_t {n} = {s0}; {n} < {end}; ++{n})"),
+                    body,
+                )?;
             }
             Stmt::Alloc { buf, .. } => {
                 let b = f.buf(*buf);
@@ -338,6 +299,12 @@ impl Writer<'_> {
                     "internal error: tile op reached the C backend unlowered",
                 ))
             }
+            // Sequences, scalars and `if`: `common_stmt`.
+            Stmt::Seq(_)
+            | Stmt::Let { .. }
+            | Stmt::Local { .. }
+            | Stmt::Assign { .. }
+            | Stmt::If { .. } => {}
         }
         Ok(())
     }
@@ -421,19 +388,12 @@ impl Writer<'_> {
             Expr::Call(i, args, t) => {
                 let x = self.expr(&args[0])?;
                 let d = *t == DType::F64;
-                let sfx = if d { "" } else { "f" };
-                let one = if d { "1.0" } else { "1.0f" };
-                let r = match i {
-                    Intrin::Exp => format!("exp{sfx}({x})"),
-                    Intrin::Exp2 => format!("exp2{sfx}({x})"),
-                    Intrin::Log => format!("log{sfx}({x})"),
-                    Intrin::Log2 => format!("log2{sfx}({x})"),
-                    Intrin::Sqrt => format!("sqrt{sfx}({x})"),
-                    Intrin::Rsqrt => format!("({one} / sqrt{sfx}({x}))"),
-                    Intrin::Abs => format!("fabs{sfx}({x})"),
-                    Intrin::Tanh => format!("tanh{sfx}({x})"),
-                    Intrin::Sigmoid => format!("({one} / ({one} + exp{sfx}(-({x}))))"),
+                let rsqrt = if d {
+                    format!("(1.0 / sqrt({x}))")
+                } else {
+                    format!("(1.0f / sqrtf({x}))")
                 };
+                let r = math_call(*i, &x, d, &rsqrt);
                 match t {
                     DType::F16 => format!("tl_rh({r})"),
                     DType::BF16 => format!("tl_rbf({r})"),

@@ -2,6 +2,7 @@
 //! IR, `generate(&PrimFunc, &Options) -> Result<Source, Diagnostic>`.
 
 pub mod c;
+mod cfamily;
 pub mod cuda;
 
 pub use crate::ir::flatten;

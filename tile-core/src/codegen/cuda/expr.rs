@@ -149,19 +149,8 @@ impl Writer<'_> {
                     DType::F32 => (x, false),
                     _ => (format!("(float)({x})"), false),
                 };
-                let sfx = if d { "" } else { "f" };
-                let one = if d { "1.0" } else { "1.0f" };
-                let v = match i {
-                    Intrin::Exp => format!("exp{sfx}({x})"),
-                    Intrin::Exp2 => format!("exp2{sfx}({x})"),
-                    Intrin::Log => format!("log{sfx}({x})"),
-                    Intrin::Log2 => format!("log2{sfx}({x})"),
-                    Intrin::Sqrt => format!("sqrt{sfx}({x})"),
-                    Intrin::Rsqrt => format!("rsqrt{sfx}({x})"),
-                    Intrin::Abs => format!("fabs{sfx}({x})"),
-                    Intrin::Tanh => format!("tanh{sfx}({x})"),
-                    Intrin::Sigmoid => format!("({one} / ({one} + exp{sfx}(-({x}))))"),
-                };
+                let rsqrt = format!("rsqrt{}({x})", if d { "" } else { "f" });
+                let v = math_call(*i, &x, d, &rsqrt);
                 match t {
                     DType::F16 | DType::BF16 => format!("(({})({v}))", ty(*t)?),
                     _ => v,

@@ -22,6 +22,7 @@ mod pipeline;
 mod reduce;
 mod stmt;
 
+use super::cfamily::{math_call, CWriter};
 use super::{flatten, float_lit, ident};
 use crate::analysis::access::{accesses, aligned_dims, lets_in, zero_mod};
 use crate::analysis::range::Env;
@@ -251,15 +252,9 @@ struct Writer<'a> {
     dynamic_bytes: i64,
 }
 
-impl Writer<'_> {
-    fn line(&mut self, s: &str) {
-        for _ in 0..self.depth {
-            self.out.push_str("  ");
-        }
-        self.out.push_str(s);
-        self.out.push('\n');
-    }
+super::cfamily::impl_cwriter!(ty);
 
+impl Writer<'_> {
     fn name(&self, b: BufId) -> String {
         ident(&self.f.buf(b).name)
     }

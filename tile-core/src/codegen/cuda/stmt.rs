@@ -9,31 +9,11 @@ impl Writer<'_> {
                 return self.nest(n);
             }
         }
+        if let Some(r) = self.common_stmt(s) {
+            return r;
+        }
         let f = self.f;
         match s {
-            Stmt::Seq(v) => {
-                for s in v {
-                    self.stmt(s)?;
-                }
-            }
-            Stmt::Let { var, value } | Stmt::Local { var, init: value } => {
-                let v = f.var(*var);
-                let konst = if matches!(s, Stmt::Let { .. }) {
-                    "const "
-                } else {
-                    ""
-                };
-                let e = self.expr(value)?;
-                self.line(&format!(
-                    "{konst}{} {} = {e};",
-                    ty(v.dtype)?,
-                    ident(&v.name)
-                ));
-            }
-            Stmt::Assign { var, value } => {
-                let e = self.expr(value)?;
-                self.line(&format!("{} = {e};", ident(&f.var(*var).name)));
-            }
             Stmt::Store {
                 buf, idx, value, ..
             } => {
@@ -73,27 +53,7 @@ impl Writer<'_> {
                 if *kind == ForKind::Unrolled {
                     self.line("#pragma unroll");
                 }
-                self.line(&format!("for (int {n} = {s0}; {n} < {end}; ++{n}) {{"));
-                self.depth += 1;
-                self.stmt(body)?;
-                self.depth -= 1;
-                self.line("}");
-            }
-            Stmt::If {
-                cond, then, els, ..
-            } => {
-                let c = self.expr(cond)?;
-                self.line(&format!("if ({c}) {{"));
-                self.depth += 1;
-                self.stmt(then)?;
-                self.depth -= 1;
-                if let Some(e) = els {
-                    self.line("} else {");
-                    self.depth += 1;
-                    self.stmt(e)?;
-                    self.depth -= 1;
-                }
-                self.line("}");
+                self.loop_body(&format!("for (int {n} = {s0}; {n} < {end}; ++{n})"), body)?;
             }
             Stmt::Alloc { buf, .. } => {
                 let b = f.buf(*buf);
@@ -216,6 +176,12 @@ impl Writer<'_> {
                     "internal error: tile op reached the CUDA backend unlowered",
                 ))
             }
+            // Sequences, scalars and `if`: `common_stmt`.
+            Stmt::Seq(_)
+            | Stmt::Let { .. }
+            | Stmt::Local { .. }
+            | Stmt::Assign { .. }
+            | Stmt::If { .. } => {}
         }
         Ok(())
     }
