@@ -842,6 +842,7 @@ fn tile_op(cx: &mut Ctx, c: &syn::ExprCall, out: &mut Vec<Stmt>) {
                 args[..3].iter().map(|a| expr::buffer_ref(cx, a)).collect();
             let mut g = Gemm {
                 loc: cx.loc,
+                inst: GemmInst::Loops,
                 a: BufId(0),
                 b: BufId(0),
                 c: BufId(0),

@@ -572,9 +572,22 @@ pub struct Reduce {
     pub clear: bool,
 }
 
+/// The instructions a `T::gemm` runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum GemmInst {
+    /// A loop nest of multiply-adds (`lower_tile_ops` lowers it).
+    #[default]
+    Loops,
+    /// Tensor cores through `mma.sync` (`tl::gemm_ss`), the warps tiling the
+    /// accumulator `wm` x `wn`; the operands are swizzled shared tiles.
+    MmaSync { wm: i64, wn: i64 },
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gemm {
     pub loc: Loc,
+    /// How it runs, chosen by `plan_mma` (CUDA); `Loops` until then.
+    pub inst: GemmInst,
     pub a: BufId,
     pub b: BufId,
     pub c: BufId,

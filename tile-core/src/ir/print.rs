@@ -236,8 +236,13 @@ impl Printer<'_> {
                 self.line(d, &t);
             }
             Stmt::Gemm(g) => {
+                // Set on CUDA by `plan_mma`.
+                let inst = match g.inst {
+                    GemmInst::Loops => String::new(),
+                    GemmInst::MmaSync { wm, wn } => format!(", inst=\"mma_sync({wm}x{wn})\""),
+                };
                 let t = format!(
-                    "T.gemm({}, {}, {}, transpose_A={}, transpose_B={}, clear_accum={})",
+                    "T.gemm({}, {}, {}, transpose_A={}, transpose_B={}, clear_accum={}{inst})",
                     f.buf(g.a).name,
                     f.buf(g.b).name,
                     f.buf(g.c).name,

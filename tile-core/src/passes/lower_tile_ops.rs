@@ -47,7 +47,7 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
             })
         }
         // A gemm `plan_mma` put on tensor cores stays a tile op for codegen.
-        Stmt::Gemm(g) if super::plan_mma::on_tensor_cores(f, &g) => Stmt::Gemm(g),
+        Stmt::Gemm(g) if g.inst != GemmInst::Loops => Stmt::Gemm(g),
         Stmt::Gemm(g) => gemm(f, g),
         s => s,
     };

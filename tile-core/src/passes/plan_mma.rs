@@ -74,12 +74,25 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             f.buffers[g.b.0 as usize].layout = Some(Layout::Swizzled);
         }
     }
+    // Record the choice on each gemm: later passes and the backend read it.
+    let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
+    f.body = body.fold(&mut |s| match s {
+        Stmt::Gemm(mut g) => {
+            if let (true, Some(Layout::Mma { wm, wn })) =
+                (on_tensor_cores(&f, &g), f.buf(g.c).layout)
+            {
+                g.inst = GemmInst::MmaSync { wm, wn };
+            }
+            Stmt::Gemm(g)
+        }
+        s => s,
+    });
     Ok(f)
 }
 
-/// Whether gemm `g` runs on tensor cores (after this pass): its
-/// accumulator got the tensor-core layout and it qualifies itself.
-pub fn on_tensor_cores(f: &PrimFunc, g: &Gemm) -> bool {
+/// Whether gemm `g` can run on tensor cores (after the layouts are chosen):
+/// its accumulator got the tensor-core layout and it qualifies itself.
+fn on_tensor_cores(f: &PrimFunc, g: &Gemm) -> bool {
     matches!(f.buf(g.c).layout, Some(Layout::Mma { .. })) && eligible(f, g).is_some()
 }
 

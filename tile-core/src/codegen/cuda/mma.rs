@@ -176,7 +176,7 @@ impl Writer<'_> {
     pub(super) fn gemm_shape(&self, g: &Gemm) -> Result<(String, i64), Diagnostic> {
         let f = self.f;
         let (a, c) = (f.buf(g.a), f.buf(g.c));
-        let Some(Layout::Mma { wm, wn }) = c.layout else {
+        let GemmInst::MmaSync { wm, wn } = g.inst else {
             return Err(err(
                 "internal error: a gemm reached the CUDA backend without a tensor-core plan",
             ));
