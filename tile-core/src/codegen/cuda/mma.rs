@@ -19,10 +19,6 @@ impl Writer<'_> {
         let regs = m * nn / f.launch.threads;
         let k = self.nest_counter;
         self.nest_counter += 1;
-        let saved = self.env.clone();
-        for (v, e) in n.vars.iter().zip(&n.extents) {
-            self.env.ranges.insert(*v, (0, e - 1));
-        }
         // Registers 2q and 2q+1 hold (i, j) and (i, j + 1): a store of the
         // pair to memory contiguous in j is one 2-element vector store when
         // the row length keeps it aligned and both elements are in bounds.
@@ -120,7 +116,6 @@ impl Writer<'_> {
                 Ok(())
             })(),
         };
-        self.env = saved;
         r?;
         self.depth -= 1;
         self.line("}");

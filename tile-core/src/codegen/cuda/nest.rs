@@ -175,7 +175,6 @@ impl Writer<'_> {
             strides[d] = stride;
             stride *= n.extents[d];
         }
-        let saved_env = self.env.clone();
         for d in 0..nd {
             let name = ident(&f.var(n.vars[d]).name);
             let e = if d == 0 && nd == 1 {
@@ -193,7 +192,6 @@ impl Writer<'_> {
                 name
             };
             self.line(&format!("const int {decl} = {e};"));
-            self.env.ranges.insert(n.vars[d], (0, n.extents[d] - 1));
         }
         // Hoisted vector loads, addressed at the chunk's first lane.
         let base_name = format!("tl_base{k}");
@@ -224,7 +222,6 @@ impl Writer<'_> {
         } else {
             self.chunk(n, k, v, &it, inner_var, vloads, vstore, &at_base)?;
         }
-        self.env = saved_env;
         if guard {
             self.depth -= 1;
             self.line("}");

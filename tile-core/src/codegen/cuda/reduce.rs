@@ -133,7 +133,7 @@ impl Writer<'_> {
         self.line(&format!("const int tl_g{k} = (int)threadIdx.x % {g};"));
         self.line(&format!("const int tl_q{k} = (int)threadIdx.x / {g};"));
         if g > 32 {
-            self.shared_bytes += (threads / 32) * t.bytes();
+            self.scratch_bytes += (threads / 32) * t.bytes();
             self.line(&format!("__shared__ {acc_t} tl_red{k}[{}];", threads / 32));
         }
         self.line("#pragma unroll 1");
@@ -217,7 +217,7 @@ impl Writer<'_> {
         }
         if g > 32 {
             let wpg = g / 32;
-            self.shared_bytes += threads / 32 * 8;
+            self.scratch_bytes += threads / 32 * 8;
             self.line(&format!("__shared__ {acc_t} tl_red{k}[{}];", threads / 32));
             self.line(&format!(
                 "if ((int)threadIdx.x % 32 == 0) tl_red{k}[(int)threadIdx.x / 32] = {acc};"
