@@ -1101,6 +1101,7 @@ fn copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Option<Stmt
     let s = make(cx, src, &sb)?;
     let d = make(cx, dst, &db)?;
     Some(Stmt::Copy {
+        inst: CopyInst::Loops,
         loc: cx.loc,
         src: s,
         dst: d,

@@ -572,6 +572,20 @@ pub struct Reduce {
     pub clear: bool,
 }
 
+/// The instructions a `T::copy` runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub enum CopyInst {
+    /// A `T::parallel` nest of loads and stores (`lower_tile_ops` lowers it).
+    #[default]
+    Loops,
+    /// A 2-D tile of a global tensor into a whole swizzled shared tile as one
+    /// `tl::copy_tile` of `cp.async` chunks (CUDA). The chunks are 16 bytes
+    /// when the tensor is 16-byte aligned and, if `vector_if` lists dynamic
+    /// dims, they are multiples of 8 (both tested at run time); element by
+    /// element otherwise, and always when `vector_if` is `None`.
+    CpAsyncTile { vector_if: Option<Vec<VarId>> },
+}
+
 /// The instructions a `T::gemm` runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum GemmInst {
@@ -677,6 +691,8 @@ pub enum Stmt {
         src: Region,
         dst: Region,
         loc: Loc,
+        /// How it runs, chosen by `lower_tile_ops`; `Loops` until then.
+        inst: CopyInst,
     },
     /// `dst += src` element-wise with atomic adds (`T::atomic_add` of a tile).
     AtomicAddTile {

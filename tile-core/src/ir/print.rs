@@ -223,8 +223,22 @@ impl Printer<'_> {
                 );
                 self.line(d, &t);
             }
-            Stmt::Copy { src, dst, .. } => {
-                let t = format!("T.copy({}, {})", self.region(src), self.region(dst));
+            Stmt::Copy { src, dst, inst, .. } => {
+                // Set on CUDA by `lower_tile_ops`.
+                let inst = match inst {
+                    CopyInst::Loops => String::new(),
+                    CopyInst::CpAsyncTile { vector_if: None } => {
+                        ", inst=\"cp_async_tile\", vector=false".to_string()
+                    }
+                    CopyInst::CpAsyncTile { vector_if: Some(d) } if d.is_empty() => {
+                        ", inst=\"cp_async_tile\"".to_string()
+                    }
+                    CopyInst::CpAsyncTile { vector_if: Some(d) } => {
+                        let names: Vec<&str> = d.iter().map(|&v| f.var(v).name.as_str()).collect();
+                        format!(", inst=\"cp_async_tile\", vector_if=({})", names.join(", "))
+                    }
+                };
+                let t = format!("T.copy({}, {}{inst})", self.region(src), self.region(dst));
                 self.line(d, &t);
             }
             Stmt::AtomicAddTile { src, dst, .. } => {

@@ -13,9 +13,11 @@
 //! predicate, zero fill), which software pipelines overlap with compute. See
 //! [`is_tile_copy`] for exactly which copies.
 
+use crate::analysis::access::zero_mod;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use crate::Target;
+use std::collections::BTreeSet;
 
 pub fn run(mut f: PrimFunc, target: Target) -> Result<PrimFunc, Diagnostic> {
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
@@ -30,8 +32,18 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
         Stmt::Seq(..) | Stmt::For { .. } | Stmt::If { .. } => {
             return s.map_children(&mut |c| lower(f, c, target))
         }
-        Stmt::Copy { src, dst, loc } if target == Target::Cuda && is_tile_copy(f, &src, &dst) => {
-            Stmt::Copy { loc, src, dst }
+        Stmt::Copy { src, dst, loc, .. }
+            if target == Target::Cuda && is_tile_copy(f, &src, &dst) =>
+        {
+            let inst = CopyInst::CpAsyncTile {
+                vector_if: vector_if(f, &src),
+            };
+            Stmt::Copy {
+                loc,
+                src,
+                dst,
+                inst,
+            }
         }
         Stmt::Copy { src, dst, .. } => copy(f, src, dst, false),
         Stmt::AtomicAddTile { src, dst, .. } => copy(f, src, dst, true),
@@ -87,6 +99,24 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
         && cols % 8 == 0
         && threads % (cols / 8) == 0
         && (rows * cols / 8) % threads == 0
+}
+
+/// The dynamic dims that must be multiples of 8 for every tile of a tile copy
+/// from `src` to move as whole 16-byte chunks (8 two-byte elements): the
+/// row length and every tile's first column must be; `None` when that cannot
+/// be shown.
+fn vector_if(f: &PrimFunc, src: &Region) -> Option<Vec<VarId>> {
+    let dims: BTreeSet<VarId> = f.dims.iter().copied().collect();
+    let g = f.buf(src.buf);
+    let c0 = src.origin.last()?;
+    let mut need = zero_mod(c0, 8, &dims)?;
+    let cols = g.shape.last()?;
+    match cols.as_int() {
+        Some(n) if n % 8 != 0 => return None,
+        Some(_) => {}
+        None => need.extend(zero_mod(cols, 8, &dims)?),
+    }
+    Some(need.into_iter().collect())
 }
 
 /// Loop variables over the trailing non-unit dims of `extent`, and a function
@@ -373,7 +403,9 @@ mod tests {
             .script();
         assert_eq!(cuda.matches("T.copy(").count(), 2, "{cuda}");
         assert!(
-            cuda.contains("T.copy(a[(by * 64), (ko * 32); 64, 32], a_s[0, 0; 64, 32])"),
+            cuda.contains(
+                "T.copy(a[(by * 64), (ko * 32); 64, 32], a_s[0, 0; 64, 32], inst=\"cp_async_tile\", vector_if=(K))"
+            ),
             "{cuda}"
         );
         let c = crate::passes::run(f, crate::Target::C)
@@ -400,7 +432,9 @@ mod tests {
             .expect("lowers")
             .script();
         assert!(
-            cuda.contains("T.copy(q[bz, (by * 64), 0; 1, 64, 64], q_s[0, 0; 64, 64])"),
+            cuda.contains(
+                "T.copy(q[bz, (by * 64), 0; 1, 64, 64], q_s[0, 0; 64, 64], inst=\"cp_async_tile\")"
+            ),
             "{cuda}"
         );
         assert_eq!(cuda.matches("T.copy(").count(), 2, "{cuda}");

@@ -50,25 +50,16 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// The run-time conditions under which every tile of the copy `c` can move
-    /// as whole 16-byte chunks: the row length a multiple of 8 elements, the
-    /// tensor 16-byte aligned, and (shown here) every tile's first column a
-    /// multiple of 8. `None`: that cannot be shown.
+    /// The run-time conditions under which every tile of the copy `c` moves as
+    /// whole 16-byte chunks (`lower_tile_ops` chose the dims to test); `None`:
+    /// never.
     pub(super) fn vec_cond(&self, c: &TileCopy) -> Option<Vec<String>> {
-        let f = self.f;
-        let g = f.buf(c.src);
-        let dims: BTreeSet<VarId> = f.dims.iter().copied().collect();
-        let mut need = zero_mod(&c.c0, 8, &dims)?;
         let mut cond = vec![format!("tl::aligned16({})", self.name(c.src))];
-        let cols = &g.shape[g.shape.len() - 1];
-        match cols.as_int() {
-            Some(n) if n % 8 != 0 => return None,
-            Some(_) => {}
-            None => need.extend(zero_mod(cols, 8, &dims)?),
-        }
         cond.extend(
-            need.iter()
-                .map(|d| format!("{} % 8 == 0", ident(&f.var(*d).name))),
+            c.vector_if
+                .as_ref()?
+                .iter()
+                .map(|d| format!("{} % 8 == 0", ident(&self.f.var(*d).name))),
         );
         Some(cond)
     }

@@ -24,7 +24,7 @@ mod stmt;
 
 use super::cfamily::{math_call, CWriter};
 use super::{flatten, float_lit, ident};
-use crate::analysis::access::{accesses, aligned_dims, lets_in, zero_mod};
+use crate::analysis::access::{accesses, aligned_dims, lets_in};
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use proc_macro2::Span;
@@ -182,13 +182,21 @@ struct TileCopy {
     /// Row and column of the tile's origin in `src`'s last two dims.
     r0: Expr,
     c0: Expr,
+    /// See `CopyInst::CpAsyncTile`.
+    vector_if: Option<Vec<VarId>>,
 }
 
 impl TileCopy {
     /// The tile copy `s` is, if it is one (every `T::copy` that reaches this
     /// backend is).
     fn of(s: &Stmt) -> Option<TileCopy> {
-        let Stmt::Copy { src, dst, .. } = s else {
+        let Stmt::Copy {
+            src,
+            dst,
+            inst: CopyInst::CpAsyncTile { vector_if },
+            ..
+        } = s
+        else {
             return None;
         };
         let [lead @ .., r0, c0] = &src.origin[..] else {
@@ -200,6 +208,7 @@ impl TileCopy {
             lead: lead.to_vec(),
             r0: r0.clone(),
             c0: c0.clone(),
+            vector_if: vector_if.clone(),
         })
     }
 }
