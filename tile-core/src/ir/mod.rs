@@ -996,6 +996,11 @@ pub struct NestPlan {
     /// A wider width used when the listed dynamic dims are multiples of it
     /// (tested at run time, falling back to `vector`).
     pub wide: Option<(i64, Vec<VarId>)>,
+    /// The accesses (buffer, index) done as one vector access per chunk at
+    /// width `vector`: contiguous along the innermost loop and aligned.
+    pub vectorized: Vec<(BufId, Vec<Expr>)>,
+    /// The same at the `wide` width.
+    pub wide_vectorized: Vec<(BufId, Vec<Expr>)>,
 }
 
 impl Schedule {

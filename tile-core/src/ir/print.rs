@@ -83,12 +83,28 @@ impl Printer<'_> {
     /// multiples of 8).
     fn nest_plan(&self, n: &NestPlan) -> String {
         let mut t = format!("vector={}", n.vector);
+        if !n.vectorized.is_empty() {
+            t.push_str(&format!(", vectorized=[{}]", self.accesses(&n.vectorized)));
+        }
         if let Some((w, dims)) = &n.wide {
             let mut parts = vec![w.to_string()];
             parts.extend(dims.iter().map(|&d| self.f.var(d).name.clone()));
             t.push_str(&format!(", vector_if=({})", parts.join(", ")));
+            if !n.wide_vectorized.is_empty() {
+                let acc = self.accesses(&n.wide_vectorized);
+                t.push_str(&format!(", vectorized_if=[{acc}]"));
+            }
         }
         t
+    }
+
+    /// `a[i, j], c[i]`.
+    fn accesses(&self, list: &[(BufId, Vec<Expr>)]) -> String {
+        let items: Vec<String> = list
+            .iter()
+            .map(|(b, idx)| format!("{}[{}]", self.f.buf(*b).name, self.list(idx)))
+            .collect();
+        items.join(", ")
     }
 
     fn shape(&self, s: &[Expr]) -> String {

@@ -140,7 +140,7 @@ fn plan(f: &PrimFunc) -> Schedule {
             break;
         }
     }
-    let nests = infos
+    let plans = infos
         .iter()
         .map(|i| {
             let vector = i
@@ -149,12 +149,87 @@ fn plan(f: &PrimFunc) -> Schedule {
                 .filter_map(|b| frag_v.get(b))
                 .fold(i.natural, |a, &b| a.min(b));
             let wide = nest_cond.remove(&i.key);
-            (i.key, NestPlan { vector, wide })
+            let n = nests.iter().find(|n| n.vars[0] == i.key);
+            let none = BTreeSet::new();
+            let vectorized = n.map_or(Vec::new(), |n| vector_accesses(f, n, vector, &none));
+            let wide_vectorized = match (&wide, n) {
+                (Some((w, dims)), Some(n)) => {
+                    vector_accesses(f, n, *w, &dims.iter().copied().collect())
+                }
+                _ => Vec::new(),
+            };
+            (
+                i.key,
+                NestPlan {
+                    vector,
+                    wide,
+                    vectorized,
+                    wide_vectorized,
+                },
+            )
         })
         .collect();
     Schedule {
         pipelines: f.schedule.pipelines.clone(),
-        nests,
+        nests: plans,
         fragments: frag_v.into_iter().collect(),
     }
+}
+
+/// The accesses of nest `n` done as vectors at width `v`, assuming the dims
+/// in `assume` are multiples of `v`: in a nest of lets and one store (no
+/// guards), every global or shared access contiguous along the innermost loop
+/// and aligned to `v` elements.
+fn vector_accesses(
+    f: &PrimFunc,
+    n: &Nest<'_>,
+    v: i64,
+    assume: &BTreeSet<VarId>,
+) -> Vec<(BufId, Vec<Expr>)> {
+    let items: Vec<&Stmt> = match n.body {
+        Stmt::Seq(v) => v.iter().collect(),
+        s => vec![s],
+    };
+    let stores = items
+        .iter()
+        .filter(|s| matches!(s, Stmt::Store { .. }))
+        .count();
+    let simple = items
+        .iter()
+        .all(|s| matches!(s, Stmt::Let { .. } | Stmt::Store { .. }));
+    if v == 1 || !simple || stores != 1 {
+        return Vec::new();
+    }
+    let lets = lets_in(n.body);
+    let inner = *n.vars.last().unwrap_or(&VarId(0));
+    let mut candidates = Vec::new();
+    for s in &items {
+        match s {
+            Stmt::Store {
+                buf, idx, value, ..
+            } => {
+                candidates.push((*buf, idx.clone()));
+                value.visit(&mut |e| {
+                    if let Expr::Load(b, i, _) = e {
+                        candidates.push((*b, i.clone()));
+                    }
+                });
+            }
+            Stmt::Let { value, .. } => value.visit(&mut |e| {
+                if let Expr::Load(b, i, _) = e {
+                    candidates.push((*b, i.clone()));
+                }
+            }),
+            _ => {}
+        }
+    }
+    let mut out: Vec<(BufId, Vec<Expr>)> = Vec::new();
+    for (b, idx) in candidates {
+        let ok = matches!(f.buf(b).scope, Scope::Global | Scope::Shared)
+            && aligned_dims(f, b, &idx, &lets, inner, v).is_some_and(|d| d.is_subset(assume));
+        if ok && !out.iter().any(|(x, y)| *x == b && *y == idx) {
+            out.push((b, idx));
+        }
+    }
+    out
 }

@@ -27,25 +27,28 @@ impl Writer<'_> {
                 .collect();
             self.line(&format!("if ({}) {{", cond.join(" && ")));
             self.depth += 1;
-            self.nest_at(&n, wide, &dims)?;
+            let vectorized = plan.map(|p| p.wide_vectorized.clone()).unwrap_or_default();
+            self.nest_at(&n, wide, &vectorized)?;
             self.depth -= 1;
             self.line("} else {");
             self.depth += 1;
-            self.nest_at(&n, v, &BTreeSet::new())?;
+            let vectorized = plan.map(|p| p.vectorized.clone()).unwrap_or_default();
+            self.nest_at(&n, v, &vectorized)?;
             self.depth -= 1;
             self.line("}");
             return Ok(());
         }
-        self.nest_at(&n, v, &BTreeSet::new())
+        let vectorized = plan.map(|p| p.vectorized.clone()).unwrap_or_default();
+        self.nest_at(&n, v, &vectorized)
     }
 
-    /// Emits a nest at width `v`, assuming the dims in `assume` are multiples
-    /// of `v`.
+    /// Emits a nest at width `v`, with the accesses `vectorize` chose done as
+    /// one vector access per chunk.
     pub(super) fn nest_at(
         &mut self,
         n: &Nest<'_>,
         v: i64,
-        assume: &BTreeSet<VarId>,
+        vectorized: &[(BufId, Vec<Expr>)],
     ) -> Result<(), Diagnostic> {
         let f = self.f;
         let threads = f.launch.threads;
@@ -85,23 +88,14 @@ impl Writer<'_> {
             Stmt::Seq(v) => v.iter().collect(),
             s => vec![s],
         };
-        let simple = v > 1
-            && items
-                .iter()
-                .all(|s| matches!(s, Stmt::Let { .. } | Stmt::Store { .. }))
-            && items
-                .iter()
-                .filter(|s| matches!(s, Stmt::Store { .. }))
-                .count()
-                == 1;
         let vec_ok = |b: BufId, idx: &[Expr]| -> bool {
-            let buf = f.buf(b);
-            matches!(buf.scope, Scope::Global | Scope::Shared)
-                && aligned_dims(f, b, idx, &lets, inner_var, v).is_some_and(|d| d.is_subset(assume))
+            vectorized
+                .iter()
+                .any(|(x, y)| *x == b && y.as_slice() == idx)
         };
         let mut vloads = Vec::new();
         let mut vstore = None;
-        if simple {
+        if !vectorized.is_empty() {
             if let Some(Stmt::Store {
                 buf, idx, value, ..
             }) = items.iter().find(|s| matches!(s, Stmt::Store { .. }))
