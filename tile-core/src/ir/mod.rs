@@ -735,6 +735,31 @@ pub struct Nest<'a> {
     pub body: &'a Stmt,
 }
 
+impl Nest<'_> {
+    /// The body as one store, possibly under one bounds guard without
+    /// `else`: (guard, store), if it is that.
+    pub fn guarded_store(&self) -> Option<(Option<Expr>, Stmt)> {
+        let items: Vec<&Stmt> = match self.body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let (cond, store) = match items.as_slice() {
+            [Stmt::If {
+                cond,
+                then,
+                els: None,
+                ..
+            }] => match &**then {
+                Stmt::Seq(v) if v.len() == 1 => (Some(cond.clone()), v[0].clone()),
+                s => (Some(cond.clone()), s.clone()),
+            },
+            [s] => (None, (*s).clone()),
+            _ => return None,
+        };
+        Some((cond, store))
+    }
+}
+
 impl Stmt {
     /// The perfect nest of parallel loops starting here: loops over constant
     /// extents from 0, outermost first.
@@ -1001,6 +1026,11 @@ pub struct NestPlan {
     pub vectorized: Vec<(BufId, Vec<Expr>)>,
     /// The same at the `wide` width.
     pub wide_vectorized: Vec<(BufId, Vec<Expr>)>,
+    /// A nest over a tensor-core accumulator whose body is one (possibly
+    /// guarded) store contiguous along the last loop: each thread's register
+    /// pairs `(i, j), (i, j + 1)` are stored as one 2-element vector when
+    /// these dynamic dims are even (tested at run time).
+    pub pair_store_if: Option<Vec<VarId>>,
 }
 
 impl Schedule {

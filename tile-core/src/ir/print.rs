@@ -83,6 +83,10 @@ impl Printer<'_> {
     /// multiples of 8).
     fn nest_plan(&self, n: &NestPlan) -> String {
         let mut t = format!("vector={}", n.vector);
+        if let Some(dims) = &n.pair_store_if {
+            let names: Vec<&str> = dims.iter().map(|&d| self.f.var(d).name.as_str()).collect();
+            t.push_str(&format!(", pair_store_if=({})", names.join(", ")));
+        }
         if !n.vectorized.is_empty() {
             t.push_str(&format!(", vectorized=[{}]", self.accesses(&n.vectorized)));
         }

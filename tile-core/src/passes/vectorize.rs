@@ -19,13 +19,58 @@
 //! interior and edge, `insert_barriers` adds none inside them).
 
 use crate::analysis::access::{accesses, aligned_dims, bufs_in, lets_in};
+use crate::analysis::ownership::owner_access;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::collections::{BTreeSet, HashMap};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    check_fragments(&f)?;
     f.schedule = plan(&f);
     Ok(f)
+}
+
+/// Each thread holds only its own elements of a register fragment, so every
+/// nest over one (other than an accumulator's, which has its own layout)
+/// must address it by the nest's own indices over its whole shape.
+/// `demote_fragments` moved every fragment it could not prove so to shared
+/// memory; what is left here is a user error.
+fn check_fragments(f: &PrimFunc) -> Result<(), Diagnostic> {
+    let mut nests = Vec::new();
+    f.body.visit(&mut |s| {
+        if let Some(n) = s.parallel_nest() {
+            nests.push((s.loc(), n));
+        }
+    });
+    // visit() also reaches the inner loops of a nest; check whole nests.
+    let inner: BTreeSet<VarId> = nests
+        .iter()
+        .flat_map(|(_, n)| n.vars[1..].to_vec())
+        .collect();
+    let mut result = Ok(());
+    for (loc, n) in nests.iter().filter(|(_, n)| !inner.contains(&n.vars[0])) {
+        for (b, idx) in accesses(n.body) {
+            let buf = f.buf(b);
+            let shape = buf.const_shape().unwrap_or_default();
+            let accumulator = matches!(buf.layout, Some(Layout::Mma { .. }));
+            if buf.scope != Scope::Fragment
+                || accumulator
+                || owner_access(&shape, &idx, &n.vars, &n.extents)
+                || result.is_err()
+            {
+                continue;
+            }
+            result = Err(Diagnostic::at(
+                *loc,
+                format!(
+                    "kernel `{}`: fragment `{}` must be accessed as `{}[(i, j, ..)]` with the indices of a \
+                     `T::parallel` over its whole shape {shape:?} (each thread holds only its own elements)",
+                    f.name, buf.name, buf.name
+                ),
+            ));
+        }
+    }
+    result
 }
 
 fn plan(f: &PrimFunc) -> Schedule {
@@ -165,6 +210,7 @@ fn plan(f: &PrimFunc) -> Schedule {
                     wide,
                     vectorized,
                     wide_vectorized,
+                    pair_store_if: n.and_then(|n| pair_store_if(f, n)),
                 },
             )
         })
@@ -232,4 +278,34 @@ fn vector_accesses(
         }
     }
     out
+}
+
+/// The dims to test for a nest over an accumulator whose body is one
+/// (optionally bounds-guarded) store to global or shared memory contiguous in
+/// the last nest variable, if it is.
+fn pair_store_if(f: &PrimFunc, n: &Nest<'_>) -> Option<Vec<VarId>> {
+    let over_accumulator = accesses(n.body)
+        .iter()
+        .any(|(b, _)| matches!(f.buf(*b).layout, Some(Layout::Mma { .. })));
+    if !over_accumulator {
+        return None;
+    }
+    let (_, store) = n.guarded_store()?;
+    let Stmt::Store { buf, ref idx, .. } = store else {
+        return None;
+    };
+    let b = f.buf(buf);
+    // A swizzled tile permutes 16-byte chunks only: an element pair at an
+    // even column stays contiguous.
+    let layout_ok = match b.layout {
+        None => true,
+        Some(Layout::Swizzled) => b.dtype.bytes() == 2,
+        Some(_) => false,
+    };
+    if !matches!(b.scope, Scope::Global | Scope::Shared) || !layout_ok {
+        return None;
+    }
+    let inner = *n.vars.last()?;
+    let dims = aligned_dims(f, buf, idx, &HashMap::new(), inner, 2)?;
+    Some(dims.into_iter().collect())
 }

@@ -122,48 +122,21 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// The (guard, store, dims to check) of a nest over an accumulator whose
-    /// body is one (optionally bounds-guarded) store to global or shared
-    /// memory contiguous in the last nest variable, if it is.
+    /// The guard and store of a nest over an accumulator that `vectorize`
+    /// chose to store in register pairs, and the dims to test.
     pub(super) fn accumulator_pair_store(
         &self,
         n: &Nest<'_>,
     ) -> Option<(Option<Expr>, Stmt, BTreeSet<VarId>)> {
-        let f = self.f;
-        let items: Vec<&Stmt> = match n.body {
-            Stmt::Seq(v) => v.iter().collect(),
-            x => vec![x],
-        };
-        let (cond, store) = match items.as_slice() {
-            [Stmt::If {
-                cond,
-                then,
-                els: None,
-                ..
-            }] => match &**then {
-                Stmt::Seq(v) if v.len() == 1 => (Some(cond.clone()), v[0].clone()),
-                s => (Some(cond.clone()), s.clone()),
-            },
-            [s] => (None, (*s).clone()),
-            _ => return None,
-        };
-        let Stmt::Store { buf, ref idx, .. } = store else {
-            return None;
-        };
-        let b = f.buf(buf);
-        // A swizzled tile permutes 16-byte chunks only: an element pair at an
-        // even column stays contiguous.
-        let layout_ok = match b.layout {
-            None => true,
-            Some(Layout::Swizzled) => b.dtype.bytes() == 2,
-            Some(_) => false,
-        };
-        if !matches!(b.scope, Scope::Global | Scope::Shared) || !layout_ok {
-            return None;
-        }
-        let inner = *n.vars.last()?;
-        let dims = aligned_dims(f, buf, idx, &HashMap::new(), inner, 2)?;
-        Some((cond, store, dims))
+        let dims = self
+            .f
+            .schedule
+            .nests
+            .get(&n.vars[0])?
+            .pair_store_if
+            .clone()?;
+        let (cond, store) = n.guarded_store()?;
+        Some((cond, store, dims.into_iter().collect()))
     }
 
     /// The tensor-core shape of `g`: the operand type, `M, N, K, WM, WN`, the

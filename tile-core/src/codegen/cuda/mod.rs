@@ -24,7 +24,7 @@ mod stmt;
 
 use super::cfamily::{math_call, CWriter};
 use super::{flatten, float_lit, ident};
-use crate::analysis::access::{accesses, aligned_dims, lets_in};
+use crate::analysis::access::{accesses, lets_in};
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use proc_macro2::Span;

@@ -61,27 +61,6 @@ impl Writer<'_> {
         let flat = format!("tl_flat{k}");
         let inner_var = *n.vars.last().unwrap_or(&VarId(0));
 
-        // Fragments in this nest must be addressed by identity.
-        for (b, idx) in accesses(n.body) {
-            let buf = f.buf(b);
-            if buf.scope != Scope::Fragment {
-                continue;
-            }
-            let identity = crate::analysis::ownership::owner_access(
-                &buf.const_shape().unwrap_or_default(),
-                &idx,
-                &n.vars,
-                &n.extents,
-            );
-            if !identity {
-                return Err(err(format!(
-                    "kernel `{}`: fragment `{}` must be accessed as `{}[(i, j, ..)]` with the indices of a \
-                     `T::parallel` over its whole shape {:?} (each thread holds only its own elements)",
-                    f.name, buf.name, buf.name, buf.const_shape().unwrap_or_default()
-                )));
-            }
-        }
-
         // Vectorized form: [let]* store, unguarded, store contiguous and aligned.
         let lets = lets_in(n.body);
         let items: Vec<&Stmt> = match n.body {
