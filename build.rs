@@ -4,6 +4,7 @@ fn main() {
     let report = tile_core::build::Builder::new()
         .dir("examples")
         .dir("tests")
+        .dir("tests/kernels")
         .compile();
     match report {
         Ok(r) => {
