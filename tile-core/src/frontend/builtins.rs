@@ -373,8 +373,59 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
+    /// The `T::name`s a text mentions.
+    fn mentions(text: &str) -> BTreeSet<String> {
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let mut out = BTreeSet::new();
+        for (i, _) in text.match_indices("T::") {
+            if text[..i].chars().next_back().is_some_and(ident) {
+                continue;
+            }
+            let name: String = text[i + 3..].chars().take_while(|&c| ident(c)).collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+        out
+    }
+
+    fn read(rel: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
     fn table() -> BTreeSet<String> {
         BUILTINS.iter().map(|b| b.name.to_string()).collect()
+    }
+
+    /// The README's "The language" section lists what a kernel can call: it
+    /// must name every builtin, and nothing the frontend does not know.
+    #[test]
+    fn readme_language_section_names_exactly_the_builtins() {
+        let readme = read("../README.md");
+        let start = readme
+            .find("## The language (what works today)")
+            .expect("README has a section \"The language (what works today)\"");
+        let section = &readme[start..];
+        let end = section[3..].find("\n## ").map_or(section.len(), |e| e + 3);
+        let named = mentions(&section[..end]);
+        let table = table();
+        let missing: Vec<_> = table.difference(&named).collect();
+        let unknown: Vec<_> = named.difference(&table).collect();
+        assert!(
+            missing.is_empty() && unknown.is_empty(),
+            "README.md, \"The language\": builtins not listed: {missing:?}; \
+             named but not builtins: {unknown:?} (the table is in tile-core/src/frontend/builtins.rs)"
+        );
+    }
+
+    /// The facade's docs (`T` is not a Rust item there) name only builtins.
+    #[test]
+    fn facade_docs_name_only_builtins() {
+        let named = mentions(&read("../src/lib.rs"));
+        let table = table();
+        let unknown: Vec<_> = named.difference(&table).collect();
+        assert!(unknown.is_empty(), "src/lib.rs names {unknown:?}");
     }
 
     #[test]
