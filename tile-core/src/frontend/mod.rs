@@ -195,3 +195,72 @@ pub fn kernel_attr(attrs: &[syn::Attribute]) -> Option<TokenStream> {
             _ => TokenStream::new(),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_kernel_source;
+    use crate::ir::Stmt;
+
+    /// Every statement the frontend makes that can carry a source position
+    /// carries one, including those it builds itself for a builtin (the loops
+    /// of `T::cumsum`, `T::print` of a buffer, `T::persistent`).
+    #[test]
+    fn every_statement_has_a_position() {
+        let src = r#"
+            #[tile::kernel(b = 64, threads = 128)]
+            fn k(a: Tensor<f16, (b, b)>, x: Tensor<f32, (b,)>, c: TensorMut<f32, (b, b)>) {
+                T::kernel([1, 1], threads, |bx, by| {
+                    T::use_swizzle(2);
+                    let a_s = T::alloc_shared::<f16>([b, b]);
+                    let acc = T::alloc_fragment::<f32>([b, b]);
+                    let row = T::alloc_fragment::<f32>([b]);
+                    let v = T::alloc_var::<f32>(1.0);
+                    T::annotate_layout(a_s, T::swizzled);
+                    T::copy(a, a_s);
+                    T::clear(acc);
+                    T::gemm(a_s, a_s, acc, transpose_b = true);
+                    T::reduce_max(acc, row, dim = 1);
+                    T::cumsum(acc, acc, dim = 1);
+                    T::fill(row, T::infinity::<f32>());
+                    for k in T::pipelined(4, 2) {
+                        for i in T::serial(k, 4) {
+                            if i > 1 {
+                                v += T::exp(x[i]);
+                            } else {
+                                T::print(v, "v");
+                            }
+                        }
+                    }
+                    for (i, j) in T::parallel([b, b]) {
+                        c[(i, j)] = acc[(i, j)] + row[i];
+                    }
+                    for t in T::persistent(4, 2, bx) {
+                        T::atomic_add(c[(t, 0)], 1.0);
+                    }
+                    for u in T::unroll(2) {
+                        T::atomic_add(c.at([u, 0]), row);
+                    }
+                    T::print(row);
+                });
+            }"#;
+        let def = parse_kernel_source(src).unwrap_or_else(|d| panic!("{}", d[0]));
+        let mut missing = Vec::new();
+        def.func.body.visit(&mut |s| {
+            let positioned = !matches!(
+                s,
+                Stmt::Seq(_)
+                    | Stmt::Let { .. }
+                    | Stmt::Local { .. }
+                    | Stmt::Assign { .. }
+                    | Stmt::Barrier
+            );
+            if positioned && s.loc().0.is_none() {
+                missing.push(format!("{s:?}"));
+            }
+        });
+        assert!(
+            missing.is_empty(),
+            "statements without a position: {missing:#?}"
+        );
+    }
+}
