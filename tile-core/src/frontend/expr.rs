@@ -5,64 +5,10 @@
 //! of the other operand; two float types meet at the wider one; two integer
 //! types at the wider one; integer with float is an error (write `as`).
 
+use super::builtins::{self, Lower, Position};
 use super::{Ctx, Sym};
 use crate::diag::{range, SpanRange as Span};
 use crate::ir::*;
-
-/// Names of the `T::` functions usable inside expressions.
-pub const EXPR_FNS: &[&str] = &[
-    "ceildiv",
-    "max",
-    "min",
-    "exp",
-    "exp2",
-    "log",
-    "log2",
-    "sqrt",
-    "rsqrt",
-    "abs",
-    "tanh",
-    "sigmoid",
-    "if_then_else",
-    "infinity",
-    "max_value",
-    "get_thread_binding",
-];
-
-/// Names of the `T::` functions that are statements or loops, not values.
-pub const STMT_FNS: &[&str] = &[
-    "kernel",
-    "alloc_shared",
-    "alloc_fragment",
-    "alloc_local",
-    "copy",
-    "clear",
-    "fill",
-    "gemm",
-    "parallel",
-    "serial",
-    "unroll",
-    "pipelined",
-    "persistent",
-    "reduce_sum",
-    "reduce_max",
-    "reduce_min",
-    "reduce_abssum",
-    "cumsum",
-    "atomic_add",
-    "alloc_var",
-    "print",
-    "use_swizzle",
-    "annotate_layout",
-];
-
-/// Every `T::` function the language knows (statements and expressions).
-pub const ALL_FNS: &str = "T::kernel, T::alloc_shared, T::alloc_fragment, T::alloc_local, \
-T::copy, T::clear, T::fill, T::gemm, T::parallel, T::serial, T::unroll, T::pipelined, \
-T::persistent, T::ceildiv, T::max, T::min, T::exp, T::exp2, T::log, T::log2, T::sqrt, T::rsqrt, T::abs, \
-T::tanh, T::sigmoid, T::if_then_else, T::infinity, T::max_value, T::alloc_var, \
-T::reduce_sum, T::reduce_max, T::reduce_min, T::reduce_abssum, T::cumsum, T::atomic_add, \
-T::print, T::use_swizzle, T::get_thread_binding, T::annotate_layout";
 
 /// `T::name` → `name`.
 pub fn t_fn_name(e: &syn::Expr) -> Option<String> {
@@ -90,6 +36,14 @@ pub fn t_fn_turbofish(e: &syn::Expr) -> Option<&syn::Type> {
 pub fn dtype_of_type(t: &syn::Type) -> Option<DType> {
     match t {
         syn::Type::Path(p) => DType::from_rust_name(&p.path.get_ident()?.to_string()),
+        _ => None,
+    }
+}
+
+/// A dtype given as an argument (`f16` in `T::alloc_shared([m], f16)`).
+pub fn dtype_of_name(e: &syn::Expr) -> Option<DType> {
+    match e {
+        syn::Expr::Path(p) => DType::from_rust_name(&p.path.get_ident()?.to_string()),
         _ => None,
     }
 }
@@ -331,8 +285,9 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
             cx.err(
                 range(&m.method),
                 format!(
-                    "method `.{}()` is not supported here; use the `T::` functions ({ALL_FNS})",
-                    m.method
+                    "method `.{}()` is not supported here; use the `T::` functions ({})",
+                    m.method,
+                    builtins::function_list()
                 ),
             );
             Expr::int(0)
@@ -464,7 +419,7 @@ pub fn arith(cx: &mut Ctx, span: Span, op: BinOp, l: Expr, r: Expr) -> Expr {
     Expr::bin(op, l, r)
 }
 
-fn select(cx: &mut Ctx, span: Span, c: Expr, a: Expr, b: Expr) -> Expr {
+pub fn select(cx: &mut Ctx, span: Span, c: Expr, a: Expr, b: Expr) -> Expr {
     if c.dtype() != DType::Bool {
         cx.err(span, "the condition must be a bool");
     }
@@ -479,11 +434,7 @@ fn select(cx: &mut Ctx, span: Span, c: Expr, a: Expr, b: Expr) -> Expr {
 /// `buf[i]`, `buf[(i, j)]`, `buf[[i, j]]` → buffer and index expressions.
 pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
     let buf = buffer_ref(cx, &ix.expr);
-    let parts: Vec<&syn::Expr> = match &*ix.index {
-        syn::Expr::Tuple(t) => t.elems.iter().collect(),
-        syn::Expr::Array(a) => a.elems.iter().collect(),
-        e => vec![e],
-    };
+    let parts = elems(&ix.index);
     let mut idx = Vec::new();
     for p in &parts {
         let e = lower(cx, p);
@@ -536,158 +487,40 @@ pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
     }
 }
 
-/// The dtype of `T::f::<dtype>()` or `T::f(dtype)`.
-pub fn type_arg(cx: &mut Ctx, c: &syn::ExprCall, f: &str) -> Option<DType> {
-    let t = match (t_fn_turbofish(&c.func), c.args.first()) {
-        (Some(t), None) => dtype_of_type(t),
-        (None, Some(syn::Expr::Path(p))) if c.args.len() == 1 => p
-            .path
-            .get_ident()
-            .and_then(|i| DType::from_rust_name(&i.to_string())),
-        _ => None,
-    };
-    if t.is_none() {
-        cx.err(
-            range(c),
-            format!("`T::{f}` takes a dtype: `T::{f}::<f32>()`"),
-        );
-    }
-    t
-}
-
-/// `T::infinity::<t>()` and `T::max_value::<t>()`.
-fn type_constant(cx: &mut Ctx, c: &syn::ExprCall, f: &str) -> Expr {
-    let Some(t) = type_arg(cx, c, f) else {
-        return Expr::int(0);
-    };
-    match (f, t) {
-        ("infinity", t) if t.is_float() => Expr::Float(f64::INFINITY, t),
-        ("infinity", t) => {
-            cx.err(
-                range(c),
-                format!("`T::infinity` needs a float dtype, got {t}"),
-            );
-            Expr::int(0)
-        }
-        (_, DType::F16) => Expr::Float(65504.0, t),
-        (_, DType::BF16) => Expr::Float(3.3895313892515355e38, t),
-        (_, DType::F32) => Expr::Float(f32::MAX as f64, t),
-        (_, DType::F64) => Expr::Float(f64::MAX, t),
-        (_, DType::I8) => Expr::Int(i8::MAX as i64, t),
-        (_, DType::U8) => Expr::Int(u8::MAX as i64, t),
-        (_, DType::I16) => Expr::Int(i16::MAX as i64, t),
-        (_, DType::U16) => Expr::Int(u16::MAX as i64, t),
-        (_, DType::I32) => Expr::Int(i32::MAX as i64, t),
-        (_, DType::U32) => Expr::Int(u32::MAX as i64, t),
-        (_, DType::I64) => Expr::Int(i64::MAX, t),
-        (_, t) => {
-            cx.err(range(c), format!("`T::max_value` has no value for {t}"));
-            Expr::int(0)
-        }
-    }
-}
-
+/// A call of a builtin in an expression.
 fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
-    let span = range(&c);
-    let Some(f) = t_fn_name(&c.func) else {
-        cx.err(
-            range(&c.func),
-            format!("only `T::` functions can be called in a kernel ({ALL_FNS})"),
-        );
+    let Some(k) = builtins::resolve(cx, c) else {
         return Expr::int(0);
     };
-    let args: Vec<&syn::Expr> = c.args.iter().collect();
-    if f == "infinity" || f == "max_value" {
-        return type_constant(cx, c, &f);
+    match k.builtin.lower {
+        Lower::Value(lower) if builtins::check_arity(cx, &k) => lower(cx, &k),
+        Lower::Value(_) => Expr::int(0),
+        _ => {
+            builtins::misplaced(cx, &k, Position::Value);
+            Expr::int(0)
+        }
     }
-    if f == "get_thread_binding" {
-        if !args.is_empty()
-            && !matches!(args.as_slice(), [syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. })] if i.base10_digits() == "0")
-        {
-            cx.err(
-                span,
-                "`T::get_thread_binding()` takes no argument (or 0: the x dimension)",
-            );
-        }
-        if !cx.f.cuda_only {
-            cx.err(
-                span,
-                "`T::get_thread_binding` exists only on CUDA, and this kernel is also built for the CPU \
-                 target; add `target = \"cuda\"` to the attribute to build it for CUDA only",
-            );
-        }
-        return Expr::Thread;
+}
+
+/// The parts of a list argument (`[a, b]`, `(a, b)`), or the argument alone.
+pub fn elems(e: &syn::Expr) -> Vec<&syn::Expr> {
+    match e {
+        syn::Expr::Array(a) => a.elems.iter().collect(),
+        syn::Expr::Tuple(t) => t.elems.iter().collect(),
+        e => vec![e],
     }
-    let want = match f.as_str() {
-        "ceildiv" | "max" | "min" => 2,
-        "if_then_else" => 3,
-        n if Intrin::from_name(n).is_some() => 1,
-        n if STMT_FNS.contains(&n) => {
-            cx.err(
-                range(&c.func),
-                format!("`T::{n}` is a statement, not a value"),
-            );
-            return Expr::int(0);
-        }
-        n => {
-            cx.err(
-                range(&c.func),
-                format!("unknown function `T::{n}`; the tile language has {ALL_FNS}"),
-            );
-            return Expr::int(0);
-        }
-    };
-    if args.len() != want {
+}
+
+/// Whether `b` may be written; an input (`Tensor`) is reported at `span`.
+pub fn check_writable(cx: &mut Ctx, b: BufId, span: Span) -> bool {
+    let buf = cx.f.buf(b);
+    if buf.scope == Scope::Global && !buf.mutable {
+        let name = buf.name.clone();
         cx.err(
             span,
-            format!("`T::{f}` takes {want} argument(s), got {}", args.len()),
+            format!("`{name}` is an input (`Tensor`); declare it `TensorMut` to write to it"),
         );
-        return Expr::int(0);
+        return false;
     }
-    let vals: Vec<Expr> = args.iter().map(|a| lower(cx, a)).collect();
-    let mut vals = vals.into_iter();
-    let mut next = || vals.next().unwrap_or(Expr::int(0));
-    match f.as_str() {
-        "ceildiv" => {
-            let (a, b) = (next(), next());
-            if !a.dtype().is_int() || !b.dtype().is_int() {
-                cx.err(span, "`T::ceildiv` takes integers");
-            }
-            let (a, b) = unify(cx, span, a, b);
-            let one = Expr::Int(1, b.dtype());
-            let num = Expr::bin(BinOp::Sub, Expr::add(a, b.clone()), one);
-            Expr::bin(BinOp::Div, num, b)
-        }
-        "max" => {
-            let (a, b) = (next(), next());
-            arith(cx, span, BinOp::Max, a, b)
-        }
-        "min" => {
-            let (a, b) = (next(), next());
-            arith(cx, span, BinOp::Min, a, b)
-        }
-        "if_then_else" => {
-            let (c, a, b) = (next(), next(), next());
-            select(cx, span, c, a, b)
-        }
-        n => {
-            let i = Intrin::from_name(n).unwrap_or(Intrin::Abs);
-            let a = next();
-            let t = a.dtype();
-            if i == Intrin::Abs && t.is_int() && t.is_signed() {
-                let zero = Expr::Int(0, t);
-                let neg = Expr::Neg(Box::new(a.clone()), t);
-                return Expr::Select(
-                    Box::new(Expr::lt(a.clone(), zero)),
-                    Box::new(neg),
-                    Box::new(a),
-                    t,
-                );
-            }
-            if !t.is_float() {
-                cx.err(span, format!("`T::{n}` takes a float value, got {t}"));
-            }
-            Expr::Call(i, vec![a], t)
-        }
-    }
+    true
 }

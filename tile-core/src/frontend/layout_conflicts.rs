@@ -19,8 +19,10 @@
 //! layout depends only on its shape and the block size, so they agree.
 //!
 //! This runs at the end of the frontend, target-independently (so a kernel
-//! compiles for both targets or for neither): the IR keeps no spans, and
-//! the message must point at the statement.
+//! compiles for both targets or for neither). The message points at the
+//! source statement of the nest that makes the conflict, which the frontend
+//! records per nest (`NestInfo`): one source statement may become several
+//! IR statements.
 
 use crate::diag::{Diagnostic, SpanRange};
 use crate::ir::*;

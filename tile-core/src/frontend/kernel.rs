@@ -1,0 +1,235 @@
+//! The kernel body: the one `T::kernel(grid, threads, |bx, ..| { .. })`
+//! launch (grid, block size, block indices) and the `T::use_swizzle`
+//! prologue that may open it.
+
+use super::builtins::{self, Call, Lower};
+use super::{expr, stmt, Ctx, Sym};
+use crate::diag::{range, SpanRange as Span};
+use crate::ir::*;
+
+const BODY: &str =
+    "a kernel body is exactly one `T::kernel(grid, threads, |bx, ..| { .. })` launch";
+
+/// Lowers the body of the kernel function: its one `T::kernel` launch.
+pub(super) fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
+    let stmts = &item.block.stmts;
+    let launch = stmts.iter().find_map(|s| match s {
+        syn::Stmt::Expr(syn::Expr::Call(c), _) => builtins::builtin_of(c)
+            .filter(|b| matches!(b.lower, Lower::Kernel(_)))
+            .map(|b| (c, b)),
+        _ => None,
+    });
+    for s in stmts {
+        let is_launch = matches!(s, syn::Stmt::Expr(syn::Expr::Call(c), _) if launch.is_some_and(|(l, _)| std::ptr::eq(l, c)));
+        if !is_launch {
+            cx.err(range(&s), BODY);
+        }
+    }
+    let Some((c, b)) = launch else {
+        if stmts.is_empty() {
+            cx.err(range(&item.block), BODY);
+        }
+        return;
+    };
+    let call = Call::new(b, c);
+    if let Lower::Kernel(lower) = b.lower {
+        if builtins::check_arity(cx, &call) {
+            lower(cx, &call);
+        }
+    }
+}
+
+/// `T::kernel(grid, threads, |bx, ..| { .. })`: the launch shape and the
+/// block body.
+pub(super) fn launch(cx: &mut Ctx, k: &Call) {
+    let (usage, args) = (k.usage(), &k.args);
+    let grid_exprs = expr::elems(args[0]);
+    if grid_exprs.is_empty() || grid_exprs.len() > 3 {
+        cx.err(
+            range(&args[0]),
+            format!("the grid has 1 to 3 dims: {usage}"),
+        );
+        return;
+    }
+    for g in &grid_exprs {
+        let e = expr::lower(cx, g);
+        if !e.dtype().is_int() {
+            cx.err(range(&g), "grid extents are integers");
+        }
+        let mut ok = true;
+        e.visit(&mut |x| ok &= !matches!(x, Expr::Load(..)));
+        if !ok {
+            cx.err(
+                range(&g),
+                "grid extents depend only on compile-time parameters and dims",
+            );
+        }
+        cx.f.launch.grid.push(e.cast(DType::I32));
+    }
+    let threads_arg = match args[1] {
+        syn::Expr::Assign(a) => &*a.right,
+        e => e,
+    };
+    match expr::lower(cx, threads_arg).as_int() {
+        Some(t) if (1..=1024).contains(&t) => cx.f.launch.threads = t,
+        Some(t) => cx.err(
+            range(&threads_arg),
+            format!("threads must be in 1..=1024, got {t}"),
+        ),
+        None => cx.err(
+            range(&threads_arg),
+            "threads must be a compile-time constant",
+        ),
+    }
+    let syn::Expr::Closure(clo) = args[2] else {
+        cx.err(
+            range(&args[2]),
+            format!("the third argument is the block body closure: {usage}"),
+        );
+        return;
+    };
+    if clo.inputs.len() != grid_exprs.len() {
+        // `||` has no inputs to point at: point at the bars.
+        let span = match clo.inputs.is_empty() {
+            true => Span {
+                start: clo.or1_token.span,
+                end: clo.or2_token.span,
+            },
+            false => range(&clo.inputs),
+        };
+        cx.err(
+            span,
+            format!(
+                "the grid has {} dims, so the closure takes {} block indices",
+                grid_exprs.len(),
+                grid_exprs.len()
+            ),
+        );
+        return;
+    }
+    cx.push();
+    for p in &clo.inputs {
+        let name = match p {
+            syn::Pat::Ident(pi) => pi.ident.to_string(),
+            syn::Pat::Wild(_) => "_".to_string(),
+            _ => {
+                cx.err(range(&p), "block indices are plain names");
+                "_".to_string()
+            }
+        };
+        let v =
+            cx.f.new_var(if name == "_" { "b" } else { &name }, DType::I32);
+        cx.f.launch.block_vars.push(v);
+        if name != "_" {
+            cx.bind(&name, Sym::Var(v));
+        }
+    }
+    let body = match &*clo.body {
+        syn::Expr::Block(b) => {
+            // `T::use_swizzle(panel)` first: rebind the block indices.
+            let mut block = b.block.clone();
+            let mut prologue = Vec::new();
+            if let Some(syn::Stmt::Expr(syn::Expr::Call(c), _)) = block.stmts.first() {
+                if let Some(b) = builtins::builtin_of(c) {
+                    if let Lower::Prologue(lower) = b.lower {
+                        let call = Call::new(b, c);
+                        let outer = std::mem::replace(&mut cx.loc, call.span().into());
+                        if builtins::check_arity(cx, &call) {
+                            prologue = lower(cx, &call);
+                        }
+                        cx.loc = outer;
+                        block.stmts.remove(0);
+                    }
+                }
+            }
+            prologue.extend(stmt::lower_block(cx, &block));
+            prologue
+        }
+        e => {
+            cx.err(range(&e), "the block body is a `{ .. }` block");
+            Vec::new()
+        }
+    };
+    cx.pop();
+    cx.f.body = Stmt::Seq(body);
+}
+
+/// `T::use_swizzle(panel)`: block rasterization for L2 reuse. Consecutive
+/// blocks walk down a panel of `panel` grid columns before moving right, so
+/// the blocks running at once share the operand tiles they read. Binds the
+/// block index names to the swizzled indices.
+pub(super) fn swizzle(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
+    let panel = expr::lower(cx, k.args[0]).as_int();
+    let Some(panel) = panel.filter(|&p| p > 0) else {
+        cx.err(
+            k.span(),
+            format!("{} takes a positive compile-time panel width", k.usage()),
+        );
+        return Vec::new();
+    };
+    if cx.f.launch.block_vars.len() != 2 {
+        cx.err(k.span(), "`T::use_swizzle` needs a 2-D grid `[gx, gy]`");
+        return Vec::new();
+    }
+    let i32v = |v: VarId| Expr::Var(v, DType::I32);
+    let (bx, by) = (cx.f.launch.block_vars[0], cx.f.launch.block_vars[1]);
+    let (gx, gy) = (cx.f.launch.grid[0].clone(), cx.f.launch.grid[1].clone());
+    let mut out = Vec::new();
+    let mut let_ = |cx: &mut Ctx, name: &str, value: Expr| -> VarId {
+        let v = cx.f.new_var(name, DType::I32);
+        out.push(Stmt::Let { var: v, value });
+        v
+    };
+    let id = let_(
+        cx,
+        "tl_id",
+        Expr::add(Expr::mul(i32v(by), gx.clone()), i32v(bx)),
+    );
+    let group = let_(cx, "tl_group", Expr::mul(Expr::int(panel), gy));
+    let first = let_(
+        cx,
+        "tl_first",
+        Expr::mul(
+            Expr::bin(BinOp::Div, i32v(id), i32v(group)),
+            Expr::int(panel),
+        ),
+    );
+    let width = let_(
+        cx,
+        "tl_width",
+        Expr::bin(
+            BinOp::Min,
+            Expr::bin(BinOp::Sub, gx, i32v(first)),
+            Expr::int(panel),
+        ),
+    );
+    let local = let_(cx, "tl_local", Expr::bin(BinOp::Rem, i32v(id), i32v(group)));
+    let sbx = let_(
+        cx,
+        "bx_swizzled",
+        Expr::add(i32v(first), Expr::bin(BinOp::Rem, i32v(local), i32v(width))),
+    );
+    let sby = let_(
+        cx,
+        "by_swizzled",
+        Expr::bin(BinOp::Div, i32v(local), i32v(width)),
+    );
+    // The closure's names now mean the swizzled indices.
+    let names: Vec<(String, VarId)> = cx
+        .scopes
+        .last()
+        .map(|sc| {
+            sc.iter()
+                .filter_map(|(n, s)| match s {
+                    Sym::Var(v) if *v == bx => Some((n.clone(), sbx)),
+                    Sym::Var(v) if *v == by => Some((n.clone(), sby)),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for (n, v) in names {
+        cx.bind(&n, Sym::Var(v));
+    }
+    out
+}

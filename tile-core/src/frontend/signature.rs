@@ -1,0 +1,287 @@
+//! The kernel's signature: the attribute's compile-time parameters and the
+//! parameters' tensor types, which fix the dtypes, the static dims and the
+//! dynamic dims that the launcher binds.
+
+use super::{Ctx, ParamDef, Sym};
+use crate::diag::{range, SpanRange as Span};
+use crate::ir::*;
+use proc_macro2::TokenStream;
+
+pub(super) fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
+    use syn::parse::Parser;
+    let parser =
+        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated;
+    let args = match parser.parse2(attr) {
+        Ok(a) => a,
+        Err(e) => {
+            cx.err(
+                Span::from(e.span()),
+                format!(
+                    "expected compile-time parameters as `name = literal, ...` \
+                     (e.g. `#[tile::kernel(block_n = 256, threads = 128)]`): {e}"
+                ),
+            );
+            return;
+        }
+    };
+    for nv in args {
+        let Some(name) = nv.path.get_ident().map(|i| i.to_string()) else {
+            cx.err(
+                range(&nv.path),
+                "compile-time parameter names are plain identifiers",
+            );
+            continue;
+        };
+        if name == "target" {
+            match &nv.value {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) if s.value() == "cuda" => {
+                    cx.f.cuda_only = true;
+                }
+                v => cx.err(range(v), "`target` is \"cuda\" (build this kernel for CUDA only); by default kernels are built for CUDA and the CPU"),
+            }
+            continue;
+        }
+        let val = match literal_value(&nv.value) {
+            Some(v) => v,
+            None => {
+                cx.bind(&name, Sym::Poison);
+                cx.err(
+                    range(&nv.value),
+                    format!(
+                        "compile-time parameter `{name}` must be a literal (integer, float or bool); \
+                         it is fixed when the kernel is compiled"
+                    ),
+                );
+                continue;
+            }
+        };
+        if cx.lookup(&name).is_some() {
+            cx.err(
+                range(&nv.path),
+                format!("compile-time parameter `{name}` is given twice"),
+            );
+            continue;
+        }
+        cx.f.consts.push((name.clone(), val.clone()));
+        cx.bind(&name, Sym::Const(val));
+    }
+}
+
+fn literal_value(e: &syn::Expr) -> Option<ConstVal> {
+    match e {
+        syn::Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => i.base10_parse::<i64>().ok().map(ConstVal::Int),
+            syn::Lit::Float(f) => f.base10_parse::<f64>().ok().map(ConstVal::Float),
+            syn::Lit::Bool(b) => Some(ConstVal::Bool(b.value)),
+            _ => None,
+        },
+        syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => match literal_value(&u.expr)? {
+            ConstVal::Int(v) => Some(ConstVal::Int(-v)),
+            ConstVal::Float(v) => Some(ConstVal::Float(-v)),
+            ConstVal::Bool(_) => None,
+        },
+        syn::Expr::Group(g) => literal_value(&g.expr),
+        _ => None,
+    }
+}
+
+pub(super) fn parse_signature(cx: &mut Ctx, sig: &syn::Signature) -> Vec<ParamDef> {
+    if let Some(g) = sig.generics.params.first() {
+        cx.err(
+            range(&g),
+            "kernels take no generic parameters; use compile-time parameters in the attribute",
+        );
+    }
+    if let syn::ReturnType::Type(_, ty) = &sig.output {
+        cx.err(
+            range(&ty),
+            "kernels return nothing; write results into a `TensorMut` parameter",
+        );
+    }
+    if let Some(a) = &sig.asyncness {
+        cx.err(range(&a), "kernels cannot be `async`");
+    }
+    let mut out = Vec::new();
+    for input in &sig.inputs {
+        let syn::FnArg::Typed(pt) = input else {
+            cx.err(
+                range(&input),
+                "kernels are free functions; `self` is not allowed",
+            );
+            continue;
+        };
+        let syn::Pat::Ident(pi) = &*pt.pat else {
+            cx.err(range(&pt.pat), "kernel parameters are plain names");
+            continue;
+        };
+        let name = pi.ident.clone();
+        if let Some(p) = param_type(cx, &pt.ty, &name) {
+            out.push(p);
+        }
+    }
+    // An output's dynamic dims come from the inputs: the launcher needs them
+    // to allocate it before anything runs.
+    let params = cx.f.params.clone();
+    for (k, pd) in out.iter().enumerate().filter(|(_, p)| p.alloc) {
+        let Some(&b) = params.get(k) else { continue };
+        for d in cx.f.buf(b).shape.clone() {
+            let Expr::Var(v, _) = d else { continue };
+            let bound = out.iter().zip(&params).any(|(q, &qb)| {
+                !q.alloc
+                    && cx
+                        .f
+                        .buf(qb)
+                        .shape
+                        .iter()
+                        .any(|e| matches!(e, Expr::Var(x, _) if *x == v))
+            });
+            if !bound {
+                let dn = cx.f.var(v).name.clone();
+                cx.err(
+                    pd.ty_span,
+                    format!(
+                        "output `{}` has dim `{dn}`, which no input carries; the launcher allocates \
+                         outputs from the inputs' shapes (make `{dn}` a compile-time parameter or pass \
+                         the buffer as `TensorMut`)",
+                        pd.name
+                    ),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// `Tensor<f16, (M, K)>` / `TensorMut<f32, (N,)>`.
+fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDef> {
+    let usage = "kernel parameters are `Tensor<dtype, (D0, D1, ..)>` (read), \
+                 `TensorMut<dtype, (D0, ..)>` (written) or `Output<dtype, (D0, ..)>` (allocated \
+                 by the launcher and returned); a dim is a compile-time parameter or a name for \
+                 a dynamic dim";
+    let syn::Type::Path(tp) = ty else {
+        cx.err(range(&ty), usage);
+        return None;
+    };
+    let Some(seg) = tp.path.segments.last() else {
+        cx.err(range(&ty), usage);
+        return None;
+    };
+    let kind = seg.ident.to_string();
+    let mutable = match kind.as_str() {
+        "Tensor" => false,
+        "TensorMut" | "Output" => true,
+        _ => {
+            cx.err(
+                range(&ty),
+                format!(
+                    "unsupported parameter type: {usage} (scalar parameters are not supported yet)"
+                ),
+            );
+            return None;
+        }
+    };
+    let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
+        cx.err(range(&ty), usage);
+        return None;
+    };
+    let args: Vec<_> = ab.args.iter().collect();
+    if args.len() != 2 {
+        cx.err(range(&ab), usage);
+        return None;
+    }
+    let dtype = match args[0] {
+        syn::GenericArgument::Type(syn::Type::Path(p)) => p
+            .path
+            .get_ident()
+            .and_then(|i| DType::from_rust_name(&i.to_string())),
+        _ => None,
+    };
+    let Some(dtype) = dtype else {
+        cx.err(
+            range(&args[0]),
+            "unknown element type; expected one of bool, i8, u8, i16, u16, i32, u32, i64, u64, \
+             f16, bf16, f32, f64",
+        );
+        return None;
+    };
+    if matches!(dtype, DType::F8E4M3 | DType::F8E5M2) {
+        cx.err(
+            range(&args[0]),
+            "f8 tensors are not supported by the runtime yet",
+        );
+        return None;
+    }
+    let dims: Vec<&syn::Type> = match args[1] {
+        syn::GenericArgument::Type(syn::Type::Tuple(t)) => t.elems.iter().collect(),
+        syn::GenericArgument::Type(syn::Type::Paren(p)) => vec![&*p.elem],
+        other => {
+            cx.err(
+                range(&other),
+                "the shape is a tuple of dims, e.g. `(M, K)` or `(N,)`",
+            );
+            return None;
+        }
+    };
+    if dims.is_empty() {
+        cx.err(range(&args[1]), "tensors have at least one dim");
+        return None;
+    }
+    let mut shape = Vec::new();
+    for d in dims {
+        let ident = match d {
+            syn::Type::Path(p) => p.path.get_ident().cloned(),
+            _ => None,
+        };
+        let Some(ident) = ident else {
+            cx.err(
+                range(&d),
+                "a dim is a compile-time parameter name or a dynamic dim name",
+            );
+            return None;
+        };
+        let dname = ident.to_string();
+        match cx.lookup(&dname) {
+            Some(Sym::Const(ConstVal::Int(v))) if v > 0 => shape.push(Expr::int(v)),
+            Some(Sym::Const(_)) => {
+                cx.err(
+                    range(&d),
+                    format!("dim `{dname}` must be a positive integer"),
+                );
+                return None;
+            }
+            Some(Sym::Var(v)) => shape.push(Expr::Var(v, DType::I32)),
+            Some(Sym::Poison) => shape.push(Expr::int(1)),
+            _ => {
+                let v = cx.f.new_var(&dname, DType::I32);
+                cx.f.dims.push(v);
+                cx.bind(&dname, Sym::Var(v));
+                shape.push(Expr::Var(v, DType::I32));
+            }
+        }
+    }
+    let pname = name.to_string();
+    if cx.lookup(&pname).is_some() {
+        cx.err(
+            range(&name),
+            format!("`{pname}` is already a compile-time parameter or dim name"),
+        );
+        return None;
+    }
+    let b = cx.f.new_buf(Buffer {
+        layout: None,
+        name: pname.clone(),
+        dtype,
+        shape,
+        scope: Scope::Global,
+        mutable,
+    });
+    cx.f.params.push(b);
+    cx.bind(&pname, Sym::Buf(b));
+    Some(ParamDef {
+        name: name.clone(),
+        dtype,
+        mutable,
+        ty_span: range(&ty),
+        alloc: kind == "Output",
+    })
+}

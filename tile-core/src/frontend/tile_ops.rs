@@ -1,0 +1,648 @@
+//! The tile ops: statements over whole tiles (`T::copy`, `T::clear`,
+//! `T::fill`, `T::gemm`, the reductions, `T::cumsum`, `T::atomic_add`).
+//! Each checks its operands' scopes, shapes and dtypes here, so that the
+//! passes get only tile ops they can lower.
+
+use super::builtins::Call;
+use super::{expr, Ctx};
+use crate::diag::{range, SpanRange as Span};
+use crate::ir::*;
+
+/// The source or destination of `T::copy` before its extent is known.
+struct RegionRef {
+    buf: BufId,
+    /// `Some` for `buf.at([..])`; `None` for the whole buffer.
+    origin: Option<Vec<Expr>>,
+    span: Span,
+}
+
+fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
+    match e {
+        syn::Expr::MethodCall(m) if m.method == "at" => {
+            let buf = expr::buffer_ref(cx, &m.receiver)?;
+            let parts = match m.args.iter().collect::<Vec<_>>().as_slice() {
+                [one] => expr::elems(one),
+                a => a.to_vec(),
+            };
+            let origin: Vec<Expr> = parts
+                .iter()
+                .map(|p| {
+                    let v = expr::lower(cx, p);
+                    if !v.dtype().is_int() {
+                        cx.err(range(&p), "tile origins are integers");
+                    }
+                    v.cast(DType::I32)
+                })
+                .collect();
+            let rank = cx.f.buf(buf).shape.len();
+            if origin.len() != rank {
+                let n = cx.f.buf(buf).name.clone();
+                cx.err(
+                    range(&m),
+                    format!(
+                        "`{n}` has {rank} dim(s) but `.at()` gives {} coordinate(s)",
+                        origin.len()
+                    ),
+                );
+                return None;
+            }
+            Some(RegionRef {
+                buf,
+                origin: Some(origin),
+                span: range(&e),
+            })
+        }
+        syn::Expr::MethodCall(m) => {
+            cx.err(
+                range(&m.method),
+                format!(
+                    "unknown method `.{}()`; a tile is `buffer` or `buffer.at([origin..])`",
+                    m.method
+                ),
+            );
+            None
+        }
+        _ => {
+            let buf = expr::buffer_ref(cx, e)?;
+            Some(RegionRef {
+                buf,
+                origin: None,
+                span: range(&e),
+            })
+        }
+    }
+}
+
+/// `T::copy(src, dst)`.
+pub(super) fn copy(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
+    let (Some(src), Some(dst)) = (region_ref(cx, k.args[0]), region_ref(cx, k.args[1])) else {
+        return;
+    };
+    if let Some(s) = resolve_copy(cx, src, dst, k.span()) {
+        out.push(s);
+    }
+}
+
+/// `T::fill(buf, value)`, and `T::clear(buf)` (`value: None`, zero).
+pub(super) fn fill(cx: &mut Ctx, k: &Call, value: Option<&syn::Expr>, out: &mut Vec<Stmt>) {
+    let Some(r) = region_ref(cx, k.args[0]) else {
+        return;
+    };
+    let b = cx.f.buf(r.buf).clone();
+    if r.origin.is_some() {
+        cx.err(r.span, format!("`T::{}` takes a whole buffer", k.name()));
+        return;
+    }
+    if !expr::check_writable(cx, r.buf, r.span) {
+        return;
+    }
+    let value = match value {
+        None => Expr::Int(0, DType::I32).cast(b.dtype),
+        Some(e) => {
+            let v = expr::lower(cx, e);
+            expr::convert_for_store(cx, range(&e), v, b.dtype, &format!("buffer `{}`", b.name))
+        }
+    };
+    let origin = vec![Expr::int(0); b.shape.len()];
+    out.push(Stmt::Fill {
+        loc: cx.loc,
+        dst: Region {
+            buf: r.buf,
+            origin,
+            extent: b.shape.clone(),
+        },
+        value,
+    });
+}
+
+/// `T::gemm(a, b, c, transpose_a = .., transpose_b = .., clear_accum = ..)`.
+pub(super) fn gemm(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
+    let bufs: Vec<Option<BufId>> = k.args[..3]
+        .iter()
+        .map(|a| expr::buffer_ref(cx, a))
+        .collect();
+    let mut g = Gemm {
+        loc: cx.loc,
+        inst: GemmInst::Loops,
+        a: BufId(0),
+        b: BufId(0),
+        c: BufId(0),
+        trans_a: false,
+        trans_b: false,
+        clear: false,
+    };
+    for kw in &k.args[3..] {
+        let syn::Expr::Assign(a) = kw else {
+            cx.err(range(&kw), "optional `T::gemm` arguments are `transpose_a = bool`, `transpose_b = bool`, `clear_accum = bool`");
+            continue;
+        };
+        let key = match &*a.left {
+            syn::Expr::Path(p) => p
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let val = match expr::lower(cx, &a.right) {
+            Expr::Bool(v) => v,
+            _ => {
+                cx.err(range(&a.right), "gemm flags are compile-time bools");
+                continue;
+            }
+        };
+        match key.as_str() {
+            "transpose_a" => g.trans_a = val,
+            "transpose_b" => g.trans_b = val,
+            "clear_accum" => g.clear = val,
+            _ => cx.err(range(&a.left), format!("unknown `T::gemm` option `{key}`; options are transpose_a, transpose_b, clear_accum")),
+        }
+    }
+    let [Some(a), Some(b), Some(cc)] = bufs[..] else {
+        return;
+    };
+    g.a = a;
+    g.b = b;
+    g.c = cc;
+    if let Some(s) = gemm_check(cx, g, k.span()) {
+        out.push(s);
+    }
+}
+
+fn gemm_check(cx: &mut Ctx, g: Gemm, span: Span) -> Option<Stmt> {
+    let (a, b, c) = (
+        cx.f.buf(g.a).clone(),
+        cx.f.buf(g.b).clone(),
+        cx.f.buf(g.c).clone(),
+    );
+    let shapes = (a.const_shape(), b.const_shape(), c.const_shape());
+    let (Some(sa), Some(sb), Some(sc)) = shapes else {
+        cx.err(
+            span,
+            "`T::gemm` operands are on-chip tiles (shared or fragment buffers)",
+        );
+        return None;
+    };
+    if [&a, &b, &c].iter().any(|x| x.scope == Scope::Global) {
+        cx.err(
+            span,
+            "`T::gemm` operands are on-chip tiles: copy global tiles into shared memory first",
+        );
+        return None;
+    }
+    if sa.len() != 2 || sb.len() != 2 || sc.len() != 2 {
+        cx.err(span, "`T::gemm` takes 2-D tiles");
+        return None;
+    }
+    let (m, ka) = if g.trans_a {
+        (sa[1], sa[0])
+    } else {
+        (sa[0], sa[1])
+    };
+    let (kb, n) = if g.trans_b {
+        (sb[1], sb[0])
+    } else {
+        (sb[0], sb[1])
+    };
+    if ka != kb || sc[0] != m || sc[1] != n {
+        cx.err(
+            span,
+            format!(
+                "`T::gemm` shapes do not agree: {} is {:?}, {} is {:?}, {} is {:?} (want [M, K] x [K, N] -> [M, N])",
+                a.name, sa, b.name, sb, c.name, sc
+            ),
+        );
+        return None;
+    }
+    if c.scope != Scope::Fragment {
+        cx.err(
+            span,
+            format!(
+                "the `T::gemm` accumulator `{}` is a fragment (`T::alloc_fragment`)",
+                c.name
+            ),
+        );
+        return None;
+    }
+    let ok = (a.dtype == b.dtype)
+        && matches!(
+            (a.dtype, c.dtype),
+            (DType::F16 | DType::BF16, DType::F32)
+                | (DType::F16, DType::F16)
+                | (DType::F32, DType::F32)
+                | (DType::F64, DType::F64)
+                | (DType::I8 | DType::U8, DType::I32)
+        );
+    if !ok {
+        cx.err(
+            span,
+            format!(
+                "`T::gemm` supports f16/bf16 -> f32, f16 -> f16, f32 -> f32, f64 -> f64 and i8 -> i32; got {} x {} -> {}",
+                a.dtype, b.dtype, c.dtype
+            ),
+        );
+        return None;
+    }
+    Some(Stmt::Gemm(g))
+}
+
+/// Resolves the extents of `T::copy`: the side given as a whole buffer gives
+/// the shape; `.at([..])` gives only an origin. Leading unit dims align a
+/// lower-rank tile with a higher-rank region (e.g. a row of a matrix).
+fn resolve_copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Option<Stmt> {
+    let sb = cx.f.buf(src.buf).clone();
+    let db = cx.f.buf(dst.buf).clone();
+    if !expr::check_writable(cx, dst.buf, dst.span) {
+        return None;
+    }
+    let shape_of = |r: &RegionRef, b: &Buffer| {
+        if r.origin.is_none() {
+            Some(b.shape.clone())
+        } else {
+            None
+        }
+    };
+    let tile = match (shape_of(&dst, &db), shape_of(&src, &sb)) {
+        (Some(d), Some(s)) => {
+            let (dc, sc) = (db.const_shape(), sb.const_shape());
+            let squeeze = |v: &[i64]| {
+                v.iter()
+                    .copied()
+                    .skip_while(|&x| x == 1)
+                    .collect::<Vec<_>>()
+            };
+            match (dc, sc) {
+                (Some(dc), Some(sc)) if squeeze(&dc) != squeeze(&sc) => {
+                    cx.err(
+                        span,
+                        format!(
+                            "`T::copy` between incompatible tiles: `{}` is {:?} but `{}` is {:?}",
+                            sb.name, sc, db.name, dc
+                        ),
+                    );
+                    return None;
+                }
+                (Some(dc), Some(_)) => {
+                    let sq = squeeze(&dc);
+                    if sq.is_empty() {
+                        vec![Expr::int(1)]
+                    } else {
+                        sq.into_iter().map(Expr::int).collect()
+                    }
+                }
+                _ if d == s => d,
+                _ => {
+                    cx.err(span, format!("`T::copy` between `{}` and `{}`: shapes cannot be shown equal; give one side as `.at([..])`", sb.name, db.name));
+                    return None;
+                }
+            }
+        }
+        (Some(d), None) => d,
+        (None, Some(s)) => s,
+        (None, None) => {
+            cx.err(
+                span,
+                "`T::copy` needs one side as a whole tile to give the shape; both are `.at([..])`",
+            );
+            return None;
+        }
+    };
+    let make = |cx: &mut Ctx, r: RegionRef, b: &Buffer| -> Option<Region> {
+        let rank = b.shape.len();
+        if tile.len() > rank {
+            cx.err(
+                r.span,
+                format!("`T::copy` between incompatible tiles: the tile has {} dims but `{}` has {rank}", tile.len(), b.name),
+            );
+            return None;
+        }
+        let mut extent = vec![Expr::int(1); rank - tile.len()];
+        extent.extend(tile.iter().cloned());
+        let origin = r.origin.unwrap_or_else(|| vec![Expr::int(0); rank]);
+        if let Some(bs) = b.const_shape() {
+            for (d, (o, e)) in origin.iter().zip(&extent).enumerate() {
+                if let (Some(o), Some(e)) = (o.as_int(), e.as_int()) {
+                    if o + e > bs[d] || e > bs[d] {
+                        cx.err(
+                            r.span,
+                            format!("`T::copy` between incompatible tiles: the tile does not fit in `{}` (dim {d}: {o}+{e} > {})", b.name, bs[d]),
+                        );
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(Region {
+            buf: r.buf,
+            origin,
+            extent,
+        })
+    };
+    let s = make(cx, src, &sb)?;
+    let d = make(cx, dst, &db)?;
+    Some(Stmt::Copy {
+        loc: cx.loc,
+        inst: CopyInst::Loops,
+        src: s,
+        dst: d,
+    })
+}
+
+/// Positional arguments and `name = value` keyword arguments of a call.
+fn split_args(args: &[&syn::Expr]) -> (Vec<syn::Expr>, Vec<(String, syn::Expr)>) {
+    let (mut pos, mut kw) = (Vec::new(), Vec::new());
+    for a in args {
+        match a {
+            syn::Expr::Assign(x) => {
+                let key = match &*x.left {
+                    syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+                    _ => None,
+                };
+                kw.push((key.unwrap_or_default(), (*x.right).clone()));
+            }
+            e => pos.push((*e).clone()),
+        }
+    }
+    (pos, kw)
+}
+
+/// A compile-time integer or bool option: positional slot `i`, or `name = ..`.
+fn opt_const(
+    cx: &mut Ctx,
+    pos: &[syn::Expr],
+    kw: &[(String, syn::Expr)],
+    i: usize,
+    name: &str,
+) -> Option<Expr> {
+    let e = kw
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, e)| e)
+        .or(pos.get(i))?;
+    let v = expr::lower(cx, e);
+    if v.as_int().is_none() && !matches!(v, Expr::Bool(_)) {
+        cx.err(range(e), format!("`{name}` is a compile-time constant"));
+        return None;
+    }
+    Some(v)
+}
+
+/// `T::reduce_<op>(src, dst, dim = -1, clear = true)`.
+pub(super) fn reduce(cx: &mut Ctx, k: &Call, op: ReduceOp, out: &mut Vec<Stmt>) {
+    if let Some(r) = check_reduce(cx, k, op) {
+        out.push(Stmt::Reduce(r));
+    }
+}
+
+fn check_reduce(cx: &mut Ctx, k: &Call, op: ReduceOp) -> Option<Reduce> {
+    let f = k.name();
+    let (pos, kw) = split_args(&k.args);
+    if pos.len() < 2 || pos.len() > 4 || kw.iter().any(|(k, _)| k != "dim" && k != "clear") {
+        cx.err(
+            k.span(),
+            format!("`T::{f}` takes `(src, dst)` plus optional `dim` and `clear`"),
+        );
+        return None;
+    }
+    let src = expr::buffer_ref(cx, &pos[0])?;
+    let dst = expr::buffer_ref(cx, &pos[1])?;
+    let (sb, db) = (cx.f.buf(src).clone(), cx.f.buf(dst).clone());
+    let (Some(ss), Some(ds)) = (sb.const_shape(), db.const_shape()) else {
+        cx.err(
+            k.span(),
+            format!("`T::{f}` reduces on-chip tiles (shared, fragment or local buffers)"),
+        );
+        return None;
+    };
+    if sb.scope == Scope::Global || db.scope == Scope::Global || ss.len() > 2 {
+        cx.err(
+            k.span(),
+            format!("`T::{f}` reduces a 1-D or 2-D on-chip tile into an on-chip tile"),
+        );
+        return None;
+    }
+    let rank = ss.len() as i64;
+    let dim = match opt_const(cx, &pos, &kw, 2, "dim") {
+        Some(Expr::Int(d, _)) => d,
+        Some(_) => return None,
+        None => -1,
+    };
+    let d = if dim < 0 { dim + rank } else { dim };
+    if d < 0 || d >= rank {
+        cx.err(
+            k.span(),
+            format!(
+                "`dim` {dim} is out of range for the {rank}-D tile `{}`",
+                sb.name
+            ),
+        );
+        return None;
+    }
+    let clear = match opt_const(cx, &pos, &kw, 3, "clear") {
+        Some(Expr::Bool(b)) => b,
+        Some(_) => {
+            cx.err(k.span(), "`clear` is a bool");
+            return None;
+        }
+        None => true,
+    };
+    let mut want = ss.clone();
+    want.remove(d as usize);
+    if want.is_empty() {
+        want.push(1);
+    }
+    if want != ds {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::{f}` over dim {d} of `{}` {:?} gives {:?}, but `{}` is {:?}",
+                sb.name, ss, want, db.name, ds
+            ),
+        );
+        return None;
+    }
+    if !(sb.dtype.is_float() || sb.dtype.is_int()) || (sb.dtype.is_float() != db.dtype.is_float()) {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::{f}` from {} into {}: both float or both integer",
+                sb.dtype, db.dtype
+            ),
+        );
+        return None;
+    }
+    Some(Reduce {
+        loc: cx.loc,
+        src,
+        dst,
+        dim: d as usize,
+        op,
+        clear,
+    })
+}
+
+/// `T::cumsum(src, dst, dim = 0, reverse = false)`: an inclusive prefix sum
+/// along `dim`, lowered here to a parallel loop over the other dim and a
+/// serial scan.
+pub(super) fn cumsum(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
+    let (pos, kw) = split_args(&k.args);
+    if pos.len() < 2 || pos.len() > 4 || kw.iter().any(|(k, _)| k != "dim" && k != "reverse") {
+        cx.err(
+            k.span(),
+            "`T::cumsum` takes `(src, dst)` plus optional `dim` and `reverse`",
+        );
+        return;
+    }
+    let (Some(src), Some(dst)) = (expr::buffer_ref(cx, &pos[0]), expr::buffer_ref(cx, &pos[1]))
+    else {
+        return;
+    };
+    let (sb, db) = (cx.f.buf(src).clone(), cx.f.buf(dst).clone());
+    let (Some(ss), Some(ds)) = (sb.const_shape(), db.const_shape()) else {
+        cx.err(k.span(), "`T::cumsum` scans on-chip tiles");
+        return;
+    };
+    if ss != ds || ss.len() > 2 || sb.scope == Scope::Global || db.scope == Scope::Global {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::cumsum` takes two on-chip tiles of one 1-D or 2-D shape; got {:?} and {:?}",
+                ss, ds
+            ),
+        );
+        return;
+    }
+    let rank = ss.len() as i64;
+    let dim = match opt_const(cx, &pos, &kw, 2, "dim") {
+        Some(Expr::Int(d, _)) => {
+            if d < 0 {
+                d + rank
+            } else {
+                d
+            }
+        }
+        Some(_) => return,
+        None => 0,
+    };
+    if dim < 0 || dim >= rank {
+        cx.err(
+            k.span(),
+            format!("`dim` is out of range for the {rank}-D tile `{}`", sb.name),
+        );
+        return;
+    }
+    let reverse = match opt_const(cx, &pos, &kw, 3, "reverse") {
+        Some(Expr::Bool(b)) => b,
+        Some(_) => return,
+        None => false,
+    };
+    let t = db.dtype;
+    let acc = cx.f.new_var("acc", t);
+    let k = cx.f.new_var("k", DType::I32);
+    let len = ss[dim as usize];
+    let kk = if reverse {
+        Expr::bin(BinOp::Sub, Expr::int(len - 1), Expr::Var(k, DType::I32))
+    } else {
+        Expr::Var(k, DType::I32)
+    };
+    let (outer, idx): (Option<VarId>, Vec<Expr>) = if rank == 1 {
+        (None, vec![kk])
+    } else {
+        let o = cx.f.new_var("i", DType::I32);
+        let ov = Expr::Var(o, DType::I32);
+        (Some(o), if dim == 1 { vec![ov, kk] } else { vec![kk, ov] })
+    };
+    let load = Expr::Load(src, idx.clone(), sb.dtype).cast(t);
+    let scan = Stmt::For {
+        loc: cx.loc,
+        var: k,
+        start: Expr::int(0),
+        extent: Expr::int(len),
+        kind: ForKind::Serial,
+        body: Box::new(Stmt::Seq(vec![
+            Stmt::Assign {
+                var: acc,
+                value: Expr::add(Expr::Var(acc, t), load),
+            },
+            Stmt::Store {
+                loc: cx.loc,
+                buf: dst,
+                idx,
+                value: Expr::Var(acc, t),
+            },
+        ])),
+    };
+    let body = Stmt::Seq(vec![
+        Stmt::Local {
+            var: acc,
+            init: Expr::Int(0, DType::I32).cast(t),
+        },
+        scan,
+    ]);
+    out.push(match outer {
+        None => body,
+        Some(o) => Stmt::For {
+            loc: cx.loc,
+            var: o,
+            start: Expr::int(0),
+            extent: Expr::int(ss[1 - dim as usize]),
+            kind: ForKind::Parallel,
+            body: Box::new(body),
+        },
+    });
+}
+
+/// `T::atomic_add(buf[idx], value)` for one element, or
+/// `T::atomic_add(dst.at([..]), tile)` for a tile (like `T::copy`, adding).
+pub(super) fn atomic_add(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
+    let args = &k.args;
+    let writable = |cx: &mut Ctx, b: BufId, e: &syn::Expr| -> bool {
+        if !expr::check_writable(cx, b, range(e)) {
+            return false;
+        }
+        let buf = cx.f.buf(b).clone();
+        if matches!(buf.scope, Scope::Fragment | Scope::Local) {
+            cx.err(
+                range(e),
+                format!(
+                    "`T::atomic_add` targets global or shared memory; `{}` is {}",
+                    buf.name,
+                    buf.scope.name()
+                ),
+            );
+            return false;
+        }
+        true
+    };
+    if let syn::Expr::Index(ix) = args[0] {
+        let (buf, idx) = expr::index(cx, ix);
+        let v = expr::lower(cx, args[1]);
+        let Some(b) = buf else { return };
+        if !writable(cx, b, args[0]) {
+            return;
+        }
+        let t = cx.f.buf(b).dtype;
+        let name = cx.f.buf(b).name.clone();
+        let value = expr::convert_for_store(cx, range(args[1]), v, t, &format!("buffer `{name}`"));
+        out.push(Stmt::AtomicAdd {
+            loc: cx.loc,
+            buf: b,
+            idx,
+            value,
+        });
+        return;
+    }
+    let (Some(dst), Some(src)) = (region_ref(cx, args[0]), region_ref(cx, args[1])) else {
+        return;
+    };
+    if !writable(cx, dst.buf, args[0]) {
+        return;
+    }
+    if let Some(Stmt::Copy { src, dst, .. }) = resolve_copy(cx, src, dst, k.span()) {
+        out.push(Stmt::AtomicAddTile {
+            loc: cx.loc,
+            src,
+            dst,
+        });
+    }
+}

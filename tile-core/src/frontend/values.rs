@@ -1,0 +1,133 @@
+//! The value builtins: `T::ceildiv`, `T::max`, `T::min`, the math functions,
+//! `T::if_then_else`, the dtype constants `T::infinity` and `T::max_value`,
+//! and `T::get_thread_binding`. Each gets a call whose argument count the
+//! table has checked, and gives an expression.
+
+use super::builtins::Call;
+use super::expr::{self, arith, select, unify};
+use super::Ctx;
+use crate::ir::*;
+
+/// The arguments, lowered in order.
+fn operands(cx: &mut Ctx, k: &Call) -> Vec<Expr> {
+    k.args.iter().map(|a| expr::lower(cx, a)).collect()
+}
+
+pub(super) fn ceildiv(cx: &mut Ctx, k: &Call) -> Expr {
+    let span = k.span();
+    let [a, b]: [Expr; 2] = operands(cx, k).try_into().expect("arity 2");
+    if !a.dtype().is_int() || !b.dtype().is_int() {
+        cx.err(span, "`T::ceildiv` takes integers");
+    }
+    let (a, b) = unify(cx, span, a, b);
+    let one = Expr::Int(1, b.dtype());
+    let num = Expr::bin(BinOp::Sub, Expr::add(a, b.clone()), one);
+    Expr::bin(BinOp::Div, num, b)
+}
+
+/// `T::max(a, b)` and `T::min(a, b)`.
+pub(super) fn binary(cx: &mut Ctx, k: &Call, op: BinOp) -> Expr {
+    let [a, b]: [Expr; 2] = operands(cx, k).try_into().expect("arity 2");
+    arith(cx, k.span(), op, a, b)
+}
+
+pub(super) fn if_then_else(cx: &mut Ctx, k: &Call) -> Expr {
+    let [c, a, b]: [Expr; 3] = operands(cx, k).try_into().expect("arity 3");
+    select(cx, k.span(), c, a, b)
+}
+
+/// `T::exp(x)` and the other one-argument math functions.
+pub(super) fn math(cx: &mut Ctx, k: &Call, i: Intrin) -> Expr {
+    let [a]: [Expr; 1] = operands(cx, k).try_into().expect("arity 1");
+    let t = a.dtype();
+    if i == Intrin::Abs && t.is_int() && t.is_signed() {
+        let zero = Expr::Int(0, t);
+        let neg = Expr::Neg(Box::new(a.clone()), t);
+        return Expr::Select(
+            Box::new(Expr::lt(a.clone(), zero)),
+            Box::new(neg),
+            Box::new(a),
+            t,
+        );
+    }
+    if !t.is_float() {
+        cx.err(
+            k.span(),
+            format!("`T::{}` takes a float value, got {t}", k.name()),
+        );
+    }
+    Expr::Call(i, vec![a], t)
+}
+
+/// The dtype of `T::f::<dtype>()` or `T::f(dtype)`.
+fn type_arg(cx: &mut Ctx, k: &Call) -> Option<DType> {
+    let t = match (k.turbofish(), k.args.as_slice()) {
+        (Some(t), []) => expr::dtype_of_type(t),
+        (None, [e]) => expr::dtype_of_name(e),
+        _ => None,
+    };
+    if t.is_none() {
+        let f = k.name();
+        cx.err(
+            k.span(),
+            format!("`T::{f}` takes a dtype: `T::{f}::<f32>()`"),
+        );
+    }
+    t
+}
+
+pub(super) fn infinity(cx: &mut Ctx, k: &Call) -> Expr {
+    match type_arg(cx, k) {
+        Some(t) if t.is_float() => Expr::Float(f64::INFINITY, t),
+        Some(t) => {
+            cx.err(
+                k.span(),
+                format!("`T::infinity` needs a float dtype, got {t}"),
+            );
+            Expr::int(0)
+        }
+        None => Expr::int(0),
+    }
+}
+
+pub(super) fn max_value(cx: &mut Ctx, k: &Call) -> Expr {
+    let Some(t) = type_arg(cx, k) else {
+        return Expr::int(0);
+    };
+    match t {
+        DType::F16 => Expr::Float(65504.0, t),
+        DType::BF16 => Expr::Float(3.3895313892515355e38, t),
+        DType::F32 => Expr::Float(f32::MAX as f64, t),
+        DType::F64 => Expr::Float(f64::MAX, t),
+        DType::I8 => Expr::Int(i8::MAX as i64, t),
+        DType::U8 => Expr::Int(u8::MAX as i64, t),
+        DType::I16 => Expr::Int(i16::MAX as i64, t),
+        DType::U16 => Expr::Int(u16::MAX as i64, t),
+        DType::I32 => Expr::Int(i32::MAX as i64, t),
+        DType::U32 => Expr::Int(u32::MAX as i64, t),
+        DType::I64 => Expr::Int(i64::MAX, t),
+        t => {
+            cx.err(k.span(), format!("`T::max_value` has no value for {t}"));
+            Expr::int(0)
+        }
+    }
+}
+
+/// `T::get_thread_binding()` (or `(0)`, the x dimension): CUDA only.
+pub(super) fn thread_binding(cx: &mut Ctx, k: &Call) -> Expr {
+    let x_dim = |e: &syn::Expr| matches!(e, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) if i.base10_digits() == "0");
+    if !k.args.iter().all(|a| x_dim(a)) {
+        cx.err(
+            k.span(),
+            "`T::get_thread_binding()` takes no argument (or 0: the x dimension)",
+        );
+    }
+    if !cx.f.cuda_only {
+        cx.err(
+            k.span(),
+            "`T::get_thread_binding` exists only on CUDA, and this kernel is also built for the CPU \
+             target; add `target = \"cuda\"` to the attribute to build it for CUDA only",
+        );
+    }
+    Expr::Thread
+}
