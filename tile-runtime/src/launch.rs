@@ -46,6 +46,7 @@ use crate::graph;
 use crate::spec::{CpuEntry, KernelSpec};
 use crate::stream::Stream;
 use crate::tensor::{Storage, StorageGuard, Tensor};
+pub use tile_abi::Target;
 
 /// Launches of up to this many buffers (and dynamic dims) need no heap allocation.
 const INLINE: usize = 8;
@@ -53,16 +54,9 @@ const INLINE: usize = 8;
 /// CUDA's largest grid extent per axis (x, y, z).
 const CUDA_GRID_LIMITS: [i64; 3] = [i32::MAX as i64, 65535, 65535];
 
-/// A code generation target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Target {
-    Cpu,
-    Cuda,
-}
-
-impl Target {
+impl From<Device> for Target {
     /// The target that runs on `device`.
-    pub const fn of(device: Device) -> Target {
+    fn from(device: Device) -> Target {
         match device {
             Device::Cpu => Target::Cpu,
             Device::Cuda(_) => Target::Cuda,
@@ -70,21 +64,9 @@ impl Target {
     }
 }
 
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Target::Cpu => "cpu",
-            Target::Cuda => "cuda",
-        })
-    }
-}
-
 /// The generated source of `spec` for `target` (C for the CPU, CUDA C++ for CUDA).
 pub fn kernel_source(spec: &'static KernelSpec, target: Target) -> &'static str {
-    match target {
-        Target::Cpu => spec.cpu.source,
-        Target::Cuda => spec.cuda.source,
-    }
+    spec.source(target)
 }
 
 /// One argument of a launch: a tensor seen through the host ABI.
