@@ -9,6 +9,7 @@
 //!
 //! This crate never touches a GPU; only `build` touches the file system.
 
+pub mod abi;
 pub mod build;
 pub mod codegen;
 pub mod diag;
