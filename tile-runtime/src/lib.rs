@@ -43,11 +43,12 @@ mod sync;
 mod tensor;
 pub mod testing;
 
+pub use cache::params_json;
 pub use check::{check_args, Bound};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
-pub use find::{binary_key, entry_key, params_json};
+pub use find::{binary_key, entry_key};
 pub use graph::Graph;
 pub use host::{export_sources, grid_text, host_source};
 pub use launch::{kernel_source, launch, ArgRef, KernelSlot, Origin, Target};
