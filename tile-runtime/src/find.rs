@@ -34,9 +34,10 @@ use crate::cc;
 use crate::config::Config;
 use crate::cuda;
 use crate::error::{Error, Result};
-use crate::launch::{CpuLoaded, CudaLoaded, Origin, Target};
+use crate::loaded::{CpuLoaded, CudaLoaded, Origin};
 use crate::nvrtc;
 use crate::spec::KernelSpec;
+use tile_abi::Target;
 
 pub(crate) const CUDA_SOURCE: &str = "kernel.cu";
 pub(crate) const CUBIN: &str = "kernel.cubin";
