@@ -337,6 +337,7 @@ fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> 
     let allocs = sig.outs.iter().map(|o| &o.alloc);
     let (ret, ret_val) = (sig.ret(), sig.ret_val());
     let (track, c_extern) = (&aot.track, &aot.c_extern);
+    let helpers = helpers();
     quote! {
         #[allow(clippy::too_many_arguments)]
         #vis fn #name(#(#args),*) -> ::core::result::Result<#ret, ::tile::Error> {
@@ -376,30 +377,39 @@ fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> 
                 }
             }
 
-            /// The generated device source for a target.
-            pub fn source(target: ::tile::Target) -> &'static str {
-                #p::kernel_source(&SPEC, target)
-            }
+            #helpers
+        }
+    }
+}
 
-            /// The IR script the cache keys are derived from.
-            pub fn ir() -> &'static str {
-                SPEC.ir
-            }
+/// The module's functions that read the spec and slot: sources, IR, host side, export
+/// and profiler.
+fn helpers() -> TokenStream {
+    let p = quote!(::tile::__private);
+    quote! {
+        /// The generated device source for a target.
+        pub fn source(target: ::tile::Target) -> &'static str {
+            #p::kernel_source(&SPEC, target)
+        }
 
-            /// The host side as readable text: the checks in order, the grid, the launch.
-            pub fn host_source() -> ::std::string::String {
-                #p::host_source(&SPEC)
-            }
+        /// The IR script the cache keys are derived from.
+        pub fn ir() -> &'static str {
+            SPEC.ir
+        }
 
-            /// Writes the device sources, the host side and the IR into `dir`.
-            pub fn export_sources(dir: impl ::core::convert::AsRef<::std::path::Path>) -> ::core::result::Result<::std::vec::Vec<::std::path::PathBuf>, ::tile::Error> {
-                #p::export_sources(&SPEC, dir.as_ref())
-            }
+        /// The host side as readable text: the checks in order, the grid, the launch.
+        pub fn host_source() -> ::std::string::String {
+            #p::host_source(&SPEC)
+        }
 
-            /// A profiler of this kernel on random inputs (`assert_allclose`, `do_bench`).
-            pub fn profiler() -> ::tile::Profiler {
-                ::tile::Profiler::new(&SPEC, &SLOT)
-            }
+        /// Writes the device sources, the host side and the IR into `dir`.
+        pub fn export_sources(dir: impl ::core::convert::AsRef<::std::path::Path>) -> ::core::result::Result<::std::vec::Vec<::std::path::PathBuf>, ::tile::Error> {
+            #p::export_sources(&SPEC, dir.as_ref())
+        }
+
+        /// A profiler of this kernel on random inputs (`assert_allclose`, `do_bench`).
+        pub fn profiler() -> ::tile::Profiler {
+            ::tile::Profiler::new(&SPEC, &SLOT)
         }
     }
 }
