@@ -216,7 +216,9 @@ fn inspect(args: &[String]) -> Result<(), String> {
             if all {
                 println!("--- host ---");
             }
-            print!("{}", tile_runtime::host_source(&spec_of(&c)?));
+            let spec = tile_core::abi::describe(&c).map_err(|m| format!("{name}: {m}"))?;
+            // Leaked: this process exits soon.
+            print!("{}", tile_runtime::host_source(spec.leak()));
         }
         if all || emit == "key" {
             if all {
@@ -251,126 +253,4 @@ fn inspect(args: &[String]) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-fn leak<T>(v: T) -> &'static T {
-    Box::leak(Box::new(v))
-}
-
-fn leak_str(s: &str) -> &'static str {
-    Box::leak(s.to_string().into_boxed_str())
-}
-
-fn dim_index(f: &tile_core::ir::PrimFunc, v: tile_core::ir::VarId) -> Result<u32, String> {
-    f.dims
-        .iter()
-        .position(|d| *d == v)
-        .map(|i| i as u32)
-        .ok_or_else(|| "a shape or grid uses a variable that is not a dynamic dim".to_string())
-}
-
-fn grid_of(
-    f: &tile_core::ir::PrimFunc,
-    e: &tile_core::ir::Expr,
-) -> Result<&'static tile_runtime::spec::GridExpr, String> {
-    use tile_core::ir::{BinOp, Expr};
-    use tile_runtime::spec::GridExpr as G;
-    Ok(leak(match e {
-        Expr::Int(v, _) => G::Const(*v),
-        Expr::Var(v, _) => G::Dim(dim_index(f, *v)?),
-        Expr::Cast(_, a) => return grid_of(f, a),
-        Expr::Bin(op, a, b, _) => {
-            let (a, b) = (grid_of(f, a)?, grid_of(f, b)?);
-            match op {
-                BinOp::Add => G::Add(a, b),
-                BinOp::Sub => G::Sub(a, b),
-                BinOp::Mul => G::Mul(a, b),
-                BinOp::Div => G::Div(a, b),
-                BinOp::Rem => G::Mod(a, b),
-                BinOp::Min => G::Min(a, b),
-                BinOp::Max => G::Max(a, b),
-                _ => return Err("unsupported operator in the grid".into()),
-            }
-        }
-        _ => return Err("unsupported grid expression".into()),
-    }))
-}
-
-/// The launcher's spec of a compiled kernel, as the macro would emit it (for `--emit
-/// host`; this process exits soon, so the leaks are harmless).
-fn spec_of(c: &tile_core::Compiled) -> Result<tile_runtime::spec::KernelSpec, String> {
-    use tile_core::ir::Expr;
-    use tile_runtime::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, KernelSpec, ParamSpec};
-    let f = &c.def.func;
-    let mut params = Vec::new();
-    for (i, &b) in f.params.iter().enumerate() {
-        let buf = f.buf(b);
-        let dtype = runtime_dtype(buf.dtype.rust_name())
-            .ok_or_else(|| format!("unknown dtype {}", buf.dtype.rust_name()))?;
-        let shape = buf
-            .shape
-            .iter()
-            .map(|d| match d {
-                Expr::Int(v, _) => Ok(DimSpec::Static(*v)),
-                Expr::Var(v, _) => Ok(DimSpec::Dyn(dim_index(f, *v)?)),
-                _ => Err("a parameter shape that is neither a constant nor a dim".to_string()),
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        params.push(ParamSpec {
-            name: leak_str(&buf.name),
-            dtype,
-            shape: Box::leak(shape.into_boxed_slice()),
-            output: buf.mutable,
-            align: c.param_align.get(i).copied().unwrap_or(1),
-        });
-    }
-    let dims: Vec<&'static str> = f.dims.iter().map(|&d| leak_str(&f.var(d).name)).collect();
-    let one: &'static GridExpr = leak(GridExpr::Const(1));
-    let mut grid = [one; 3];
-    for (slot, e) in grid.iter_mut().zip(&f.launch.grid) {
-        *slot = grid_of(f, e)?;
-    }
-    Ok(KernelSpec {
-        name: leak_str(&f.name),
-        params: Box::leak(params.into_boxed_slice()),
-        dims: Box::leak(dims.into_boxed_slice()),
-        grid,
-        threads: f.launch.threads as u32,
-        ir: leak_str(&c.script),
-        cpu: CpuKernel {
-            key: leak_str(&c.c_key),
-            symbol: leak_str(&c.c_symbol),
-            source: leak_str(&c.c_source),
-            aot: None,
-        },
-        cuda: CudaKernel {
-            key: leak_str(&c.cuda_key),
-            entry: leak_str(&c.cuda_entry),
-            source: leak_str(&c.cuda_source),
-            cubins: &[],
-            shared_bytes: c.cuda_shared_bytes as u32,
-        },
-    })
-}
-
-fn runtime_dtype(rust_name: &str) -> Option<tile_runtime::DType> {
-    use tile_runtime::DType as D;
-    Some(match rust_name {
-        "bool" => D::Bool,
-        "i8" => D::I8,
-        "u8" => D::U8,
-        "i16" => D::I16,
-        "u16" => D::U16,
-        "i32" => D::I32,
-        "u32" => D::U32,
-        "i64" => D::I64,
-        "u64" => D::U64,
-        "f16" => D::F16,
-        "bf16" => D::BF16,
-        "f32" => D::F32,
-        "f64" => D::F64,
-        "f8e4m3" => D::F8E4M3,
-        "f8e5m2" => D::F8E5M2,
-        _ => return None,
-    })
 }

@@ -9,6 +9,7 @@
 //!
 //! This crate never touches a GPU; only `build` touches the file system.
 
+pub mod abi;
 pub mod analysis;
 pub mod build;
 pub mod codegen;
@@ -21,14 +22,8 @@ pub mod verify;
 
 pub use diag::Diagnostic;
 
-/// A code-generation target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Target {
-    /// C for the host CPU.
-    C,
-    /// CUDA C++ (sm_80 and newer).
-    Cuda,
-}
+/// A code-generation target (`Target::C` is the CPU target), shared with the runtime.
+pub use tile_abi::Target;
 
 /// Everything generated for one kernel: the script, both sources and keys.
 #[derive(Debug, Clone)]

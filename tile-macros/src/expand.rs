@@ -4,7 +4,11 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
-use tile_core::ir::{BinOp, DType, Expr, PrimFunc};
+use tile_abi::spec::DimSpec;
+use tile_abi::{Grid, KernelDesc};
+use tile_core::abi::describe;
+use tile_core::frontend::ParamDef;
+use tile_core::ir::DType;
 use tile_core::Compiled;
 
 pub fn errors(item: &syn::ItemFn, diags: &[tile_core::Diagnostic]) -> TokenStream {
@@ -81,211 +85,259 @@ fn elem_type(t: DType, span: Span) -> TokenStream {
     }
 }
 
+/// The launcher of a compiled kernel: a typed function, and a module of the same name
+/// with its spec, its cache slot and helpers.
+pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
+    let desc = match describe(c) {
+        Ok(d) => d,
+        Err(m) => return syn::Error::new(Span::call_site(), m).to_compile_error(),
+    };
+    let sig = Signature::new(&c.def.params, &desc);
+    let aot = Aot::find(&desc);
+    let spec = spec_tokens(&desc, &aot);
+    module(item, &sig, &aot, spec)
+}
+
+/// The launcher's side of the parameters.
+struct Signature {
+    /// Typed parameters of the launcher (every buffer but the `Output<..>`s).
+    args: Vec<TokenStream>,
+    /// Their names, to pass them on.
+    names: Vec<syn::Ident>,
+    /// Outputs the launcher allocates (`Output<..>`), shapes from the inputs.
+    outs: Vec<Output>,
+    /// One argument reference per kernel parameter, in declaration order.
+    refs: Vec<TokenStream>,
+}
+
+struct Output {
+    name: syn::Ident,
+    elem: TokenStream,
+    /// The statement allocating it.
+    alloc: TokenStream,
+}
+
+impl Signature {
+    fn new(params: &[ParamDef], desc: &KernelDesc) -> Signature {
+        let p = quote!(::tile::__private);
+        let mut sig = Signature {
+            args: Vec::new(),
+            names: Vec::new(),
+            outs: Vec::new(),
+            refs: Vec::new(),
+        };
+        for (i, pd) in params.iter().enumerate() {
+            let n = &pd.name;
+            let t = elem_type(pd.dtype, pd.ty_span.start);
+            if pd.alloc {
+                sig.outs.push(output(params, desc, i, t));
+                sig.refs.push(quote!(#p::ArgRef::output(&mut #n)));
+                continue;
+            }
+            if pd.mutable {
+                sig.args
+                    .push(quote_spanned!(pd.ty_span.start=> #n: &mut ::tile::Tensor<#t>));
+                sig.refs.push(quote!(#p::ArgRef::output(#n)));
+            } else {
+                sig.args
+                    .push(quote_spanned!(pd.ty_span.start=> #n: &::tile::Tensor<#t>));
+                sig.refs.push(quote!(#p::ArgRef::input(#n)));
+            }
+            sig.names.push(n.clone());
+        }
+        sig
+    }
+
+    /// The launcher's return type: `()`, one tensor, or a tuple of the outputs.
+    fn ret(&self) -> TokenStream {
+        match self.outs.as_slice() {
+            [] => quote!(()),
+            [o] => {
+                let t = &o.elem;
+                quote!(::tile::Tensor<#t>)
+            }
+            outs => {
+                let ts = outs.iter().map(|o| &o.elem);
+                quote!((#(::tile::Tensor<#ts>),*))
+            }
+        }
+    }
+
+    /// The launcher's return value, matching [`ret`](Self::ret).
+    fn ret_val(&self) -> TokenStream {
+        match self.outs.as_slice() {
+            [] => quote!(()),
+            [o] => {
+                let n = &o.name;
+                quote!(#n)
+            }
+            outs => {
+                let ns = outs.iter().map(|o| &o.name);
+                quote!((#(#ns),*))
+            }
+        }
+    }
+}
+
+/// Output parameter `i` (an `Output<..>`): allocated on the stream's device, else the
+/// first input's, with each dynamic dim read from the first input carrying it (the
+/// frontend checked that one does).
+fn output(params: &[ParamDef], desc: &KernelDesc, i: usize, elem: TokenStream) -> Output {
+    let name = params[i].name.clone();
+    let inputs = || params.iter().zip(&desc.params).filter(|(q, _)| !q.alloc);
+    let dims = desc.params[i].shape.iter().map(|d| match *d {
+        DimSpec::Static(v) => {
+            let v = v as usize;
+            quote!(#v)
+        }
+        DimSpec::Dyn(k) => {
+            let (q, axis) = inputs()
+                .find_map(|(q, qd)| {
+                    let axis = qd.shape.iter().position(|e| *e == DimSpec::Dyn(k))?;
+                    Some((&q.name, axis))
+                })
+                .unwrap_or((&name, 0));
+            quote!(#q.shape().get(#axis).copied().unwrap_or(0))
+        }
+    });
+    let device = match inputs().next() {
+        Some((q, _)) => {
+            let q = &q.name;
+            quote!(#q.device())
+        }
+        None => quote!(::tile::Device::default()),
+    };
+    let alloc = quote! {
+        let mut #name = ::tile::Tensor::<#elem>::empty(
+            &[#(#dims),*],
+            stream.map(|s| s.device()).unwrap_or_else(|| #device),
+        )?;
+    };
+    Output { name, elem, alloc }
+}
+
 fn dtype_tokens(t: DType) -> TokenStream {
-    let v = format_ident!("{}", format!("{t:?}"));
+    let v = format_ident!("{}", t.variant_name());
     quote!(::tile::__private::DType::#v)
 }
 
-fn grid_tokens(f: &PrimFunc, e: &Expr) -> Result<TokenStream, String> {
-    let g = quote!(::tile::__private::GridExpr);
-    Ok(match e {
-        Expr::Int(v, _) => quote!(#g::Const(#v)),
-        Expr::Var(v, _) => {
-            let i = f
-                .dims
-                .iter()
-                .position(|d| d == v)
-                .ok_or("grid uses a non-dim variable")? as u32;
-            quote!(#g::Dim(#i))
+fn grid_tokens(g: &Grid) -> TokenStream {
+    let e = quote!(::tile::__private::GridExpr);
+    match g {
+        Grid::Const(v) => quote!(#e::Const(#v)),
+        Grid::Dim(d) => quote!(#e::Dim(#d)),
+        Grid::Op(op, a, b) => {
+            let (v, a, b) = (
+                format_ident!("{}", op.variant_name()),
+                grid_tokens(a),
+                grid_tokens(b),
+            );
+            quote!(#e::#v(&#a, &#b))
         }
-        Expr::Cast(_, a) => grid_tokens(f, a)?,
-        Expr::Bin(op, a, b, _) => {
-            let (a, b) = (grid_tokens(f, a)?, grid_tokens(f, b)?);
-            let v = match op {
-                BinOp::Add => quote!(Add),
-                BinOp::Sub => quote!(Sub),
-                BinOp::Mul => quote!(Mul),
-                BinOp::Div => quote!(Div),
-                BinOp::Rem => quote!(Mod),
-                BinOp::Min => quote!(Min),
-                BinOp::Max => quote!(Max),
-                _ => return Err("unsupported operator in the grid".into()),
-            };
-            quote!(#g::#v(&#a, &#b))
-        }
-        _ => return Err("unsupported grid expression".into()),
-    })
+    }
 }
 
-pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
-    let f = &c.def.func;
-    let vis = &item.vis;
-    let name = &item.sig.ident;
-    let name_str = name.to_string();
+fn dim_tokens(d: DimSpec) -> TokenStream {
     let p = quote!(::tile::__private);
+    match d {
+        DimSpec::Static(v) => quote!(#p::DimSpec::Static(#v)),
+        DimSpec::Dyn(k) => quote!(#p::DimSpec::Dyn(#k)),
+    }
+}
 
-    // Typed parameters of the launcher.
-    let mut args = Vec::new();
-    let mut names = Vec::new();
-    // Outputs the launcher allocates (`Output<..>`): shapes from the inputs.
-    let mut outs = Vec::new();
-    let first_input = c
-        .def
-        .params
-        .iter()
-        .find(|p| !p.alloc)
-        .map(|p| p.name.clone());
-    for (i, pd) in c.def.params.iter().enumerate() {
-        if !pd.alloc {
-            continue;
+/// The `KernelSpec` constant of `desc`, with the ahead-of-time artifacts found.
+fn spec_tokens(desc: &KernelDesc, aot: &Aot) -> TokenStream {
+    let p = quote!(::tile::__private);
+    let params = desc.params.iter().map(|pd| {
+        let (name, out, align) = (&pd.name, pd.output, pd.align);
+        let dt = dtype_tokens(pd.dtype);
+        let dims = pd.shape.iter().copied().map(dim_tokens);
+        quote!(#p::ParamSpec { name: #name, dtype: #dt, shape: &[#(#dims),*], output: #out, align: #align })
+    });
+    let (name, dims, threads, ir) = (&desc.name, &desc.dims, desc.threads, &desc.ir);
+    let grid = desc.grid.iter().map(grid_tokens);
+    let (c_key, c_sym, c_src) = (&desc.cpu.key, &desc.cpu.symbol, &desc.cpu.source);
+    let (cu_key, cu_entry, cu_src) = (&desc.cuda.key, &desc.cuda.entry, &desc.cuda.source);
+    let shared = desc.cuda.shared_bytes;
+    let (c_aot, cubins) = (&aot.c_entry, &aot.cubins);
+    quote! {
+        #p::KernelSpec {
+            name: #name,
+            params: &[#(#params),*],
+            dims: &[#(#dims),*],
+            grid: [#(&#grid),*],
+            threads: #threads,
+            ir: #ir,
+            cpu: #p::CpuKernel { key: #c_key, symbol: #c_sym, source: #c_src, aot: #c_aot },
+            cuda: #p::CudaKernel { key: #cu_key, entry: #cu_entry, source: #cu_src, cubins: &[#(#cubins),*], shared_bytes: #shared },
         }
-        let n = &pd.name;
-        let t = elem_type(pd.dtype, pd.ty_span.start);
-        let buf = f.buf(f.params[i]);
-        let dims = buf.shape.iter().map(|d| match d {
-            Expr::Int(v, _) => {
-                let v = *v as usize;
-                quote!(#v)
-            }
-            Expr::Var(v, _) => {
-                // The first input carrying the dim (the frontend checked one does).
-                let (q, axis) = c
-                    .def
-                    .params
-                    .iter()
-                    .zip(&f.params)
-                    .filter(|(q, _)| !q.alloc)
-                    .find_map(|(q, &qb)| {
-                        f.buf(qb)
-                            .shape
-                            .iter()
-                            .position(|e| matches!(e, Expr::Var(x, _) if x == v))
-                            .map(|a| (&q.name, a))
-                    })
-                    .unwrap_or((&pd.name, 0));
-                quote!(#q.shape().get(#axis).copied().unwrap_or(0))
-            }
-            _ => quote!(0usize),
+    }
+}
+
+/// Ahead-of-time artifacts placed by the crate's build script, if their keys match
+/// this kernel exactly.
+struct Aot {
+    /// Makes the crate rebuild when the build script's manifest changes.
+    track: TokenStream,
+    /// The declaration of the linked C entry point.
+    c_extern: TokenStream,
+    /// `Some(entry)` or `None`.
+    c_entry: TokenStream,
+    /// `(arch, bytes)` of each embedded cubin.
+    cubins: Vec<TokenStream>,
+}
+
+impl Aot {
+    fn find(desc: &KernelDesc) -> Aot {
+        let p = quote!(::tile::__private);
+        let c_sym = &desc.cpu.symbol;
+        let art = tile_core::build::lookup_artifacts(c_sym, &desc.cuda.key);
+        let track = art.manifest.as_ref().map(|m| {
+            let m = m.display().to_string();
+            quote!(
+                const _: &[u8] = include_bytes!(#m);
+            )
         });
-        let device = match &first_input {
-            Some(q) => quote!(#q.device()),
-            None => quote!(::tile::Device::default()),
+        let (c_extern, c_entry) = match &art.c_lib {
+            Some(lib) => (
+                quote! {
+                    #[link(name = #lib, kind = "static")]
+                    unsafe extern "C" {
+                        #[link_name = #c_sym]
+                        fn __tile_cpu_entry(bufs: *const *mut ::core::ffi::c_void, dims: *const i64, grid: *const i64, begin: i64, end: i64);
+                    }
+                },
+                quote!(::core::option::Option::Some(__tile_cpu_entry as #p::CpuEntry)),
+            ),
+            None => (quote!(), quote!(::core::option::Option::None)),
         };
-        outs.push((
-            n.clone(),
-            t.clone(),
-            quote! {
-                let mut #n = ::tile::Tensor::<#t>::empty(
-                    &[#(#dims),*],
-                    stream.map(|s| s.device()).unwrap_or_else(|| #device),
-                )?;
-            },
-        ));
-    }
-    let ret = match outs.len() {
-        0 => quote!(()),
-        1 => {
-            let t = &outs[0].1;
-            quote!(::tile::Tensor<#t>)
-        }
-        _ => {
-            let ts = outs.iter().map(|o| &o.1);
-            quote!((#(::tile::Tensor<#ts>),*))
-        }
-    };
-    let ret_val = match outs.len() {
-        0 => quote!(()),
-        1 => {
-            let n = &outs[0].0;
-            quote!(#n)
-        }
-        _ => {
-            let ns = outs.iter().map(|o| &o.0);
-            quote!((#(#ns),*))
-        }
-    };
-    let allocs = outs.iter().map(|o| &o.2);
-    // One argument reference per kernel parameter, in declaration order.
-    let mut refs = Vec::new();
-    for pd in &c.def.params {
-        let n = &pd.name;
-        let t = elem_type(pd.dtype, pd.ty_span.start);
-        if pd.alloc {
-            refs.push(quote!(#p::ArgRef::output(&mut #n)));
-            continue;
-        }
-        if pd.mutable {
-            args.push(quote_spanned!(pd.ty_span.start=> #n: &mut ::tile::Tensor<#t>));
-            refs.push(quote!(#p::ArgRef::output(#n)));
-        } else {
-            args.push(quote_spanned!(pd.ty_span.start=> #n: &::tile::Tensor<#t>));
-            refs.push(quote!(#p::ArgRef::input(#n)));
-        }
-        names.push(n.clone());
-    }
-
-    // Static parameter table.
-    let params = f.params.iter().enumerate().map(|(i, &b)| {
-        let buf = f.buf(b);
-        let pname = &buf.name;
-        let dt = dtype_tokens(buf.dtype);
-        let dims = buf.shape.iter().map(|d| match d {
-            Expr::Int(v, _) => quote!(#p::DimSpec::Static(#v)),
-            Expr::Var(v, _) => {
-                let k = f.dims.iter().position(|x| x == v).unwrap_or(0) as u32;
-                quote!(#p::DimSpec::Dyn(#k))
-            }
-            _ => quote!(#p::DimSpec::Static(0)),
-        });
-        let out = buf.mutable;
-        let align = c.param_align.get(i).copied().unwrap_or(1);
-        quote!(#p::ParamSpec { name: #pname, dtype: #dt, shape: &[#(#dims),*], output: #out, align: #align })
-    });
-    let dim_names = f.dims.iter().map(|&d| f.var(d).name.clone());
-    let mut grid = Vec::new();
-    for d in 0..3 {
-        match f.launch.grid.get(d) {
-            Some(e) => match grid_tokens(f, e) {
-                Ok(t) => grid.push(t),
-                Err(m) => return syn::Error::new(Span::call_site(), m).to_compile_error(),
-            },
-            None => grid.push(quote!(#p::GridExpr::Const(1))),
+        let cubins = art
+            .cubins
+            .iter()
+            .map(|(arch, path)| {
+                let path = path.display().to_string();
+                quote!((#arch, include_bytes!(#path) as &[u8]))
+            })
+            .collect();
+        Aot {
+            track: quote!(#track),
+            c_extern,
+            c_entry,
+            cubins,
         }
     }
-    let threads = f.launch.threads as u32;
-    let ir = &c.script;
-    let (c_key, c_sym, c_src) = (&c.c_key, &c.c_symbol, &c.c_source);
-    let (cu_key, cu_entry, cu_src) = (&c.cuda_key, &c.cuda_entry, &c.cuda_source);
-    let shared = c.cuda_shared_bytes as u32;
+}
 
-    // Ahead-of-time artifacts placed by the crate's build script, if their
-    // keys match this kernel exactly.
-    let art = tile_core::build::lookup_artifacts(c_sym, cu_key);
-    let track = art.manifest.as_ref().map(|m| {
-        let m = m.display().to_string();
-        quote!(
-            const _: &[u8] = include_bytes!(#m);
-        )
-    });
-    let (c_extern, c_aot) = match &art.c_lib {
-        Some(lib) => (
-            quote! {
-                #[link(name = #lib, kind = "static")]
-                unsafe extern "C" {
-                    #[link_name = #c_sym]
-                    fn __tile_cpu_entry(bufs: *const *mut ::core::ffi::c_void, dims: *const i64, grid: *const i64, begin: i64, end: i64);
-                }
-            },
-            quote!(::core::option::Option::Some(__tile_cpu_entry as #p::CpuEntry)),
-        ),
-        None => (quote!(), quote!(::core::option::Option::None)),
-    };
-    let cubins = art.cubins.iter().map(|(arch, path)| {
-        let path = path.display().to_string();
-        quote!((#arch, include_bytes!(#path) as &[u8]))
-    });
-    let doc = format!("Launch helpers and the compiled form of kernel `{name_str}`.");
-
+/// The typed launcher and its module.
+fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> TokenStream {
+    let p = quote!(::tile::__private);
+    let (vis, name) = (&item.vis, &item.sig.ident);
+    let doc = format!("Launch helpers and the compiled form of kernel `{name}`.");
+    let (args, names, refs) = (&sig.args, &sig.names, &sig.refs);
+    let allocs = sig.outs.iter().map(|o| &o.alloc);
+    let (ret, ret_val) = (sig.ret(), sig.ret_val());
+    let (track, c_extern) = (&aot.track, &aot.c_extern);
+    let helpers = helpers();
     quote! {
         #[allow(clippy::too_many_arguments)]
         #vis fn #name(#(#args),*) -> ::core::result::Result<#ret, ::tile::Error> {
@@ -299,16 +351,7 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
             #c_extern
 
             /// Everything the runtime needs to check, find and launch this kernel.
-            pub static SPEC: #p::KernelSpec = #p::KernelSpec {
-                name: #name_str,
-                params: &[#(#params),*],
-                dims: &[#(#dim_names),*],
-                grid: [#(&#grid),*],
-                threads: #threads,
-                ir: #ir,
-                cpu: #p::CpuKernel { key: #c_key, symbol: #c_sym, source: #c_src, aot: #c_aot },
-                cuda: #p::CudaKernel { key: #cu_key, entry: #cu_entry, source: #cu_src, cubins: &[#(#cubins),*], shared_bytes: #shared },
-            };
+            pub static SPEC: #p::KernelSpec = #spec;
             static SLOT: #p::KernelSlot = #p::KernelSlot::new();
 
             /// Launches on `stream`, or on the tensors' device's default stream.
@@ -334,30 +377,39 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
                 }
             }
 
-            /// The generated device source for a target.
-            pub fn source(target: ::tile::Target) -> &'static str {
-                #p::kernel_source(&SPEC, target)
-            }
+            #helpers
+        }
+    }
+}
 
-            /// The IR script the cache keys are derived from.
-            pub fn ir() -> &'static str {
-                SPEC.ir
-            }
+/// The module's functions that read the spec and slot: sources, IR, host side, export
+/// and profiler.
+fn helpers() -> TokenStream {
+    let p = quote!(::tile::__private);
+    quote! {
+        /// The generated device source for a target.
+        pub fn source(target: ::tile::Target) -> &'static str {
+            #p::kernel_source(&SPEC, target)
+        }
 
-            /// The host side as readable text: the checks in order, the grid, the launch.
-            pub fn host_source() -> ::std::string::String {
-                #p::host_source(&SPEC)
-            }
+        /// The IR script the cache keys are derived from.
+        pub fn ir() -> &'static str {
+            SPEC.ir
+        }
 
-            /// Writes the device sources, the host side and the IR into `dir`.
-            pub fn export_sources(dir: impl ::core::convert::AsRef<::std::path::Path>) -> ::core::result::Result<::std::vec::Vec<::std::path::PathBuf>, ::tile::Error> {
-                #p::export_sources(&SPEC, dir.as_ref())
-            }
+        /// The host side as readable text: the checks in order, the grid, the launch.
+        pub fn host_source() -> ::std::string::String {
+            #p::host_source(&SPEC)
+        }
 
-            /// A profiler of this kernel on random inputs (`assert_allclose`, `do_bench`).
-            pub fn profiler() -> ::tile::Profiler {
-                ::tile::Profiler::new(&SPEC, &SLOT)
-            }
+        /// Writes the device sources, the host side and the IR into `dir`.
+        pub fn export_sources(dir: impl ::core::convert::AsRef<::std::path::Path>) -> ::core::result::Result<::std::vec::Vec<::std::path::PathBuf>, ::tile::Error> {
+            #p::export_sources(&SPEC, dir.as_ref())
+        }
+
+        /// A profiler of this kernel on random inputs (`assert_allclose`, `do_bench`).
+        pub fn profiler() -> ::tile::Profiler {
+            ::tile::Profiler::new(&SPEC, &SLOT)
         }
     }
 }

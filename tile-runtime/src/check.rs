@@ -11,10 +11,10 @@
 //!   passes dims as `int`), and every buffer is contiguous row-major, aligned, on one
 //!   device and indexable with 32-bit `int`.
 
+use crate::arg::ArgRef;
 use crate::device::Device;
 use crate::dims::{each, Body};
 use crate::error::{Error, Result};
-use crate::launch::ArgRef;
 use crate::spec::{DimSpec, KernelSpec};
 use crate::tensor::stride_mismatch;
 

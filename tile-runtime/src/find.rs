@@ -29,15 +29,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cache::{self, key_of, DiskCache, Lookup, Staging, PARAMS};
+use crate::cache::{self, key_of, params_json, DiskCache, Lookup, Staging, PARAMS};
 use crate::cc;
 use crate::config::Config;
 use crate::cuda;
 use crate::error::{Error, Result};
-use crate::host::grid_text;
-use crate::launch::{CpuLoaded, CudaLoaded, Origin, Target};
+use crate::loaded::{CpuLoaded, CudaLoaded, Origin};
 use crate::nvrtc;
-use crate::spec::{DimSpec, KernelSpec};
+use crate::spec::KernelSpec;
+use tile_abi::Target;
 
 pub(crate) const CUDA_SOURCE: &str = "kernel.cu";
 pub(crate) const CUBIN: &str = "kernel.cubin";
@@ -84,9 +84,9 @@ fn lookup_outcome(r: &Result<Lookup>) -> String {
 /// The key of a kernel's `kernels/` entry (see the module docs).
 pub fn entry_key(target: Target, kernel_key: &str, arch: Option<&str>) -> String {
     match target {
-        Target::Cpu => key_of(&["tile-entry-v1", "cpu", kernel_key, &cc::FLAGS.join(" ")]),
+        Target::Cpu => key_of(&["tile-entry-v2", "cpu", kernel_key, &cc::FLAGS.join(" ")]),
         Target::Cuda => key_of(&[
-            "tile-entry-v1",
+            "tile-entry-v2",
             "cuda",
             kernel_key,
             arch.unwrap_or(""),
@@ -98,79 +98,12 @@ pub fn entry_key(target: Target, kernel_key: &str, arch: Option<&str>) -> String
 /// The key of a `cuda-binaries/` entry (see the module docs).
 pub fn binary_key(source: &str, arch: &str, nvrtc_version: (i32, i32)) -> String {
     key_of(&[
-        "tile-cuda-binary-v1",
+        "tile-cuda-binary-v2",
         source,
         arch,
         &nvrtc::options(arch, &[]).join(" "),
         &format!("nvrtc {}.{}", nvrtc_version.0, nvrtc_version.1),
     ])
-}
-
-/// `params.json` of a kernel entry: the launcher's view of the kernel. A reader requires
-/// it to be exactly this, so an entry never serves another kernel.
-pub fn params_json(spec: &KernelSpec, target: Target, arch: Option<&str>) -> String {
-    let (key, entry) = match target {
-        Target::Cpu => (spec.cpu.key, spec.cpu.symbol),
-        Target::Cuda => (spec.cuda.key, spec.cuda.entry),
-    };
-    let mut out = String::from("{\n  \"format\": 1,\n");
-    out.push_str(&format!("  \"kernel\": {},\n", json_str(spec.name)));
-    out.push_str(&format!("  \"target\": \"{target}\",\n"));
-    if let Some(arch) = arch {
-        out.push_str(&format!("  \"arch\": {},\n", json_str(arch)));
-    }
-    out.push_str(&format!("  \"key\": {},\n", json_str(key)));
-    out.push_str(&format!("  \"entry\": {},\n", json_str(entry)));
-    out.push_str(&format!("  \"threads\": {},\n", spec.threads));
-    out.push_str(&format!(
-        "  \"shared_bytes\": {},\n",
-        spec.cuda.shared_bytes
-    ));
-    let dims: Vec<String> = spec.dims.iter().map(|d| json_str(d)).collect();
-    out.push_str(&format!("  \"dims\": [{}],\n", dims.join(", ")));
-    let grid: Vec<String> = spec
-        .grid
-        .iter()
-        .map(|g| json_str(&grid_text(g, spec.dims)))
-        .collect();
-    out.push_str(&format!("  \"grid\": [{}],\n", grid.join(", ")));
-    out.push_str("  \"params\": [\n");
-    for (i, p) in spec.params.iter().enumerate() {
-        let shape: Vec<String> = p
-            .shape
-            .iter()
-            .map(|d| match d {
-                DimSpec::Static(v) => v.to_string(),
-                DimSpec::Dyn(n) => json_str(spec.dims.get(*n as usize).copied().unwrap_or("?")),
-            })
-            .collect();
-        let sep = if i + 1 == spec.params.len() { "" } else { "," };
-        out.push_str(&format!(
-            "    {{\"name\": {}, \"dtype\": \"{}\", \"shape\": [{}], \"output\": {}, \"align\": {}}}{sep}\n",
-            json_str(p.name),
-            p.dtype,
-            shape.join(", "),
-            p.output,
-            p.align
-        ));
-    }
-    out.push_str("  ]\n}\n");
-    out
-}
-
-fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 struct Diag<'a> {
@@ -496,10 +429,5 @@ mod tests {
         assert_ne!(b, binary_key("src2", "sm_90a", (13, 0)));
         assert_ne!(b, binary_key("src", "sm_80", (13, 0)));
         assert_ne!(b, binary_key("src", "sm_90a", (13, 1)));
-    }
-
-    #[test]
-    fn json_strings_are_escaped() {
-        assert_eq!(json_str("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
     }
 }

@@ -37,10 +37,11 @@ use std::thread::ThreadId;
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaStream};
 use libloading::Library;
 
+use crate::arg::ArgRef;
 use crate::cuda;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::launch::{ArgRef, CpuLoaded};
+use crate::loaded::CpuLoaded;
 use crate::spec::CpuEntry;
 use crate::stream::Stream;
 use crate::tensor::Storage;

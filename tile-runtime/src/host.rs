@@ -44,27 +44,6 @@ pub fn grid_text(e: &GridExpr, dims: &[&str]) -> String {
     }
 }
 
-fn rust_elem(dtype: crate::DType) -> &'static str {
-    use crate::DType::*;
-    match dtype {
-        Bool => "bool",
-        I8 => "i8",
-        U8 => "u8",
-        I16 => "i16",
-        U16 => "u16",
-        I32 => "i32",
-        U32 => "u32",
-        I64 => "i64",
-        U64 => "u64",
-        F16 => "f16",
-        BF16 => "bf16",
-        F32 => "f32",
-        F64 => "f64",
-        F8E4M3 => "f8e4m3",
-        F8E5M2 => "f8e5m2",
-    }
-}
-
 /// The host side of `spec` as annotated pseudo-Rust: the launcher's signature, every
 /// argument check in order with its error message, the grid, and the launch on each
 /// target.
@@ -76,7 +55,7 @@ pub fn host_source(spec: &KernelSpec) -> String {
         .iter()
         .map(|p| {
             let r = if p.output { "&mut " } else { "&" };
-            format!("{}: {r}Tensor<{}>", p.name, rust_elem(p.dtype))
+            format!("{}: {r}Tensor<{}>", p.name, p.dtype.rust_name())
         })
         .collect();
     let _ = writeln!(

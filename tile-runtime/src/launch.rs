@@ -25,27 +25,26 @@
 //!   per phase; warm launches print nothing.
 
 use std::ffi::c_void;
-use std::fmt;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{CudaFunction, CudaStream};
-use libloading::Library;
+use cudarc::driver::CudaStream;
 
+use crate::arg::ArgRef;
 use crate::check::check_into;
 use crate::config::Config;
 use crate::cpu;
 use crate::cuda;
 use crate::device::Device;
-use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::find::{self, print_done};
 use crate::graph;
+use crate::loaded::CudaLoaded;
+use crate::slot::KernelSlot;
 use crate::spec::{CpuEntry, KernelSpec};
 use crate::stream::Stream;
-use crate::tensor::{Storage, StorageGuard, Tensor};
+use crate::tensor::{Storage, StorageGuard};
+use tile_abi::Target;
 
 /// Launches of up to this many buffers (and dynamic dims) need no heap allocation.
 const INLINE: usize = 8;
@@ -53,291 +52,9 @@ const INLINE: usize = 8;
 /// CUDA's largest grid extent per axis (x, y, z).
 const CUDA_GRID_LIMITS: [i64; 3] = [i32::MAX as i64, 65535, 65535];
 
-/// A code generation target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Target {
-    Cpu,
-    Cuda,
-}
-
-impl Target {
-    /// The target that runs on `device`.
-    pub const fn of(device: Device) -> Target {
-        match device {
-            Device::Cpu => Target::Cpu,
-            Device::Cuda(_) => Target::Cuda,
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Target::Cpu => "cpu",
-            Target::Cuda => "cuda",
-        })
-    }
-}
-
 /// The generated source of `spec` for `target` (C for the CPU, CUDA C++ for CUDA).
 pub fn kernel_source(spec: &'static KernelSpec, target: Target) -> &'static str {
-    match target {
-        Target::Cpu => spec.cpu.source,
-        Target::Cuda => spec.cuda.source,
-    }
-}
-
-/// One argument of a launch: a tensor seen through the host ABI.
-pub struct ArgRef<'a> {
-    pub(crate) dtype: DType,
-    pub(crate) shape: &'a [usize],
-    pub(crate) strides: &'a [isize],
-    /// Host address or CUDA device address of the first element.
-    pub(crate) ptr: usize,
-    pub(crate) device: Device,
-    pub(crate) output: bool,
-    pub(crate) storage: &'a Arc<Storage>,
-}
-
-impl<'a> ArgRef<'a> {
-    /// A buffer the kernel only reads.
-    pub fn input<T: Element>(t: &'a Tensor<T>) -> ArgRef<'a> {
-        ArgRef {
-            dtype: T::DTYPE,
-            shape: t.shape(),
-            strides: t.strides(),
-            ptr: t.data_ptr(),
-            device: t.device(),
-            output: false,
-            storage: t.storage(),
-        }
-    }
-
-    /// A buffer the kernel writes.
-    pub fn output<T: Element>(t: &'a mut Tensor<T>) -> ArgRef<'a> {
-        ArgRef {
-            output: true,
-            ..ArgRef::input(t)
-        }
-    }
-
-    pub fn dtype(&self) -> DType {
-        self.dtype
-    }
-
-    pub fn shape(&self) -> &[usize] {
-        self.shape
-    }
-
-    pub fn strides(&self) -> &[isize] {
-        self.strides
-    }
-
-    /// Host address or CUDA device address of the first element.
-    pub fn ptr(&self) -> usize {
-        self.ptr
-    }
-
-    pub fn device(&self) -> Device {
-        self.device
-    }
-
-    pub fn is_output(&self) -> bool {
-        self.output
-    }
-
-    fn storage_addr(&self) -> usize {
-        Arc::as_ptr(self.storage) as usize
-    }
-}
-
-impl fmt::Debug for ArgRef<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ArgRef")
-            .field("dtype", &self.dtype)
-            .field("shape", &self.shape)
-            .field("strides", &self.strides)
-            .field("ptr", &format_args!("{:#x}", self.ptr))
-            .field("device", &self.device)
-            .field("output", &self.output)
-            .finish()
-    }
-}
-
-/// Where a launcher's kernel binary came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    /// Linked (CPU) or embedded (CUDA) at build time.
-    Aot,
-    /// Loaded from this disk cache entry (`kernels/<key>`).
-    DiskCache(PathBuf),
-    /// Loaded from this device binary cache entry (`cuda-binaries/<key>`), the kernel
-    /// entry being rebuilt around it (the device source was unchanged).
-    BinaryCache(PathBuf),
-    /// Compiled in this process (published to this entry, or a temporary folder).
-    Compiled(PathBuf),
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::Aot => f.write_str("the ahead-of-time artifact"),
-            Origin::DiskCache(p) => write!(f, "the disk cache at {}", p.display()),
-            Origin::BinaryCache(p) => write!(f, "the device binary cache at {}", p.display()),
-            Origin::Compiled(p) => write!(f, "a fresh compile at {}", p.display()),
-        }
-    }
-}
-
-pub(crate) struct CpuLoaded {
-    pub entry: CpuEntry,
-    /// Keeps the JIT-compiled library mapped while `entry` can be called (graphs that
-    /// recorded `entry` hold a clone too).
-    pub lib: Option<Arc<Library>>,
-    pub origin: Origin,
-}
-
-/// A kernel loaded on one device, with what a warm launch needs from the spec and the
-/// device table copied next to the function handle: `repr(C)` keeps these first, and
-/// the origin (never read by a launch) is boxed so the whole entry, with its `OnceLock`
-/// state, fits the cache line of a [`CudaCell`]. One line then replaces reads of the
-/// spec's tail, the probe and the device table after the driver has evicted them.
-#[repr(C)]
-pub(crate) struct CudaLoaded {
-    pub func: CudaFunction,
-    /// `spec.threads`.
-    pub threads: u32,
-    /// `spec.cuda.shared_bytes`.
-    pub shared_bytes: u32,
-    /// The device's context and default stream.
-    pub dev: &'static cuda::DeviceState,
-    pub origin: Box<Origin>,
-}
-
-impl CudaLoaded {
-    pub(crate) fn new(
-        spec: &KernelSpec,
-        dev: &'static cuda::DeviceState,
-        func: CudaFunction,
-        origin: Origin,
-    ) -> CudaLoaded {
-        CudaLoaded {
-            func,
-            threads: spec.threads,
-            shared_bytes: spec.cuda.shared_bytes,
-            dev,
-            origin: Box::new(origin),
-        }
-    }
-}
-
-/// One CUDA device's entry of a [`KernelSlot`], on a cache line of its own (see
-/// [`CudaLoaded`]).
-#[repr(align(64))]
-struct CudaCell(OnceLock<CudaLoaded>);
-
-/// Per-launcher cache of found kernels: the in-process level of the kernel cache.
-///
-/// Generated launchers hold one in a `static`; what it loads stays loaded for the
-/// process lifetime.
-pub struct KernelSlot {
-    /// Serialises the slow path so one process compiles a kernel once.
-    init: Mutex<()>,
-    cpu: OnceLock<CpuLoaded>,
-    /// Indexed by CUDA ordinal.
-    cuda: OnceLock<Box<[CudaCell]>>,
-    /// How many times the slow path found a kernel (for tests and diagnostics).
-    finds: AtomicU32,
-}
-
-impl KernelSlot {
-    pub const fn new() -> KernelSlot {
-        KernelSlot {
-            init: Mutex::new(()),
-            cpu: OnceLock::new(),
-            cuda: OnceLock::new(),
-            finds: AtomicU32::new(0),
-        }
-    }
-
-    /// Where the kernel for `device` came from, once it has been found.
-    pub fn origin(&self, device: Device) -> Option<&Origin> {
-        match device {
-            Device::Cpu => self.cpu.get().map(|l| &l.origin),
-            Device::Cuda(n) => self.cuda_loaded(n).map(|l| &*l.origin),
-        }
-    }
-
-    #[inline]
-    fn cuda_loaded(&self, ordinal: usize) -> Option<&CudaLoaded> {
-        self.cuda
-            .get()
-            .and_then(|t| t.get(ordinal))
-            .and_then(|c| c.0.get())
-    }
-
-    /// Whether the kernel for `device` is already loaded (the next launch is warm).
-    fn is_warm(&self, device: Device) -> bool {
-        self.origin(device).is_some()
-    }
-
-    pub(crate) fn cpu(&self, spec: &'static KernelSpec, cfg: &Config) -> Result<&CpuLoaded> {
-        if let Some(l) = self.cpu.get() {
-            return Ok(l);
-        }
-        let _guard = self.init.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(l) = self.cpu.get() {
-            return Ok(l);
-        }
-        self.finds.fetch_add(1, Ordering::Relaxed);
-        let loaded = find::find_cpu(spec, cfg)?;
-        Ok(self.cpu.get_or_init(|| loaded))
-    }
-
-    /// The kernel for CUDA device `ordinal`, found on first use. A warm call reads only
-    /// the slot (the device state is in the entry); a cold one first looks up the device,
-    /// so a missing driver or device is reported before anything is found.
-    pub(crate) fn cuda(
-        &self,
-        spec: &'static KernelSpec,
-        ordinal: usize,
-        cfg: &Config,
-    ) -> Result<&CudaLoaded> {
-        if let Some(l) = self.cuda_loaded(ordinal) {
-            return Ok(l);
-        }
-        let dev = cuda::device(ordinal)?;
-        let count = cuda::probe().count;
-        let table = self
-            .cuda
-            .get_or_init(|| (0..count).map(|_| CudaCell(OnceLock::new())).collect());
-        let cell = &table
-            .get(ordinal)
-            .ok_or(Error::NoSuchDevice { ordinal, count })?
-            .0;
-        let _guard = self.init.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(l) = cell.get() {
-            return Ok(l);
-        }
-        self.finds.fetch_add(1, Ordering::Relaxed);
-        let loaded = find::find_cuda(spec, dev, cfg)?;
-        Ok(cell.get_or_init(|| loaded))
-    }
-}
-
-impl Default for KernelSlot {
-    fn default() -> KernelSlot {
-        KernelSlot::new()
-    }
-}
-
-impl fmt::Debug for KernelSlot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KernelSlot")
-            .field("cpu", &self.cpu.get().map(|l| &l.origin))
-            .field("finds", &self.finds.load(Ordering::Relaxed))
-            .finish()
-    }
+    spec.source(target)
 }
 
 /// Launches `spec` with `args` on `stream` (default: the tensors' device's default
@@ -667,5 +384,7 @@ mod warm;
 mod bench;
 #[cfg(test)]
 mod gpu_tests;
+#[cfg(test)]
+mod support;
 #[cfg(test)]
 mod tests;

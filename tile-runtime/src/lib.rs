@@ -11,10 +11,15 @@
 //! cache → JIT → publish → load) → launch (or record, inside Graph::capture)
 //! ```
 //!
-//! Modules: `check` (host ABI), `launch` (the launch path; `launch::warm`, the warm CUDA
-//! launch inlined into each generated launcher), `find` (the cold path and its keys), `cache` (disk levels, public inspection API), `cc`/`nvrtc` (JITs), `cpu` (the
-//! worker pool), `cuda` (driver access), `sync` (cross-stream ordering), `graph`,
-//! `profile`, `host` (`host_source`, `export_sources`).
+//! Modules: `check` (host ABI), `arg` (a launch's arguments), `launch` (the launch path;
+//! `launch::warm`, the warm CUDA launch inlined into each generated launcher), `slot` (the
+//! in-process cache level), `find` (the cold path and its keys), `loaded` (what finding
+//! produces), `cache` (disk levels, public inspection API), `cc`/`nvrtc` (JITs), `cpu`
+//! (the worker pool), `cuda` (driver access), `device` (the device type), `select`
+//! (choosing a device), `sync` (cross-stream ordering), `graph`, `profile`, `host`
+//! (`host_source`, `export_sources`). The module dependency graph is acyclic. The kernel
+//! ABI itself (dtypes, targets, the spec tables) is the `tile-abi` crate's, re-exported
+//! here as `DType`, `Target` and `spec`.
 //!
 //! Settings come from the environment, read once: `TILE_DEVICE`, `TILE_CACHE_DIR`,
 //! `TILE_DISABLE_CACHE`, `TILE_NO_AOT`, `TILE_JIT_DIAGNOSTICS`, `TILE_NUM_THREADS`, `CC`,
@@ -23,6 +28,7 @@
 pub mod cache;
 pub mod spec;
 
+mod arg;
 mod cc;
 mod check;
 mod config;
@@ -36,26 +42,34 @@ mod find;
 mod graph;
 mod host;
 mod launch;
+mod loaded;
 mod nvrtc;
 mod profile;
+mod select;
+mod slot;
 mod stream;
 mod sync;
 mod tensor;
 pub mod testing;
 
+pub use arg::ArgRef;
+pub use cache::params_json;
 pub use check::{check_args, Bound};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
-pub use find::{binary_key, entry_key, params_json};
+pub use find::{binary_key, entry_key};
 pub use graph::Graph;
 pub use host::{export_sources, grid_text, host_source};
-pub use launch::{kernel_source, launch, ArgRef, KernelSlot, Origin, Target};
+pub use launch::{kernel_source, launch};
+pub use loaded::Origin;
 pub use profile::{
     do_bench, AnyTensor, BenchOptions, BenchResult, HostArg, Profiler, L2_FLUSH_BYTES,
 };
+pub use slot::KernelSlot;
 pub use stream::Stream;
 pub use tensor::{Tensor, HOST_ALIGN};
+pub use tile_abi::Target;
 
 /// cudarc, for code that drives the same contexts and streams directly.
 pub use cudarc;

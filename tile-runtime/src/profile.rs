@@ -17,12 +17,15 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::{sys, CudaStream};
 
+use crate::arg::ArgRef;
 use crate::config::Config;
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::graph::Graph;
-use crate::launch::{launch_with, ArgRef, KernelSlot, Origin};
+use crate::launch::launch_with;
+use crate::loaded::Origin;
+use crate::slot::KernelSlot;
 use crate::spec::{DimSpec, KernelSpec};
 use crate::stream::Stream;
 use crate::tensor::Tensor;
@@ -525,6 +528,14 @@ impl Profiler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn graphs_and_profilers_cross_threads() {
+        fn send_sync<X: Send + Sync>() {}
+        send_sync::<Graph>();
+        send_sync::<Profiler>();
+        send_sync::<Tensor<f32>>();
+    }
 
     #[test]
     fn statistics() {

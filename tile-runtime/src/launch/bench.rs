@@ -18,6 +18,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use super::*;
+use crate::tensor::Tensor;
 /// What `launch_dims` and `launch_cuda` do for a warm launch, up to the driver call.
 #[inline(never)]
 fn host_path(a: &Tensor<f32>, b: &Tensor<f32>, c: &mut Tensor<f32>) -> Result<()> {

@@ -1,13 +1,18 @@
 //! Launch-path tests that need a CUDA device. Each test returns early (and says so on
 //! stderr) on a machine without one, so `cargo test` stays green everywhere.
 
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use super::support::{add_with, assert_result, case, temp_root, vecadd_params, Case};
 use super::*;
 use crate::find::entry_key;
 use crate::graph::Graph;
+use crate::loaded::Origin;
 use crate::nvrtc;
-use crate::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, ParamSpec};
-use crate::testing::{assert_allclose, random_vec};
-use std::path::Path;
+use crate::spec::{CpuKernel, CudaKernel, GridExpr, ParamSpec};
+use crate::tensor::Tensor;
+use crate::testing::assert_allclose;
 
 const VECADD_CU: &str = r#"#include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -26,30 +31,7 @@ static N_DIM: GridExpr = GridExpr::Dim(0);
 static BLOCK_N: GridExpr = GridExpr::Const(256);
 static BLOCKS: GridExpr = GridExpr::CeilDiv(&N_DIM, &BLOCK_N);
 static ONE: GridExpr = GridExpr::Const(1);
-const N: DimSpec = DimSpec::Dyn(0);
-static PARAMS: [ParamSpec; 3] = [
-    ParamSpec {
-        name: "a",
-        dtype: DType::F32,
-        shape: &[N],
-        output: false,
-        align: 4,
-    },
-    ParamSpec {
-        name: "b",
-        dtype: DType::F32,
-        shape: &[N],
-        output: false,
-        align: 4,
-    },
-    ParamSpec {
-        name: "c",
-        dtype: DType::F32,
-        shape: &[N],
-        output: true,
-        align: 4,
-    },
-];
+static PARAMS: [ParamSpec; 3] = vecadd_params(4);
 
 const fn spec(key: &'static str, cubins: &'static [(&'static str, &'static [u8])]) -> KernelSpec {
     KernelSpec {
@@ -90,38 +72,6 @@ fn gpu() -> Option<Device> {
     }
 }
 
-fn temp_root(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "tile-gpu-test-{tag}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    let _ = std::fs::create_dir_all(&dir);
-    dir
-}
-
-struct Case {
-    a: Tensor<f32>,
-    b: Tensor<f32>,
-    c: Tensor<f32>,
-    expected: Vec<f64>,
-}
-
-fn case(n: usize, seed: u64, dev: Device) -> Result<Case> {
-    let a = random_vec::<f32>(n, seed, -1.0, 1.0);
-    let b = random_vec::<f32>(n, seed + 1, -1.0, 1.0);
-    let expected = a.iter().zip(&b).map(|(x, y)| f64::from(x + y)).collect();
-    Ok(Case {
-        a: Tensor::from_vec(a, &[n], dev)?,
-        b: Tensor::from_vec(b, &[n], dev)?,
-        c: Tensor::empty(&[n], dev)?,
-        expected,
-    })
-}
-
 /// Launches as a generated launcher does ([`launch`]): the warm path where it applies,
 /// else the general path, here with the test's config.
 fn launch_as_generated(
@@ -151,13 +101,6 @@ fn run(
         ArgRef::output(&mut k.c),
     ];
     launch_as_generated(cfg, spec, slot, stream, &args)
-}
-
-fn assert_result(k: &Case) -> Result<()> {
-    if let Err(e) = assert_allclose(&k.c.to_vec()?, &k.expected, 0.0, 0.0) {
-        panic!("{e}");
-    }
-    Ok(())
 }
 
 #[test]
@@ -423,29 +366,9 @@ fn gpu_streams_order_dependent_launches() -> Result<()> {
         let mut k = case(n, 30 + seed, dev)?;
         run(&cfg, &VECADD_JIT, &slot, Some(&s1), &mut k)?;
         let mut d = Tensor::<f32>::empty(&[n], dev)?;
-        launch_with(
-            &cfg,
-            &VECADD_JIT,
-            &slot,
-            Some(&s2),
-            &[
-                ArgRef::input(&k.c),
-                ArgRef::input(&k.c),
-                ArgRef::output(&mut d),
-            ],
-        )?;
+        add_with(&cfg, &VECADD_JIT, &slot, Some(&s2), &k.c, &k.c, &mut d)?;
         let mut e = Tensor::<f32>::empty(&[n], dev)?;
-        launch_with(
-            &cfg,
-            &VECADD_JIT,
-            &slot,
-            None,
-            &[
-                ArgRef::input(&d),
-                ArgRef::input(&k.a),
-                ArgRef::output(&mut e),
-            ],
-        )?;
+        add_with(&cfg, &VECADD_JIT, &slot, None, &d, &k.a, &mut e)?;
         let a = k.a.to_vec()?;
         let want: Vec<f64> = k
             .expected
@@ -476,17 +399,7 @@ fn gpu_graph_capture_and_replay() -> Result<()> {
     let g = Graph::capture(&stream, |s| {
         run(&cfg, &VECADD_JIT, &SLOT, Some(s), &mut k)?;
         // No stream: the capture stream, from the capturing thread.
-        launch_with(
-            &cfg,
-            &VECADD_JIT,
-            &SLOT,
-            None,
-            &[
-                ArgRef::input(&k.c),
-                ArgRef::input(&k.c),
-                ArgRef::output(&mut d),
-            ],
-        )
+        add_with(&cfg, &VECADD_JIT, &SLOT, None, &k.c, &k.c, &mut d)
     })?;
     assert_eq!(g.launches(), 2);
     assert_eq!(g.buffers(), 4);
@@ -631,17 +544,7 @@ fn gpu_threads_share_a_buffer_across_streams() -> Result<()> {
         .collect();
     // Warm the slot first.
     let mut warm = shared.clone();
-    launch_with(
-        &cfg,
-        &VECADD_JIT,
-        &slot,
-        None,
-        &[
-            ArgRef::input(&a),
-            ArgRef::input(&b),
-            ArgRef::output(&mut warm),
-        ],
-    )?;
+    add_with(&cfg, &VECADD_JIT, &slot, None, &a, &b, &mut warm)?;
     let outs: Vec<Result<Tensor<f32>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..4)
             .map(|_| {

@@ -1,9 +1,15 @@
 //! End-to-end tests of the launch path on the CPU backend, with hand-written C that
 //! follows the ABI in `spec`.
 
+use std::sync::atomic::Ordering;
+
+use super::support::{add_with, assert_result, case, temp_root, vecadd_params, Case};
 use super::*;
+use crate::dtype::DType;
 use crate::find::entry_key;
+use crate::loaded::Origin;
 use crate::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, ParamSpec};
+use crate::tensor::Tensor;
 use crate::testing::{assert_allclose, random_vec};
 
 const BLOCK: usize = 256;
@@ -36,30 +42,7 @@ static ONE: GridExpr = GridExpr::Const(1);
 static ZERO: GridExpr = GridExpr::Const(0);
 static BAD_DIV: GridExpr = GridExpr::Div(&N_DIM, &ZERO);
 
-const N: DimSpec = DimSpec::Dyn(0);
-static PARAMS: [ParamSpec; 3] = [
-    ParamSpec {
-        name: "a",
-        dtype: DType::F32,
-        shape: &[N],
-        output: false,
-        align: 16,
-    },
-    ParamSpec {
-        name: "b",
-        dtype: DType::F32,
-        shape: &[N],
-        output: false,
-        align: 16,
-    },
-    ParamSpec {
-        name: "c",
-        dtype: DType::F32,
-        shape: &[N],
-        output: true,
-        align: 16,
-    },
-];
+static PARAMS: [ParamSpec; 3] = vecadd_params(16);
 
 const fn vecadd_spec(
     key: &'static str,
@@ -97,38 +80,6 @@ pub(super) static VECADD: KernelSpec = vecadd_spec(
     &BLOCKS,
 );
 
-fn temp_root(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "tile-launch-test-{tag}-{}-{:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    let _ = std::fs::create_dir_all(&dir);
-    dir
-}
-
-struct Case {
-    a: Tensor<f32>,
-    b: Tensor<f32>,
-    c: Tensor<f32>,
-    expected: Vec<f64>,
-}
-
-fn case(n: usize, seed: u64) -> Result<Case> {
-    let a = random_vec::<f32>(n, seed, -1.0, 1.0);
-    let b = random_vec::<f32>(n, seed + 1, -1.0, 1.0);
-    let expected = a.iter().zip(&b).map(|(x, y)| f64::from(x + y)).collect();
-    Ok(Case {
-        a: Tensor::from_vec(a, &[n], Device::Cpu)?,
-        b: Tensor::from_vec(b, &[n], Device::Cpu)?,
-        c: Tensor::zeros(&[n], Device::Cpu)?,
-        expected,
-    })
-}
-
 fn run(cfg: &Config, spec: &'static KernelSpec, slot: &KernelSlot, k: &mut Case) -> Result<()> {
     run_on(cfg, spec, slot, None, k)
 }
@@ -140,25 +91,7 @@ fn run_on(
     stream: Option<&Stream>,
     k: &mut Case,
 ) -> Result<()> {
-    launch_with(
-        cfg,
-        spec,
-        slot,
-        stream,
-        &[
-            ArgRef::input(&k.a),
-            ArgRef::input(&k.b),
-            ArgRef::output(&mut k.c),
-        ],
-    )
-}
-
-fn assert_result(k: &Case) -> Result<()> {
-    let c = k.c.to_vec()?;
-    if let Err(e) = assert_allclose(&c, &k.expected, 0.0, 0.0) {
-        panic!("{e}");
-    }
-    Ok(())
+    add_with(cfg, spec, slot, stream, &k.a, &k.b, &mut k.c)
 }
 
 #[test]
@@ -170,7 +103,7 @@ fn c_jit_end_to_end_with_disk_cache() -> Result<()> {
 
     // Cold: compiled and published.
     let slot = KernelSlot::new();
-    let mut k = case(n, 1)?;
+    let mut k = case(n, 1, Device::Cpu)?;
     run(&cfg, &VECADD, &slot, &mut k)?;
     assert_result(&k)?;
     let entry = match slot.origin(Device::Cpu) {
@@ -191,14 +124,14 @@ fn c_jit_end_to_end_with_disk_cache() -> Result<()> {
     );
 
     // Warm: the slot answers, nothing is looked up again.
-    let mut k = case(n, 2)?;
+    let mut k = case(n, 2, Device::Cpu)?;
     run(&cfg, &VECADD, &slot, &mut k)?;
     assert_result(&k)?;
     assert_eq!(slot.finds.load(Ordering::Relaxed), 1);
 
     // A fresh slot (a new process, in effect) loads from disk without compiling.
     let slot2 = KernelSlot::new();
-    let mut k = case(n, 3)?;
+    let mut k = case(n, 3, Device::Cpu)?;
     run(&cfg, &VECADD, &slot2, &mut k)?;
     assert_result(&k)?;
     assert_eq!(
@@ -216,7 +149,7 @@ fn c_jit_end_to_end_with_disk_cache() -> Result<()> {
     std::fs::write(&tmp, &bytes).map_err(|e| Error::cache(&tmp, e))?;
     std::fs::rename(&tmp, &so).map_err(|e| Error::cache(&so, e))?;
     let slot3 = KernelSlot::new();
-    let mut k = case(n, 4)?;
+    let mut k = case(n, 4, Device::Cpu)?;
     run(&cfg, &VECADD, &slot3, &mut k)?;
     assert_result(&k)?;
     assert_eq!(
@@ -245,7 +178,7 @@ fn disabled_cache_builds_in_a_temporary_folder() -> Result<()> {
     let mut cfg = Config::for_test(root.clone());
     cfg.disable_cache = true;
     let slot = KernelSlot::new();
-    let mut k = case(777, 5)?;
+    let mut k = case(777, 5, Device::Cpu)?;
     run(&cfg, &VECADD, &slot, &mut k)?;
     assert_result(&k)?;
     match slot.origin(Device::Cpu) {
@@ -302,7 +235,7 @@ fn aot_entry_is_used_unless_disabled() -> Result<()> {
     let root = temp_root("aot");
     let mut cfg = Config::for_test(root.clone());
     let slot = KernelSlot::new();
-    let mut k = case(513, 6)?;
+    let mut k = case(513, 6, Device::Cpu)?;
     run(&cfg, &VECADD_AOT, &slot, &mut k)?;
     assert_result(&k)?;
     assert_eq!(slot.origin(Device::Cpu), Some(&Origin::Aot));
@@ -314,7 +247,7 @@ fn aot_entry_is_used_unless_disabled() -> Result<()> {
     cfg.no_aot = true;
     cfg.diagnostics = true; // exercises the phase lines (shown with --nocapture)
     let slot = KernelSlot::new();
-    let mut k = case(513, 7)?;
+    let mut k = case(513, 7, Device::Cpu)?;
     run(&cfg, &VECADD_AOT, &slot, &mut k)?;
     assert_result(&k)?;
     assert!(matches!(
@@ -329,7 +262,7 @@ fn aot_entry_is_used_unless_disabled() -> Result<()> {
 fn empty_grid_launches_nothing() -> Result<()> {
     let cfg = Config::for_test(temp_root("empty"));
     let slot = KernelSlot::new();
-    let mut k = case(0, 8)?;
+    let mut k = case(0, 8, Device::Cpu)?;
     run(&cfg, &VECADD, &slot, &mut k)?;
     assert_eq!(slot.origin(Device::Cpu), None);
     assert_eq!(slot.finds.load(Ordering::Relaxed), 0);
@@ -347,7 +280,7 @@ fn grid_errors() -> Result<()> {
     );
     let cfg = Config::for_test(temp_root("grid"));
     let slot = KernelSlot::new();
-    let mut k = case(10, 9)?;
+    let mut k = case(10, 9, Device::Cpu)?;
     let err = run(&cfg, &DIV0, &slot, &mut k).err();
     assert!(matches!(err, Some(Error::Grid { axis: 0, .. })), "{err:?}");
     let msg = err.map(|e| e.to_string()).unwrap_or_default();
@@ -363,7 +296,7 @@ fn grid_errors() -> Result<()> {
 fn failed_check_writes_nothing() -> Result<()> {
     let cfg = Config::for_test(temp_root("check"));
     let slot = KernelSlot::new();
-    let mut k = case(300, 10)?;
+    let mut k = case(300, 10, Device::Cpu)?;
     k.b = Tensor::zeros(&[299], Device::Cpu)?;
     let err = run(&cfg, &VECADD, &slot, &mut k)
         .err()
@@ -388,7 +321,7 @@ fn compile_error_keeps_the_source() -> Result<()> {
     let root = temp_root("broken");
     let cfg = Config::for_test(root.clone());
     let slot = KernelSlot::new();
-    let mut k = case(10, 11)?;
+    let mut k = case(10, 11, Device::Cpu)?;
     match run(&cfg, &BROKEN, &slot, &mut k) {
         Err(Error::Cc {
             source, command, ..
@@ -581,22 +514,12 @@ fn cpu_graph_records_then_replays() -> Result<()> {
     static SLOT: KernelSlot = KernelSlot::new();
     let cfg = Config::for_test(temp_root("graph"));
     let n = 700;
-    let mut k = case(n, 30)?;
+    let mut k = case(n, 30, Device::Cpu)?;
     let mut d = Tensor::<f32>::zeros(&[n], Device::Cpu)?;
     let g = crate::graph::Graph::capture(&Stream::Cpu, |s| {
         run_on(&cfg, &VECADD_AOT, &SLOT, Some(s), &mut k)?;
         // No stream: the default (CPU) stream is the capture's.
-        launch_with(
-            &cfg,
-            &VECADD_AOT,
-            &SLOT,
-            None,
-            &[
-                ArgRef::input(&k.c),
-                ArgRef::input(&k.c),
-                ArgRef::output(&mut d),
-            ],
-        )
+        add_with(&cfg, &VECADD_AOT, &SLOT, None, &k.c, &k.c, &mut d)
     })?;
     assert_eq!((g.launches(), g.buffers()), (2, 4));
     assert!(
@@ -619,14 +542,14 @@ fn cpu_graph_records_then_replays() -> Result<()> {
     g.replay_on(&Stream::Cpu)?;
     assert_eq!(d_view.to_vec()?.len(), n);
     // The closure's error ends the capture; launches afterwards run normally.
-    let mut bad = case(10, 31)?;
+    let mut bad = case(10, 31, Device::Cpu)?;
     bad.b = Tensor::zeros(&[9], Device::Cpu)?;
     let err = crate::graph::Graph::capture(&Stream::Cpu, |s| {
         run_on(&cfg, &VECADD_AOT, &SLOT, Some(s), &mut bad)
     })
     .err();
     assert!(matches!(err, Some(Error::ShapeMismatch { .. })), "{err:?}");
-    let mut k = case(50, 32)?;
+    let mut k = case(50, 32, Device::Cpu)?;
     run_on(&cfg, &VECADD_AOT, &SLOT, None, &mut k)?;
     assert_result(&k)?;
     Ok(())
@@ -728,7 +651,7 @@ fn a_kernel_without_cpu_code_refuses_a_cpu_launch() -> Result<()> {
     );
     let cfg = Config::for_test(temp_root("cudaonly"));
     let slot = KernelSlot::new();
-    let mut k = case(100, 40)?;
+    let mut k = case(100, 40, Device::Cpu)?;
     let err = run(&cfg, &CUDA_ONLY, &slot, &mut k).err();
     assert_eq!(
         err.map(|e| e.to_string()).as_deref(),
@@ -737,18 +660,4 @@ fn a_kernel_without_cpu_code_refuses_a_cpu_launch() -> Result<()> {
     assert!(k.c.to_vec()?.iter().all(|&x| x == 0.0));
     assert!(!cfg.cache_root.join(env!("CARGO_PKG_VERSION")).exists());
     Ok(())
-}
-
-#[test]
-fn graphs_and_profilers_cross_threads() {
-    fn send_sync<X: Send + Sync>() {}
-    send_sync::<crate::graph::Graph>();
-    send_sync::<crate::profile::Profiler>();
-    send_sync::<crate::tensor::Tensor<f32>>();
-}
-
-#[test]
-fn a_cuda_slot_entry_is_one_cache_line() {
-    assert_eq!(std::mem::size_of::<CudaCell>(), 64);
-    assert_eq!(std::mem::align_of::<CudaCell>(), 64);
 }

@@ -1,0 +1,173 @@
+//! Element and scalar types. Each is distinct: there is no silent relaxation
+//! between f8 variants or between integer and float types.
+
+use core::fmt;
+
+/// An element or scalar type, as the compiler types kernels and the runtime
+/// checks tensors. The host types that carry each dtype are the runtime's
+/// business (its `Element` trait); this is only the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    Bool,
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    F16,
+    BF16,
+    F32,
+    F64,
+    F8E4M3,
+    F8E5M2,
+}
+
+impl DType {
+    /// Every dtype, in declaration order.
+    pub const ALL: [DType; 15] = [
+        DType::Bool,
+        DType::I8,
+        DType::U8,
+        DType::I16,
+        DType::U16,
+        DType::I32,
+        DType::U32,
+        DType::I64,
+        DType::U64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+        DType::F8E4M3,
+        DType::F8E5M2,
+    ];
+
+    /// Size of one element in bytes.
+    pub const fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 1,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+
+    /// [`size`](Self::size) as the compiler's integer type.
+    pub const fn bytes(self) -> i64 {
+        self.size() as i64
+    }
+
+    /// True for the floating-point dtypes (f8 variants included).
+    pub const fn is_float(self) -> bool {
+        matches!(
+            self,
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::F8E4M3 | DType::F8E5M2
+        )
+    }
+
+    /// True for the integer dtypes (`bool` is not one).
+    pub const fn is_int(self) -> bool {
+        matches!(
+            self,
+            DType::I8
+                | DType::U8
+                | DType::I16
+                | DType::U16
+                | DType::I32
+                | DType::U32
+                | DType::I64
+                | DType::U64
+        )
+    }
+
+    /// True for the signed integer dtypes.
+    pub const fn is_signed_int(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+    }
+
+    /// True for the dtypes with a sign: signed integers and every float.
+    pub const fn is_signed(self) -> bool {
+        self.is_signed_int() || self.is_float()
+    }
+
+    /// The Rust spelling used in kernel signatures (`f16`, `bf16`, ...).
+    pub const fn rust_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
+            DType::I16 => "i16",
+            DType::U16 => "u16",
+            DType::I32 => "i32",
+            DType::U32 => "u32",
+            DType::I64 => "i64",
+            DType::U64 => "u64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::F8E4M3 => "f8e4m3",
+            DType::F8E5M2 => "f8e5m2",
+        }
+    }
+
+    /// The dtype spelled `s` in a kernel signature ([`rust_name`](Self::rust_name)).
+    pub fn from_rust_name(s: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.rust_name() == s)
+    }
+
+    /// TileLang / DLPack spelling, used in the IR script and in messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "int8",
+            DType::U8 => "uint8",
+            DType::I16 => "int16",
+            DType::U16 => "uint16",
+            DType::I32 => "int32",
+            DType::U32 => "uint32",
+            DType::I64 => "int64",
+            DType::U64 => "uint64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::F8E4M3 => "float8_e4m3",
+            DType::F8E5M2 => "float8_e5m2",
+        }
+    }
+
+    /// The variant's name (`F16`, `BF16`, ...): how generated code names it as a path,
+    /// `DType::F16`.
+    pub fn variant_name(self) -> String {
+        format!("{self:?}")
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_rust_name(d.rust_name()), Some(d));
+            assert_eq!(d.bytes(), d.size() as i64);
+            assert!(!(d.is_int() && d.is_float()));
+        }
+        assert_eq!(DType::from_rust_name("f128"), None);
+        assert_eq!(DType::BF16.to_string(), "bfloat16");
+        assert_eq!(DType::F8E4M3.variant_name(), "F8E4M3");
+        assert!(DType::F32.is_signed() && !DType::F32.is_signed_int());
+        assert!(!DType::Bool.is_int() && !DType::U8.is_signed());
+    }
+}

@@ -1,0 +1,189 @@
+//! The contract between `#[tile::kernel]` expansions and the runtime.
+//!
+//! Everything here is `'static` data that the macro emits as constants: the
+//! kernel's parameters (dtype, shape with static and dynamic dims), its grid as a
+//! small expression over the dynamic dims, and per target the generated source,
+//! its cache key and any ahead-of-time artifact (a linked C entry point, embedded
+//! cubins). The runtime never parses kernel syntax; it only reads these tables. The
+//! macro builds them from a [`KernelDesc`](crate::KernelDesc), the owned form.
+//!
+//! ABI of the generated code (both targets take parameters in declaration order):
+//! - CPU: `void sym(void *const *bufs, const int64_t *dims, const int64_t *grid,
+//!   int64_t begin, int64_t end)` runs linear block indices `begin..end`; block
+//!   `l` is `bx = l % gx, by = (l / gx) % gy, bz = l / (gx * gy)`.
+//! - CUDA: `extern "C" __global__ void entry(T *buf0, ..., int dim0, ...)`:
+//!   one device pointer per buffer, then one `int` (i32) per dynamic dim.
+
+use crate::dtype::DType;
+use crate::target::Target;
+
+/// One dimension of a buffer parameter's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DimSpec {
+    /// Known when the kernel was compiled.
+    Static(i64),
+    /// Dynamic dim number `n` (index into `KernelSpec::dims`), bound at launch
+    /// from the first parameter that carries it.
+    Dyn(u32),
+}
+
+/// A buffer parameter of the kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub dtype: DType,
+    pub shape: &'static [DimSpec],
+    /// Written by the kernel (`TensorMut`); inputs are never written.
+    pub output: bool,
+    /// Byte alignment the generated code assumes for the data pointer
+    /// (vector width of its widest vectorized access; element size otherwise).
+    pub align: u32,
+}
+
+/// The grid size as an expression over dynamic dims (evaluated at launch).
+#[derive(Debug, Clone, Copy)]
+pub enum GridExpr {
+    Const(i64),
+    Dim(u32),
+    Add(&'static GridExpr, &'static GridExpr),
+    Sub(&'static GridExpr, &'static GridExpr),
+    Mul(&'static GridExpr, &'static GridExpr),
+    /// Floor division (operands are non-negative in valid grids).
+    Div(&'static GridExpr, &'static GridExpr),
+    Mod(&'static GridExpr, &'static GridExpr),
+    CeilDiv(&'static GridExpr, &'static GridExpr),
+    Min(&'static GridExpr, &'static GridExpr),
+    Max(&'static GridExpr, &'static GridExpr),
+}
+
+impl GridExpr {
+    /// Evaluates with the bound dynamic dims; `None` on division by zero or overflow.
+    pub fn eval(&self, dims: &[i64]) -> Option<i64> {
+        match *self {
+            GridExpr::Const(c) => Some(c),
+            GridExpr::Dim(d) => dims.get(d as usize).copied(),
+            _ => {
+                let (a, b) = self.operands()?;
+                self.apply(a.eval(dims)?, b.eval(dims)?)
+            }
+        }
+    }
+
+    /// [`eval`](Self::eval) with its first two levels written out, so that where `self`
+    /// is a constant (a generated launcher's spec, inlined) a grid such as
+    /// `ceildiv(N, 128)` folds into straight-line code; deeper levels call `eval`.
+    #[inline(always)]
+    pub fn eval_inline(&self, dims: &[i64]) -> Option<i64> {
+        let leaf = |e: &GridExpr| match *e {
+            GridExpr::Const(c) => Some(c),
+            GridExpr::Dim(d) => dims.get(d as usize).copied(),
+            _ => e.eval(dims),
+        };
+        match self.operands() {
+            None => leaf(self),
+            Some((a, b)) => self.apply(leaf(a)?, leaf(b)?),
+        }
+    }
+
+    /// The operands of an operator node.
+    #[inline(always)]
+    fn operands(&self) -> Option<(&'static GridExpr, &'static GridExpr)> {
+        use GridExpr::*;
+        match *self {
+            Const(_) | Dim(_) => None,
+            Add(a, b)
+            | Sub(a, b)
+            | Mul(a, b)
+            | Div(a, b)
+            | Mod(a, b)
+            | CeilDiv(a, b)
+            | Min(a, b)
+            | Max(a, b) => Some((a, b)),
+        }
+    }
+
+    /// This operator applied to evaluated operands.
+    #[inline(always)]
+    fn apply(&self, a: i64, b: i64) -> Option<i64> {
+        use GridExpr::*;
+        match *self {
+            Const(_) | Dim(_) => None,
+            Add(..) => a.checked_add(b),
+            Sub(..) => a.checked_sub(b),
+            Mul(..) => a.checked_mul(b),
+            Div(..) => a.checked_div_euclid(b),
+            Mod(..) => a.checked_rem_euclid(b),
+            CeilDiv(..) => {
+                if b == 0 {
+                    return None;
+                }
+                Some(a.checked_add(b - 1)?.div_euclid(b))
+            }
+            Min(..) => Some(a.min(b)),
+            Max(..) => Some(a.max(b)),
+        }
+    }
+}
+
+/// Entry point of a CPU kernel (see the module docs for the ABI).
+pub type CpuEntry = unsafe extern "C" fn(
+    bufs: *const *mut core::ffi::c_void,
+    dims: *const i64,
+    grid: *const i64,
+    begin: i64,
+    end: i64,
+);
+
+/// The CPU target of a kernel: generated C.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuKernel {
+    /// sha256 (hex) of everything that determines the binary.
+    pub key: &'static str,
+    /// Exported symbol name (unique per key).
+    pub symbol: &'static str,
+    pub source: &'static str,
+    /// Linked ahead of time by the crate's build script, when it was.
+    pub aot: Option<CpuEntry>,
+}
+
+/// The CUDA target of a kernel: generated CUDA C++.
+#[derive(Debug, Clone, Copy)]
+pub struct CudaKernel {
+    /// sha256 (hex) of source, options and compiler stamp (arch is added per device).
+    pub key: &'static str,
+    pub entry: &'static str,
+    pub source: &'static str,
+    /// Cubins built at compile time by nvcc: (arch such as "sm_90a", bytes).
+    pub cubins: &'static [(&'static str, &'static [u8])],
+    /// Dynamic shared memory each launch provides, in bytes (0 when the kernel
+    /// only declares static shared memory); above 48 KiB the runtime raises the
+    /// kernel's limit when it loads it.
+    pub shared_bytes: u32,
+}
+
+/// Everything the runtime needs to check arguments, pick a binary and launch.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSpec {
+    pub name: &'static str,
+    pub params: &'static [ParamSpec],
+    /// Names of the dynamic dims, in ABI order.
+    pub dims: &'static [&'static str],
+    /// Grid extents (x, y, z).
+    pub grid: [&'static GridExpr; 3],
+    /// Threads per block on CUDA.
+    pub threads: u32,
+    /// The IR script the keys were derived from (for `ir()` and diagnostics).
+    pub ir: &'static str,
+    pub cpu: CpuKernel,
+    pub cuda: CudaKernel,
+}
+
+impl KernelSpec {
+    /// The generated source for `target` (C for the CPU, CUDA C++ for CUDA).
+    pub const fn source(&self, target: Target) -> &'static str {
+        match target {
+            Target::Cpu => self.cpu.source,
+            Target::Cuda => self.cuda.source,
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The public API to inspect and clear a cache root (`tile cache show|clear`): every
+//! namespace, every entry with its size, kernel and damage.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::manifest::verify;
+use super::params::Summary;
+use super::staging::remove_stale_staging;
+use super::{namespace_name, CUDA_BINARIES, KERNELS, PARAMS, STAGING};
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+/// What kind of directory a [`CacheEntry`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// `kernels/<key>`: one kernel for one target (and CUDA arch).
+    Kernel,
+    /// `cuda-binaries/<key>`: a cubin by source, arch and options.
+    CudaBinary,
+    /// `.staging/<name>`: a build in progress, or left by a killed process.
+    Staging,
+}
+
+impl std::fmt::Display for EntryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EntryKind::Kernel => "kernel",
+            EntryKind::CudaBinary => "cuda-binary",
+            EntryKind::Staging => "staging",
+        })
+    }
+}
+
+/// One directory of the disk cache.
+#[derive(Debug, Clone)]
+pub struct CacheEntry {
+    pub kind: EntryKind,
+    /// `<tile version>/<os>-<arch>`.
+    pub namespace: String,
+    /// The directory name (the sha256 key, or the staging name).
+    pub key: String,
+    pub path: PathBuf,
+    /// Total size of its files.
+    pub bytes: u64,
+    /// `None` if the entry matches its manifest, else why not (always `None` for
+    /// staging directories, which have no manifest yet).
+    pub damage: Option<String>,
+    /// Kernel name, target and arch, from `params.json` (kernel entries).
+    pub kernel: Option<String>,
+    pub target: Option<String>,
+    pub arch: Option<String>,
+    /// Last modification time of the directory.
+    pub modified: Option<SystemTime>,
+}
+
+/// What [`CacheDir::clear`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cleared {
+    pub entries: usize,
+    pub bytes: u64,
+}
+
+/// A disk cache root, for inspection and clearing (`tile cache show|clear`).
+#[derive(Debug, Clone)]
+pub struct CacheDir {
+    root: PathBuf,
+}
+
+impl CacheDir {
+    /// The root launches use: `TILE_CACHE_DIR`, else `~/.cache/tile`.
+    pub fn from_env() -> CacheDir {
+        CacheDir {
+            root: Config::get().cache_root.clone(),
+        }
+    }
+
+    pub fn at(root: impl Into<PathBuf>) -> CacheDir {
+        CacheDir { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The namespace of this runtime (`<root>/<version>/<os>-<arch>`).
+    pub fn namespace(&self) -> PathBuf {
+        self.root.join(namespace_name())
+    }
+
+    /// The namespaces present under the root (any tile version and platform).
+    fn namespaces(&self) -> Vec<(String, PathBuf)> {
+        let mut out = Vec::new();
+        for version in read_dirs(&self.root) {
+            for platform in read_dirs(&version) {
+                let has_cache = [KERNELS, CUDA_BINARIES, STAGING]
+                    .iter()
+                    .any(|d| platform.join(d).is_dir());
+                if has_cache {
+                    let name = format!("{}/{}", file_name(&version), file_name(&platform));
+                    out.push((name, platform));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Every entry of every namespace, each checked against its manifest.
+    pub fn entries(&self) -> Vec<CacheEntry> {
+        let mut out = Vec::new();
+        for (namespace, ns) in self.namespaces() {
+            for (kind, sub) in [
+                (EntryKind::Kernel, KERNELS),
+                (EntryKind::CudaBinary, CUDA_BINARIES),
+                (EntryKind::Staging, STAGING),
+            ] {
+                for path in read_dirs(&ns.join(sub)) {
+                    out.push(describe(kind, &namespace, path));
+                }
+            }
+        }
+        out
+    }
+
+    /// Total size in bytes of every entry.
+    pub fn size(&self) -> u64 {
+        self.entries().iter().map(|e| e.bytes).sum()
+    }
+
+    /// Removes every entry of every namespace (and then the empty namespace folders);
+    /// other files under the root are left alone.
+    pub fn clear(&self) -> Result<Cleared> {
+        let mut cleared = Cleared::default();
+        for e in self.entries() {
+            match fs::remove_dir_all(&e.path) {
+                Ok(()) => {
+                    cleared.entries += 1;
+                    cleared.bytes += e.bytes;
+                }
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(err) => return Err(Error::cache(&e.path, err)),
+            }
+        }
+        for (_, ns) in self.namespaces() {
+            for sub in [KERNELS, CUDA_BINARIES, STAGING] {
+                let _ = fs::remove_dir(ns.join(sub));
+            }
+            let _ = fs::remove_dir(&ns);
+            if let Some(version) = ns.parent() {
+                let _ = fs::remove_dir(version);
+            }
+        }
+        Ok(cleared)
+    }
+
+    /// Removes staging directories older than `age` in this runtime's namespace (done
+    /// automatically with an hour the first time a process opens the cache).
+    pub fn remove_stale_staging(&self, age: Duration) -> usize {
+        remove_stale_staging(&self.namespace().join(STAGING), age)
+    }
+}
+
+pub(super) fn read_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn describe(kind: EntryKind, namespace: &str, path: PathBuf) -> CacheEntry {
+    let key = file_name(&path);
+    let bytes = fs::read_dir(&path)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0);
+    let damage = match kind {
+        EntryKind::Staging => None,
+        EntryKind::Kernel | EntryKind::CudaBinary => verify(&path, &key, &[]).err(),
+    };
+    let params = Summary::of(&fs::read_to_string(path.join(PARAMS)).unwrap_or_default());
+    let modified = fs::metadata(&path).and_then(|m| m.modified()).ok();
+    CacheEntry {
+        kind,
+        namespace: namespace.to_string(),
+        key,
+        bytes,
+        damage,
+        kernel: params.kernel,
+        target: params.target,
+        arch: params.arch,
+        modified,
+        path,
+    }
+}
