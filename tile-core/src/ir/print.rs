@@ -67,10 +67,17 @@ impl Printer<'_> {
             .iter()
             .map(|&v| f.var(v).name.clone())
             .collect();
+        // Set on CUDA by `merge_shared`: the size of the block's shared
+        // memory array (absent before, so the frontend's text is unchanged).
+        let pool = if f.smem == SharedPool::default() {
+            String::new()
+        } else {
+            format!(", smem_bytes={}", f.smem.bytes)
+        };
         self.line(
             1,
             &format!(
-                "with T.Kernel({}, threads={}) as ({}):",
+                "with T.Kernel({}, threads={}{pool}) as ({}):",
                 grid.join(", "),
                 f.launch.threads,
                 bvars.join(", ")
