@@ -1,0 +1,384 @@
+//! Statements of the script: one a line, blocks by indentation.
+
+use super::lex::{Cursor, Tok};
+use super::{Reader, Res};
+use crate::ir::*;
+
+fn reduce_op(name: &str) -> Option<ReduceOp> {
+    use ReduceOp::*;
+    [Sum, Max, Min, AbsSum]
+        .into_iter()
+        .find(|op| op.name() == name)
+}
+
+fn scope_named(name: &str) -> Option<Scope> {
+    use Scope::*;
+    [Global, Shared, Fragment, Local]
+        .into_iter()
+        .find(|s| s.name() == name)
+}
+
+fn layout_named(s: &str) -> Option<Layout> {
+    if s == "swizzled" {
+        return Some(Layout::Swizzled);
+    }
+    let (wm, wn) = s.strip_prefix("mma(")?.strip_suffix(')')?.split_once('x')?;
+    Some(Layout::Mma {
+        wm: wm.parse().ok()?,
+        wn: wn.parse().ok()?,
+    })
+}
+
+impl Reader {
+    /// The statements at `depth`, up to the first line indented less.
+    pub(super) fn block(&mut self, depth: usize) -> Res<Vec<Stmt>> {
+        match self.line() {
+            Some(l) if l.indent == depth * 4 => {}
+            // Too deep: `take_line` says by how much.
+            Some(l) if l.indent > depth * 4 => return self.take_line(depth).map(|_| Vec::new()),
+            _ => return self.err_here("expected an indented block"),
+        }
+        let mut out = Vec::new();
+        while let Some(l) = self.line() {
+            if l.indent < depth * 4 {
+                break;
+            }
+            out.push(self.stmt(depth)?);
+        }
+        Ok(out)
+    }
+
+    /// A nested block: one statement stands alone, several make a `Seq`.
+    pub(super) fn body(&mut self, depth: usize) -> Res<Box<Stmt>> {
+        let mut v = self.block(depth)?;
+        Ok(Box::new(if v.len() == 1 {
+            v.pop().unwrap_or(Stmt::Seq(Vec::new()))
+        } else {
+            Stmt::Seq(v)
+        }))
+    }
+
+    pub(super) fn stmt(&mut self, depth: usize) -> Res<Stmt> {
+        let l = self.take_line(depth)?;
+        let mut c = Cursor::new(&l);
+        let s = match (c.peek(), c.peek_at(1)) {
+            (Some(Tok::Ident(k)), None) if k == "pass" => {
+                c.i += 1;
+                Stmt::Seq(Vec::new())
+            }
+            (Some(Tok::Ident(k)), _) if k == "for" => return self.for_stmt(&mut c, depth),
+            (Some(Tok::Ident(k)), _) if k == "if" => return self.if_stmt(&mut c, depth),
+            (Some(Tok::Ident(k)), Some(Tok::Punct("."))) if k == "T" => self.tile_op(&mut c)?,
+            (Some(Tok::Ident(_)), Some(Tok::Punct(":"))) => {
+                let name = c.ident()?;
+                c.punct(":")?;
+                let t = c.dtype()?;
+                c.punct("=")?;
+                let value = self.expr(&mut c)?;
+                let var = self.new_var(&c, &name, t)?;
+                Stmt::Let { var, value }
+            }
+            (Some(Tok::Ident(_)), Some(Tok::Punct("="))) => self.binding(&mut c)?,
+            (Some(Tok::Ident(_)), Some(Tok::Punct("["))) => {
+                let buf = self.buf(&mut c)?;
+                c.punct("[")?;
+                let idx = self.exprs(&mut c, "]")?;
+                c.punct("]")?;
+                c.punct("=")?;
+                let value = self.expr(&mut c)?;
+                Stmt::Store { buf, idx, value }
+            }
+            _ => return c.expected("a statement"),
+        };
+        c.end()?;
+        Ok(s)
+    }
+
+    /// `x = T.alloc_var(..)`, `x = T.alloc_buffer(..)` or `x = value`.
+    pub(super) fn binding(&mut self, c: &mut Cursor) -> Res<Stmt> {
+        let name = c.ident()?;
+        c.punct("=")?;
+        let alloc = match (c.peek(), c.peek_at(1), c.peek_at(2)) {
+            (Some(Tok::Ident(t)), Some(Tok::Punct(".")), Some(Tok::Ident(f))) if t == "T" => {
+                Some(f.as_str()).filter(|f| matches!(*f, "alloc_var" | "alloc_buffer"))
+            }
+            _ => None,
+        };
+        match alloc {
+            Some("alloc_var") => {
+                c.i += 3;
+                c.punct("(")?;
+                let t = c.dtype()?;
+                c.punct(",")?;
+                c.kwarg("init")?;
+                let init = self.expr(c)?;
+                c.punct(")")?;
+                let var = self.new_var(c, &name, t)?;
+                Ok(Stmt::Local { var, init })
+            }
+            Some(_) => {
+                c.i += 3;
+                self.alloc(c, name)
+            }
+            None => {
+                c.i -= 2;
+                let var = self.var_named(c, &name)?;
+                c.i += 2;
+                let value = self.expr(c)?;
+                Ok(Stmt::Assign { var, value })
+            }
+        }
+    }
+
+    /// `(shape, dtype, scope=".."[, layout=".."][, smem=[lo, hi)])`
+    pub(super) fn alloc(&mut self, c: &mut Cursor, name: String) -> Res<Stmt> {
+        c.punct("(")?;
+        let shape = self.shape(c)?;
+        c.punct(",")?;
+        let dtype = c.dtype()?;
+        c.punct(",")?;
+        c.kwarg("scope")?;
+        let s = c.string()?;
+        let Some(scope) = scope_named(&s) else {
+            c.i -= 1;
+            return c.err(format!("unknown scope {s:?}"));
+        };
+        let mut layout = None;
+        let mut slot = None;
+        while c.eat_punct(",") {
+            if c.eat_ident("layout") {
+                c.punct("=")?;
+                let s = c.string()?;
+                layout = layout_named(&s);
+                if layout.is_none() {
+                    c.i -= 1;
+                    return c.err(format!(
+                        "unknown layout {s:?} (\"swizzled\" or \"mma(WMxWN)\")"
+                    ));
+                }
+            } else {
+                c.kwarg("smem")?;
+                c.punct("[")?;
+                let lo = c.int()?;
+                c.punct(",")?;
+                let hi = c.int()?;
+                c.punct(")")?;
+                slot = Some((lo, hi - lo));
+            }
+        }
+        c.punct(")")?;
+        let buf = self.new_buf(
+            c,
+            Buffer {
+                name,
+                dtype,
+                shape,
+                scope,
+                mutable: true,
+                layout,
+            },
+        )?;
+        if let Some(slot) = slot {
+            self.f.smem.slots.insert(buf, slot);
+        }
+        Ok(Stmt::Alloc { buf })
+    }
+
+    /// `for v in T.kind(start, extent):` and its body.
+    pub(super) fn for_stmt(&mut self, c: &mut Cursor, depth: usize) -> Res<Stmt> {
+        c.keyword("for")?;
+        let name = c.ident()?;
+        c.keyword("in")?;
+        let kind = match c.t_name()?.as_str() {
+            "serial" => ForKind::Serial,
+            "Parallel" => ForKind::Parallel,
+            "unroll" => ForKind::Unrolled,
+            "Pipelined" => {
+                c.punct("[")?;
+                c.kwarg("num_stages")?;
+                let stages = c.int()?;
+                c.punct("]")?;
+                ForKind::Pipelined { stages }
+            }
+            _ => {
+                c.i -= 1;
+                return c.expected("`serial`, `Parallel`, `unroll` or `Pipelined`");
+            }
+        };
+        c.punct("(")?;
+        let start = self.expr(c)?;
+        c.punct(",")?;
+        let extent = self.expr(c)?;
+        c.punct(")")?;
+        c.punct(":")?;
+        c.end()?;
+        let var = self.new_var(c, &name, DType::I32)?;
+        let body = self.body(depth + 1)?;
+        Ok(Stmt::For {
+            var,
+            start,
+            extent,
+            kind,
+            body,
+        })
+    }
+
+    /// `if cond:` and its body, then an `else:` and its body if present.
+    pub(super) fn if_stmt(&mut self, c: &mut Cursor, depth: usize) -> Res<Stmt> {
+        c.keyword("if")?;
+        let cond = self.expr(c)?;
+        c.punct(":")?;
+        c.end()?;
+        let then = self.body(depth + 1)?;
+        let is_else = self.line().is_some_and(|l| {
+            l.indent == depth * 4
+                && matches!(l.tokens.first().map(|t| &t.tok), Some(Tok::Ident(e)) if e == "else")
+        });
+        let els = if is_else {
+            let l = self.take_line(depth)?;
+            let mut c = Cursor::new(&l);
+            c.keyword("else")?;
+            c.punct(":")?;
+            c.end()?;
+            Some(self.body(depth + 1)?)
+        } else {
+            None
+        };
+        Ok(Stmt::If { cond, then, els })
+    }
+
+    /// `T.copy(..)`, `T.fill(..)`, `T.gemm(..)`, .. (the line after `T.`).
+    pub(super) fn tile_op(&mut self, c: &mut Cursor) -> Res<Stmt> {
+        let op = c.t_name()?;
+        c.punct("(")?;
+        let s = match op.as_str() {
+            "copy" => {
+                let src = self.region(c)?;
+                c.punct(",")?;
+                Stmt::Copy {
+                    src,
+                    dst: self.region(c)?,
+                }
+            }
+            "atomic_add" => {
+                let buf = self.buf(c)?;
+                c.punct("[")?;
+                let idx = self.exprs(c, ";")?;
+                if c.eat_punct(";") {
+                    let dst = Region {
+                        buf,
+                        origin: idx,
+                        extent: self.exprs(c, "]")?,
+                    };
+                    c.punct("]")?;
+                    c.punct(",")?;
+                    let src = self.region(c)?;
+                    Stmt::AtomicAddTile { src, dst }
+                } else {
+                    c.punct("]")?;
+                    c.punct(",")?;
+                    let value = self.expr(c)?;
+                    Stmt::AtomicAdd { buf, idx, value }
+                }
+            }
+            "fill" => {
+                let dst = self.region(c)?;
+                c.punct(",")?;
+                Stmt::Fill {
+                    dst,
+                    value: self.expr(c)?,
+                }
+            }
+            "gemm" => {
+                let a = self.buf(c)?;
+                c.punct(",")?;
+                let b = self.buf(c)?;
+                c.punct(",")?;
+                let cb = self.buf(c)?;
+                let mut flags = [false; 3];
+                for (flag, name) in
+                    flags
+                        .iter_mut()
+                        .zip(["transpose_A", "transpose_B", "clear_accum"])
+                {
+                    c.punct(",")?;
+                    c.kwarg(name)?;
+                    *flag = c.boolean()?;
+                }
+                Stmt::Gemm(Gemm {
+                    a,
+                    b,
+                    c: cb,
+                    trans_a: flags[0],
+                    trans_b: flags[1],
+                    clear: flags[2],
+                })
+            }
+            "print" => {
+                let value = self.expr(c)?;
+                c.punct(",")?;
+                c.kwarg("msg")?;
+                Stmt::Print {
+                    label: c.string()?,
+                    value,
+                }
+            }
+            "sync_threads" => Stmt::Barrier,
+            r => {
+                let Some(op) = r.strip_prefix("reduce_").and_then(reduce_op) else {
+                    c.i -= 2;
+                    return c.expected("a tile op (`copy`, `fill`, `gemm`, `reduce_sum`, ..)");
+                };
+                let src = self.buf(c)?;
+                c.punct(",")?;
+                let dst = self.buf(c)?;
+                c.punct(",")?;
+                c.kwarg("dim")?;
+                let dim = c.int()?;
+                let Ok(dim) = usize::try_from(dim) else {
+                    c.i -= 1;
+                    return c.err("a negative dim");
+                };
+                c.punct(",")?;
+                c.kwarg("clear")?;
+                let clear = c.boolean()?;
+                Stmt::Reduce(Reduce {
+                    src,
+                    dst,
+                    dim,
+                    op,
+                    clear,
+                })
+            }
+        };
+        c.punct(")")?;
+        Ok(s)
+    }
+
+    /// `buf[origin..; extent..]`
+    pub(super) fn region(&self, c: &mut Cursor) -> Res<Region> {
+        let buf = self.buf(c)?;
+        c.punct("[")?;
+        let origin = self.exprs(c, ";")?;
+        c.punct(";")?;
+        let extent = self.exprs(c, "]")?;
+        c.punct("]")?;
+        Ok(Region {
+            buf,
+            origin,
+            extent,
+        })
+    }
+
+    /// `(d,)` or `(d0, d1, ..)`
+    pub(super) fn shape(&self, c: &mut Cursor) -> Res<Vec<Expr>> {
+        c.punct("(")?;
+        let mut v = vec![self.expr(c)?];
+        c.punct(",")?;
+        if !c.at_punct(")") {
+            v.extend(self.exprs(c, ")")?);
+        }
+        c.punct(")")?;
+        Ok(v)
+    }
+}
