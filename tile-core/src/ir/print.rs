@@ -1,6 +1,11 @@
 //! Deterministic script text of a `PrimFunc`, in the spirit of TVMScript.
 //! The cache key hashes this text: it names every type, shape, scope, loop
 //! kind and constant, and nothing that does not change generated code.
+//!
+//! `read.rs` reads the text back (`print(read(text)) == text` at every
+//! stage). State that passes add is printed only once it is set (layouts,
+//! the shared pool's offsets and size, barriers), so the frontend's text,
+//! and with it every key, does not depend on what later passes print.
 
 use super::*;
 use std::fmt::Write;
