@@ -73,8 +73,8 @@ fn parse_case(text: &str) -> Result<Case, String> {
 fn stage_before(pass: PassId, target: Target) -> Stage {
     PASSES
         .iter()
-        .filter(|p| p.id < pass && p.targets.contains(&target))
-        .last()
+        .rev()
+        .find(|p| p.id < pass && p.targets.contains(&target))
         .map_or(Stage::Frontend, |p| Stage::After(p.id, target))
 }
 
