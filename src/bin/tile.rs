@@ -1,9 +1,10 @@
 //! `tile`: tools that need no GPU and no nvcc.
 //!
-//! `tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all]`
+//! `tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all|passes]`
 //! prints the IR script, the lowered IR, the generated source, the host side
 //! (the launcher's checks, grid and launch) and the key fields of the kernels
-//! in a Rust file.
+//! in a Rust file. `--emit passes` prints the IR after every pass instead
+//! (for the `--target` given, else for each target the kernel is built for).
 //!
 //! `tile cache [show|clear] [--dir DIR]` lists the disk cache (every entry with
 //! its kernel, target, size and whether it matches its manifest) or removes
@@ -13,7 +14,7 @@ use std::process::ExitCode;
 use tile_core::frontend::{is_kernel_attr, kernel_attr, parse_kernel};
 use tile_runtime::cache::{CacheDir, EntryKind};
 
-const USAGE: &str = "usage: tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all]
+const USAGE: &str = "usage: tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all|passes]
        tile cache [show|clear] [--dir DIR]";
 
 fn main() -> ExitCode {
@@ -120,6 +121,7 @@ fn inspect(args: &[String]) -> Result<(), String> {
     let mut file = None;
     let mut kernel = None;
     let mut target = "cuda".to_string();
+    let mut target_given = false;
     let mut arch = "sm_90a".to_string();
     let mut emit = "all".to_string();
     let mut it = args.iter();
@@ -131,7 +133,10 @@ fn inspect(args: &[String]) -> Result<(), String> {
         };
         match a.as_str() {
             "--kernel" => kernel = Some(val()?),
-            "--target" => target = val()?,
+            "--target" => {
+                target = val()?;
+                target_given = true;
+            }
             "--arch" => arch = val()?,
             "--emit" => emit = val()?,
             s if s.starts_with("--") => return Err(format!("unknown option {s}\n{USAGE}")),
@@ -144,10 +149,10 @@ fn inspect(args: &[String]) -> Result<(), String> {
     }
     if !matches!(
         emit.as_str(),
-        "ir" | "lowered" | "source" | "host" | "key" | "all"
+        "ir" | "lowered" | "source" | "host" | "key" | "all" | "passes"
     ) {
         return Err(format!(
-            "--emit is ir, lowered, source, host, key or all, got {emit}"
+            "--emit is ir, lowered, source, host, key, all or passes, got {emit}"
         ));
     }
     let text = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
@@ -180,6 +185,24 @@ fn inspect(args: &[String]) -> Result<(), String> {
         } else {
             tile_core::Target::C
         };
+        if emit == "passes" {
+            let targets = match (target_given, def.func.cuda_only) {
+                (true, _) => vec![t],
+                (false, true) => vec![tile_core::Target::Cuda],
+                (false, false) => vec![tile_core::Target::Cuda, tile_core::Target::C],
+            };
+            for t in targets {
+                let tname = tile_core::passes::target_name(t);
+                println!("=== kernel {name} ({tname}) ===");
+                tile_core::passes::run_observed(def.func.clone(), t, &mut |step, pass, f| {
+                    println!("--- {step:02} {pass} ---");
+                    print!("{}", f.script());
+                    Ok(())
+                })
+                .map_err(|d| format!("{name} ({tname}): {}", d.message))?;
+            }
+            continue;
+        }
         let lowered =
             tile_core::lowered_script(&def, t).map_err(|d| format!("{name}: {}", d.message))?;
         let c = tile_core::compile(def).map_err(|d| format!("{name}: {}", d[0].message))?;

@@ -21,9 +21,9 @@ mod quickstart;
 
 // The suite by topic (one test binary).
 mod copies;
-mod scalars;
-mod reductions;
 mod phases;
+mod reductions;
+mod scalars;
 use tile::testing::{assert_allclose, random_tensor, random_vec};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

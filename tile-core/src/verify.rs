@@ -1,20 +1,101 @@
-//! Structural checks on a `PrimFunc`: every handle is valid, every variable is
-//! defined before use, on-chip buffers are allocated before use with constant
-//! shapes, stores match their buffer's dtype and rank. Run after the frontend
-//! and after every pass in debug builds and tests, so that malformed IR never
-//! reaches a backend.
+//! Checks on a `PrimFunc`, run after the frontend and after every pass, so
+//! that malformed IR never reaches a backend.
+//!
+//! Structure, at every stage: every handle is valid, every variable is
+//! defined before use, on-chip buffers are allocated before use with
+//! constant shapes, stores match their buffer's dtype and rank, names are
+//! unique (the script and the reader rely on it).
+//!
+//! Then what the stage allows ([`Stage`]; `stage_rules` lists each rule
+//! with the pass that establishes or relies on it).
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
+use crate::passes::PassId;
+use crate::Target;
 use proc_macro2::Span;
 use std::collections::HashSet;
 
+/// Where in the pipeline a function is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// As the frontend makes it, before any pass (for either target).
+    Frontend,
+    /// After a pass of the pipeline for a target.
+    After(PassId, Target),
+}
+
+impl Stage {
+    /// Whether pass `p` has run by this stage.
+    pub fn ran(self, p: PassId) -> bool {
+        match self {
+            Stage::Frontend => false,
+            Stage::After(q, t) => p <= q && p.runs_for(t),
+        }
+    }
+
+    pub fn target(self) -> Option<Target> {
+        match self {
+            Stage::Frontend => None,
+            Stage::After(_, t) => Some(t),
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stage::Frontend => f.write_str("from the frontend"),
+            Stage::After(p, t) => write!(
+                f,
+                "after `{}` ({})",
+                p.name(),
+                crate::passes::target_name(*t)
+            ),
+        }
+    }
+}
+
+/// The frontend's check: [`verify_at`] at [`Stage::Frontend`].
 pub fn verify(f: &PrimFunc) -> Result<(), Diagnostic> {
+    verify_at(f, Stage::Frontend)
+}
+
+/// Checks `f`'s structure and what `stage` allows.
+pub fn verify_at(f: &PrimFunc, stage: Stage) -> Result<(), Diagnostic> {
+    let fail = |msg: String| {
+        Diagnostic::new(
+            Span::call_site(),
+            format!("internal error: invalid IR in `{}` {stage}: {msg}", f.name),
+        )
+    };
+    if let Stage::After(p, t) = stage {
+        if !p.runs_for(t) {
+            return Err(fail(format!("`{}` does not run for this target", p.name())));
+        }
+    }
+    structure(f).map_err(fail)?;
+    stage_rules(f, stage).map_err(fail)
+}
+
+/// The stage-independent checks.
+fn structure(f: &PrimFunc) -> Result<(), String> {
     let mut v = Verifier {
         f,
         defined: HashSet::new(),
         allocated: HashSet::new(),
     };
+    let mut names = HashSet::new();
+    for name in f
+        .vars
+        .iter()
+        .map(|v| &v.name)
+        .chain(f.buffers.iter().map(|b| &b.name))
+    {
+        if !names.insert(name) {
+            return v.fail(format!("the name `{name}` is used twice"));
+        }
+    }
     for &d in &f.dims {
         v.defined.insert(d);
     }
@@ -46,14 +127,11 @@ struct Verifier<'a> {
 }
 
 impl Verifier<'_> {
-    fn fail<T>(&self, msg: String) -> Result<T, Diagnostic> {
-        Err(Diagnostic::new(
-            Span::call_site(),
-            format!("internal error: invalid IR in `{}`: {msg}", self.f.name),
-        ))
+    fn fail<T>(&self, msg: String) -> Result<T, String> {
+        Err(msg)
     }
 
-    fn buf(&self, b: BufId) -> Result<&Buffer, Diagnostic> {
+    fn buf(&self, b: BufId) -> Result<&Buffer, String> {
         if (b.0 as usize) >= self.f.buffers.len() {
             return self.fail(format!("buffer handle {} out of range", b.0));
         }
@@ -66,7 +144,7 @@ impl Verifier<'_> {
         Ok(self.f.buf(b))
     }
 
-    fn expr(&self, e: &Expr) -> Result<(), Diagnostic> {
+    fn expr(&self, e: &Expr) -> Result<(), String> {
         let mut err = None;
         e.visit(&mut |x| {
             if err.is_some() {
@@ -93,7 +171,7 @@ impl Verifier<'_> {
                             ));
                         }
                     }
-                    Err(d) => err = Some(d.message),
+                    Err(m) => err = Some(m),
                 },
                 _ => {}
             }
@@ -104,7 +182,7 @@ impl Verifier<'_> {
         }
     }
 
-    fn stmt(&mut self, s: &Stmt) -> Result<(), Diagnostic> {
+    fn stmt(&mut self, s: &Stmt) -> Result<(), String> {
         match s {
             Stmt::Seq(v) => {
                 let (d, a) = (self.defined.clone(), self.allocated.clone());
@@ -240,5 +318,211 @@ impl Verifier<'_> {
             Stmt::Barrier => {}
         }
         Ok(())
+    }
+}
+
+/// What `stage` allows beyond the structure; each rule says which pass it
+/// follows from.
+fn stage_rules(f: &PrimFunc, stage: Stage) -> Result<(), String> {
+    let on_c = stage.target() == Some(Target::C);
+    for b in &f.buffers {
+        layout_rule(f, b, stage)?;
+    }
+    let mut thread = false;
+    f.body
+        .visit_exprs(&mut |e| thread |= matches!(e, Expr::Thread));
+    if thread && (on_c || !f.cuda_only) {
+        return Err("the thread index is used in a function built for the CPU".into());
+    }
+    visit_units(&f.body, false, &mut |s, inside| match s {
+        // `insert_barriers` (CUDA only) places every barrier, never where
+        // only some threads would reach it.
+        Stmt::Barrier if !stage.ran(PassId::InsertBarriers) => {
+            Err("a barrier before `insert_barriers` placed any".into())
+        }
+        Stmt::Barrier if inside => Err("a barrier inside a `T.Parallel` loop or an `if`".into()),
+        s if stage.ran(PassId::LowerTileOps) => lowered_rule(f, s, on_c),
+        _ => Ok(()),
+    })?;
+    if stage.ran(PassId::DemoteFragments) {
+        demoted_rule(f)?;
+    }
+    pool_rule(f, stage)
+}
+
+/// Layouts: `T::annotate_layout` and `plan_mma` swizzle 2-D shared tiles of
+/// 2-byte elements; only `plan_mma` gives a fragment the tensor-core layout,
+/// for the block's warps; global tensors keep theirs.
+fn layout_rule(f: &PrimFunc, b: &Buffer, stage: Stage) -> Result<(), String> {
+    let name = &b.name;
+    match b.layout {
+        None => Ok(()),
+        Some(_) if b.scope == Scope::Global => Err(format!("global buffer `{name}` has a layout")),
+        Some(Layout::Swizzled) => {
+            if b.scope != Scope::Shared || b.shape.len() != 2 || b.dtype.bytes() != 2 {
+                return Err(format!(
+                    "`{name}` is swizzled but not a 2-D shared tile of 2-byte elements"
+                ));
+            }
+            Ok(())
+        }
+        Some(Layout::Mma { wm, wn }) => {
+            if !stage.ran(PassId::PlanMma) {
+                return Err(format!(
+                    "`{name}` has the tensor-core layout before `plan_mma` chose it"
+                ));
+            }
+            if b.scope != Scope::Fragment || b.shape.len() != 2 {
+                return Err(format!(
+                    "`{name}` has the tensor-core layout but is not a 2-D fragment"
+                ));
+            }
+            if wm * wn * 32 != f.launch.threads {
+                return Err(format!(
+                    "`{name}`'s tensor-core layout spreads over {wm}x{wn} warps, the block has {} threads",
+                    f.launch.threads
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// After `lower_tile_ops`: the CPU keeps no tile op; CUDA keeps only the
+/// gemms `plan_mma` put on tensor cores, the copies `lower_tile_ops` chose an
+/// instruction for (each still a tile copy) and reductions.
+fn lowered_rule(f: &PrimFunc, s: &Stmt, on_c: bool) -> Result<(), String> {
+    let kept = match s {
+        Stmt::Fill { .. } => Some("`T.fill`"),
+        Stmt::AtomicAddTile { .. } => Some("`T.atomic_add` of a tile"),
+        Stmt::Copy { .. } if on_c => Some("`T.copy`"),
+        Stmt::Copy { inst, .. } if *inst == CopyInst::Loops => {
+            Some("`T.copy` with no instruction chosen")
+        }
+        Stmt::Copy { src, dst, .. }
+            if !crate::passes::lower_tile_ops::is_tile_copy(f, src, dst) =>
+        {
+            Some("`T.copy` that is not a tile copy")
+        }
+        Stmt::Gemm(_) if on_c => Some("`T.gemm`"),
+        Stmt::Gemm(g) if g.inst == GemmInst::Loops => Some("`T.gemm` not on tensor cores"),
+        Stmt::Reduce(_) if on_c => Some("`T.reduce_*`"),
+        _ => None,
+    };
+    match kept {
+        Some(what) => Err(format!("a {what} after `lower_tile_ops`")),
+        None => Ok(()),
+    }
+}
+
+/// After `demote_fragments`: every fragment left is touched only by the
+/// threads holding its elements (running the pass again moves nothing), and
+/// a reduction reads a fragment only in the form CUDA reduces in registers
+/// and writes shared memory.
+fn demoted_rule(f: &PrimFunc) -> Result<(), String> {
+    let mut bad = None;
+    f.body.visit(&mut |s| {
+        if let Stmt::Reduce(r) = s {
+            let (src, dst) = (f.buf(r.src), f.buf(r.dst));
+            if dst.scope == Scope::Fragment
+                || (src.scope == Scope::Fragment
+                    && !crate::passes::demote_fragments::register_reducible(f, r))
+            {
+                bad.get_or_insert(format!(
+                    "the reduction of `{}` into `{}` uses a fragment that `demote_fragments` moves to shared memory",
+                    src.name, dst.name
+                ));
+            }
+        }
+    });
+    if let Some(m) = bad {
+        return Err(m);
+    }
+    let again = crate::passes::demote_fragments::run(f.clone()).map_err(|d| d.message)?;
+    match f
+        .buffers
+        .iter()
+        .zip(&again.buffers)
+        .find(|(a, b)| a.scope != b.scope)
+    {
+        Some((b, _)) => Err(format!(
+            "fragment `{}` is touched by threads that do not hold its elements",
+            b.name
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The shared pool: empty until `merge_shared` (CUDA) places every shared
+/// buffer in it, at aligned offsets, each with room for its tile, all
+/// within the pool's size.
+fn pool_rule(f: &PrimFunc, stage: Stage) -> Result<(), String> {
+    if !stage.ran(PassId::MergeShared) {
+        if f.smem != SharedPool::default() {
+            return Err("shared memory is placed before `merge_shared`".into());
+        }
+        return Ok(());
+    }
+    let mut shared = std::collections::BTreeSet::new();
+    f.body.visit(&mut |s| {
+        if let Stmt::Alloc { buf, .. } = s {
+            if f.buf(*buf).scope == Scope::Shared {
+                shared.insert(*buf);
+            }
+        }
+    });
+    for b in &shared {
+        if !f.smem.slots.contains_key(b) {
+            return Err(format!(
+                "shared buffer `{}` has no place in the pool",
+                f.buf(*b).name
+            ));
+        }
+    }
+    let align = crate::passes::merge_shared::ALIGN;
+    for (&b, &(off, bytes)) in &f.smem.slots {
+        let buf = f.buf(b);
+        if !shared.contains(&b) {
+            return Err(format!(
+                "`{}` has a place in the pool but is not an allocated shared buffer",
+                buf.name
+            ));
+        }
+        let tile: i64 = buf
+            .const_shape()
+            .unwrap_or_default()
+            .iter()
+            .product::<i64>()
+            * buf.dtype.bytes();
+        if off < 0 || off % align != 0 || bytes < tile || off + bytes > f.smem.bytes {
+            return Err(format!(
+                "`{}` sits at bytes [{off}, {}) of a {}-byte pool: it needs {tile} bytes at a multiple of {align}, inside the pool",
+                buf.name,
+                off + bytes,
+                f.smem.bytes
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Calls `check` on every statement with whether it sits inside a
+/// `T.Parallel` loop or an `if`.
+fn visit_units(
+    s: &Stmt,
+    inside: bool,
+    check: &mut dyn FnMut(&Stmt, bool) -> Result<(), String>,
+) -> Result<(), String> {
+    check(s, inside)?;
+    match s {
+        Stmt::Seq(v) => v.iter().try_for_each(|x| visit_units(x, inside, check)),
+        Stmt::For { kind, body, .. } => {
+            visit_units(body, inside || *kind == ForKind::Parallel, check)
+        }
+        Stmt::If { then, els, .. } => {
+            visit_units(then, true, check)?;
+            els.iter().try_for_each(|e| visit_units(e, true, check))
+        }
+        _ => Ok(()),
     }
 }

@@ -15,6 +15,7 @@
 //! comments in the user's source) never reaches it.
 
 pub mod print;
+pub mod read;
 
 use std::fmt;
 

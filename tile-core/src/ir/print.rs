@@ -1,6 +1,11 @@
 //! Deterministic script text of a `PrimFunc`, in the spirit of TVMScript.
 //! The cache key hashes this text: it names every type, shape, scope, loop
 //! kind and constant, and nothing that does not change generated code.
+//!
+//! `read.rs` reads the text back (`print(read(text)) == text` at every
+//! stage). State that passes add is printed only once it is set (layouts,
+//! the shared pool's offsets and size, barriers), so the frontend's text,
+//! and with it every key, does not depend on what later passes print.
 
 use super::*;
 use std::fmt::Write;
@@ -67,10 +72,17 @@ impl Printer<'_> {
             .iter()
             .map(|&v| f.var(v).name.clone())
             .collect();
+        // Set on CUDA by `merge_shared`: the size of the block's shared
+        // memory array (absent before, so the frontend's text is unchanged).
+        let pool = if f.smem == SharedPool::default() {
+            String::new()
+        } else {
+            format!(", smem_bytes={}", f.smem.bytes)
+        };
         self.line(
             1,
             &format!(
-                "with T.Kernel({}, threads={}) as ({}):",
+                "with T.Kernel({}, threads={}{pool}) as ({}):",
                 grid.join(", "),
                 f.launch.threads,
                 bvars.join(", ")

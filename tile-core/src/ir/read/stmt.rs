@@ -1,0 +1,582 @@
+//! Statements of the script: one a line, blocks by indentation.
+
+use super::lex::{Cursor, Tok};
+use super::{Reader, Res};
+use crate::ir::*;
+
+fn reduce_op(name: &str) -> Option<ReduceOp> {
+    use ReduceOp::*;
+    [Sum, Max, Min, AbsSum]
+        .into_iter()
+        .find(|op| op.name() == name)
+}
+
+fn scope_named(name: &str) -> Option<Scope> {
+    use Scope::*;
+    [Global, Shared, Fragment, Local]
+        .into_iter()
+        .find(|s| s.name() == name)
+}
+
+/// `mma_sync(WMxWN)`.
+fn gemm_inst_named(s: &str) -> Option<GemmInst> {
+    let (wm, wn) = s
+        .strip_prefix("mma_sync(")?
+        .strip_suffix(')')?
+        .split_once('x')?;
+    Some(GemmInst::MmaSync {
+        wm: wm.parse().ok()?,
+        wn: wn.parse().ok()?,
+    })
+}
+
+/// Moves the cursor to the next `close` at bracket depth 0 (not past it).
+fn skip_until(c: &mut Cursor, close: &str) -> Res<()> {
+    let mut depth = 0;
+    loop {
+        match c.peek() {
+            Some(Tok::Punct(p)) if depth == 0 && *p == close => return Ok(()),
+            Some(Tok::Punct("(" | "[")) => depth += 1,
+            Some(Tok::Punct(")" | "]")) => depth -= 1,
+            None => return c.expected(&format!("`{close}`")),
+            _ => {}
+        }
+        c.i += 1;
+    }
+}
+
+fn layout_named(s: &str) -> Option<Layout> {
+    if s == "swizzled" {
+        return Some(Layout::Swizzled);
+    }
+    let (wm, wn) = s.strip_prefix("mma(")?.strip_suffix(')')?.split_once('x')?;
+    Some(Layout::Mma {
+        wm: wm.parse().ok()?,
+        wn: wn.parse().ok()?,
+    })
+}
+
+impl Reader {
+    /// The statements at `depth`, up to the first line indented less.
+    pub(super) fn block(&mut self, depth: usize) -> Res<Vec<Stmt>> {
+        match self.line() {
+            Some(l) if l.indent == depth * 4 => {}
+            // Too deep: `take_line` says by how much.
+            Some(l) if l.indent > depth * 4 => return self.take_line(depth).map(|_| Vec::new()),
+            _ => return self.err_here("expected an indented block"),
+        }
+        let mut out = Vec::new();
+        while let Some(l) = self.line() {
+            if l.indent < depth * 4 {
+                break;
+            }
+            out.push(self.stmt(depth)?);
+        }
+        Ok(out)
+    }
+
+    /// A nested block: one statement stands alone, several make a `Seq`.
+    pub(super) fn body(&mut self, depth: usize) -> Res<Box<Stmt>> {
+        let mut v = self.block(depth)?;
+        Ok(Box::new(if v.len() == 1 {
+            v.pop().unwrap_or(Stmt::Seq(Vec::new()))
+        } else {
+            Stmt::Seq(v)
+        }))
+    }
+
+    pub(super) fn stmt(&mut self, depth: usize) -> Res<Stmt> {
+        let l = self.take_line(depth)?;
+        let mut c = Cursor::new(&l);
+        let s = match (c.peek(), c.peek_at(1)) {
+            (Some(Tok::Ident(k)), None) if k == "pass" => {
+                c.i += 1;
+                Stmt::Seq(Vec::new())
+            }
+            (Some(Tok::Ident(k)), _) if k == "for" => return self.for_stmt(&mut c, depth),
+            (Some(Tok::Ident(k)), _) if k == "if" => return self.if_stmt(&mut c, depth),
+            (Some(Tok::Ident(k)), Some(Tok::Punct("."))) if k == "T" => self.tile_op(&mut c)?,
+            (Some(Tok::Ident(_)), Some(Tok::Punct(":"))) => {
+                let name = c.ident()?;
+                c.punct(":")?;
+                let t = c.dtype()?;
+                c.punct("=")?;
+                let value = self.expr(&mut c)?;
+                let var = self.new_var(&c, &name, t)?;
+                Stmt::Let { var, value }
+            }
+            (Some(Tok::Ident(_)), Some(Tok::Punct("="))) => self.binding(&mut c)?,
+            (Some(Tok::Ident(_)), Some(Tok::Punct("["))) => {
+                let buf = self.buf(&mut c)?;
+                c.punct("[")?;
+                let idx = self.exprs(&mut c, "]")?;
+                c.punct("]")?;
+                c.punct("=")?;
+                let value = self.expr(&mut c)?;
+                Stmt::Store {
+                    buf,
+                    idx,
+                    value,
+                    loc: Loc::NONE,
+                }
+            }
+            _ => return c.expected("a statement"),
+        };
+        c.end()?;
+        Ok(s)
+    }
+
+    /// `x = T.alloc_var(..)`, `x = T.alloc_buffer(..)` or `x = value`.
+    pub(super) fn binding(&mut self, c: &mut Cursor) -> Res<Stmt> {
+        let name = c.ident()?;
+        c.punct("=")?;
+        let alloc = match (c.peek(), c.peek_at(1), c.peek_at(2)) {
+            (Some(Tok::Ident(t)), Some(Tok::Punct(".")), Some(Tok::Ident(f))) if t == "T" => {
+                Some(f.as_str()).filter(|f| matches!(*f, "alloc_var" | "alloc_buffer"))
+            }
+            _ => None,
+        };
+        match alloc {
+            Some("alloc_var") => {
+                c.i += 3;
+                c.punct("(")?;
+                let t = c.dtype()?;
+                c.punct(",")?;
+                c.kwarg("init")?;
+                let init = self.expr(c)?;
+                c.punct(")")?;
+                let var = self.new_var(c, &name, t)?;
+                Ok(Stmt::Local { var, init })
+            }
+            Some(_) => {
+                c.i += 3;
+                self.alloc(c, name)
+            }
+            None => {
+                c.i -= 2;
+                let var = self.var_named(c, &name)?;
+                c.i += 2;
+                let value = self.expr(c)?;
+                Ok(Stmt::Assign { var, value })
+            }
+        }
+    }
+
+    /// `(shape, dtype, scope=".."[, layout=".."][, smem=[lo, hi)])`
+    pub(super) fn alloc(&mut self, c: &mut Cursor, name: String) -> Res<Stmt> {
+        c.punct("(")?;
+        let shape = self.shape(c)?;
+        c.punct(",")?;
+        let dtype = c.dtype()?;
+        c.punct(",")?;
+        c.kwarg("scope")?;
+        let s = c.string()?;
+        let Some(scope) = scope_named(&s) else {
+            c.i -= 1;
+            return c.err(format!("unknown scope {s:?}"));
+        };
+        let mut layout = None;
+        let mut slot = None;
+        let mut chunk = None;
+        while c.eat_punct(",") {
+            if c.eat_ident("chunk") {
+                c.punct("=")?;
+                chunk = Some(c.int()?);
+            } else if c.eat_ident("layout") {
+                c.punct("=")?;
+                let s = c.string()?;
+                layout = layout_named(&s);
+                if layout.is_none() {
+                    c.i -= 1;
+                    return c.err(format!(
+                        "unknown layout {s:?} (\"swizzled\" or \"mma(WMxWN)\")"
+                    ));
+                }
+            } else {
+                c.kwarg("smem")?;
+                c.punct("[")?;
+                let lo = c.int()?;
+                c.punct(",")?;
+                let hi = c.int()?;
+                c.punct(")")?;
+                slot = Some((lo, hi - lo));
+            }
+        }
+        c.punct(")")?;
+        let buf = self.new_buf(
+            c,
+            Buffer {
+                name,
+                dtype,
+                shape,
+                scope,
+                mutable: true,
+                layout,
+            },
+        )?;
+        if let Some(slot) = slot {
+            self.f.smem.slots.insert(buf, slot);
+        }
+        if let Some(v) = chunk {
+            self.f.schedule.fragments.insert(buf, v);
+        }
+        Ok(Stmt::Alloc {
+            buf,
+            loc: Loc::NONE,
+        })
+    }
+
+    /// `for v in T.kind(start, extent):` and its body.
+    pub(super) fn for_stmt(&mut self, c: &mut Cursor, depth: usize) -> Res<Stmt> {
+        c.keyword("for")?;
+        let name = c.ident()?;
+        c.keyword("in")?;
+        // A nest's plan names variables its body declares: read it after.
+        let mut nest_plan_at = None;
+        let mut producers = None;
+        let kind = match c.t_name()?.as_str() {
+            "serial" => ForKind::Serial,
+            "Parallel" => {
+                if c.eat_punct("[") {
+                    nest_plan_at = Some(c.i);
+                    skip_until(c, "]")?;
+                    c.punct("]")?;
+                }
+                ForKind::Parallel
+            }
+            "unroll" => ForKind::Unrolled,
+            "Pipelined" => {
+                c.punct("[")?;
+                c.kwarg("num_stages")?;
+                let stages = c.int()?;
+                if c.eat_punct(",") {
+                    c.kwarg("producers")?;
+                    c.punct("(")?;
+                    let mut tiles = vec![self.buf(c)?];
+                    while c.eat_punct(",") {
+                        tiles.push(self.buf(c)?);
+                    }
+                    c.punct(")")?;
+                    producers = Some(Pipeline { stages, tiles });
+                }
+                c.punct("]")?;
+                ForKind::Pipelined { stages }
+            }
+            _ => {
+                c.i -= 1;
+                return c.expected("`serial`, `Parallel`, `unroll` or `Pipelined`");
+            }
+        };
+        c.punct("(")?;
+        let start = self.expr(c)?;
+        c.punct(",")?;
+        let extent = self.expr(c)?;
+        c.punct(")")?;
+        c.punct(":")?;
+        c.end()?;
+        let var = self.new_var(c, &name, DType::I32)?;
+        let body = self.body(depth + 1)?;
+        if let Some(p) = producers {
+            self.f.schedule.pipelines.insert(var, p);
+        }
+        if let Some(at) = nest_plan_at {
+            let end = c.i;
+            c.i = at;
+            let plan = self.nest_plan(c)?;
+            c.i = end;
+            self.f.schedule.nests.insert(var, plan);
+        }
+        Ok(Stmt::For {
+            var,
+            start,
+            extent,
+            kind,
+            body,
+            loc: Loc::NONE,
+        })
+    }
+
+    /// `vector=V[, pair_store_if=(d..)][, vectorized=[a[..], ..]]
+    /// [, vector_if=(W, d..)[, vectorized_if=[..]]]`, up to the `]`.
+    fn nest_plan(&self, c: &mut Cursor) -> Res<NestPlan> {
+        c.kwarg("vector")?;
+        let mut plan = NestPlan {
+            vector: c.int()?,
+            wide: None,
+            vectorized: Vec::new(),
+            wide_vectorized: Vec::new(),
+            pair_store_if: None,
+        };
+        while c.eat_punct(",") {
+            let key = c.ident()?;
+            c.punct("=")?;
+            match key.as_str() {
+                "pair_store_if" => plan.pair_store_if = Some(self.var_list(c)?),
+                "vectorized" => plan.vectorized = self.access_list(c)?,
+                "vectorized_if" => plan.wide_vectorized = self.access_list(c)?,
+                "vector_if" => {
+                    c.punct("(")?;
+                    let w = c.int()?;
+                    let mut dims = Vec::new();
+                    while c.eat_punct(",") {
+                        let name = c.ident()?;
+                        dims.push(self.var_named(c, &name)?);
+                    }
+                    c.punct(")")?;
+                    plan.wide = Some((w, dims));
+                }
+                _ => {
+                    c.i -= 2;
+                    return c
+                        .expected("`pair_store_if`, `vectorized`, `vector_if` or `vectorized_if`");
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    /// `(a, b, ..)` of variable names (possibly empty).
+    fn var_list(&self, c: &mut Cursor) -> Res<Vec<VarId>> {
+        c.punct("(")?;
+        let mut v = Vec::new();
+        while !c.at_punct(")") {
+            let name = c.ident()?;
+            v.push(self.var_named(c, &name)?);
+            if !c.eat_punct(",") {
+                break;
+            }
+        }
+        c.punct(")")?;
+        Ok(v)
+    }
+
+    /// `[a[i, j], c[i]]`.
+    fn access_list(&self, c: &mut Cursor) -> Res<Vec<(BufId, Vec<Expr>)>> {
+        c.punct("[")?;
+        let mut v = Vec::new();
+        loop {
+            let b = self.buf(c)?;
+            c.punct("[")?;
+            let idx = self.exprs(c, "]")?;
+            c.punct("]")?;
+            v.push((b, idx));
+            if !c.eat_punct(",") {
+                break;
+            }
+        }
+        c.punct("]")?;
+        Ok(v)
+    }
+
+    /// `if cond:` and its body, then an `else:` and its body if present.
+    pub(super) fn if_stmt(&mut self, c: &mut Cursor, depth: usize) -> Res<Stmt> {
+        c.keyword("if")?;
+        let cond = self.expr(c)?;
+        c.punct(":")?;
+        c.end()?;
+        let then = self.body(depth + 1)?;
+        let is_else = self.line().is_some_and(|l| {
+            l.indent == depth * 4
+                && matches!(l.tokens.first().map(|t| &t.tok), Some(Tok::Ident(e)) if e == "else")
+        });
+        let els = if is_else {
+            let l = self.take_line(depth)?;
+            let mut c = Cursor::new(&l);
+            c.keyword("else")?;
+            c.punct(":")?;
+            c.end()?;
+            Some(self.body(depth + 1)?)
+        } else {
+            None
+        };
+        Ok(Stmt::If {
+            cond,
+            then,
+            els,
+            loc: Loc::NONE,
+        })
+    }
+
+    /// `T.copy(..)`, `T.fill(..)`, `T.gemm(..)`, .. (the line after `T.`).
+    pub(super) fn tile_op(&mut self, c: &mut Cursor) -> Res<Stmt> {
+        let op = c.t_name()?;
+        c.punct("(")?;
+        let s = match op.as_str() {
+            "copy" => {
+                let src = self.region(c)?;
+                c.punct(",")?;
+                let dst = self.region(c)?;
+                let mut inst = CopyInst::Loops;
+                if c.eat_punct(",") {
+                    c.kwarg("inst")?;
+                    let name = c.string()?;
+                    if name != "cp_async_tile" {
+                        c.i -= 1;
+                        return c.err(format!("unknown copy instruction {name:?}"));
+                    }
+                    let mut vector_if = Some(Vec::new());
+                    if c.eat_punct(",") {
+                        if c.eat_ident("vector") {
+                            c.punct("=")?;
+                            c.keyword("false")?;
+                            vector_if = None;
+                        } else {
+                            c.kwarg("vector_if")?;
+                            vector_if = Some(self.var_list(c)?);
+                        }
+                    }
+                    inst = CopyInst::CpAsyncTile { vector_if };
+                }
+                Stmt::Copy {
+                    src,
+                    dst,
+                    inst,
+                    loc: Loc::NONE,
+                }
+            }
+            "atomic_add" => {
+                let buf = self.buf(c)?;
+                c.punct("[")?;
+                let idx = self.exprs(c, ";")?;
+                if c.eat_punct(";") {
+                    let dst = Region {
+                        buf,
+                        origin: idx,
+                        extent: self.exprs(c, "]")?,
+                    };
+                    c.punct("]")?;
+                    c.punct(",")?;
+                    let src = self.region(c)?;
+                    Stmt::AtomicAddTile {
+                        src,
+                        dst,
+                        loc: Loc::NONE,
+                    }
+                } else {
+                    c.punct("]")?;
+                    c.punct(",")?;
+                    let value = self.expr(c)?;
+                    Stmt::AtomicAdd {
+                        buf,
+                        idx,
+                        value,
+                        loc: Loc::NONE,
+                    }
+                }
+            }
+            "fill" => {
+                let dst = self.region(c)?;
+                c.punct(",")?;
+                Stmt::Fill {
+                    dst,
+                    value: self.expr(c)?,
+                    loc: Loc::NONE,
+                }
+            }
+            "gemm" => {
+                let a = self.buf(c)?;
+                c.punct(",")?;
+                let b = self.buf(c)?;
+                c.punct(",")?;
+                let cb = self.buf(c)?;
+                let mut flags = [false; 3];
+                for (flag, name) in
+                    flags
+                        .iter_mut()
+                        .zip(["transpose_A", "transpose_B", "clear_accum"])
+                {
+                    c.punct(",")?;
+                    c.kwarg(name)?;
+                    *flag = c.boolean()?;
+                }
+                let mut inst = GemmInst::Loops;
+                if c.eat_punct(",") {
+                    c.kwarg("inst")?;
+                    let name = c.string()?;
+                    let Some(i) = gemm_inst_named(&name) else {
+                        c.i -= 1;
+                        return c.err(format!("unknown gemm instruction {name:?}"));
+                    };
+                    inst = i;
+                }
+                Stmt::Gemm(Gemm {
+                    loc: Loc::NONE,
+                    inst,
+                    a,
+                    b,
+                    c: cb,
+                    trans_a: flags[0],
+                    trans_b: flags[1],
+                    clear: flags[2],
+                })
+            }
+            "print" => {
+                let value = self.expr(c)?;
+                c.punct(",")?;
+                c.kwarg("msg")?;
+                Stmt::Print {
+                    label: c.string()?,
+                    value,
+                    loc: Loc::NONE,
+                }
+            }
+            "sync_threads" => Stmt::Barrier,
+            r => {
+                let Some(op) = r.strip_prefix("reduce_").and_then(reduce_op) else {
+                    c.i -= 2;
+                    return c.expected("a tile op (`copy`, `fill`, `gemm`, `reduce_sum`, ..)");
+                };
+                let src = self.buf(c)?;
+                c.punct(",")?;
+                let dst = self.buf(c)?;
+                c.punct(",")?;
+                c.kwarg("dim")?;
+                let dim = c.int()?;
+                let Ok(dim) = usize::try_from(dim) else {
+                    c.i -= 1;
+                    return c.err("a negative dim");
+                };
+                c.punct(",")?;
+                c.kwarg("clear")?;
+                let clear = c.boolean()?;
+                Stmt::Reduce(Reduce {
+                    loc: Loc::NONE,
+                    src,
+                    dst,
+                    dim,
+                    op,
+                    clear,
+                })
+            }
+        };
+        c.punct(")")?;
+        Ok(s)
+    }
+
+    /// `buf[origin..; extent..]`
+    pub(super) fn region(&self, c: &mut Cursor) -> Res<Region> {
+        let buf = self.buf(c)?;
+        c.punct("[")?;
+        let origin = self.exprs(c, ";")?;
+        c.punct(";")?;
+        let extent = self.exprs(c, "]")?;
+        c.punct("]")?;
+        Ok(Region {
+            buf,
+            origin,
+            extent,
+        })
+    }
+
+    /// `(d,)` or `(d0, d1, ..)`
+    pub(super) fn shape(&self, c: &mut Cursor) -> Res<Vec<Expr>> {
+        c.punct("(")?;
+        let mut v = vec![self.expr(c)?];
+        c.punct(",")?;
+        if !c.at_punct(")") {
+            v.extend(self.exprs(c, ")")?);
+        }
+        c.punct(")")?;
+        Ok(v)
+    }
+}
