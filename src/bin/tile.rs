@@ -185,6 +185,12 @@ fn inspect(args: &[String]) -> Result<(), String> {
         } else {
             tile_core::Target::C
         };
+        // The passes specialize for Hopper only; any other arch gets the
+        // portable code.
+        let cuda_arch = match (t, arch.as_str()) {
+            (tile_core::Target::Cuda, "sm_90a") => tile_core::ir::CudaArch::Sm90a,
+            _ => tile_core::ir::CudaArch::Any,
+        };
         if emit == "passes" {
             let targets = match (target_given, def.func.cuda_only) {
                 (true, _) => vec![t],
@@ -194,7 +200,11 @@ fn inspect(args: &[String]) -> Result<(), String> {
             for t in targets {
                 let tname = tile_core::passes::target_name(t);
                 println!("=== kernel {name} ({tname}) ===");
-                tile_core::passes::run_observed(def.func.clone(), t, &mut |step, pass, f| {
+                let mut func = def.func.clone();
+                if t == tile_core::Target::Cuda {
+                    func.arch = cuda_arch;
+                }
+                tile_core::passes::run_observed(func, t, &mut |step, pass, f| {
                     println!("--- {step:02} {pass} ---");
                     print!("{}", f.script());
                     Ok(())
@@ -203,8 +213,8 @@ fn inspect(args: &[String]) -> Result<(), String> {
             }
             continue;
         }
-        let lowered =
-            tile_core::lowered_script(&def, t).map_err(|d| format!("{name}: {}", d.message))?;
+        let lowered = tile_core::lowered_script(&def, t, cuda_arch)
+            .map_err(|d| format!("{name}: {}", d.message))?;
         let c = tile_core::compile(def).map_err(|d| format!("{name}: {}", d[0].message))?;
         let all = emit == "all";
         if all {
@@ -226,12 +236,13 @@ fn inspect(args: &[String]) -> Result<(), String> {
             if all {
                 println!("--- source ({target}) ---");
             }
+            let hopper = c.cuda_sm90a.as_ref().filter(|_| arch == "sm_90a");
             print!(
                 "{}",
-                if target == "cuda" {
-                    &c.cuda_source
-                } else {
-                    &c.c_source
+                match (target.as_str(), hopper) {
+                    ("cuda", Some(v)) => &v.source,
+                    ("cuda", None) => &c.cuda_source,
+                    _ => &c.c_source,
                 }
             );
         }
@@ -255,8 +266,11 @@ fn inspect(args: &[String]) -> Result<(), String> {
             print!("{}", tile_core::key::describe(&c.script, tname, opts));
             let ns = tile_runtime::cache::namespace_name();
             if target == "cuda" {
-                let entry =
-                    tile_runtime::entry_key(tile_runtime::Target::Cuda, &c.cuda_key, Some(&arch));
+                let key = match c.cuda_sm90a.as_ref().filter(|_| arch == "sm_90a") {
+                    Some(v) => &v.key,
+                    None => &c.cuda_key,
+                };
+                let entry = tile_runtime::entry_key(tile_runtime::Target::Cuda, key, Some(&arch));
                 println!("arch     {arch}");
                 println!("entry    {ns}/kernels/{entry} (key + arch + NVRTC options)");
                 println!(

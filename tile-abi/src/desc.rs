@@ -113,6 +113,8 @@ pub struct KernelDesc {
     pub ir: String,
     pub cpu: CpuDesc,
     pub cuda: CudaDesc,
+    /// The Hopper specialization, if any (see [`KernelSpec::cuda_sm90a`]).
+    pub cuda_sm90a: Option<CudaDesc>,
 }
 
 fn leak_str(s: &str) -> &'static str {
@@ -131,6 +133,18 @@ impl ParamDesc {
             shape: leak_slice(self.shape.clone()),
             output: self.output,
             align: self.align,
+        }
+    }
+}
+
+impl CudaDesc {
+    fn leak(&self) -> CudaKernel {
+        CudaKernel {
+            key: leak_str(&self.key),
+            entry: leak_str(&self.entry),
+            source: leak_str(&self.source),
+            cubins: &[],
+            shared_bytes: self.shared_bytes,
         }
     }
 }
@@ -156,13 +170,8 @@ impl KernelDesc {
                 source: leak_str(&self.cpu.source),
                 aot: None,
             },
-            cuda: CudaKernel {
-                key: leak_str(&self.cuda.key),
-                entry: leak_str(&self.cuda.entry),
-                source: leak_str(&self.cuda.source),
-                cubins: &[],
-                shared_bytes: self.cuda.shared_bytes,
-            },
+            cuda: self.cuda.leak(),
+            cuda_sm90a: self.cuda_sm90a.as_ref().map(CudaDesc::leak),
         };
         Box::leak(Box::new(spec))
     }
@@ -205,6 +214,7 @@ mod tests {
                 source: "cu".into(),
                 shared_bytes: 64,
             },
+            cuda_sm90a: None,
         };
         let spec = desc.leak();
         assert_eq!(spec.name, "k");

@@ -175,10 +175,24 @@ pub struct KernelSpec {
     /// The IR script the keys were derived from (for `ir()` and diagnostics).
     pub ir: &'static str,
     pub cpu: CpuKernel,
+    /// The portable CUDA code (sm_80 and newer).
     pub cuda: CudaKernel,
+    /// The code specialized for Hopper, when the compiler made any other
+    /// decision there (`wgmma`, the bulk tensor copy engine); a device of
+    /// compute capability 9.0 runs it instead of `cuda`.
+    pub cuda_sm90a: Option<CudaKernel>,
 }
 
 impl KernelSpec {
+    /// The CUDA code a device runs, by the architecture it is compiled for
+    /// (`sm_90a` for compute capability 9.0).
+    pub const fn cuda_for(&self, arch: &str) -> &CudaKernel {
+        match &self.cuda_sm90a {
+            Some(k) if is_sm90a(arch) => k,
+            _ => &self.cuda,
+        }
+    }
+
     /// The generated source for `target` (C for the CPU, CUDA C++ for CUDA).
     pub const fn source(&self, target: Target) -> &'static str {
         match target {
@@ -186,4 +200,20 @@ impl KernelSpec {
             Target::Cuda => self.cuda.source,
         }
     }
+}
+
+/// `arch == "sm_90a"`, usable in a `const fn`.
+const fn is_sm90a(arch: &str) -> bool {
+    let (a, b) = (arch.as_bytes(), b"sm_90a");
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }

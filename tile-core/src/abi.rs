@@ -57,6 +57,12 @@ pub fn describe(c: &Compiled) -> Result<KernelDesc, String> {
             source: c.cuda_source.clone(),
             shared_bytes: c.cuda_shared_bytes as u32,
         },
+        cuda_sm90a: c.cuda_sm90a.as_ref().map(|v| CudaDesc {
+            key: v.key.clone(),
+            entry: v.entry.clone(),
+            source: v.source.clone(),
+            shared_bytes: v.shared_bytes as u32,
+        }),
     })
 }
 

@@ -156,13 +156,19 @@ impl Builder {
         }
         println!("cargo:rustc-link-search=native={}", dir.display());
         if let Some(nvcc) = &nvcc {
+            // Each arch gets the code specialized for it when there is one,
+            // else the portable code.
             let jobs: Vec<(String, String, String, String)> = compiled
                 .iter()
                 .flat_map(|c| {
                     archs.iter().map(move |a| {
+                        let (key, source) = match &c.cuda_sm90a {
+                            Some(v) if a == v.arch.name() => (&v.key, &v.source),
+                            _ => (&c.cuda_key, &c.cuda_source),
+                        };
                         (
-                            c.cuda_key.clone(),
-                            c.cuda_source.clone(),
+                            key.clone(),
+                            source.clone(),
                             c.def.func.name.clone(),
                             a.clone(),
                         )

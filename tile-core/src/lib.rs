@@ -38,7 +38,23 @@ pub struct Compiled {
     pub cuda_entry: String,
     pub cuda_source: String,
     pub cuda_shared_bytes: i64,
+    /// Alignment (bytes) each buffer parameter needs: the strictest of the
+    /// portable CUDA code and any specialization (one check serves every GPU).
     pub param_align: Vec<u32>,
+    /// The code specialized for Hopper (sm_90a), when the passes made any
+    /// other decision there than in the portable code; a Hopper GPU runs it
+    /// instead.
+    pub cuda_sm90a: Option<CudaVariant>,
+}
+
+/// CUDA code specialized for one architecture.
+#[derive(Debug, Clone)]
+pub struct CudaVariant {
+    pub arch: ir::CudaArch,
+    pub key: String,
+    pub entry: String,
+    pub source: String,
+    pub shared_bytes: i64,
 }
 
 /// Compile options that change generated code (part of every key).
@@ -63,6 +79,30 @@ pub fn compile(def: frontend::KernelDef) -> Result<Compiled, Vec<Diagnostic>> {
     };
     let lowered_cuda = passes::run(def.func.clone(), Target::Cuda).map_err(|d| vec![d])?;
     let cu = codegen::cuda::generate(&lowered_cuda).map_err(|d| vec![d])?;
+    let mut param_align = cu.param_align;
+    // The Hopper specialization, kept only when the passes decided something
+    // else for it (then it is a source of its own, with a key of its own).
+    let mut hopper = def.func.clone();
+    hopper.arch = ir::CudaArch::Sm90a;
+    let lowered_90 = passes::run(hopper, Target::Cuda).map_err(|d| vec![d])?;
+    let mut same = lowered_90.clone();
+    same.arch = ir::CudaArch::Any;
+    let cuda_sm90a = if same == lowered_cuda {
+        None
+    } else {
+        let cu90 = codegen::cuda::generate(&lowered_90).map_err(|d| vec![d])?;
+        for (a, b) in param_align.iter_mut().zip(&cu90.param_align) {
+            *a = (*a).max(*b);
+        }
+        let arch = ir::CudaArch::Sm90a;
+        Some(CudaVariant {
+            arch,
+            key: key::derive(&script, &format!("cuda-{}", arch.name()), CUDA_OPTIONS),
+            entry: cu90.entry,
+            source: cu90.code,
+            shared_bytes: cu90.shared_bytes,
+        })
+    };
     Ok(Compiled {
         def,
         script,
@@ -73,11 +113,19 @@ pub fn compile(def: frontend::KernelDef) -> Result<Compiled, Vec<Diagnostic>> {
         cuda_entry: cu.entry,
         cuda_source: cu.code,
         cuda_shared_bytes: cu.shared_bytes,
-        param_align: cu.param_align,
+        param_align,
+        cuda_sm90a,
     })
 }
 
-/// The lowered IR script for a target (for `tile inspect --emit lowered`).
-pub fn lowered_script(def: &frontend::KernelDef, target: Target) -> Result<String, Diagnostic> {
-    Ok(passes::run(def.func.clone(), target)?.script())
+/// The lowered IR script for a target (for `tile inspect --emit lowered`),
+/// specialized for `arch` on CUDA.
+pub fn lowered_script(
+    def: &frontend::KernelDef,
+    target: Target,
+    arch: ir::CudaArch,
+) -> Result<String, Diagnostic> {
+    let mut f = def.func.clone();
+    f.arch = arch;
+    Ok(passes::run(f, target)?.script())
 }

@@ -4,6 +4,7 @@
 
 mod common;
 
+use tile_core::ir::CudaArch;
 use tile_core::passes::run_one;
 use tile_core::Target;
 
@@ -14,7 +15,7 @@ fn every_step_is_dumped_per_target() {
     std::env::set_var("TILE_DUMP_IR", &dir);
     let src = std::fs::read_to_string(common::root().join("tests/golden/vecadd.rs")).expect("read");
     let def = tile_core::frontend::parse_kernel_source(&src).expect("parses");
-    let lowered = tile_core::lowered_script(&def, Target::Cuda).expect("lowers");
+    let lowered = tile_core::lowered_script(&def, Target::Cuda, CudaArch::Any).expect("lowers");
     tile_core::compile(def).expect("compiles");
     std::env::remove_var("TILE_DUMP_IR");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -36,9 +37,20 @@ fn every_step_is_dumped_per_target() {
         "vecadd.cuda.06-merge_shared.ir",
         "vecadd.cuda.07-insert_barriers.ir",
         "vecadd.cuda.08-vectorize.ir",
+        "vecadd.cuda-sm_90a.00-frontend.ir",
+        "vecadd.cuda-sm_90a.01-plan_mma.ir",
+        "vecadd.cuda-sm_90a.02-lower_tile_ops.ir",
+        "vecadd.cuda-sm_90a.03-demote_fragments.ir",
+        "vecadd.cuda-sm_90a.04-inject_bounds.ir",
+        "vecadd.cuda-sm_90a.05-plan_pipelines.ir",
+        "vecadd.cuda-sm_90a.06-merge_shared.ir",
+        "vecadd.cuda-sm_90a.07-insert_barriers.ir",
+        "vecadd.cuda-sm_90a.08-vectorize.ir",
     ];
+    let mut want = want.to_vec();
+    want.sort();
     assert_eq!(names, want);
-    let last = std::fs::read_to_string(dir.join(want[want.len() - 1])).expect("read");
+    let last = std::fs::read_to_string(dir.join("vecadd.cuda.08-vectorize.ir")).expect("read");
     assert_eq!(last, lowered);
     for n in want {
         let text = std::fs::read_to_string(dir.join(n)).expect("read");

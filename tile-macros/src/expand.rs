@@ -5,7 +5,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use tile_abi::spec::DimSpec;
-use tile_abi::{Grid, KernelDesc};
+use tile_abi::{CudaDesc, Grid, KernelDesc};
 use tile_core::abi::describe;
 use tile_core::frontend::ParamDef;
 use tile_core::ir::DType;
@@ -257,9 +257,15 @@ fn spec_tokens(desc: &KernelDesc, aot: &Aot) -> TokenStream {
     let (name, dims, threads, ir) = (&desc.name, &desc.dims, desc.threads, &desc.ir);
     let grid = desc.grid.iter().map(grid_tokens);
     let (c_key, c_sym, c_src) = (&desc.cpu.key, &desc.cpu.symbol, &desc.cpu.source);
-    let (cu_key, cu_entry, cu_src) = (&desc.cuda.key, &desc.cuda.entry, &desc.cuda.source);
-    let shared = desc.cuda.shared_bytes;
-    let (c_aot, cubins) = (&aot.c_entry, &aot.cubins);
+    let c_aot = &aot.c_entry;
+    let cuda = cuda_tokens(&desc.cuda, &aot.cubins);
+    let hopper = match &desc.cuda_sm90a {
+        Some(v) => {
+            let k = cuda_tokens(v, &aot.cubins_sm90a);
+            quote!(::core::option::Option::Some(#k))
+        }
+        None => quote!(::core::option::Option::None),
+    };
     quote! {
         #p::KernelSpec {
             name: #name,
@@ -269,9 +275,17 @@ fn spec_tokens(desc: &KernelDesc, aot: &Aot) -> TokenStream {
             threads: #threads,
             ir: #ir,
             cpu: #p::CpuKernel { key: #c_key, symbol: #c_sym, source: #c_src, aot: #c_aot },
-            cuda: #p::CudaKernel { key: #cu_key, entry: #cu_entry, source: #cu_src, cubins: &[#(#cubins),*], shared_bytes: #shared },
+            cuda: #cuda,
+            cuda_sm90a: #hopper,
         }
     }
+}
+
+/// A `CudaKernel` constant: one CUDA source and its embedded cubins.
+fn cuda_tokens(d: &CudaDesc, cubins: &[TokenStream]) -> TokenStream {
+    let p = quote!(::tile::__private);
+    let (key, entry, src, shared) = (&d.key, &d.entry, &d.source, d.shared_bytes);
+    quote!(#p::CudaKernel { key: #key, entry: #entry, source: #src, cubins: &[#(#cubins),*], shared_bytes: #shared })
 }
 
 /// Ahead-of-time artifacts placed by the crate's build script, if their keys match
@@ -285,6 +299,8 @@ struct Aot {
     c_entry: TokenStream,
     /// `(arch, bytes)` of each embedded cubin.
     cubins: Vec<TokenStream>,
+    /// The same for the Hopper specialization.
+    cubins_sm90a: Vec<TokenStream>,
 }
 
 impl Aot {
@@ -311,19 +327,25 @@ impl Aot {
             ),
             None => (quote!(), quote!(::core::option::Option::None)),
         };
-        let cubins = art
-            .cubins
-            .iter()
-            .map(|(arch, path)| {
-                let path = path.display().to_string();
-                quote!((#arch, include_bytes!(#path) as &[u8]))
-            })
-            .collect();
+        let embed = |cubins: &[(String, std::path::PathBuf)]| -> Vec<TokenStream> {
+            cubins
+                .iter()
+                .map(|(arch, path)| {
+                    let path = path.display().to_string();
+                    quote!((#arch, include_bytes!(#path) as &[u8]))
+                })
+                .collect()
+        };
+        let cubins_sm90a = match &desc.cuda_sm90a {
+            Some(v) => embed(&tile_core::build::lookup_artifacts(c_sym, &v.key).cubins),
+            None => Vec::new(),
+        };
         Aot {
             track: quote!(#track),
             c_extern,
             c_entry,
-            cubins,
+            cubins: embed(&art.cubins),
+            cubins_sm90a,
         }
     }
 }

@@ -386,6 +386,7 @@ pub(crate) mod tests {
                 cubins: &[],
                 shared_bytes: 0,
             },
+            cuda_sm90a: None,
         }
     }
 

@@ -287,14 +287,15 @@ pub(crate) fn find_cuda(
         kernel: spec.name,
     };
     let on = d.on;
-    let k = &spec.cuda;
+    let arch = cuda::nvrtc_arch(dev.cc);
+    // A Hopper GPU runs the code specialized for it, when there is one.
+    let k = spec.cuda_for(&arch);
     if k.source.is_empty() && k.cubins.is_empty() {
         return Err(Error::NoTargetCode {
             kernel: spec.name,
             target: "cuda",
         });
     }
-    let arch = cuda::nvrtc_arch(dev.cc);
     let key = entry_key(Target::Cuda, k.key, Some(&arch));
     let rel = format!("kernels/{key}");
     d.note(format_args!(
@@ -305,7 +306,7 @@ pub(crate) fn find_cuda(
         phase(on, "load", || {
             let func = cuda::load_function(dev, spec.name, image, k.entry, path, k.shared_bytes)?;
             d.note(format_args!("cuda binary ({arch}) from {origin}"));
-            Ok::<_, Error>(CudaLoaded::new(spec, dev, func, origin))
+            Ok::<_, Error>(CudaLoaded::new(spec, k, dev, func, origin))
         })
     };
     if !cfg.no_aot {

@@ -281,6 +281,7 @@ mod tests {
             cubins: &[],
             shared_bytes: 0,
         },
+        cuda_sm90a: None,
     };
 
     #[test]

@@ -9,7 +9,7 @@ use cudarc::driver::CudaFunction;
 use libloading::Library;
 
 use crate::cuda;
-use crate::spec::{CpuEntry, KernelSpec};
+use crate::spec::{CpuEntry, CudaKernel, KernelSpec};
 
 /// Where a launcher's kernel binary came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub(crate) struct CudaLoaded {
     pub func: CudaFunction,
     /// `spec.threads`.
     pub threads: u32,
-    /// `spec.cuda.shared_bytes`.
+    /// The loaded code's `shared_bytes`.
     pub shared_bytes: u32,
     /// The device's context and default stream.
     pub dev: &'static cuda::DeviceState,
@@ -64,6 +64,7 @@ pub(crate) struct CudaLoaded {
 impl CudaLoaded {
     pub(crate) fn new(
         spec: &KernelSpec,
+        code: &CudaKernel,
         dev: &'static cuda::DeviceState,
         func: CudaFunction,
         origin: Origin,
@@ -71,7 +72,7 @@ impl CudaLoaded {
         CudaLoaded {
             func,
             threads: spec.threads,
-            shared_bytes: spec.cuda.shared_bytes,
+            shared_bytes: code.shared_bytes,
             dev,
             origin: Box::new(origin),
         }

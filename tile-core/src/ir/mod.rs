@@ -852,6 +852,10 @@ pub struct PrimFunc {
     pub consts: Vec<(String, ConstVal)>,
     /// Built for CUDA only (`target = "cuda"`): no C version is generated.
     pub cuda_only: bool,
+    /// The CUDA architecture the passes specialize for (like TVM's `target`
+    /// attribute): set by `compile` before the passes run, never by the
+    /// frontend, so it is not part of the script the keys hash.
+    pub arch: CudaArch,
     /// Buffer parameters, in signature order.
     pub params: Vec<BufId>,
     /// Dynamic dims (int32 vars), in ABI order.
@@ -866,6 +870,26 @@ pub struct PrimFunc {
     /// How loops map to threads and stages; empty until the scheduling
     /// passes (CUDA) fill it.
     pub schedule: Schedule,
+}
+
+/// A CUDA architecture a kernel's code can be specialized for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CudaArch {
+    /// Any GPU tile supports (sm_80 and newer): the portable code.
+    #[default]
+    Any,
+    /// Hopper (sm_90a): `wgmma`, the bulk tensor copy engine.
+    Sm90a,
+}
+
+impl CudaArch {
+    /// The name nvcc and NVRTC use (`sm_90a`); empty for `Any`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CudaArch::Any => "",
+            CudaArch::Sm90a => "sm_90a",
+        }
+    }
 }
 
 /// Decisions of the CUDA scheduling passes, keyed by the loop variable or

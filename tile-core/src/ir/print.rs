@@ -39,9 +39,15 @@ impl Printer<'_> {
         if f.cuda_only {
             consts.push("target=\"cuda\"".to_string());
         }
+        // Only a specialized function (set by `compile`) names its arch: the
+        // frontend's script, which the keys hash, never does.
+        let arch = match f.arch {
+            CudaArch::Any => String::new(),
+            a => format!(" arch=\"{}\"", a.name()),
+        };
         self.line(
             0,
-            &format!("# tile.prim_func consts({})", consts.join(", ")),
+            &format!("# tile.prim_func consts({}){arch}", consts.join(", ")),
         );
         let params: Vec<String> = f
             .params

@@ -62,6 +62,7 @@ pub fn read(text: &str) -> Result<PrimFunc, ReadError> {
             name: String::new(),
             consts: Vec::new(),
             cuda_only: false,
+            arch: CudaArch::Any,
             params: Vec::new(),
             dims: Vec::new(),
             vars: Vec::new(),
@@ -252,7 +253,7 @@ impl Reader {
         Ok(())
     }
 
-    /// `# tile.prim_func consts(k=v, ..[, target="cuda"])`
+    /// `# tile.prim_func consts(k=v, ..[, target="cuda"])[ arch="sm_90a"]`
     fn header(&mut self, l: &Line) -> Res<()> {
         let mut c = Cursor::new(l);
         if !matches!(c.peek(), Some(Tok::Hash)) {
@@ -288,6 +289,15 @@ impl Reader {
             self.f.consts.push((name, v));
         }
         c.punct(")")?;
+        if c.eat_ident("arch") {
+            c.punct("=")?;
+            let a = c.string()?;
+            if a != CudaArch::Sm90a.name() {
+                c.i -= 1;
+                return c.err(format!("unknown arch {a:?} (the one is \"sm_90a\")"));
+            }
+            self.f.arch = CudaArch::Sm90a;
+        }
         c.end()
     }
 

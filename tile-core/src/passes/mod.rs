@@ -29,7 +29,7 @@
 //!
 //! After each pass `verify` checks the function at that pass's stage
 //! ([`Stage`]). `TILE_DUMP_IR=dir` writes the script after every step to
-//! `dir/<kernel>.<target>.<nn>-<step>.ir` (`00-frontend`, `01-plan_mma`, ..,
+//! `dir/<kernel>.<target>[-<arch>].<nn>-<step>.ir` (`00-frontend`, `01-plan_mma`, ..,
 //! numbered per target); `tile inspect --emit passes` prints the same.
 
 pub mod demote_fragments;
@@ -197,8 +197,13 @@ fn dump(
     name: &str,
     f: &PrimFunc,
 ) -> Result<(), Diagnostic> {
+    // A specialization gets files of its own (`k.cuda-sm_90a.03-..`).
+    let arch = match f.arch {
+        crate::ir::CudaArch::Any => String::new(),
+        a => format!("-{}", a.name()),
+    };
     let path = dir.join(format!(
-        "{}.{}.{step:02}-{name}.ir",
+        "{}.{}{arch}.{step:02}-{name}.ir",
         f.name,
         target_name(target)
     ));

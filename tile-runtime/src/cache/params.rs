@@ -48,9 +48,10 @@ enum Dim<'a> {
 /// `params.json` of a kernel entry: the launcher's view of the kernel. A reader requires
 /// it to be exactly this, so an entry never serves another kernel.
 pub fn params_json(spec: &KernelSpec, target: Target, arch: Option<&str>) -> String {
+    let cuda = spec.cuda_for(arch.unwrap_or(""));
     let (key, entry) = match target {
         Target::Cpu => (spec.cpu.key, spec.cpu.symbol),
-        Target::Cuda => (spec.cuda.key, spec.cuda.entry),
+        Target::Cuda => (cuda.key, cuda.entry),
     };
     let dim_name = |n: u32| spec.dims.get(n as usize).copied().unwrap_or("?");
     let params = spec
@@ -79,7 +80,7 @@ pub fn params_json(spec: &KernelSpec, target: Target, arch: Option<&str>) -> Str
         key,
         entry,
         threads: spec.threads,
-        shared_bytes: spec.cuda.shared_bytes,
+        shared_bytes: cuda.shared_bytes,
         dims: spec.dims,
         grid: spec.grid.iter().map(|g| grid_text(g, spec.dims)).collect(),
         params,

@@ -54,6 +54,7 @@ const fn spec(key: &'static str, cubins: &'static [(&'static str, &'static [u8])
             cubins,
             shared_bytes: 0,
         },
+        cuda_sm90a: None,
     }
 }
 

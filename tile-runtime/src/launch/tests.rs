@@ -70,6 +70,7 @@ const fn vecadd_spec(
             cubins: &[],
             shared_bytes: 0,
         },
+        cuda_sm90a: None,
     }
 }
 
@@ -604,6 +605,7 @@ fn many_buffers_and_dims_take_the_heap_path() -> Result<()> {
             cubins: &[],
             shared_bytes: 0,
         },
+        cuda_sm90a: None,
     }));
     let cfg = Config::for_test(temp_root("many"));
     let slot = KernelSlot::new();
