@@ -539,19 +539,23 @@ static void print_table() {
   printf("\n");
 }
 
+// Sections, each runnable alone (--only NAME) so that one failing launch cannot hide the rest.
+static bool want(const std::string& only, const char* name) { return only.empty() || only == name; }
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   bool quick = false;
-  std::string dir = "../../tile-core/src/codegen/tl", inc = "/usr/local/cuda/include";
+  std::string dir = "../../tile-core/src/codegen/tl", inc = "/usr/local/cuda/include", only;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--quick")) quick = true;
     else if (!strcmp(argv[i], "--headers") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--cuda-include") && i + 1 < argc) inc = argv[++i];
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];  // unit unit-extra copy nvrtc gemm bench
+    else { fprintf(stderr, "unknown argument %s\n", argv[i]); return 2; }
   }
   cudaDeviceProp p; CK(cudaGetDeviceProperties(&p, 0));
   printf("device: %s, %d SMs, cc %d.%d, smem/block optin %zu B\n", p.name, p.multiProcessorCount, p.major, p.minor,
          p.sharedMemPerBlockOptin);
-
   {
     unsigned* d; unsigned v[2];
     CK(cudaMalloc(&d, 8));
@@ -561,67 +565,72 @@ int main(int argc, char** argv) {
     printf("dynamic shared buffer starts at shared address 0x%x (0x%x with 20 bytes of static shared memory)"
            " -- the harness aligns its tiles to 1024 bytes by hand\n", v[0], v[1]);
   }
-  // (a) unit tiles
-  unit4<half, 64, 64, 64, 1>();
-  unit4<__nv_bfloat16, 64, 64, 64, 1>();
-  unit4<half, 128, 128, 64, 1>();
-  unit4<__nv_bfloat16, 128, 128, 64, 1>();
-  unit4<half, 128, 256, 64, 2>();
-  unit4<__nv_bfloat16, 128, 256, 64, 2>();
-  unit4<half, 128, 128, 32, 1>();
-  unit4<__nv_bfloat16, 128, 128, 32, 1>();
-  unit4<half, 64, 128, 128, 1>();   // K = 128: k16 steps cross 64-column panels
-  unit4<half, 256, 128, 64, 2>();   // 2 strips per warpgroup
-  unit4<half, 64, 64, 16, 1>();     // K = 16: 32-byte swizzle for K-major tiles
-  unit4<half, 64, 32, 64, 1>();     // N = 32: 64-byte swizzle for an MN-major B
-  unit4<__nv_bfloat16, 192, 128, 64, 3>();
-  unit_one<half, 64, 40, 64, 1, false, true>(true);  // N = 40 (K-major B)
-  unit_one<half, 64, 40, 64, 1, true, true>(true);
-  unit_one<__nv_bfloat16, 128, 200, 128, 2, false, true>(true);
 
-  // (b) copy_tile
-  copy_all<half, 128, 64, 128>();
-  copy_all<half, 64, 128, 128>();
-  copy_all<__nv_bfloat16, 64, 256, 128>();  // 4 rows per round: the general smem_offset path
-  copy_all<half, 64, 256, 256>();
-  copy_all<half, 32, 32, 128>();            // 64-byte swizzle tile
-
-  // (c) NVRTC
-  nvrtc_one<half>(dir, inc.c_str(), 128, 128, 64, 1, false, false);
-  nvrtc_one<__nv_bfloat16>(dir, inc.c_str(), 128, 128, 64, 2, true, true);
-  nvrtc_one<half>(dir, inc.c_str(), 64, 128, 32, 1, false, true);
-
-  // (d) full GEMM
-  cublasHandle_t h; CB(cublasCreate(&h));
-  check_shapes<half, P1<half>>(h, 1);
-  check_shapes<__nv_bfloat16, P1<__nv_bfloat16>>(h, 11);
-  check_shapes<half, P2<half>>(h, 21);
-  check_shapes<__nv_bfloat16, P2<__nv_bfloat16>>(h, 31);
-  check_layouts<half, P1>(h, 41);
-  check_layouts<__nv_bfloat16, P2>(h, 51);
-  check_shapes<half, E1<half>>(h, 61);
-  check_shapes<half, E2<half>>(h, 71);
-  check_shapes<__nv_bfloat16, E2<__nv_bfloat16>>(h, 81);
-  check_shapes<half, E3<half>>(h, 91);
-  check_shapes<half, P3<half>>(h, 101);
-  check<half, P1<half>>(h, "NN", false, false, 4096, 4096, 4096, 111);
-  check<half, E2<half>>(h, "NN", false, false, 4096, 4096, 4096, 112);
-
-  for (int S : {4096, 8192}) {
-    bench<half, P1<half>>(h, S);
-    bench<__nv_bfloat16, P1<__nv_bfloat16>>(h, S);
-    bench<half, P2<half>>(h, S);
-    bench<__nv_bfloat16, P2<__nv_bfloat16>>(h, S);
-    if (!quick) {
-      bench<half, E1<half>>(h, S);
-      bench<half, E2<half>>(h, S);
-      bench<__nv_bfloat16, E2<__nv_bfloat16>>(h, S);
-      bench<half, E3<half>>(h, S);
-      bench<half, P3<half>>(h, S);
-      bench<half, P1<half>>(h, S);  // again: the clock drifts as the card warms
-    }
+  if (want(only, "unit")) {  // the required shapes, f16 and bf16, all four layouts
+    unit4<half, 64, 64, 64, 1>();
+    unit4<__nv_bfloat16, 64, 64, 64, 1>();
+    unit4<half, 128, 128, 64, 1>();
+    unit4<__nv_bfloat16, 128, 128, 64, 1>();
+    unit4<half, 128, 256, 64, 2>();
+    unit4<__nv_bfloat16, 128, 256, 64, 2>();
+    unit4<half, 128, 128, 32, 1>();
+    unit4<__nv_bfloat16, 128, 128, 32, 1>();
   }
-  print_table();
+  if (want(only, "unit-extra")) {
+    unit4<half, 64, 128, 128, 1>();   // K = 128: k16 steps cross 64-column panels
+    unit4<half, 256, 128, 64, 2>();   // 2 strips per warpgroup
+    unit4<__nv_bfloat16, 192, 128, 64, 3>();
+    unit_one<half, 64, 40, 64, 1, false, true>(true);  // N = 40 (K-major B)
+    unit_one<half, 64, 40, 64, 1, true, true>(true);
+    unit_one<__nv_bfloat16, 128, 200, 128, 2, false, true>(true);
+    unit4<half, 64, 64, 16, 1>();     // K = 16: 32-byte swizzle for K-major tiles
+    unit4<half, 64, 32, 64, 1>();     // N = 32: 64-byte swizzle for an MN-major B
+  }
+  if (want(only, "copy")) {
+    copy_all<half, 128, 64, 128>();
+    copy_all<half, 64, 128, 128>();
+    copy_all<__nv_bfloat16, 64, 256, 128>();  // 4 rows per round: the general smem_offset path
+    copy_all<half, 64, 256, 256>();
+    copy_all<half, 32, 32, 128>();            // 64-byte swizzle tile
+  }
+  if (want(only, "nvrtc")) {
+    nvrtc_one<half>(dir, inc.c_str(), 128, 128, 64, 1, false, false);
+    nvrtc_one<__nv_bfloat16>(dir, inc.c_str(), 128, 128, 64, 2, true, true);
+    nvrtc_one<half>(dir, inc.c_str(), 64, 128, 32, 1, false, true);
+  }
+  cublasHandle_t h; CB(cublasCreate(&h));
+  if (want(only, "gemm")) {
+    check_shapes<half, P1<half>>(h, 1);
+    check_shapes<__nv_bfloat16, P1<__nv_bfloat16>>(h, 11);
+    check_shapes<half, P2<half>>(h, 21);
+    check_shapes<__nv_bfloat16, P2<__nv_bfloat16>>(h, 31);
+    check_layouts<half, P1>(h, 41);
+    check_layouts<__nv_bfloat16, P2>(h, 51);
+    check_shapes<half, E1<half>>(h, 61);
+    check_shapes<half, E2<half>>(h, 71);
+    check_shapes<__nv_bfloat16, E2<__nv_bfloat16>>(h, 81);
+    check_shapes<half, E3<half>>(h, 91);
+    check_shapes<half, P3<half>>(h, 101);
+    check<half, P1<half>>(h, "NN", false, false, 4096, 4096, 4096, 111);
+    check<half, E2<half>>(h, "NN", false, false, 4096, 4096, 4096, 112);
+  }
+  if (want(only, "bench")) {
+    for (int S : {4096, 8192}) {
+      bench<half, P1<half>>(h, S);
+      bench<__nv_bfloat16, P1<__nv_bfloat16>>(h, S);
+      bench<half, P2<half>>(h, S);
+      bench<__nv_bfloat16, P2<__nv_bfloat16>>(h, S);
+      if (!quick) {
+        bench<half, E1<half>>(h, S);
+        bench<half, E2<half>>(h, S);
+        bench<__nv_bfloat16, E2<__nv_bfloat16>>(h, S);
+        bench<half, E3<half>>(h, S);
+        bench<half, P3<half>>(h, S);
+        bench<half, P1<half>>(h, S);  // again: the clock drifts as the card warms
+      }
+    }
+    print_table();
+  }
   CB(cublasDestroy(h));
   printf("%s (%d failure(s))\n", g_fail ? "FAILED" : "ALL CHECKS PASSED", g_fail);
   return g_fail ? 1 : 0;
