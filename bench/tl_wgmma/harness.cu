@@ -514,6 +514,7 @@ template <typename T> using P3 = Gemm<T, 128, 256, 2, 4, 3, false, false, false,
 template <typename T> using E1 = Gemm<T, 128, 128, 1, 4, 2, true, false, false, 1>;
 template <typename T> using E2 = Gemm<T, 128, 256, 2, 4, 2, true, false, false, 1>;
 template <typename T> using E3 = Gemm<T, 128, 128, 1, 3, 1, true, false, false, 2>;
+template <typename T> using E4 = Gemm<T, 128, 256, 2, 3, 1, true, false, false, 1>;
 
 template <typename T, typename L> static void check_shapes(cublasHandle_t h, unsigned seed) {
   check<T, L>(h, "NN", false, false, 1000, 1000, 1000, seed);       // ragged, vector copies (zero-filled chunks)
@@ -550,7 +551,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--quick")) quick = true;
     else if (!strcmp(argv[i], "--headers") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--cuda-include") && i + 1 < argc) inc = argv[++i];
-    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];  // unit unit-extra copy nvrtc gemm bench
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];  // unit unit-extra copy nvrtc gemm gemm-extra bench
     else { fprintf(stderr, "unknown argument %s\n", argv[i]); return 2; }
   }
   cudaDeviceProp p; CK(cudaGetDeviceProperties(&p, 0));
@@ -614,6 +615,7 @@ int main(int argc, char** argv) {
     check<half, P1<half>>(h, "NN", false, false, 4096, 4096, 4096, 111);
     check<half, E2<half>>(h, "NN", false, false, 4096, 4096, 4096, 112);
   }
+  if (want(only, "gemm-extra")) check_shapes<half, E4<half>>(h, 121);
   if (want(only, "bench")) {
     for (int S : {4096, 8192}) {
       bench<half, P1<half>>(h, S);
@@ -625,6 +627,7 @@ int main(int argc, char** argv) {
         bench<half, E2<half>>(h, S);
         bench<__nv_bfloat16, E2<__nv_bfloat16>>(h, S);
         bench<half, E3<half>>(h, S);
+        bench<half, E4<half>>(h, S);
         bench<half, P3<half>>(h, S);
         bench<half, P1<half>>(h, S);  // again: the clock drifts as the card warms
       }
