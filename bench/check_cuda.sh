@@ -16,12 +16,13 @@ TILE_BIN=${CARGO_TARGET_DIR:-target}/release/tile
 fail=0
 for ex in examples/*.rs; do
   for k in $(grep -A1 '#\[tile::kernel' "$ex" | grep -oP 'pub fn \K\w+'); do
-    "$TILE_BIN" inspect "$ex" --kernel "$k" --target cuda --emit source > "$OUT/$k.cu"
     for arch in sm_90a sm_80; do
       n=${arch#sm_}
       log="$OUT/$k.$arch.log"
+      # Each arch's own code: the Hopper specialization where there is one.
+      "$TILE_BIN" inspect "$ex" --kernel "$k" --target cuda --arch "$arch" --emit source > "$OUT/$k.$arch.cu"
       if ! "$NVCC" -cubin "-gencode=arch=compute_$n,code=sm_$n" -O3 -std=c++17 -Xptxas -v \
-          -o "$OUT/$k.$arch.cubin" "$OUT/$k.cu" > "$log" 2>&1; then
+          -o "$OUT/$k.$arch.cubin" "$OUT/$k.$arch.cu" > "$log" 2>&1; then
         echo "FAIL $k $arch: nvcc error"; cat "$log"; fail=1; continue
       fi
       if grep -E "[1-9][0-9]* bytes spill (stores|loads)|[1-9][0-9]* bytes stack frame" "$log" > /dev/null; then
@@ -35,8 +36,8 @@ for ex in examples/*.rs; do
     done
   done
 done
-need() { # need KERNEL PATTERN WHAT
-  for arch in sm_90a sm_80; do
+need() { # need KERNEL PATTERN WHAT [ARCHS]
+  for arch in ${4:-sm_90a sm_80}; do
     if grep -E "$2" "$OUT/$1.$arch.sass" > /dev/null; then
       echo "ok   $1 $arch has $3"
     else
@@ -47,8 +48,14 @@ need() { # need KERNEL PATTERN WHAT
 need vecadd 'LDG\.E\.128' '128-bit global loads (LDG.E.128)'
 need vecadd 'STG\.E\.128' '128-bit global stores (STG.E.128)'
 for k in gemm_relu gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
-  need "$k" 'HMMA' 'tensor-core instructions (HMMA)'
+  need "$k" 'HMMA' 'tensor-core instructions (HMMA)' sm_80
 done
+# On Hopper the GEMM examples run wgmma (HGMMA), fenced for the async proxy.
+for k in gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
+  need "$k" 'HGMMA' 'wgmma (HGMMA)' sm_90a
+  need "$k" 'FENCE.VIEW.ASYNC.S' 'the async-proxy fence' sm_90a
+done
+need gemm_relu 'HMMA' 'tensor-core instructions (HMMA)' sm_90a
 need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
 need gemm_nn_f16 'LDGSTS' 'cp.async copies (LDGSTS)'
 rm -rf "$OUT"

@@ -385,6 +385,32 @@ fn layout_rule(f: &PrimFunc, b: &Buffer, stage: Stage) -> Result<(), String> {
             }
             Ok(())
         }
+        Some(Layout::WgmmaOperand) => {
+            let shape = b.const_shape().unwrap_or_default();
+            let panels = shape.len() == 2
+                && shape[0] % 8 == 0
+                && crate::passes::plan_mma::wgmma_cols(shape[1]);
+            if b.scope != Scope::Shared || b.dtype.bytes() != 2 || !panels {
+                return Err(format!(
+                    "`{name}` has wgmma's layout but is not a 2-D shared tile of 2-byte elements with a wgmma swizzle"
+                ));
+            }
+            Ok(())
+        }
+        Some(Layout::Wgmma { wgs }) => {
+            if !stage.ran(PassId::PlanMma) || f.arch != CudaArch::Sm90a {
+                return Err(format!(
+                    "`{name}` has wgmma's layout outside a Hopper function planned by `plan_mma`"
+                ));
+            }
+            if b.scope != Scope::Fragment || b.shape.len() != 2 || wgs * 128 != f.launch.threads {
+                return Err(format!(
+                    "`{name}`'s wgmma layout needs a 2-D fragment and {wgs} warpgroups, the block has {} threads",
+                    f.launch.threads
+                ));
+            }
+            Ok(())
+        }
     }
 }
 

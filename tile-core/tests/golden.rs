@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 fn strip_preludes(code: &str) -> String {
     use tile_core::codegen::{c, cuda};
     code.replace(cuda::GEMM_HEADER, "// <tl/gemm.cuh>\n")
+        .replace(cuda::WGMMA_HEADER, "// <tl/wgmma.cuh>\n")
         .replace(cuda::PRELUDE, "// <tile CUDA prelude>\n")
         .replace(c::PRELUDE, "// <tile C prelude>\n")
 }
@@ -69,6 +70,16 @@ fn generated_code_matches_golden_files() {
         let c = tile_core::compile(def).unwrap_or_else(|d| panic!("{}: {}", p.display(), d[0]));
         check(&gold.with_extension("ir"), &c.script, &mut failures);
         check(&gold.with_extension("cu"), &c.cuda_source, &mut failures);
+        // The Hopper specialization, where the passes made one.
+        let hopper = gold.with_extension("sm90a.cu");
+        match &c.cuda_sm90a {
+            Some(v) => check(&hopper, &v.source, &mut failures),
+            None if hopper.exists() => failures.push(format!(
+                "{} exists but the kernel has no Hopper specialization",
+                hopper.display()
+            )),
+            None => {}
+        }
         // The C symbol carries the key, which moves with every compiler change;
         // the golden file names it generically.
         check(

@@ -83,6 +83,27 @@ pub enum Layout {
     /// A GEMM accumulator fragment: thread `t` holds the elements that
     /// `tl::acc_coord` gives, the warps tiling it `wm` x `wn`.
     Mma { wm: i64, wn: i64 },
+    /// A shared tile as Hopper's `wgmma` reads it (`tl::wg::smem_offset`):
+    /// panels of 64 columns (128 bytes), 16-byte chunks XOR-swizzled by the
+    /// row within each 8-row group (the descriptors' 128-byte swizzle); a tile
+    /// of 32 or 16 columns takes the 64- or 32-byte swizzle of the same
+    /// family (chosen from the contiguous extent).
+    WgmmaOperand,
+    /// A `wgmma` accumulator fragment: thread `t` holds the elements that
+    /// `tl::wg::acc_coord` gives, `wgs` warpgroups splitting its rows.
+    Wgmma { wgs: i64 },
+}
+
+impl Layout {
+    /// Whether a fragment with this layout is a tensor-core accumulator.
+    pub fn is_accumulator(self) -> bool {
+        matches!(self, Layout::Mma { .. } | Layout::Wgmma { .. })
+    }
+    /// Whether a shared tile with this layout is swizzled in 16-byte chunks
+    /// (8 contiguous 2-byte elements stay together).
+    pub fn is_swizzle(self) -> bool {
+        matches!(self, Layout::Swizzled | Layout::WgmmaOperand)
+    }
 }
 
 impl Buffer {
@@ -479,6 +500,9 @@ pub enum GemmInst {
     /// Tensor cores through `mma.sync` (`tl::gemm_ss`), the warps tiling the
     /// accumulator `wm` x `wn`; the operands are swizzled shared tiles.
     MmaSync { wm: i64, wn: i64 },
+    /// Hopper's `wgmma` (`tl::wg::gemm_ss`, sm_90a), `wgs` warpgroups
+    /// splitting the accumulator's rows; operands `Layout::WgmmaOperand`.
+    Wgmma { wgs: i64 },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -241,6 +241,8 @@ impl Printer<'_> {
                     None => String::new(),
                     Some(Layout::Swizzled) => ", layout=\"swizzled\"".to_string(),
                     Some(Layout::Mma { wm, wn }) => format!(", layout=\"mma({wm}x{wn})\""),
+                    Some(Layout::WgmmaOperand) => ", layout=\"wgmma_operand\"".to_string(),
+                    Some(Layout::Wgmma { wgs }) => format!(", layout=\"wgmma({wgs})\""),
                 };
                 // Set on CUDA by `merge_shared`: the byte range in shared memory.
                 let place = match f.smem.slots.get(buf) {
@@ -292,6 +294,7 @@ impl Printer<'_> {
                 let inst = match g.inst {
                     GemmInst::Loops => String::new(),
                     GemmInst::MmaSync { wm, wn } => format!(", inst=\"mma_sync({wm}x{wn})\""),
+                    GemmInst::Wgmma { wgs } => format!(", inst=\"wgmma({wgs})\""),
                 };
                 let t = format!(
                     "T.gemm({}, {}, {}, transpose_A={}, transpose_B={}, clear_accum={}{inst})",

@@ -90,7 +90,7 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
         && rank >= 2
         && src.origin.len() == rank
         && s.scope == Scope::Shared
-        && s.layout == Some(Layout::Swizzled)
+        && s.layout.is_some_and(Layout::is_swizzle)
         && s.dtype == g.dtype
         && s.dtype.bytes() == 2
         && ints(&dst.origin) == Some(vec![0, 0])

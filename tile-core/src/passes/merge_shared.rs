@@ -33,6 +33,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// to the one it has at an absolute 128-byte boundary.
 pub const ALIGN: i64 = 128;
 
+/// Alignment of a tile `wgmma` reads (`Layout::WgmmaOperand`): the period of
+/// its 128-byte swizzle (8 rows of 128 bytes).
+pub const WGMMA_ALIGN: i64 = 1024;
+
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let stages = f.schedule.multibuffered();
     let live = live_ranges(&f);
@@ -46,7 +50,18 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             // A buffer smaller than one alignment unit keeps its own bytes:
             // sharing them would save at most `ALIGN` bytes and cost a barrier.
             let live = if bytes < ALIGN { (0, usize::MAX) } else { live };
-            Request { buf, bytes, live }
+            // `wgmma` reads its tiles through descriptors whose 128-byte
+            // swizzle repeats every 1024 bytes from an aligned base.
+            let align = match b.layout {
+                Some(Layout::WgmmaOperand) => WGMMA_ALIGN,
+                _ => ALIGN,
+            };
+            Request {
+                buf,
+                bytes,
+                live,
+                align,
+            }
         })
         .collect();
     f.smem = assign(&requests, ALIGN);
@@ -98,6 +113,8 @@ pub struct Request {
     pub buf: BufId,
     pub bytes: i64,
     pub live: (usize, usize),
+    /// The offset's alignment: `ALIGN` or a multiple of it.
+    pub align: i64,
 }
 
 /// Offsets for `requests` such that buffers with overlapping live ranges
@@ -116,12 +133,13 @@ pub fn assign(requests: &[Request], align: i64) -> SharedPool {
             .map(|(p, off)| (*off, off + round(p.bytes.max(1))))
             .collect();
         busy.sort();
+        let up = |x: i64| (x + r.align - 1) / r.align * r.align;
         let mut off = 0;
         for (lo, hi) in busy {
             if off + size <= lo {
                 break;
             }
-            off = off.max(hi);
+            off = up(off.max(hi));
         }
         placed.push((r, off));
     }
@@ -255,6 +273,7 @@ mod tests {
 
     fn req(b: u32, bytes: i64, live: (usize, usize)) -> Request {
         Request {
+            align: 128,
             buf: BufId(b),
             bytes,
             live,

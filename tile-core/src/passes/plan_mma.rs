@@ -12,6 +12,13 @@
 //! (a scalar dot product per element). Several gemms may accumulate into one
 //! fragment: each one that qualifies runs on tensor cores, the others stay
 //! portable over the same register layout.
+//!
+//! On Hopper (`PrimFunc::arch` sm_90a) a gemm that `wgmma` can run takes it
+//! instead: the accumulator gets `Layout::Wgmma` and the operands
+//! `Layout::WgmmaOperand`, the layouts `wgmma`'s descriptors read. What rules
+//! `wgmma` out (fewer than 64 rows per warpgroup, a block that is not whole
+//! warpgroups, N over 256 or not a multiple of 8, operand rows that are not
+//! whole 128-byte panels) leaves the gemm on `mma.sync` when that qualifies.
 
 use crate::analysis::ownership::owner_access;
 use crate::diag::Diagnostic;
@@ -31,7 +38,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         if f.buf(g.c).layout.is_some() {
             continue;
         }
-        let Some((wm, wn)) = eligible(&f, g) else {
+        let Some(acc_layout) = eligible(&f, g) else {
             continue;
         };
         // The accumulator and every fragment tied to it through a nest.
@@ -62,26 +69,38 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             continue;
         }
         for b in group {
-            f.buffers[b.0 as usize].layout = Some(Layout::Mma { wm, wn });
+            f.buffers[b.0 as usize].layout = Some(acc_layout);
         }
     }
-    // Every gemm that runs on tensor cores reads swizzled operands. A gemm
-    // that does not qualify but accumulates into a tensor-core accumulator
-    // stays portable: its loop nest visits the accumulator's registers.
-    for g in &gemms {
-        if on_tensor_cores(&f, g) {
-            f.buffers[g.a.0 as usize].layout = Some(Layout::Swizzled);
-            f.buffers[g.b.0 as usize].layout = Some(Layout::Swizzled);
+    // Every gemm that runs on tensor cores reads its operands in the layout
+    // of its instruction. A gemm that does not qualify, or whose operand
+    // another tensor-core gemm wants in another layout, but accumulates into
+    // a tensor-core accumulator stays portable: its loop nest visits the
+    // accumulator's registers.
+    let mut operand = std::collections::BTreeMap::new();
+    let mut clash = BTreeSet::new();
+    for g in gemms.iter().filter(|g| on_tensor_cores(&f, g)) {
+        let want = operand_layout(f.buf(g.c).layout);
+        for t in [g.a, g.b] {
+            if *operand.entry(t).or_insert(want) != want {
+                clash.insert(t);
+            }
         }
+    }
+    for (&t, &l) in operand.iter().filter(|(t, _)| !clash.contains(*t)) {
+        f.buffers[t.0 as usize].layout = Some(l);
     }
     // Record the choice on each gemm: later passes and the backend read it.
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     f.body = body.fold(&mut |s| match s {
         Stmt::Gemm(mut g) => {
-            if let (true, Some(Layout::Mma { wm, wn })) =
-                (on_tensor_cores(&f, &g), f.buf(g.c).layout)
-            {
-                g.inst = GemmInst::MmaSync { wm, wn };
+            let clashes = clash.contains(&g.a) || clash.contains(&g.b);
+            if on_tensor_cores(&f, &g) && !clashes {
+                g.inst = match f.buf(g.c).layout {
+                    Some(Layout::Mma { wm, wn }) => GemmInst::MmaSync { wm, wn },
+                    Some(Layout::Wgmma { wgs }) => GemmInst::Wgmma { wgs },
+                    _ => GemmInst::Loops,
+                };
             }
             Stmt::Gemm(g)
         }
@@ -90,10 +109,19 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     Ok(f)
 }
 
+/// The operand layout the instruction behind an accumulator layout reads.
+fn operand_layout(acc: Option<Layout>) -> Layout {
+    match acc {
+        Some(Layout::Wgmma { .. }) => Layout::WgmmaOperand,
+        _ => Layout::Swizzled,
+    }
+}
+
 /// Whether gemm `g` can run on tensor cores (after the layouts are chosen):
-/// its accumulator got the tensor-core layout and it qualifies itself.
+/// its accumulator got a tensor-core layout and it qualifies for that one.
 fn on_tensor_cores(f: &PrimFunc, g: &Gemm) -> bool {
-    matches!(f.buf(g.c).layout, Some(Layout::Mma { .. })) && eligible(f, g).is_some()
+    let acc = f.buf(g.c).layout;
+    acc.is_some_and(Layout::is_accumulator) && eligible(f, g) == acc
 }
 
 fn fragments_in(f: &PrimFunc, s: &Stmt) -> Vec<BufId> {
@@ -112,10 +140,10 @@ fn fragments_in(f: &PrimFunc, s: &Stmt) -> Vec<BufId> {
     v
 }
 
-/// The warp arrangement for a gemm on tensor cores, if it qualifies.
-fn eligible(f: &PrimFunc, g: &Gemm) -> Option<(i64, i64)> {
+/// The accumulator layout of a gemm on tensor cores, if it qualifies:
+/// `wgmma`'s on Hopper when it can run it, else `mma.sync`'s.
+fn eligible(f: &PrimFunc, g: &Gemm) -> Option<Layout> {
     let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
-    let (sa, sb, sc) = (a.const_shape()?, b.const_shape()?, c.const_shape()?);
     let lowp = matches!(a.dtype, DType::F16 | DType::BF16);
     if !lowp || a.dtype != b.dtype || c.dtype != DType::F32 || g.clear {
         return None;
@@ -123,11 +151,55 @@ fn eligible(f: &PrimFunc, g: &Gemm) -> Option<(i64, i64)> {
     if a.scope != Scope::Shared || b.scope != Scope::Shared || c.scope != Scope::Fragment {
         return None;
     }
-    if a.layout.is_some_and(|l| l != Layout::Swizzled)
-        || b.layout.is_some_and(|l| l != Layout::Swizzled)
-    {
+    // `T::annotate_layout(t, T::swizzled)` asks for the layout the gemm
+    // reads without bank conflicts: on Hopper that is `wgmma`'s.
+    let free = |l: Option<Layout>| l.is_none_or(Layout::is_swizzle);
+    if !free(a.layout) || !free(b.layout) {
         return None;
     }
+    if f.arch == CudaArch::Sm90a {
+        if let Some(wgs) = wgmma_warpgroups(f, g) {
+            return Some(Layout::Wgmma { wgs });
+        }
+    }
+    mma_sync_warps(f, g).map(|(wm, wn)| Layout::Mma { wm, wn })
+}
+
+/// The warpgroups of a gemm `wgmma` can run (sm_90a): the block is whole
+/// warpgroups, each takes at least 64 of the accumulator's rows (one
+/// m64nNk16 instruction per 64 rows, N a multiple of 8 up to 256), K is whole
+/// k16 steps, and each operand tile's contiguous extent fits a swizzle of
+/// the descriptors: 16 or 32 elements (32- or 64-byte swizzle) or whole
+/// 128-byte panels of 64, in rows of 8-row groups.
+fn wgmma_warpgroups(f: &PrimFunc, g: &Gemm) -> Option<i64> {
+    let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
+    let (sa, sb, sc) = (a.const_shape()?, b.const_shape()?, c.const_shape()?);
+    let threads = f.launch.threads;
+    let (m, n) = (sc[0], sc[1]);
+    let k = if g.trans_a { sa[0] } else { sa[1] };
+    let panels = |s: &[i64]| s.len() == 2 && s[0] % 8 == 0 && wgmma_cols(s[1]);
+    let wgs = threads / 128;
+    let ok = threads % 128 == 0
+        && wgs >= 1
+        && m % (64 * wgs) == 0
+        && n % 8 == 0
+        && n <= 256
+        && k % 16 == 0
+        && panels(&sa)
+        && panels(&sb);
+    ok.then_some(wgs)
+}
+
+/// Whether a tile's contiguous extent has a `wgmma` swizzle (see
+/// `Layout::WgmmaOperand`).
+pub fn wgmma_cols(cols: i64) -> bool {
+    matches!(cols, 16 | 32) || (cols > 0 && cols % 64 == 0)
+}
+
+/// The warp arrangement of a gemm `mma.sync` can run (`tl::gemm_ss`).
+fn mma_sync_warps(f: &PrimFunc, g: &Gemm) -> Option<(i64, i64)> {
+    let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
+    let (sa, sb, sc) = (a.const_shape()?, b.const_shape()?, c.const_shape()?);
     let (m, n) = (sc[0], sc[1]);
     let k = if g.trans_a { sa[0] } else { sa[1] };
     let swizzle_ok = |s: &[i64]| s[0] % 8 == 0 && matches!(s[1] * 2, 32 | 64 | 128 | 256);

@@ -52,7 +52,7 @@ fn check_fragments(f: &PrimFunc) -> Result<(), Diagnostic> {
         for (b, idx) in accesses(n.body) {
             let buf = f.buf(b);
             let shape = buf.const_shape().unwrap_or_default();
-            let accumulator = matches!(buf.layout, Some(Layout::Mma { .. }));
+            let accumulator = buf.layout.is_some_and(Layout::is_accumulator);
             if buf.scope != Scope::Fragment
                 || accumulator
                 || owner_access(&shape, &idx, &n.vars, &n.extents)
@@ -286,7 +286,7 @@ fn vector_accesses(
 fn pair_store_if(f: &PrimFunc, n: &Nest<'_>) -> Option<Vec<VarId>> {
     let over_accumulator = accesses(n.body)
         .iter()
-        .any(|(b, _)| matches!(f.buf(*b).layout, Some(Layout::Mma { .. })));
+        .any(|(b, _)| f.buf(*b).layout.is_some_and(Layout::is_accumulator));
     if !over_accumulator {
         return None;
     }
@@ -299,7 +299,7 @@ fn pair_store_if(f: &PrimFunc, n: &Nest<'_>) -> Option<Vec<VarId>> {
     // even column stays contiguous.
     let layout_ok = match b.layout {
         None => true,
-        Some(Layout::Swizzled) => b.dtype.bytes() == 2,
+        Some(l) if l.is_swizzle() => b.dtype.bytes() == 2,
         Some(_) => false,
     };
     if !matches!(b.scope, Scope::Global | Scope::Shared) || !layout_ok {

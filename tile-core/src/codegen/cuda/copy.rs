@@ -38,8 +38,13 @@ impl Writer<'_> {
         } else {
             format!("(({row}) * {rows} + ({r0}))")
         };
+        // The tile's layout decides which library writes it.
+        let lib = match d.layout {
+            Some(Layout::WgmmaOperand) => "tl::wg",
+            _ => "tl",
+        };
         self.line(&format!(
-            "tl::copy_tile<{}, {}, {}, {}, {mode}>({}, {} + {row} * {cols} + ({c0}), {cols}, {rows_left}, {cols} - ({c0}));",
+            "{lib}::copy_tile<{}, {}, {}, {}, {mode}>({}, {} + {row} * {cols} + ({c0}), {cols}, {rows_left}, {cols} - ({c0}));",
             ty(d.dtype)?,
             shape[0],
             shape[1],

@@ -28,13 +28,18 @@ impl Writer<'_> {
         subst: Option<(VarId, &str)>,
     ) -> Result<String, Diagnostic> {
         let buf = self.f.buf(b);
-        let off = if buf.layout == Some(Layout::Swizzled) {
+        let lib = match buf.layout {
+            Some(Layout::Swizzled) => Some("tl"),
+            Some(Layout::WgmmaOperand) => Some("tl::wg"),
+            _ => None,
+        };
+        let off = if let Some(lib) = lib {
             let shape = buf.const_shape().unwrap_or_default();
             let (r, c) = (
                 self.expr_with(&idx[0], subst)?,
                 self.expr_with(&idx[1], subst)?,
             );
-            format!("tl::smem_offset<{}, {}>({r}, {c})", shape[0], shape[1])
+            format!("{lib}::smem_offset<{}, {}>({r}, {c})", shape[0], shape[1])
         } else {
             self.expr_with(&flatten(&buf.shape, idx), subst)?
         };

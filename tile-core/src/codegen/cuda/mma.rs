@@ -1,21 +1,31 @@
-//! Tensor-core GEMM tiles: `tl::gemm_ss` calls and nests over an
-//! accumulator in its `mma.sync` layout.
+//! Tensor-core GEMM tiles: `tl::gemm_ss` (`mma.sync`) and `tl::wg::gemm_ss`
+//! (Hopper's `wgmma`) calls, and nests over an accumulator in its
+//! instruction's register layout.
 
 use super::*;
 
 impl Writer<'_> {
     /// A `T::parallel` over a gemm accumulator's shape: each thread visits
-    /// its own registers; `tl::acc_coord` says which element each one is.
+    /// its own registers; `tl::acc_coord` (`tl::wg::acc_coord` for `wgmma`)
+    /// says which element each one is.
     pub(super) fn mma_nest(
         &mut self,
         n: Nest<'_>,
         acc: BufId,
-        wm: i64,
-        wn: i64,
+        layout: Layout,
     ) -> Result<(), Diagnostic> {
         let f = self.f;
         let shape = f.buf(acc).const_shape().unwrap_or_default();
         let (m, nn) = (shape[0], shape[1]);
+        let coord = match layout {
+            Layout::Wgmma { wgs } => format!("tl::wg::acc_coord<{m}, {nn}, {wgs}>"),
+            Layout::Mma { wm, wn } => format!("tl::acc_coord<{m}, {nn}, {wm}, {wn}>"),
+            _ => {
+                return Err(err(
+                    "internal error: a nest over a fragment with no accumulator layout",
+                ))
+            }
+        };
         let regs = m * nn / f.launch.threads;
         let k = self.nest_counter;
         self.nest_counter += 1;
@@ -34,9 +44,7 @@ impl Writer<'_> {
         ));
         self.depth += 1;
         self.line(&format!("int tl_i{k}, tl_j{k};"));
-        self.line(&format!(
-            "tl::acc_coord<{m}, {nn}, {wm}, {wn}>(tl_s{k}, tl_i{k}, tl_j{k});"
-        ));
+        self.line(&format!("{coord}(tl_s{k}, tl_i{k}, tl_j{k});"));
         let lead = n.vars.len().saturating_sub(2);
         // Declares the nest's variables for lane `lane` (0 or 1) of the pair.
         let declare = |w: &mut Writer, lane: i64| {
@@ -139,36 +147,41 @@ impl Writer<'_> {
         Some((cond, store, dims.into_iter().collect()))
     }
 
-    /// The tensor-core shape of `g`: the operand type, `M, N, K, WM, WN`, the
-    /// transpositions (the template arguments `tl::GemmPipe` takes), and `K`.
-    pub(super) fn gemm_shape(&self, g: &Gemm) -> Result<(String, i64), Diagnostic> {
+    /// The tensor-core shape of `g`: the library namespace of its
+    /// instruction (`tl` or `tl::wg`), the template arguments its `GemmPipe`
+    /// takes (operand type, `M, N, K`, the warps `WM, WN` or the warpgroups
+    /// `WGS`, the transpositions), and `K`.
+    pub(super) fn gemm_shape(&self, g: &Gemm) -> Result<(&'static str, String, i64), Diagnostic> {
         let f = self.f;
         let (a, c) = (f.buf(g.a), f.buf(g.c));
-        let GemmInst::MmaSync { wm, wn } = g.inst else {
-            return Err(err(
-                "internal error: a gemm reached the CUDA backend without a tensor-core plan",
-            ));
-        };
+        let (lib, warps) =
+            match g.inst {
+                GemmInst::MmaSync { wm, wn } => ("tl", format!("{wm}, {wn}")),
+                GemmInst::Wgmma { wgs } => ("tl::wg", wgs.to_string()),
+                GemmInst::Loops => return Err(err(
+                    "internal error: a gemm reached the CUDA backend without a tensor-core plan",
+                )),
+            };
         let sa = a.const_shape().unwrap_or_default();
         let sc = c.const_shape().unwrap_or_default();
         let k = if g.trans_a { sa[0] } else { sa[1] };
         let args = format!(
-            "{}, {}, {}, {k}, {wm}, {wn}, {}, {}",
+            "{}, {}, {}, {k}, {warps}, {}, {}",
             ty(a.dtype)?,
             sc[0],
             sc[1],
             g.trans_a,
             g.trans_b
         );
-        Ok((args, k))
+        Ok((lib, args, k))
     }
 
-    /// `C += A · B` on tensor cores (`tl::gemm_ss`).
+    /// `C += A · B` on tensor cores (`tl::gemm_ss` or `tl::wg::gemm_ss`).
     pub(super) fn gemm(&mut self, g: &Gemm) -> Result<(), Diagnostic> {
-        let (args, _) = self.gemm_shape(g)?;
+        let (lib, args, _) = self.gemm_shape(g)?;
         let args = args.replacen(", ", ", float, ", 1);
         self.line(&format!(
-            "tl::gemm_ss<{args}>({}, {}, {});",
+            "{lib}::gemm_ss<{args}>({}, {}, {});",
             self.tile_base(g.a),
             self.tile_base(g.b),
             self.name(g.c)

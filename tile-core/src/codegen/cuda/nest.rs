@@ -7,14 +7,14 @@ impl Writer<'_> {
     /// Emits a partitioned `T::parallel` nest.
     pub(super) fn nest(&mut self, n: Nest<'_>) -> Result<(), Diagnostic> {
         let f = self.f;
-        let mma = accesses(n.body)
+        let acc = accesses(n.body)
             .into_iter()
             .find_map(|(b, _)| match f.buf(b).layout {
-                Some(Layout::Mma { wm, wn }) => Some((b, wm, wn)),
+                Some(l) if l.is_accumulator() => Some((b, l)),
                 _ => None,
             });
-        if let Some((acc, wm, wn)) = mma {
-            return self.mma_nest(n, acc, wm, wn);
+        if let Some((acc, layout)) = acc {
+            return self.mma_nest(n, acc, layout);
         }
         let plan = f.schedule.nests.get(&n.vars[0]);
         let v = plan.map_or(1, |p| p.vector);

@@ -12,7 +12,7 @@ impl Writer<'_> {
         let [Stmt::Gemm(g)] = cons else {
             return None;
         };
-        let (_, k) = self.gemm_shape(g).ok()?;
+        let (_, _, k) = self.gemm_shape(g).ok()?;
         let dt = self.f.buf(g.a).dtype;
         (matches!(dt, DType::F16 | DType::BF16)
             && tiles.contains(&g.a)
@@ -141,7 +141,7 @@ impl Writer<'_> {
             }
             // Drain: no copy may still be in flight when the tiles are reused.
             self.line("tl::cp_async_wait<0>();");
-            self.line("__syncthreads();");
+            self.barrier();
             self.depth -= 1;
             self.line("}");
             return Ok(());
@@ -153,7 +153,7 @@ impl Writer<'_> {
         ));
         self.depth += 1;
         self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
-        self.line("__syncthreads();");
+        self.barrier();
         emit_producers(self, &format!("tl_i{k} + {}", stages - 1))?;
         self.line(&format!("const int {name} = {s0} + tl_i{k};"));
         self.line(&format!("const int tl_stage_c{k} = tl_i{k} % {stages};"));
@@ -169,7 +169,7 @@ impl Writer<'_> {
         self.line("}");
         // Drain: no copy may still be in flight when the tiles are reused.
         self.line("tl::cp_async_wait<0>();");
-        self.line("__syncthreads();");
+        self.barrier();
         self.depth -= 1;
         self.line("}");
         Ok(())
@@ -210,11 +210,11 @@ impl Writer<'_> {
         emit_producers: impl Fn(&mut Self, &str) -> Result<(), Diagnostic>,
     ) -> Result<(), Diagnostic> {
         self.pipeline_prologue(k, stages, &emit_producers)?;
-        let (args, _) = self.gemm_shape(g)?;
+        let (lib, args, _) = self.gemm_shape(g)?;
         let base = |w: &Writer, b: BufId, stage: &str| w.stage_base(b, stage);
-        self.line(&format!("tl::GemmPipe<{args}> tl_g{k};"));
+        self.line(&format!("{lib}::GemmPipe<{args}> tl_g{k};"));
         self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
-        self.line("__syncthreads();");
+        self.barrier();
         self.line(&format!(
             "if (tl_n{k} > 0) tl_g{k}.first({}, {});",
             base(self, g.a, "0"),
@@ -243,7 +243,7 @@ impl Writer<'_> {
         self.line("}, [&] {");
         self.depth += 1;
         self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
-        self.line("__syncthreads();");
+        self.barrier();
         self.line(&format!(
             "if (tl_i{k} + 1 < tl_n{k}) tl_g{k}.first({}, {});",
             base(self, g.a, &next),

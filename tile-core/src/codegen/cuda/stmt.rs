@@ -96,10 +96,14 @@ impl Writer<'_> {
                             self.name(*buf)
                         ));
                     }
-                    Scope::Fragment if matches!(b.layout, Some(Layout::Mma { .. })) => {
+                    Scope::Fragment if b.layout.is_some_and(Layout::is_accumulator) => {
                         let regs = n / f.launch.threads;
+                        let order = match b.layout {
+                            Some(Layout::Wgmma { .. }) => "wgmma",
+                            _ => "mma.sync",
+                        };
                         self.line(&format!(
-                            "{t} {}[{regs}];  // gemm accumulator: {n} elements in mma.sync order",
+                            "{t} {}[{regs}];  // gemm accumulator: {n} elements in {order} order",
                             self.name(*buf)
                         ));
                     }
@@ -115,7 +119,7 @@ impl Writer<'_> {
                     _ => self.line(&format!("{t} {}[{n}];", self.name(*buf))),
                 }
             }
-            Stmt::Barrier => self.line("__syncthreads();"),
+            Stmt::Barrier => self.barrier(),
             Stmt::AtomicAdd {
                 buf, idx, value, ..
             } => {

@@ -18,8 +18,13 @@ fn scope_named(name: &str) -> Option<Scope> {
         .find(|s| s.name() == name)
 }
 
-/// `mma_sync(WMxWN)`.
+/// `mma_sync(WMxWN)` or `wgmma(WGS)`.
 fn gemm_inst_named(s: &str) -> Option<GemmInst> {
+    if let Some(w) = s.strip_prefix("wgmma(").and_then(|r| r.strip_suffix(')')) {
+        return Some(GemmInst::Wgmma {
+            wgs: w.parse().ok()?,
+        });
+    }
     let (wm, wn) = s
         .strip_prefix("mma_sync(")?
         .strip_suffix(')')?
@@ -46,8 +51,15 @@ fn skip_until(c: &mut Cursor, close: &str) -> Res<()> {
 }
 
 fn layout_named(s: &str) -> Option<Layout> {
-    if s == "swizzled" {
-        return Some(Layout::Swizzled);
+    match s {
+        "swizzled" => return Some(Layout::Swizzled),
+        "wgmma_operand" => return Some(Layout::WgmmaOperand),
+        _ => {}
+    }
+    if let Some(w) = s.strip_prefix("wgmma(").and_then(|r| r.strip_suffix(')')) {
+        return Some(Layout::Wgmma {
+            wgs: w.parse().ok()?,
+        });
     }
     let (wm, wn) = s.strip_prefix("mma(")?.strip_suffix(')')?.split_once('x')?;
     Some(Layout::Mma {
