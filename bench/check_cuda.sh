@@ -3,7 +3,7 @@
 # nvcc and checks the machine code:
 # - no spills, no stack frame, no local memory (LDL/STL) in any kernel;
 # - the vectorized element-wise kernel uses 128-bit global loads and stores;
-# - GEMM kernels run on tensor cores (HMMA) and the pipelined ones copy with
+# - GEMM kernels run on tensor cores (HMMA on sm_80, HGMMA on sm_90a) and the pipelined ones copy with
 #   cp.async (LDGSTS).
 # Needs: NVCC (path to nvcc) with cuobjdump and nvdisasm beside it. No GPU.
 set -euo pipefail
@@ -51,11 +51,10 @@ for k in gemm_relu gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
   need "$k" 'HMMA' 'tensor-core instructions (HMMA)' sm_80
 done
 # On Hopper the GEMM examples run wgmma (HGMMA), fenced for the async proxy.
-for k in gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
+for k in gemm_relu gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
   need "$k" 'HGMMA' 'wgmma (HGMMA)' sm_90a
   need "$k" 'FENCE.VIEW.ASYNC.S' 'the async-proxy fence' sm_90a
 done
-need gemm_relu 'HMMA' 'tensor-core instructions (HMMA)' sm_90a
 need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
 need gemm_nn_f16 'LDGSTS' 'cp.async copies (LDGSTS)'
 rm -rf "$OUT"

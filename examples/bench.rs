@@ -264,11 +264,10 @@ fn bench_gemm<E: Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZ
     dev: Device,
     stream: &Arc<CudaStream>,
     blas: &CudaBlas,
-    n: usize,
+    (m, n, k): (usize, usize, usize),
     dt: cudaDataType,
     rows: &mut Vec<Row>,
 ) -> Res<()> {
-    let (m, k) = (n, n);
     let ha = tile::testing::random_vec::<E>(m * k, 31, -1.0, 1.0);
     let hb = tile::testing::random_vec::<E>(k * n, 32, -1.0, 1.0);
     let a = Tensor::from_slice(&ha, &[m, k], dev)?;
@@ -301,7 +300,11 @@ fn bench_gemm<E: Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZ
     )?;
     let (tf, bf) = (flops / t_tile / 1e9, flops / t_blas / 1e9);
     rows.push(Row {
-        what: format!("{name} {n}^3"),
+        what: if m == n && n == k {
+            format!("{name} {n}^3")
+        } else {
+            format!("{name} {m}x{n}x{k}")
+        },
         tile: format!("{tf:.1} TFLOP/s"),
         base: format!("cuBLAS {bf:.1} TFLOP/s"),
         ratio: tf / bf,
@@ -366,40 +369,57 @@ fn main() -> Res<()> {
         Gemm::F16("gemm f16 nn (k32, 4 stages)", gemm_nn_f16_k32s4),
         Gemm::Bf16("gemm bf16 nn (k32, 4 stages)", gemm_nn_bf16_k32s4),
     ];
-    let size = 4096usize;
-    for g in gemms {
-        match g {
-            Gemm::F16(name, f) => bench_gemm::<f16>(
-                name,
-                f,
-                dev,
-                &stream,
-                &blas,
-                size,
-                cudaDataType::CUDA_R_16F,
-                &mut rows,
-            )?,
-            Gemm::Bf16(name, f) => bench_gemm::<bf16>(
-                name,
-                f,
-                dev,
-                &stream,
-                &blas,
-                size,
-                cudaDataType::CUDA_R_16BF,
-                &mut rows,
-            )?,
+    let run = |g: &Gemm, shape, rows: &mut Vec<Row>| match *g {
+        Gemm::F16(name, f) => bench_gemm::<f16>(
+            name,
+            f,
+            dev,
+            &stream,
+            &blas,
+            shape,
+            cudaDataType::CUDA_R_16F,
+            rows,
+        ),
+        Gemm::Bf16(name, f) => bench_gemm::<bf16>(
+            name,
+            f,
+            dev,
+            &stream,
+            &blas,
+            shape,
+            cudaDataType::CUDA_R_16BF,
+            rows,
+        ),
+    };
+    for g in &gemms {
+        run(g, (4096, 4096, 4096), &mut rows)?;
+    }
+    // The example's kernels over the shapes of the Hopper issue: square,
+    // LLaMA-7B projections, a large MLP, odd sizes, decode (small M).
+    let shapes = [
+        (8192, 8192, 8192),
+        (4096, 11008, 4096),
+        (4096, 4096, 11008),
+        (8192, 28672, 8192),
+        (1000, 1000, 1000),
+        (4097, 4095, 4099),
+        (16, 8192, 8192),
+        (1, 8192, 8192),
+    ];
+    for g in [&gemms[0], &gemms[3]] {
+        for s in shapes {
+            run(g, s, &mut rows)?;
         }
     }
 
     println!();
     println!(
-        "{:<28} {:>26} {:>26} {:>7}",
+        "{:<46} {:>26} {:>26} {:>7}",
         "kernel", "tile", "baseline (same run)", "ratio"
     );
     for r in &rows {
         println!(
-            "{:<28} {:>26} {:>26} {:>6.1}%",
+            "{:<46} {:>26} {:>26} {:>6.1}%",
             r.what,
             r.tile,
             r.base,
