@@ -28,14 +28,16 @@
 
 pub use tile_macros::kernel;
 pub use tile_runtime::{
-    bf16, cache, do_bench, f16, testing, AnyTensor, BenchOptions, BenchResult, DType, Device,
-    Element, Error, Graph, HostArg, Origin, Profiler, Result, Stream, Target, Tensor,
+    bf16, cache, do_bench, f16, testing, AnyTensor, BenchOptions, BenchResult, CudaRead, CudaWrite,
+    DType, Device, Element, Error, Graph, HostArg, Origin, Profiler, Result, Stream, Target,
+    Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
 };
 
 /// Everything a kernel file usually needs.
 pub mod prelude {
     pub use crate::{
-        bf16, f16, kernel, DType, Device, Element, Error, Graph, Stream, Target, Tensor,
+        bf16, f16, kernel, DType, Device, Element, Error, Graph, Stream, Target, Tensor, TensorArg,
+        TensorArgMut, TensorView, TensorViewMut,
     };
 }
 
@@ -49,5 +51,6 @@ pub mod __private {
     pub use tile_runtime::spec::*;
     pub use tile_runtime::{
         bf16, export_sources, f16, host_source, kernel_source, launch, ArgRef, DType, KernelSlot,
+        TensorArg, TensorArgMut,
     };
 }

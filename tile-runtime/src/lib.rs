@@ -47,10 +47,12 @@ mod nvrtc;
 mod profile;
 mod select;
 mod slot;
+mod storage;
 mod stream;
 mod sync;
 mod tensor;
 pub mod testing;
+mod view;
 
 pub use arg::ArgRef;
 pub use cache::params_json;
@@ -70,6 +72,7 @@ pub use slot::KernelSlot;
 pub use stream::Stream;
 pub use tensor::{Tensor, HOST_ALIGN};
 pub use tile_abi::Target;
+pub use view::{CudaRead, CudaWrite, TensorArg, TensorArgMut, TensorView, TensorViewMut};
 
 /// cudarc, for code that drives the same contexts and streams directly.
 pub use cudarc;
