@@ -26,6 +26,7 @@
 //! and `CUDA_HOME`/`CUDA_PATH`/`CUDA_ROOT` for NVRTC's headers.
 
 pub mod cache;
+pub mod dlpack;
 pub mod spec;
 
 mod arg;

@@ -425,14 +425,6 @@ impl Storage {
             Mem::Cuda(_) => None,
         }
     }
-
-    /// The stream device memory is released on (`None` on the host).
-    pub(crate) fn home(&self) -> Option<&Arc<CudaStream>> {
-        match &self.mem {
-            Mem::Host(_) => None,
-            Mem::Cuda(c) => Some(c.home()),
-        }
-    }
 }
 
 fn bind(stream: &CudaStream) -> Result<()> {
