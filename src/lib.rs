@@ -33,6 +33,16 @@ pub use tile_runtime::{
     Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
 };
 
+/// cudarc, the CUDA driver bindings tile uses (for views of `CudaSlice`s).
+pub use tile_runtime::cudarc;
+
+/// DLPack import and export (see `Tensor::from_dlpack`, `Tensor::to_dlpack`).
+pub use tile_runtime::dlpack;
+
+/// candle interop (feature `candle`): tile kernels on candle tensors without copies.
+#[cfg(feature = "candle")]
+pub use tile_runtime::candle;
+
 /// Everything a kernel file usually needs.
 pub mod prelude {
     pub use crate::{

@@ -3,8 +3,8 @@
 //! check a tensor passes, and one more: distinct memories may not overlap a written
 //! argument.
 
+use tile::cudarc::driver::CudaContext;
 use tile::prelude::*;
-use tile_runtime::cudarc::driver::CudaContext;
 
 #[tile::kernel(block_n = 256, threads = 128)]
 pub fn v_add(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
@@ -76,6 +76,21 @@ fn host_slice_views_run_on_the_cpu_backend() -> Result<(), Error> {
     assert_eq!(doubled.device(), Device::Cpu);
     assert_eq!(doubled.to_vec()?, ramp(n, 6.0));
     v_double::on(&Stream::Cpu).launch(&a)?;
+    Ok(())
+}
+
+/// The README's example of host slice views.
+#[test]
+fn readme_host_slices() -> Result<(), Error> {
+    let a = vec![1.0f32; 4096];
+    let b = vec![2.0f32; 4096];
+    let mut c = vec![0.0f32; 4096];
+    let av = TensorView::from_slice(&a, &[4096])?; // no copy
+    let bv = TensorView::from_slice(&b, &[4096])?;
+    let mut cv = TensorViewMut::from_slice_mut(&mut c, &[4096])?;
+    v_add(&av, &bv, &mut cv)?; // the launcher that takes tensors
+    drop(cv);
+    assert!(c.iter().all(|&x| x == 3.0));
     Ok(())
 }
 
@@ -213,6 +228,77 @@ fn gpu() -> Option<Device> {
     }
 }
 
+/// The README's example of cudarc views (on a GPU).
+#[test]
+fn readme_cudarc_slices() -> Result<(), Box<dyn std::error::Error>> {
+    if gpu().is_none() {
+        return Ok(());
+    }
+    let n = 4096;
+    let ctx = CudaContext::new(0)?;
+    let stream = ctx.new_stream()?;
+    let a = stream.clone_htod(&ramp(n, 1.0))?;
+    let mut c = stream.alloc_zeros::<f32>(n)?;
+    let on_stream = Stream::Cuda(stream.clone());
+    {
+        let av = Tensor::from_cuda_slice(&a, &[n])?;
+        let mut cv = TensorViewMut::from_cuda_slice_mut(&mut c, &[n])?;
+        v_add::on(&on_stream).launch(&av, &av, &mut cv)?;
+    }
+    let doubled = v_double::on(&on_stream).launch(&Tensor::from_cuda_slice(&a, &[n])?)?;
+    let lent = doubled.cuda_view(&on_stream)?; // a guard; `lent.view()` is a CudaView<f32>
+    assert_eq!(stream.clone_dtoh(&lent.view())?, stream.clone_dtoh(&c)?);
+    Ok(())
+}
+
+/// A tile tensor imported through DLPack from a managed tensor that owns `slice`.
+fn dlpack_of_slice(
+    slice: Box<tile::cudarc::driver::CudaSlice<f32>>,
+    n: usize,
+    stream: &Stream,
+) -> Result<Tensor<f32>, Error> {
+    use tile::cudarc::driver::DevicePtr;
+    use tile::dlpack::*;
+    #[repr(C)]
+    struct Owner {
+        managed: DLManagedTensor,
+        _slice: Box<tile::cudarc::driver::CudaSlice<f32>>,
+        shape: [i64; 1],
+    }
+    unsafe extern "C" fn release(m: *mut DLManagedTensor) {
+        // SAFETY: made by `Box::leak` below; `managed` is the first field.
+        drop(unsafe { Box::from_raw(m.cast::<Owner>()) });
+    }
+    let ptr = {
+        let (p, _sync) = slice.device_ptr(slice.stream());
+        p
+    };
+    let mut owner = Box::new(Owner {
+        managed: DLManagedTensor {
+            dl_tensor: DLTensor {
+                data: ptr as *mut std::ffi::c_void,
+                device: DLDevice {
+                    device_type: K_DL_CUDA,
+                    device_id: 0,
+                },
+                ndim: 1,
+                dtype: to_dl(DType::F32),
+                shape: std::ptr::null_mut(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(release),
+        },
+        _slice: slice,
+        shape: [n as i64],
+    });
+    owner.managed.dl_tensor.shape = owner.shape.as_mut_ptr();
+    let m = std::ptr::NonNull::from(&mut Box::leak(owner).managed);
+    // SAFETY: the slice lives until the deleter runs; its data is ready on `stream`.
+    unsafe { Tensor::<f32>::from_dlpack(m, stream) }
+}
+
 #[test]
 fn cudarc_slice_views_run_on_the_slice_stream_and_across_streams(
 ) -> Result<(), Box<dyn std::error::Error>> {
@@ -249,6 +335,15 @@ fn cudarc_slice_views_run_on_the_slice_stream_and_across_streams(
     let back = stream.clone_dtoh(&lent.view())?;
     drop(lent);
     assert_eq!(back, ramp(n / 2, 2.0));
+
+    // A DLPack import of device memory owned elsewhere (a cudarc slice kept by the
+    // deleter's context), used by a tile launch and released once.
+    let owned = Box::new(stream.clone_htod(&ramp(n, 1.0))?);
+    let t = dlpack_of_slice(owned, n, &on_slice_stream)?;
+    let mut out = Tensor::<f32>::zeros(&[n], dev)?;
+    v_add::on(&on_slice_stream).launch(&t, &t, &mut out)?;
+    drop(t);
+    assert_eq!(out.to_vec()?, ramp(n, 2.0));
     stream.synchronize()?;
     Ok(())
 }

@@ -26,6 +26,8 @@
 //! and `CUDA_HOME`/`CUDA_PATH`/`CUDA_ROOT` for NVRTC's headers.
 
 pub mod cache;
+#[cfg(feature = "candle")]
+pub mod candle;
 pub mod dlpack;
 pub mod spec;
 

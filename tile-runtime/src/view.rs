@@ -19,6 +19,7 @@
 //! - Nothing here synchronizes the host with a device.
 
 use std::marker::PhantomData;
+use std::mem::size_of_val;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop};
@@ -190,6 +191,29 @@ unsafe fn raw_storage<T: Element>(
     }))
 }
 
+/// A contiguous tensor of `shape` over `bytes` bytes of borrowed host memory (scoped).
+///
+/// # Safety
+///
+/// As [`Storage::external_host`].
+unsafe fn borrowed_host<T: Element>(ptr: usize, bytes: usize, shape: &[usize]) -> Tensor<T> {
+    // SAFETY: forwarded from the caller.
+    let storage = unsafe { Storage::external_host(ptr, bytes, None, true) };
+    Tensor::over(Arc::new(storage), shape)
+}
+
+/// A scoped tensor of raw memory: see [`TensorView::from_raw_parts`] for the contract.
+unsafe fn borrowed_raw<T: Element>(
+    ptr: usize,
+    shape: &[usize],
+    strides: &[isize],
+    stream: &Stream,
+) -> Result<Tensor<T>> {
+    // SAFETY: forwarded from the caller.
+    let storage = unsafe { raw_storage::<T>(ptr, shape, strides, stream, None, true)? };
+    Ok(Tensor::from_parts(storage, shape, strides, 0))
+}
+
 /// A tensor of raw memory that owns `keep` (an import): see [`TensorView::from_raw_parts`]
 /// for the contract, which must hold until `keep` is dropped.
 pub(crate) unsafe fn owned_raw<T: Element>(
@@ -342,15 +366,8 @@ impl<'a, T: Element> TensorView<'a, T> {
         exact_len(shape, data.len())?;
         // SAFETY: `data` is borrowed for 'a, as long as the view that owns the storage,
         // and only read through it (the view is never an output).
-        let storage = unsafe {
-            Storage::external_host(
-                data.as_ptr() as usize,
-                std::mem::size_of_val(data),
-                None,
-                true,
-            )
-        };
-        Ok(Self::wrap(Tensor::over(Arc::new(storage), shape), None))
+        let t = unsafe { borrowed_host(data.as_ptr() as usize, size_of_val(data), shape) };
+        Ok(Self::wrap(t, None))
     }
 
     /// A contiguous view of `shape` over a cudarc slice (`CudaSlice<T>`, `CudaView<T>`)
@@ -381,9 +398,10 @@ impl<'a, T: Element> TensorView<'a, T> {
         stream: &Stream,
     ) -> Result<Self> {
         // SAFETY: forwarded from the caller.
-        let storage = unsafe { raw_storage::<T>(ptr, shape, strides, stream, None, true)? };
-        let t = Tensor::from_parts(storage, shape, strides, 0);
-        Ok(Self::wrap(t, None))
+        Ok(Self::wrap(
+            unsafe { borrowed_raw(ptr, shape, strides, stream)? },
+            None,
+        ))
     }
 }
 
@@ -393,15 +411,8 @@ impl<'a, T: Element> TensorViewMut<'a, T> {
         exact_len(shape, data.len())?;
         // SAFETY: `data` is borrowed exclusively for 'a, as long as the view that owns the
         // storage; every access goes through the storage's lock.
-        let storage = unsafe {
-            Storage::external_host(
-                data.as_mut_ptr() as usize,
-                std::mem::size_of_val(data),
-                None,
-                true,
-            )
-        };
-        Ok(Self::wrap(Tensor::over(Arc::new(storage), shape), None))
+        let t = unsafe { borrowed_host(data.as_mut_ptr() as usize, size_of_val(data), shape) };
+        Ok(Self::wrap(t, None))
     }
 
     /// A contiguous writable view of `shape` over a cudarc slice (`CudaSlice<T>`,
@@ -439,9 +450,10 @@ impl<'a, T: Element> TensorViewMut<'a, T> {
         stream: &Stream,
     ) -> Result<Self> {
         // SAFETY: forwarded from the caller.
-        let storage = unsafe { raw_storage::<T>(ptr, shape, strides, stream, None, true)? };
-        let t = Tensor::from_parts(storage, shape, strides, 0);
-        Ok(Self::wrap(t, None))
+        Ok(Self::wrap(
+            unsafe { borrowed_raw(ptr, shape, strides, stream)? },
+            None,
+        ))
     }
 
     /// A read-only view borrowing this one.
@@ -587,5 +599,28 @@ impl<T: Element + DeviceRepr> Tensor<T> {
             range,
             _guard: guard,
         })
+    }
+}
+
+impl Stream {
+    /// A CUDA stream another library owns (PyTorch's current stream, say), by its raw
+    /// `CUstream` handle (`0` is the legacy default stream), in the primary context of
+    /// CUDA device `device`. Dropping the result does not destroy the stream.
+    ///
+    /// # Safety
+    ///
+    /// `handle` must be a stream of that context, alive as long as the result (and
+    /// anything launched or ordered on it) is used.
+    pub unsafe fn from_raw_cuda(device: Device, handle: usize) -> Result<Stream> {
+        let Device::Cuda(ordinal) = device else {
+            return Err(Error::view("from_raw_cuda needs a CUDA device"));
+        };
+        let dev = crate::cuda::device(ordinal)?;
+        // SAFETY: forwarded from the caller.
+        let s = unsafe {
+            dev.ctx
+                .wrap_borrowed_stream(handle as cudarc::driver::sys::CUstream)
+        };
+        Ok(Stream::Cuda(s))
     }
 }
