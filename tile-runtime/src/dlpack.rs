@@ -449,7 +449,8 @@ unsafe fn import<T: Element>(
         .into_iter()
         .map(|d| usize::try_from(d).map_err(|_| interop("DLPack tensor has a negative extent")))
         .collect::<Result<_>>()?;
-    let strides: Vec<isize> = if dl.strides.is_null() {
+    // An empty tensor's strides mean nothing (NumPy exports zeros): take row-major ones.
+    let strides: Vec<isize> = if dl.strides.is_null() || shape.contains(&0) {
         crate::tensor::contiguous_strides(&shape).to_vec()
     } else {
         read(dl.strides, "strides")?

@@ -29,8 +29,8 @@ pub fn vecadd(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)
     });
 }
 
-#[tile::kernel(block_n = 1024, threads = 128)]
-pub fn axpy(x: Tensor<f32, (N,)>, y: TensorMut<f32, (N,)>, alpha: Tensor<f32, (1,)>) {
+#[tile::kernel(block_n = 1024, threads = 128, one = 1)]
+pub fn axpy(x: Tensor<f32, (N,)>, y: TensorMut<f32, (N,)>, alpha: Tensor<f32, (one,)>) {
     T::kernel(T::ceildiv(N, block_n), threads, |bx| {
         for i in T::parallel(block_n) {
             y[bx * block_n + i] = alpha[0] * x[bx * block_n + i] + y[bx * block_n + i];
