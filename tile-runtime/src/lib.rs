@@ -17,7 +17,9 @@
 //! produces), `cache` (disk levels, public inspection API), `cc`/`nvrtc` (JITs), `cpu`
 //! (the worker pool), `cuda` (driver access), `device` (the device type), `select`
 //! (choosing a device), `sync` (cross-stream ordering), `graph`, `profile`, `host`
-//! (`host_source`, `export_sources`). The module dependency graph is acyclic. The kernel
+//! (`host_source`, `export_sources`), `storage` (tile's allocations and memory owned
+//! elsewhere), `view` (borrowed views and the launcher's argument traits), `dlpack`,
+//! `candle` (feature `candle`). The module dependency graph is acyclic. The kernel
 //! ABI itself (dtypes, targets, the spec tables) is the `tile-abi` crate's, re-exported
 //! here as `DType`, `Target` and `spec`.
 //!
