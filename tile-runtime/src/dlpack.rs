@@ -222,6 +222,10 @@ impl<M> Drop for Release<M> {
     }
 }
 
+/// What an export is made of: the kept tensor, its shape and strides (as the
+/// `DLTensor` points at them) and the `DLTensor`.
+type DlParts = (Box<dyn Any + Send + Sync>, Vec<i64>, Vec<i64>, DLTensor);
+
 fn dl_device(device: Device) -> DLDevice {
     match device {
         Device::Cpu => DLDevice {
@@ -236,10 +240,7 @@ fn dl_device(device: Device) -> DLDevice {
 }
 
 impl<T: Element> Tensor<T> {
-    fn dl_parts(
-        &self,
-        stream: &Stream,
-    ) -> Result<(Box<dyn Any + Send + Sync>, Vec<i64>, Vec<i64>, DLTensor)> {
+    fn dl_parts(&self, stream: &Stream) -> Result<DlParts> {
         if stream.device() != self.device() {
             return Err(interop(format!(
                 "to_dlpack: the tensor is on {}, the consumer's stream on {}",
