@@ -449,11 +449,9 @@ impl<'a, T: Element> TensorViewMut<'a, T> {
         strides: &[isize],
         stream: &Stream,
     ) -> Result<Self> {
-        // SAFETY: forwarded from the caller.
-        Ok(Self::wrap(
-            unsafe { borrowed_raw(ptr, shape, strides, stream)? },
-            None,
-        ))
+        // SAFETY: forwarded from the caller; the read-only view is consumed here.
+        let view = unsafe { TensorView::<'a, T>::from_raw_parts(ptr, shape, strides, stream)? };
+        Ok(Self::wrap(view.t, None))
     }
 
     /// A read-only view borrowing this one.
