@@ -9,7 +9,11 @@ DIR=${1:-gpu-bundle}
 TGT=${CARGO_TARGET_DIR:-target}
 rm -rf "$DIR" && mkdir -p "$DIR/tests"
 cargo build --release --examples
-for e in examples/*.rs; do cp "$TGT/release/examples/$(basename "$e" .rs)" "$DIR/"; done
+# Examples behind a feature (candle_rmsnorm) are not built here.
+for e in examples/*.rs; do
+  b="$TGT/release/examples/$(basename "$e" .rs)"
+  if [ -f "$b" ]; then cp "$b" "$DIR/"; fi
+done
 # Test binaries that launch kernels (compile-only suites stay behind).
 cargo test --workspace --release --no-run --message-format=json 2>/dev/null \
   | python3 -c '
@@ -19,7 +23,7 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         name = m["target"]["name"]
         if name in ("kernels", "examples", "bad_calls", "run", "tile_runtime",
-                    "runtime_cache", "runtime_graph", "runtime_keys"):
+                    "runtime_cache", "runtime_graph", "runtime_keys", "interop_views"):
             print(name, m["executable"])' \
   | while read -r name exe; do cp "$exe" "$DIR/tests/$name"; done
 # The cache tests drive the `tile` command (found through TILE_BIN there).

@@ -28,14 +28,26 @@
 
 pub use tile_macros::kernel;
 pub use tile_runtime::{
-    bf16, cache, do_bench, f16, testing, AnyTensor, BenchOptions, BenchResult, DType, Device,
-    Element, Error, Graph, HostArg, Origin, Profiler, Result, Stream, Target, Tensor,
+    bf16, cache, do_bench, f16, testing, AnyTensor, BenchOptions, BenchResult, CudaRead, CudaWrite,
+    DType, Device, Element, Error, Graph, HostArg, Origin, Profiler, Result, Stream, Target,
+    Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
 };
+
+/// cudarc, the CUDA driver bindings tile uses (for views of `CudaSlice`s).
+pub use tile_runtime::cudarc;
+
+/// DLPack import and export (see `Tensor::from_dlpack`, `Tensor::to_dlpack`).
+pub use tile_runtime::dlpack;
+
+/// candle interop (feature `candle`): tile kernels on candle tensors without copies.
+#[cfg(feature = "candle")]
+pub use tile_runtime::candle;
 
 /// Everything a kernel file usually needs.
 pub mod prelude {
     pub use crate::{
-        bf16, f16, kernel, DType, Device, Element, Error, Graph, Stream, Target, Tensor,
+        bf16, f16, kernel, DType, Device, Element, Error, Graph, Stream, Target, Tensor, TensorArg,
+        TensorArgMut, TensorView, TensorViewMut,
     };
 }
 
@@ -49,5 +61,6 @@ pub mod __private {
     pub use tile_runtime::spec::*;
     pub use tile_runtime::{
         bf16, export_sources, f16, host_source, kernel_source, launch, ArgRef, DType, KernelSlot,
+        TensorArg, TensorArgMut,
     };
 }

@@ -66,8 +66,8 @@ fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
             let dtype = DType::from_rust_name(&dt.path.get_ident()?.to_string())?;
             let (n, t) = (&pi.ident, elem_type(dtype, Span::call_site()));
             match seg.ident.to_string().as_str() {
-                "Tensor" => Some(quote!(#n: &::tile::Tensor<#t>)),
-                "TensorMut" => Some(quote!(#n: &mut ::tile::Tensor<#t>)),
+                "Tensor" => Some(quote!(#n: &impl ::tile::TensorArg<Elem = #t>)),
+                "TensorMut" => Some(quote!(#n: &mut impl ::tile::TensorArgMut<Elem = #t>)),
                 _ => None,
             }
         })
@@ -134,14 +134,17 @@ impl Signature {
                 sig.refs.push(quote!(#p::ArgRef::output(&mut #n)));
                 continue;
             }
+            // Tensors and borrowed views alike (`tile::TensorArg`).
             if pd.mutable {
-                sig.args
-                    .push(quote_spanned!(pd.ty_span.start=> #n: &mut ::tile::Tensor<#t>));
-                sig.refs.push(quote!(#p::ArgRef::output(#n)));
+                sig.args.push(
+                    quote_spanned!(pd.ty_span.start=> #n: &mut impl ::tile::TensorArgMut<Elem = #t>),
+                );
+                sig.refs.push(quote!(#p::TensorArgMut::arg_mut(#n)));
             } else {
-                sig.args
-                    .push(quote_spanned!(pd.ty_span.start=> #n: &::tile::Tensor<#t>));
-                sig.refs.push(quote!(#p::ArgRef::input(#n)));
+                sig.args.push(
+                    quote_spanned!(pd.ty_span.start=> #n: &impl ::tile::TensorArg<Elem = #t>),
+                );
+                sig.refs.push(quote!(#p::TensorArg::arg(#n)));
             }
             sig.names.push(n.clone());
         }
@@ -183,6 +186,7 @@ impl Signature {
 /// first input's, with each dynamic dim read from the first input carrying it (the
 /// frontend checked that one does).
 fn output(params: &[ParamDef], desc: &KernelDesc, i: usize, elem: TokenStream) -> Output {
+    let p = quote!(::tile::__private);
     let name = params[i].name.clone();
     let inputs = || params.iter().zip(&desc.params).filter(|(q, _)| !q.alloc);
     let dims = desc.params[i].shape.iter().map(|d| match *d {
@@ -197,13 +201,13 @@ fn output(params: &[ParamDef], desc: &KernelDesc, i: usize, elem: TokenStream) -
                     Some((&q.name, axis))
                 })
                 .unwrap_or((&name, 0));
-            quote!(#q.shape().get(#axis).copied().unwrap_or(0))
+            quote!(#p::TensorArg::arg(&*#q).shape().get(#axis).copied().unwrap_or(0))
         }
     });
     let device = match inputs().next() {
         Some((q, _)) => {
             let q = &q.name;
-            quote!(#q.device())
+            quote!(#p::TensorArg::arg(&*#q).device())
         }
         None => quote!(::tile::Device::default()),
     };

@@ -3,8 +3,9 @@
 //! Invariants:
 //! - Checks run before anything is compiled, launched or written, in TileLang's order:
 //!   argument count, then per buffer parameter in declaration order: non-null pointer,
-//!   ndim, dtype, shape, strides, alignment, device, 32-bit index range. The first
-//!   failure is reported.
+//!   ndim, dtype, shape, strides, alignment, device, 32-bit index range; then, when an
+//!   argument views memory tile does not own, that no written argument overlaps another
+//!   argument of a distinct storage. The first failure is reported.
 //! - A dynamic dim is bound by the first parameter that carries it and checked against
 //!   every later occurrence (including later dims of the same parameter).
 //! - After a successful check every dynamic dim is bound and fits in `i32` (the CUDA ABI
@@ -146,7 +147,49 @@ fn checked<F: Failure>(
             ),
         }))
     })?;
+    if any_external(args) {
+        if let Some((j, i)) = overlap(args) {
+            return Err(F::from(|| Error::Aliased {
+                kernel,
+                buffer: spec.params[j].name,
+                other: spec.params[i].name,
+            }));
+        }
+    }
     Ok(device)
+}
+
+/// Whether some argument views memory tile does not own (views, imports): only those
+/// can share memory across storages, so only then is [`overlap`] needed.
+#[inline(always)]
+fn any_external(args: &[ArgRef<'_>]) -> bool {
+    let mut any = false;
+    for a in args {
+        any |= a.storage.is_external();
+    }
+    any
+}
+
+/// The first pair `(later, earlier)` of arguments over distinct storages whose bytes
+/// overlap while one of them is written. Runs after the other checks, so every argument
+/// is contiguous: its bytes are `numel × size` from its pointer.
+#[inline(never)]
+fn overlap(args: &[ArgRef<'_>]) -> Option<(usize, usize)> {
+    let range = |a: &ArgRef<'_>| {
+        let n = a.shape.iter().product::<usize>() * a.dtype.size();
+        (a.ptr, a.ptr + n)
+    };
+    for (j, b) in args.iter().enumerate() {
+        let (b0, b1) = range(b);
+        for (i, a) in args[..j].iter().enumerate() {
+            let (a0, a1) = range(a);
+            let distinct = !std::sync::Arc::ptr_eq(a.storage, b.storage);
+            if distinct && (a.output || b.output) && a0 < b1 && b0 < a1 {
+                return Some((j, i));
+            }
+        }
+    }
+    None
 }
 
 /// The loop body over buffer parameters (a [`Body`], see there for why not a closure).

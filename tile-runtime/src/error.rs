@@ -86,6 +86,18 @@ pub enum Error {
         kernel: &'static str,
         buffer: &'static str,
     },
+    /// Two arguments over distinct storages share memory and one of them is written
+    /// (views or imports of one memory; the same tensor or view may be passed twice).
+    Aliased {
+        kernel: &'static str,
+        buffer: &'static str,
+        other: &'static str,
+    },
+    /// A launch recorded by [`Graph::capture`](crate::Graph::capture) names a borrowed
+    /// view: the graph would outlive the borrow.
+    ScopedCapture { kernel: &'static str },
+    /// DLPack or another interop import/export refused a tensor.
+    Interop { message: String },
     /// The kernel spec itself is inconsistent (a macro or build bug, not a user error).
     Spec {
         kernel: &'static str,
@@ -281,6 +293,19 @@ impl fmt::Display for Error {
                 f,
                 "kernel {kernel} input {buffer} exceeds the 32-bit index range"
             ),
+            Error::Aliased {
+                kernel,
+                buffer,
+                other,
+            } => write!(
+                f,
+                "kernel {kernel} input {buffer} overlaps input {other} in memory and one of them is written (distinct views of one memory; pass the same view to update in place)"
+            ),
+            Error::ScopedCapture { kernel } => write!(
+                f,
+                "kernel {kernel}: a borrowed view cannot be captured into a graph (the graph would outlive the borrow); use a tile tensor"
+            ),
+            Error::Interop { message } => write!(f, "{message}"),
             Error::Spec { kernel, message } => {
                 write!(f, "kernel {kernel}: invalid kernel spec: {message}")
             }

@@ -139,6 +139,9 @@ fn launch_dims(
         return Ok(());
     }
     let capture = graph::capture_for(stream, device);
+    if capture.is_some() && args.iter().any(|a| a.storage.is_scoped()) {
+        return Err(Error::ScopedCapture { kernel: spec.name });
+    }
     match device {
         Device::Cpu => {
             let loaded = slot.cpu(spec, cfg)?;

@@ -17,7 +17,9 @@
 //! produces), `cache` (disk levels, public inspection API), `cc`/`nvrtc` (JITs), `cpu`
 //! (the worker pool), `cuda` (driver access), `device` (the device type), `select`
 //! (choosing a device), `sync` (cross-stream ordering), `graph`, `profile`, `host`
-//! (`host_source`, `export_sources`). The module dependency graph is acyclic. The kernel
+//! (`host_source`, `export_sources`), `storage` (tile's allocations and memory owned
+//! elsewhere), `view` (borrowed views and the launcher's argument traits), `dlpack`,
+//! `candle` (feature `candle`). The module dependency graph is acyclic. The kernel
 //! ABI itself (dtypes, targets, the spec tables) is the `tile-abi` crate's, re-exported
 //! here as `DType`, `Target` and `spec`.
 //!
@@ -26,6 +28,9 @@
 //! and `CUDA_HOME`/`CUDA_PATH`/`CUDA_ROOT` for NVRTC's headers.
 
 pub mod cache;
+#[cfg(feature = "candle")]
+pub mod candle;
+pub mod dlpack;
 pub mod spec;
 
 mod arg;
@@ -47,10 +52,12 @@ mod nvrtc;
 mod profile;
 mod select;
 mod slot;
+mod storage;
 mod stream;
 mod sync;
 mod tensor;
 pub mod testing;
+mod view;
 
 pub use arg::ArgRef;
 pub use cache::params_json;
@@ -70,6 +77,7 @@ pub use slot::KernelSlot;
 pub use stream::Stream;
 pub use tensor::{Tensor, HOST_ALIGN};
 pub use tile_abi::Target;
+pub use view::{CudaRead, CudaWrite, TensorArg, TensorArgMut, TensorView, TensorViewMut};
 
 /// cudarc, for code that drives the same contexts and streams directly.
 pub use cudarc;

@@ -6,323 +6,29 @@
 //!   the same storage, copies (`to_device`, `to_vec`) make new storage.
 //! - Strides are never negative and every view stays inside its storage, so the span
 //!   `offset ..= offset + Σ (shape[d] - 1) * strides[d]` is always in bounds.
-//! - Host storage is aligned to [`HOST_ALIGN`] (64) bytes, device storage comes from the
-//!   CUDA allocator (256-byte aligned): the generated code uses 16-byte vector accesses.
+//! - Host storage tile allocates is aligned to [`HOST_ALIGN`] (64) bytes, device storage
+//!   comes from the CUDA allocator (256-byte aligned): the generated code uses 16-byte
+//!   vector accesses. Memory owned elsewhere (views, DLPack imports, see
+//!   [`crate::view`]) has whatever alignment it has; the launch checks it.
 //! - Every access to the bytes of a storage, by the host or by a kernel launch, holds the
 //!   storage's reader/writer lock (shared to read, exclusive to write), so two views of
 //!   one storage cannot race through safe code. Device-side ordering across streams is
-//!   the storage's [`StreamSync`] (one atomic load while a single stream is in use).
+//!   the storage's [`StreamSync`](crate::sync::StreamSync) (one atomic load while a
+//!   single stream is in use).
 //! - A device storage is freed on its allocating stream after every use on other streams
 //!   (its drop orders a write there first).
 
-use std::alloc::Layout;
-use std::cell::UnsafeCell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;
-use std::ptr::NonNull;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DevicePtr};
-
-use crate::cuda;
 use crate::device::Device;
 use crate::dims::{each, Body, Dims};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
-use crate::sync::StreamSync;
-
-/// Alignment of host allocations, in bytes.
-pub const HOST_ALIGN: usize = 64;
-
-/// A zero-initialised host allocation aligned to [`HOST_ALIGN`].
-pub(crate) struct HostBuf {
-    ptr: NonNull<u8>,
-    layout: Layout,
-}
-
-impl HostBuf {
-    fn zeroed(bytes: usize) -> Result<HostBuf> {
-        // One byte at least: a zero-sized tensor still gets a real, aligned address.
-        let layout = Layout::from_size_align(bytes.max(1), HOST_ALIGN)
-            .map_err(|_| Error::view(format!("cannot allocate {bytes} bytes on the host")))?;
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        match NonNull::new(raw) {
-            Some(ptr) => Ok(HostBuf { ptr, layout }),
-            None => std::alloc::handle_alloc_error(layout),
-        }
-    }
-}
-
-impl Drop for HostBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `zeroed` with this layout and not freed elsewhere.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
-// SAFETY: `HostBuf` owns its allocation; every read or write of the bytes happens while
-// the owning `Storage`'s lock is held (shared for reads, exclusive for writes).
-unsafe impl Send for HostBuf {}
-// SAFETY: see `Send`; `&HostBuf` alone gives no access to the bytes.
-unsafe impl Sync for HostBuf {}
-
-/// Untyped memory shared by the views of a tensor.
-///
-/// A launch reads, per buffer, the base address, the device, the lock word and (on a
-/// device) the stream-ordering `home` word. After the driver's work of the previous launch
-/// has evicted them they are cache misses, so they sit together at the front of a
-/// cache-line-aligned struct: `repr(C)` keeps this field order, `mem` is a `repr(u8)` enum
-/// whose CUDA payload starts with the [`StreamSync`] (whose `home` comes first), and the
-/// lock guards nothing but `()` rather than wrapping the allocation handle, so its word is
-/// not placed after that handle. Together they fit the first 64 bytes (checked in the
-/// tests); the rest of the struct is only read off the launch path.
-#[repr(C, align(64))]
-pub(crate) struct Storage {
-    /// Host address or device address of byte 0 (it never moves).
-    base: usize,
-    device: Device,
-    /// The reader/writer lock of the module invariants: every access to the bytes (and
-    /// every use of `Mem::Cuda::slice`) holds it, shared to read, exclusive to write.
-    lock: RwLock<()>,
-    mem: Mem,
-}
-
-#[repr(u8)]
-enum Mem {
-    Host(HostBuf),
-    Cuda(CudaMem),
-}
-
-#[repr(C)]
-struct CudaMem {
-    /// Cross-stream ordering of the accesses (see [`crate::sync`]); first, see `Storage`.
-    sync: StreamSync,
-    bytes: usize,
-    /// The allocation. Only used with `Storage::lock` held: shared access under a shared
-    /// lock, mutable access under the exclusive lock (or with `&mut Storage` on drop).
-    slice: UnsafeCell<CudaSlice<u8>>,
-}
-
-// SAFETY: the only field that is not `Sync` is `slice`, an `UnsafeCell` of a `Sync` +
-// `Send` `CudaSlice`; `Storage` hands out `&CudaSlice` only under the shared lock and
-// `&mut CudaSlice` only under the exclusive lock or through `&mut self`, so the cell is
-// used as an `RwLock<CudaSlice>` would use its own.
-unsafe impl Sync for CudaMem {}
-
-/// A held storage lock (see the module invariants).
-pub(crate) enum StorageGuard<'a> {
-    Read(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
-    Write(#[allow(dead_code)] RwLockWriteGuard<'a, ()>),
-}
-
-impl Storage {
-    pub(crate) fn device(&self) -> Device {
-        self.device
-    }
-
-    /// Host address or device address of byte 0.
-    pub(crate) fn base(&self) -> usize {
-        self.base
-    }
-
-    pub(crate) fn bytes(&self) -> usize {
-        match &self.mem {
-            Mem::Host(buf) => buf.layout.size(),
-            Mem::Cuda(c) => c.bytes,
-        }
-    }
-
-    /// Orders an access by `stream` after conflicting accesses on other streams (device
-    /// storages; nothing to do on the host).
-    #[inline]
-    pub(crate) fn order(
-        &self,
-        stream: &Arc<cudarc::driver::CudaStream>,
-        write: bool,
-    ) -> Result<()> {
-        match &self.mem {
-            Mem::Host(_) => Ok(()),
-            Mem::Cuda(c) => c.sync.order(stream, write),
-        }
-    }
-
-    /// Takes the lock, shared or exclusive. Lock poisoning is ignored: no code panics
-    /// while holding it in a way that leaves the bytes half-updated in a Rust-visible way.
-    pub(crate) fn lock(&self, write: bool) -> StorageGuard<'_> {
-        if write {
-            StorageGuard::Write(self.lock.write().unwrap_or_else(|e| e.into_inner()))
-        } else {
-            StorageGuard::Read(self.lock.read().unwrap_or_else(|e| e.into_inner()))
-        }
-    }
-
-    /// [`lock`](Self::lock) without waiting: `None` when a holder conflicts (or this
-    /// thread already holds the lock in a conflicting way).
-    #[inline]
-    pub(crate) fn try_lock(&self, write: bool) -> Option<StorageGuard<'_>> {
-        use std::sync::TryLockError;
-        if write {
-            match self.lock.try_write() {
-                Ok(g) => Some(StorageGuard::Write(g)),
-                Err(TryLockError::Poisoned(e)) => Some(StorageGuard::Write(e.into_inner())),
-                Err(TryLockError::WouldBlock) => None,
-            }
-        } else {
-            match self.lock.try_read() {
-                Ok(g) => Some(StorageGuard::Read(g)),
-                Err(TryLockError::Poisoned(e)) => Some(StorageGuard::Read(e.into_inner())),
-                Err(TryLockError::WouldBlock) => None,
-            }
-        }
-    }
-
-    fn alloc(bytes: usize, device: Device, zero: bool) -> Result<Storage> {
-        match device {
-            Device::Cpu => {
-                let buf = HostBuf::zeroed(bytes)?;
-                Ok(Storage {
-                    base: buf.ptr.as_ptr() as usize,
-                    device,
-                    lock: RwLock::new(()),
-                    mem: Mem::Host(buf),
-                })
-            }
-            Device::Cuda(ordinal) => {
-                let dev = cuda::device(ordinal)?;
-                let len = bytes.max(1);
-                let slice = if zero {
-                    dev.stream.alloc_zeros::<u8>(len)
-                } else {
-                    // SAFETY: the bytes are unset; every `Element` except `bool` is valid
-                    // for any bit pattern, and `empty::<bool>` asks for zeroed memory.
-                    unsafe { dev.stream.alloc::<u8>(len) }
-                }
-                .map_err(|e| Error::driver("cuMemAlloc", e))?;
-                let base = {
-                    let (ptr, _record) = slice.device_ptr(&dev.stream);
-                    ptr
-                };
-                Ok(Storage {
-                    base: base as usize,
-                    device,
-                    lock: RwLock::new(()),
-                    mem: Mem::Cuda(CudaMem {
-                        sync: StreamSync::new(&dev.stream),
-                        bytes,
-                        slice: UnsafeCell::new(slice),
-                    }),
-                })
-            }
-        }
-    }
-
-    /// Copies bytes `range` to a new host buffer of `T`s.
-    fn read<T: Element>(&self, first: usize, len: usize) -> Result<Vec<T>> {
-        let size = std::mem::size_of::<T>();
-        let byte0 = first * size;
-        let nbytes = len * size;
-        if byte0 + nbytes > self.bytes() {
-            return Err(Error::view("read past the end of the tensor storage"));
-        }
-        let mut out: Vec<T> = Vec::with_capacity(len);
-        let _guard = self.lock(false);
-        match &self.mem {
-            Mem::Host(buf) => {
-                // SAFETY: the range is inside the allocation (checked above), `out` has
-                // room for `len` elements, the regions do not overlap, and the shared
-                // lock excludes writers. `T: Element` is plain data.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        buf.ptr.as_ptr().add(byte0),
-                        out.as_mut_ptr().cast::<u8>(),
-                        nbytes,
-                    );
-                    out.set_len(len);
-                }
-            }
-            Mem::Cuda(c) => {
-                // SAFETY: the shared lock is held (see `CudaMem::slice`).
-                let slice = unsafe { &*c.slice.get() };
-                c.sync.order(slice.stream(), false)?;
-                // SAFETY: all-zero bytes are a valid `T` (an `Element` guarantee).
-                unsafe {
-                    std::ptr::write_bytes(out.as_mut_ptr(), 0, len);
-                    out.set_len(len);
-                }
-                if nbytes > 0 {
-                    // SAFETY: `out` holds `len` initialised plain-data elements.
-                    let dst = unsafe {
-                        std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), nbytes)
-                    };
-                    let stream = slice.stream().clone();
-                    let view = slice.slice(byte0..byte0 + nbytes);
-                    stream
-                        .memcpy_dtoh(&view, dst)
-                        .map_err(|e| Error::driver("cuMemcpyDtoHAsync", e))?;
-                    stream
-                        .synchronize()
-                        .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Writes `data` at element `first`. The caller holds no lock.
-    fn write<T: Element>(&self, first: usize, data: &[T]) -> Result<()> {
-        let size = std::mem::size_of::<T>();
-        let byte0 = first * size;
-        let nbytes = std::mem::size_of_val(data);
-        if byte0 + nbytes > self.bytes() {
-            return Err(Error::view("write past the end of the tensor storage"));
-        }
-        if nbytes == 0 {
-            return Ok(());
-        }
-        // SAFETY: `T: Element` is plain data without padding, so its bytes are initialised.
-        let src = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), nbytes) };
-        let _guard = self.lock(true);
-        match &self.mem {
-            Mem::Host(buf) => {
-                // SAFETY: in bounds (checked above), exclusive lock held, no overlap with
-                // the caller's slice (which is borrowed, not this storage).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(src.as_ptr(), buf.ptr.as_ptr().add(byte0), nbytes)
-                }
-            }
-            Mem::Cuda(c) => {
-                // SAFETY: the exclusive lock is held (see `CudaMem::slice`).
-                let slice = unsafe { &mut *c.slice.get() };
-                c.sync.order(slice.stream(), true)?;
-                let stream = slice.stream().clone();
-                let mut view = slice.slice_mut(byte0..byte0 + nbytes);
-                stream
-                    .memcpy_htod(src, &mut view)
-                    .map_err(|e| Error::driver("cuMemcpyHtoDAsync", e))?;
-                // The source is pageable host memory owned by the caller: wait until the
-                // copy has consumed it.
-                stream
-                    .synchronize()
-                    .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Storage {
-    fn drop(&mut self) {
-        if let Mem::Cuda(c) = &mut self.mem {
-            let slice = c.slice.get_mut();
-            // The slice is freed on its allocating stream: order the free after every use
-            // on other streams. A failure here has nowhere to go; cudarc records driver
-            // errors of `Drop` paths in the context.
-            let _ = c.sync.order(slice.stream(), true);
-        }
-    }
-}
+pub use crate::storage::HOST_ALIGN;
+pub(crate) use crate::storage::{Storage, StorageGuard};
 
 /// A typed, strided view of host or device memory.
 ///
@@ -515,8 +221,10 @@ impl<T: Element> Tensor<T> {
         &self.storage
     }
 
-    /// Host address or device address of the first element.
-    pub(crate) fn data_ptr(&self) -> usize {
+    /// Host address or CUDA device address of the first element. Using the memory
+    /// behind it outside tile is `unsafe` in the caller's code; see
+    /// [`Tensor::cuda_view`] for a checked way to hand device memory to cudarc.
+    pub fn data_ptr(&self) -> usize {
         self.storage.base() + self.offset * std::mem::size_of::<T>()
     }
 
@@ -561,10 +269,10 @@ impl<T: Element> Tensor<T> {
         if self.is_contiguous() {
             return self.storage.write(self.offset, data);
         }
-        match &self.storage.mem {
-            Mem::Host(buf) => {
+        match self.storage.host_base() {
+            Some(base) => {
                 let _guard = self.storage.lock(true);
-                let base = buf.ptr.as_ptr().cast::<T>();
+                let base = base.cast::<T>();
                 let mut src = data.iter();
                 for_each_offset(&self.shape, &self.strides, self.offset, |off| {
                     if let Some(&v) = src.next() {
@@ -576,7 +284,7 @@ impl<T: Element> Tensor<T> {
                 });
                 Ok(())
             }
-            Mem::Cuda(_) => Err(Error::view(
+            None => Err(Error::view(
                 "copy_from_slice into a non-contiguous CUDA tensor is not supported",
             )),
         }
@@ -587,7 +295,33 @@ impl<T: Element> Tensor<T> {
         Tensor::from_vec(self.to_vec()?, &self.shape, device)
     }
 
-    fn view(&self, shape: Dims<usize>, strides: Dims<isize>, offset: usize) -> Tensor<T> {
+    /// A contiguous tensor of `shape` over `storage` from its start.
+    pub(crate) fn over(storage: Arc<Storage>, shape: &[usize]) -> Tensor<T> {
+        Self::contiguous(storage, shape)
+    }
+
+    /// A tensor over `storage` with this layout (the caller checked that it fits).
+    pub(crate) fn from_parts(
+        storage: Arc<Storage>,
+        shape: &[usize],
+        strides: &[isize],
+        offset: usize,
+    ) -> Tensor<T> {
+        Tensor {
+            storage,
+            offset,
+            shape: Dims::from_slice(shape),
+            strides: Dims::from_slice(strides),
+            _elem: PhantomData,
+        }
+    }
+
+    pub(crate) fn view(
+        &self,
+        shape: Dims<usize>,
+        strides: Dims<isize>,
+        offset: usize,
+    ) -> Tensor<T> {
         Tensor {
             storage: Arc::clone(&self.storage),
             offset,
@@ -781,22 +515,6 @@ mod tests {
         let mut scalar = Vec::new();
         for_each_offset(&[], &[], 5, |o| scalar.push(o));
         assert_eq!(scalar, vec![5]);
-    }
-
-    #[test]
-    fn launch_fields_share_a_cache_line() {
-        use std::mem::{align_of, offset_of, size_of};
-        // `Mem` is `repr(u8)`: its payload starts after the tag, at the payload's
-        // alignment; `CudaMem` and `StreamSync` start with `sync` and `home`.
-        let payload = align_of::<CudaMem>().max(align_of::<HostBuf>());
-        let home = offset_of!(Storage, mem) + payload + offset_of!(CudaMem, sync);
-        assert!(
-            home + size_of::<usize>() <= 64,
-            "home ends at byte {home} + 8"
-        );
-        assert_eq!(align_of::<Storage>(), 64);
-        assert_eq!(offset_of!(Storage, base), 0);
-        assert!(offset_of!(Storage, lock) + size_of::<RwLock<()>>() <= 64);
     }
 
     #[test]
