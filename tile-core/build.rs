@@ -22,10 +22,19 @@ fn main() {
     let mut files = Vec::new();
     visit(&root.join("src"), &mut files);
     files.push(root.join("Cargo.toml"));
+    // The kernel ABI (dtype names and sizes, specs) shapes generated code too;
+    // hashed under a fixed prefix so the stamp does not depend on where the
+    // checkout lives.
+    let abi = root.join("../tile-abi/src");
+    visit(&abi, &mut files);
     files.sort();
     let mut h = Sha256::new();
     for f in &files {
-        let rel = f.strip_prefix(root).unwrap_or(f);
+        let rel = match (f.strip_prefix(root), f.strip_prefix(&abi)) {
+            (Ok(r), _) => r.to_path_buf(),
+            (_, Ok(r)) => Path::new("tile-abi").join(r),
+            _ => f.clone(),
+        };
         h.update(rel.to_string_lossy().as_bytes());
         h.update([0]);
         if let Ok(bytes) = std::fs::read(f) {
@@ -37,5 +46,6 @@ fn main() {
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(Path::new(&out).join("stamp.txt"), &stamp[..16]).expect("write stamp");
     println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=../tile-abi/src");
     println!("cargo:rerun-if-changed=Cargo.toml");
 }

@@ -102,24 +102,7 @@ impl Ctx {
 /// Parses the attribute arguments and the function into a kernel definition.
 pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, Vec<Diagnostic>> {
     let mut cx = Ctx {
-        f: PrimFunc {
-            name: item.sig.ident.to_string(),
-            consts: Vec::new(),
-            cuda_only: false,
-            arch: CudaArch::Any,
-            params: Vec::new(),
-            dims: Vec::new(),
-            vars: Vec::new(),
-            buffers: Vec::new(),
-            launch: Launch {
-                grid: Vec::new(),
-                block_vars: Vec::new(),
-                threads: 128,
-            },
-            body: Stmt::Seq(Vec::new()),
-            smem: SharedPool::default(),
-            schedule: Schedule::default(),
-        },
+        f: PrimFunc::empty(item.sig.ident.to_string(), 128),
         scopes: vec![HashMap::new()],
         diags: Vec::new(),
         parallel_depth: 0,

@@ -179,13 +179,18 @@ impl Printer<'_> {
             }
             Stmt::Store {
                 buf, idx, value, ..
+            }
+            | Stmt::AtomicAdd {
+                buf, idx, value, ..
             } => {
-                let t = format!(
-                    "{}[{}] = {}",
-                    f.buf(*buf).name,
-                    self.list(idx),
-                    self.expr(value)
+                let (target, value) = (
+                    format!("{}[{}]", f.buf(*buf).name, self.list(idx)),
+                    self.expr(value),
                 );
+                let t = match s {
+                    Stmt::Store { .. } => format!("{target} = {value}"),
+                    _ => format!("T.atomic_add({target}, {value})"),
+                };
                 self.line(d, &t);
             }
             Stmt::For {
@@ -315,17 +320,6 @@ impl Printer<'_> {
                     f.buf(r.dst).name,
                     r.dim,
                     r.clear
-                );
-                self.line(d, &t);
-            }
-            Stmt::AtomicAdd {
-                buf, idx, value, ..
-            } => {
-                let t = format!(
-                    "T.atomic_add({}[{}], {})",
-                    f.buf(*buf).name,
-                    self.list(idx),
-                    self.expr(value)
                 );
                 self.line(d, &t);
             }

@@ -58,24 +58,7 @@ pub fn read(text: &str) -> Result<PrimFunc, ReadError> {
     let mut r = Reader {
         lines,
         pos: 0,
-        f: PrimFunc {
-            name: String::new(),
-            consts: Vec::new(),
-            cuda_only: false,
-            arch: CudaArch::Any,
-            params: Vec::new(),
-            dims: Vec::new(),
-            vars: Vec::new(),
-            buffers: Vec::new(),
-            launch: Launch {
-                grid: Vec::new(),
-                block_vars: Vec::new(),
-                threads: 0,
-            },
-            body: Stmt::Seq(Vec::new()),
-            smem: SharedPool::default(),
-            schedule: Schedule::default(),
-        },
+        f: PrimFunc::empty(String::new(), 0),
         names: HashMap::new(),
     };
     r.func()?;

@@ -1,0 +1,293 @@
+//! Expressions: constants, variables, loads, operators, casts, intrinsics.
+
+use super::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    /// Truncating division (Rust and C semantics; indices are non-negative).
+    Div,
+    Rem,
+    Min,
+    Max,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn is_cmp(self) -> bool {
+        matches!(
+            self,
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
+        )
+    }
+    pub fn is_logic(self) -> bool {
+        matches!(self, BinOp::And | BinOp::Or)
+    }
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+        }
+    }
+}
+
+/// Math intrinsics; each takes and returns one float dtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Intrin {
+    Exp,
+    Exp2,
+    Log,
+    Log2,
+    Sqrt,
+    Rsqrt,
+    Abs,
+    Tanh,
+    Sigmoid,
+}
+
+impl Intrin {
+    pub fn name(self) -> &'static str {
+        match self {
+            Intrin::Exp => "exp",
+            Intrin::Exp2 => "exp2",
+            Intrin::Log => "log",
+            Intrin::Log2 => "log2",
+            Intrin::Sqrt => "sqrt",
+            Intrin::Rsqrt => "rsqrt",
+            Intrin::Abs => "abs",
+            Intrin::Tanh => "tanh",
+            Intrin::Sigmoid => "sigmoid",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Intrin> {
+        Some(match s {
+            "exp" => Intrin::Exp,
+            "exp2" => Intrin::Exp2,
+            "log" => Intrin::Log,
+            "log2" => Intrin::Log2,
+            "sqrt" => Intrin::Sqrt,
+            "rsqrt" => Intrin::Rsqrt,
+            "abs" => Intrin::Abs,
+            "tanh" => Intrin::Tanh,
+            "sigmoid" => Intrin::Sigmoid,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Int(i64, DType),
+    Float(f64, DType),
+    Bool(bool),
+    Var(VarId, DType),
+    Load(BufId, Vec<Expr>, DType),
+    Bin(BinOp, Box<Expr>, Box<Expr>, DType),
+    Not(Box<Expr>),
+    Neg(Box<Expr>, DType),
+    Cast(DType, Box<Expr>),
+    Select(Box<Expr>, Box<Expr>, Box<Expr>, DType),
+    Call(Intrin, Vec<Expr>, DType),
+    /// The thread index within the block (`T::get_thread_binding`; CUDA only).
+    Thread,
+}
+
+impl Expr {
+    pub fn int(v: i64) -> Expr {
+        Expr::Int(v, DType::I32)
+    }
+    pub fn dtype(&self) -> DType {
+        match self {
+            Expr::Int(_, t) | Expr::Float(_, t) | Expr::Var(_, t) | Expr::Load(_, _, t) => *t,
+            Expr::Bin(_, _, _, t) | Expr::Neg(_, t) | Expr::Select(_, _, _, t) => *t,
+            Expr::Call(_, _, t) => *t,
+            Expr::Bool(_) | Expr::Not(_) => DType::Bool,
+            Expr::Thread => DType::I32,
+            Expr::Cast(t, _) => *t,
+        }
+    }
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Expr::Int(v, _) => Some(*v),
+            _ => None,
+        }
+    }
+    /// Builds a binary op, folding integer constants and trivial identities.
+    pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+        let ty = if op.is_cmp() || op.is_logic() {
+            DType::Bool
+        } else {
+            a.dtype()
+        };
+        if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
+            let folded = match op {
+                BinOp::Add => x.checked_add(y),
+                BinOp::Sub => x.checked_sub(y),
+                BinOp::Mul => x.checked_mul(y),
+                BinOp::Div if y != 0 => Some(x / y),
+                BinOp::Rem if y != 0 => Some(x % y),
+                BinOp::Min => Some(x.min(y)),
+                BinOp::Max => Some(x.max(y)),
+                _ => None,
+            };
+            if let Some(v) = folded {
+                return Expr::Int(v, ty);
+            }
+            let cmp = match op {
+                BinOp::Lt => Some(x < y),
+                BinOp::Le => Some(x <= y),
+                BinOp::Gt => Some(x > y),
+                BinOp::Ge => Some(x >= y),
+                BinOp::Eq => Some(x == y),
+                BinOp::Ne => Some(x != y),
+                _ => None,
+            };
+            if let Some(c) = cmp {
+                return Expr::Bool(c);
+            }
+        }
+        match (op, a.as_int(), b.as_int()) {
+            (BinOp::Add, Some(0), _) if b.dtype() == ty => return b,
+            (BinOp::Add, _, Some(0)) | (BinOp::Sub, _, Some(0)) => return a,
+            (BinOp::Mul, Some(1), _) if b.dtype() == ty => return b,
+            (BinOp::Mul, _, Some(1)) | (BinOp::Div, _, Some(1)) => return a,
+            (BinOp::Mul, Some(0), _) | (BinOp::Mul, _, Some(0)) => return Expr::Int(0, ty),
+            _ => {}
+        }
+        match (op, &a, &b) {
+            (BinOp::And, Expr::Bool(true), _) => return b,
+            (BinOp::And, _, Expr::Bool(true)) => return a,
+            _ => {}
+        }
+        Expr::Bin(op, Box::new(a), Box::new(b), ty)
+    }
+    // Constructors of IR nodes (`a + b` as an expression), not arithmetic on values.
+    #[allow(clippy::should_implement_trait)]
+    pub fn add(a: Expr, b: Expr) -> Expr {
+        Expr::bin(BinOp::Add, a, b)
+    }
+    #[allow(clippy::should_implement_trait)]
+    pub fn mul(a: Expr, b: Expr) -> Expr {
+        Expr::bin(BinOp::Mul, a, b)
+    }
+    pub fn and(a: Expr, b: Expr) -> Expr {
+        Expr::bin(BinOp::And, a, b)
+    }
+    pub fn lt(a: Expr, b: Expr) -> Expr {
+        Expr::bin(BinOp::Lt, a, b)
+    }
+    pub fn cast(self, to: DType) -> Expr {
+        if self.dtype() == to {
+            return self;
+        }
+        match self {
+            Expr::Int(v, _) if to.is_int() => Expr::Int(v, to),
+            Expr::Int(v, _) if to.is_float() => Expr::Float(v as f64, to),
+            Expr::Float(v, _) if to.is_float() => Expr::Float(v, to),
+            e => Expr::Cast(to, Box::new(e)),
+        }
+    }
+
+    /// Calls `f` on every sub-expression, children first.
+    pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
+        match self {
+            Expr::Load(_, idx, _) => idx.iter().for_each(|e| e.visit(f)),
+            Expr::Bin(_, a, b, _) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::Not(a) | Expr::Neg(a, _) | Expr::Cast(_, a) => a.visit(f),
+            Expr::Select(c, a, b, _) => {
+                c.visit(f);
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::Call(_, args, _) => args.iter().for_each(|e| e.visit(f)),
+            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) | Expr::Var(..) | Expr::Thread => {}
+        }
+        f(self)
+    }
+
+    /// Rebuilds the expression bottom-up; `f` may replace any node.
+    pub fn map(self, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+        let e = match self {
+            Expr::Load(b, idx, t) => Expr::Load(b, idx.into_iter().map(|e| e.map(f)).collect(), t),
+            Expr::Bin(op, a, b, _) => Expr::bin(op, a.map(f), b.map(f)),
+            Expr::Not(a) => Expr::Not(Box::new(a.map(f))),
+            Expr::Neg(a, t) => Expr::Neg(Box::new(a.map(f)), t),
+            Expr::Cast(t, a) => a.map(f).cast(t),
+            Expr::Select(c, a, b, t) => Expr::Select(
+                Box::new(c.map(f)),
+                Box::new(a.map(f)),
+                Box::new(b.map(f)),
+                t,
+            ),
+            Expr::Call(i, args, t) => {
+                Expr::Call(i, args.into_iter().map(|e| e.map(f)).collect(), t)
+            }
+            e => e,
+        };
+        f(e)
+    }
+
+    /// Substitutes let-bound values (transitively) for their variables.
+    pub fn inline_lets(&self, lets: &std::collections::HashMap<VarId, Expr>) -> Expr {
+        self.clone().map(&mut |x| match x {
+            Expr::Var(v, t) => match lets.get(&v) {
+                Some(val) => val.inline_lets(lets),
+                None => Expr::Var(v, t),
+            },
+            x => x,
+        })
+    }
+
+    /// Whether the expression reads buffer `b`.
+    pub fn visit_uses(&self, b: BufId) -> bool {
+        let mut found = false;
+        self.visit(&mut |e| found |= matches!(e, Expr::Load(x, _, _) if *x == b));
+        found
+    }
+
+    pub fn uses_var(&self, v: VarId) -> bool {
+        let mut found = false;
+        self.visit(&mut |e| {
+            if let Expr::Var(x, _) = e {
+                found |= *x == v;
+            }
+        });
+        found
+    }
+}
+
+/// Row-major flat offset of `idx` in a buffer of `shape`, folded where constant.
+pub fn flatten(shape: &[Expr], idx: &[Expr]) -> Expr {
+    let mut pairs = shape.iter().zip(idx);
+    let Some((_, first)) = pairs.next() else {
+        return Expr::int(0);
+    };
+    pairs.fold(first.clone(), |acc, (d, x)| {
+        Expr::add(Expr::mul(acc, d.clone()), x.clone())
+    })
+}

@@ -1,0 +1,443 @@
+//! Statements, tile ops and their source positions.
+
+use super::*;
+use std::fmt;
+
+/// A rectangular piece of a buffer: `origin` per dim, `extent` per dim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Region {
+    pub buf: BufId,
+    pub origin: Vec<Expr>,
+    pub extent: Vec<Expr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ForKind {
+    Serial,
+    /// Element-wise over a tile; thread mapping and vectorization are the
+    /// compiler's (`T::parallel`).
+    Parallel,
+    Unrolled,
+    /// Software pipeline with `stages` buffers (`T::pipelined`).
+    Pipelined {
+        stages: i64,
+    },
+}
+
+/// The combining operation of a reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+    /// Sum of absolute values.
+    AbsSum,
+}
+
+impl ReduceOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::AbsSum => "abssum",
+        }
+    }
+
+    /// The starting value of a reduction in dtype `t`.
+    pub fn identity(self, t: DType) -> Expr {
+        let (lo, hi) = match t {
+            DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+            DType::U8 => (0, u8::MAX as i64),
+            DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+            DType::U16 => (0, u16::MAX as i64),
+            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+            DType::U32 => (0, u32::MAX as i64),
+            _ => (i64::MIN, i64::MAX),
+        };
+        match self {
+            ReduceOp::Sum | ReduceOp::AbsSum => Expr::Int(0, DType::I32).cast(t),
+            ReduceOp::Max if t.is_float() => Expr::Float(f64::NEG_INFINITY, t),
+            ReduceOp::Min if t.is_float() => Expr::Float(f64::INFINITY, t),
+            ReduceOp::Max => Expr::Int(lo, t),
+            ReduceOp::Min => Expr::Int(hi, t),
+        }
+    }
+}
+
+/// `dst = reduce(src, dim)`: `dst` has `src`'s shape without `dim` (a 1-D `src`
+/// reduces to `[1]`). With `clear == false` the result is combined into `dst`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reduce {
+    pub loc: Loc,
+    pub src: BufId,
+    pub dst: BufId,
+    pub dim: usize,
+    pub op: ReduceOp,
+    pub clear: bool,
+}
+
+/// The instructions a `T::copy` runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub enum CopyInst {
+    /// A `T::parallel` nest of loads and stores (`lower_tile_ops` lowers it).
+    #[default]
+    Loops,
+    /// A 2-D tile of a global tensor into a whole swizzled shared tile as one
+    /// `tl::copy_tile` of `cp.async` chunks (CUDA). The chunks are 16 bytes
+    /// when the tensor is 16-byte aligned and, if `vector_if` lists dynamic
+    /// dims, they are multiples of 8 (both tested at run time); element by
+    /// element otherwise, and always when `vector_if` is `None`.
+    CpAsyncTile { vector_if: Option<Vec<VarId>> },
+}
+
+/// The instructions a `T::gemm` runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum GemmInst {
+    /// A loop nest of multiply-adds (`lower_tile_ops` lowers it).
+    #[default]
+    Loops,
+    /// Tensor cores through `mma.sync` (`tl::gemm_ss`), the warps tiling the
+    /// accumulator `wm` x `wn`; the operands are swizzled shared tiles.
+    MmaSync { wm: i64, wn: i64 },
+    /// Hopper's `wgmma` (`tl::wg::gemm_ss`, sm_90a), `wgs` warpgroups
+    /// splitting the accumulator's rows; operands `Layout::WgmmaOperand`.
+    Wgmma { wgs: i64 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gemm {
+    pub loc: Loc,
+    /// How it runs, chosen by `plan_mma` (CUDA); `Loops` until then.
+    pub inst: GemmInst,
+    pub a: BufId,
+    pub b: BufId,
+    pub c: BufId,
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub clear: bool,
+}
+
+/// Where a statement came from in the user's source, so that an error found
+/// by any pass points at the user's code. Never printed and never hashed (two
+/// statements that differ only in their `Loc` are equal): the cache key must
+/// not change when code moves within a file.
+#[derive(Clone, Copy, Default)]
+pub struct Loc(pub Option<crate::diag::SpanRange>);
+
+impl Loc {
+    /// No source position (statements made by a pass from nothing, or read
+    /// back from IR text).
+    pub const NONE: Loc = Loc(None);
+}
+
+impl PartialEq for Loc {
+    fn eq(&self, _: &Loc) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Loc(..)"
+        } else {
+            "Loc(-)"
+        })
+    }
+}
+
+impl From<crate::diag::SpanRange> for Loc {
+    fn from(r: crate::diag::SpanRange) -> Loc {
+        Loc(Some(r))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stmt {
+    Seq(Vec<Stmt>),
+    /// Immutable binding, visible to the rest of the enclosing sequence.
+    Let {
+        var: VarId,
+        value: Expr,
+    },
+    /// Mutable scalar, visible to the rest of the enclosing sequence.
+    Local {
+        var: VarId,
+        init: Expr,
+    },
+    Assign {
+        var: VarId,
+        value: Expr,
+    },
+    Store {
+        buf: BufId,
+        idx: Vec<Expr>,
+        value: Expr,
+        loc: Loc,
+    },
+    For {
+        var: VarId,
+        start: Expr,
+        extent: Expr,
+        kind: ForKind,
+        body: Box<Stmt>,
+        loc: Loc,
+    },
+    If {
+        cond: Expr,
+        then: Box<Stmt>,
+        els: Option<Box<Stmt>>,
+        loc: Loc,
+    },
+    /// Declares an on-chip buffer for the rest of the enclosing sequence.
+    Alloc {
+        buf: BufId,
+        loc: Loc,
+    },
+    Copy {
+        src: Region,
+        dst: Region,
+        loc: Loc,
+        /// How it runs, chosen by `lower_tile_ops`; `Loops` until then.
+        inst: CopyInst,
+    },
+    /// `dst += src` element-wise with atomic adds (`T::atomic_add` of a tile).
+    AtomicAddTile {
+        src: Region,
+        dst: Region,
+        loc: Loc,
+    },
+    Fill {
+        dst: Region,
+        value: Expr,
+        loc: Loc,
+    },
+    Gemm(Gemm),
+    /// A reduction of an on-chip tile (lowered to loops for the CPU; a
+    /// cooperative block reduction on CUDA).
+    Reduce(Reduce),
+    /// `buf[idx] += value`, atomic with respect to other blocks and threads.
+    AtomicAdd {
+        buf: BufId,
+        idx: Vec<Expr>,
+        value: Expr,
+        loc: Loc,
+    },
+    /// Device printf of a scalar by one thread of each block (`T::print`).
+    Print {
+        label: String,
+        value: Expr,
+        loc: Loc,
+    },
+    /// Block-wide barrier (inserted by passes, CUDA only).
+    Barrier,
+}
+
+/// The loop variables, extents and body of the perfect `T::parallel` nest
+/// starting at a statement (`None` if it is not one).
+#[derive(Debug, Clone)]
+pub struct Nest<'a> {
+    pub vars: Vec<VarId>,
+    pub extents: Vec<i64>,
+    pub body: &'a Stmt,
+}
+
+impl Nest<'_> {
+    /// The body as one store, possibly under one bounds guard without
+    /// `else`: (guard, store), if it is that.
+    pub fn guarded_store(&self) -> Option<(Option<Expr>, Stmt)> {
+        let items: Vec<&Stmt> = match self.body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let (cond, store) = match items.as_slice() {
+            [Stmt::If {
+                cond,
+                then,
+                els: None,
+                ..
+            }] => match &**then {
+                Stmt::Seq(v) if v.len() == 1 => (Some(cond.clone()), v[0].clone()),
+                s => (Some(cond.clone()), s.clone()),
+            },
+            [s] => (None, (*s).clone()),
+            _ => return None,
+        };
+        Some((cond, store))
+    }
+}
+
+impl Stmt {
+    /// The perfect nest of parallel loops starting here: loops over constant
+    /// extents from 0, outermost first.
+    pub fn parallel_nest(&self) -> Option<Nest<'_>> {
+        let (mut vars, mut extents, mut cur) = (Vec::new(), Vec::new(), self);
+        while let Stmt::For {
+            var,
+            start,
+            extent,
+            kind: ForKind::Parallel,
+            body,
+            ..
+        } = cur
+        {
+            if start.as_int() != Some(0) {
+                return None;
+            }
+            vars.push(*var);
+            extents.push(extent.as_int()?);
+            cur = body;
+        }
+        (!vars.is_empty()).then_some(Nest {
+            vars,
+            extents,
+            body: cur,
+        })
+    }
+
+    /// Applies `f` to each direct child statement (sequence items, loop and
+    /// branch bodies) and keeps everything else, `loc` included. The one place
+    /// that knows which variants hold statements: passes rewrite trees with
+    /// this and `fold` instead of rebuilding every variant by hand.
+    pub fn map_children(self, f: &mut dyn FnMut(Stmt) -> Stmt) -> Stmt {
+        match self {
+            Stmt::Seq(v) => Stmt::Seq(v.into_iter().map(&mut *f).collect()),
+            Stmt::For {
+                loc,
+                var,
+                start,
+                extent,
+                kind,
+                body,
+            } => Stmt::For {
+                loc,
+                var,
+                start,
+                extent,
+                kind,
+                body: Box::new(f(*body)),
+            },
+            Stmt::If {
+                loc,
+                cond,
+                then,
+                els,
+            } => Stmt::If {
+                loc,
+                cond,
+                then: Box::new(f(*then)),
+                els: els.map(|e| Box::new(f(*e))),
+            },
+            s => s,
+        }
+    }
+
+    /// Rebuilds the tree bottom-up: `f` sees each statement after its
+    /// children were rebuilt, and may replace it.
+    pub fn fold(self, f: &mut dyn FnMut(Stmt) -> Stmt) -> Stmt {
+        let s = self.map_children(&mut |c| c.fold(f));
+        f(s)
+    }
+
+    /// The statement's source position (`Loc::NONE` for `Seq`, `Let`,
+    /// `Local`, `Assign`, `Barrier`).
+    pub fn loc(&self) -> Loc {
+        match self {
+            Stmt::For { loc, .. }
+            | Stmt::If { loc, .. }
+            | Stmt::Alloc { loc, .. }
+            | Stmt::Copy { loc, .. }
+            | Stmt::AtomicAddTile { loc, .. }
+            | Stmt::Fill { loc, .. }
+            | Stmt::Store { loc, .. }
+            | Stmt::AtomicAdd { loc, .. }
+            | Stmt::Print { loc, .. } => *loc,
+            Stmt::Gemm(g) => g.loc,
+            Stmt::Reduce(r) => r.loc,
+            Stmt::Seq(_) | Stmt::Let { .. } | Stmt::Local { .. } | Stmt::Assign { .. } => Loc::NONE,
+            Stmt::Barrier => Loc::NONE,
+        }
+    }
+
+    fn loc_mut(&mut self) -> Option<&mut Loc> {
+        match self {
+            Stmt::For { loc, .. }
+            | Stmt::If { loc, .. }
+            | Stmt::Alloc { loc, .. }
+            | Stmt::Copy { loc, .. }
+            | Stmt::AtomicAddTile { loc, .. }
+            | Stmt::Fill { loc, .. }
+            | Stmt::Store { loc, .. }
+            | Stmt::AtomicAdd { loc, .. }
+            | Stmt::Print { loc, .. } => Some(loc),
+            Stmt::Gemm(g) => Some(&mut g.loc),
+            Stmt::Reduce(r) => Some(&mut r.loc),
+            _ => None,
+        }
+    }
+
+    /// Gives every statement of the tree that has no source position `loc`:
+    /// what a pass does to the statements it makes from one user statement
+    /// (a tile copy lowered to a loop nest reports errors at the copy).
+    pub fn inherit_loc(self, loc: Loc) -> Stmt {
+        if loc.0.is_none() {
+            return self;
+        }
+        self.fold(&mut |mut s| {
+            if let Some(l) = s.loc_mut() {
+                if l.0.is_none() {
+                    *l = loc;
+                }
+            }
+            s
+        })
+    }
+
+    /// Calls `f` on every statement, parents first.
+    pub fn visit<'a>(&'a self, f: &mut dyn FnMut(&'a Stmt)) {
+        f(self);
+        match self {
+            Stmt::Seq(v) => v.iter().for_each(|s| s.visit(f)),
+            Stmt::For { body, .. } => body.visit(f),
+            Stmt::If { then, els, .. } => {
+                then.visit(f);
+                if let Some(e) = els {
+                    e.visit(f);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Calls `f` on every expression directly held by this statement tree.
+    pub fn visit_exprs(&self, f: &mut dyn FnMut(&Expr)) {
+        self.visit(&mut |s| match s {
+            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => value.visit(f),
+            Stmt::Local { init, .. } => init.visit(f),
+            Stmt::Print { value, .. } => value.visit(f),
+            Stmt::Store { idx, value, .. } | Stmt::AtomicAdd { idx, value, .. } => {
+                idx.iter().for_each(|e| e.visit(f));
+                value.visit(f);
+            }
+            Stmt::For { start, extent, .. } => {
+                start.visit(f);
+                extent.visit(f);
+            }
+            Stmt::If { cond, .. } => cond.visit(f),
+            Stmt::Copy { src, dst, .. } | Stmt::AtomicAddTile { src, dst, .. } => {
+                for r in [src, dst] {
+                    r.origin.iter().chain(&r.extent).for_each(|e| e.visit(f));
+                }
+            }
+            Stmt::Fill { dst, value, .. } => {
+                dst.origin
+                    .iter()
+                    .chain(&dst.extent)
+                    .for_each(|e| e.visit(f));
+                value.visit(f);
+            }
+            _ => {}
+        });
+    }
+}
