@@ -1,6 +1,7 @@
 //! Tiled GEMM `C = A · B` with f32 accumulation, in f16 and bf16, with B
 //! given K-major (NN), N-major (NT: `B` is `[N, K]`) and A transposed (TN:
-//! `A` is `[K, M]`). On CUDA, `T::gemm` runs on tensor cores (mma.sync) and
+//! `A` is `[K, M]`). On CUDA, `T::gemm` runs on tensor cores (`wgmma` on
+//! Hopper, `mma.sync` elsewhere, from the same source) and
 //! `T::pipelined` overlaps the next tiles' copies with the current product;
 //! the result leaves through a shared tile that reuses the A/B tiles' bytes.
 //!
