@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::disk::Entry;
-use super::inspect::read_dirs;
+use super::inspect::read_entries;
 use super::manifest::{parse, render, ManifestFile};
-use super::staging::{random_suffix, remove_stale_staging};
+use super::owner::random_suffix;
+use super::staging::remove_stale_staging;
 use super::*;
 use crate::error::{Error, Result};
 
@@ -90,7 +91,7 @@ fn publish_lookup_and_corruption() -> Result<()> {
     }
     assert!(!dir.exists());
     // The removed entry went through staging and is gone from there too.
-    assert_eq!(read_dirs(&cache.ns.join(STAGING)).len(), 0);
+    assert_eq!(read_entries(&cache.ns.join(STAGING)).len(), 0);
     let _ = fs::remove_dir_all(&root);
     Ok(())
 }
