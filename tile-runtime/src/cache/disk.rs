@@ -27,8 +27,9 @@ pub(crate) enum Lookup {
     /// The entry matches its manifest; the contents were read while verifying.
     Hit(Entry),
     Miss,
-    /// The entry was damaged (why) and has been removed.
-    Damaged(String),
+    /// The entry was damaged (why), and has been removed (`true`) or could not be (a
+    /// read-only cache).
+    Damaged(String, bool),
 }
 
 /// A verified entry and the bytes of its files (the ones that were verified).
@@ -78,8 +79,8 @@ impl DiskCache {
         match fs::symlink_metadata(&dir) {
             Ok(m) if m.file_type().is_dir() => {}
             Ok(m) => {
-                self.discard(&dir);
-                return Ok(Lookup::Damaged(format!("the entry is {}", kind_of(&m))));
+                let why = format!("the entry is {}", kind_of(&m));
+                return Ok(Lookup::Damaged(why, self.discard(&dir)));
             }
             Err(_) => return Ok(Lookup::Miss),
         }
@@ -93,33 +94,28 @@ impl DiskCache {
                     let got = files.iter().find(|(n, _)| n == name).map(|(_, b)| b);
                     if got.map(Vec::as_slice) != Some(*want) {
                         let why = format!("{name} does not describe this kernel");
-                        self.discard(&dir);
-                        return Ok(Lookup::Damaged(why));
+                        return Ok(Lookup::Damaged(why, self.discard(&dir)));
                     }
                 }
                 Ok(Lookup::Hit(Entry { dir, files }))
             }
-            Err(why) => {
-                self.discard(&dir);
-                Ok(Lookup::Damaged(why))
-            }
+            Err(why) => Ok(Lookup::Damaged(why, self.discard(&dir))),
         }
     }
 
     /// Removes entry `dir` (a directory, or whatever else was found in its place):
     /// renamed into staging first (so no reader sees a half-removed entry, and a
-    /// concurrent remover finds nothing), then deleted. Best effort: a later publication
-    /// replaces whatever is left.
-    pub fn discard(&self, dir: &Path) {
+    /// concurrent remover finds nothing), then deleted. Best effort (a later publication
+    /// replaces whatever is left): whether `dir` is gone.
+    pub fn discard(&self, dir: &Path) -> bool {
         let trash = self.ns.join(STAGING).join(owned_name("trash"));
         match fault("rename", dir).and_then(|()| fs::rename(dir, &trash)) {
             Ok(()) => {
                 let _ = remove_any(&trash);
+                true
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(_) => {
-                let _ = fault("remove", dir).and_then(|()| remove_any(dir));
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+            Err(_) => fault("remove", dir).and_then(|()| remove_any(dir)).is_ok(),
         }
     }
 

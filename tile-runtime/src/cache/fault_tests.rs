@@ -71,7 +71,7 @@ fn an_entry_that_is_a_plain_file_is_replaced_without_leftovers() -> Result<()> {
         Some("the entry is a regular file")
     );
     match lookup_in_time(&cache, "kernels/k") {
-        Lookup::Damaged(why) => assert_eq!(why, "the entry is a regular file"),
+        Lookup::Damaged(why, true) => assert_eq!(why, "the entry is a regular file"),
         other => panic!("expected damage, got {other:?}"),
     }
     assert!(fs::symlink_metadata(&path).is_err());
@@ -118,7 +118,7 @@ fn special_files_are_damage_and_never_block_a_reader() -> Result<()> {
         let listed = CacheDir::at(&root).entries();
         assert_eq!(listed[0].damage.as_deref(), Some(want));
         match lookup_in_time(&cache, "kernels/k") {
-            Lookup::Damaged(why) => assert_eq!(why, want),
+            Lookup::Damaged(why, true) => assert_eq!(why, want),
             other => panic!("{file}: expected damage, got {other:?}"),
         }
         assert!(!dir.exists());
@@ -131,7 +131,9 @@ fn special_files_are_damage_and_never_block_a_reader() -> Result<()> {
         fs::File::create(&big).and_then(|f| f.set_len(1 << 40)),
     )?;
     match lookup_in_time(&cache, "kernels/k") {
-        Lookup::Damaged(why) => assert!(why.starts_with("manifest.json has 1099511627776 bytes")),
+        Lookup::Damaged(why, true) => {
+            assert!(why.starts_with("manifest.json has 1099511627776 bytes"))
+        }
         other => panic!("expected damage, got {other:?}"),
     }
     assert_eq!(read_entries(&cache.ns.join(STAGING)), Vec::<PathBuf>::new());

@@ -66,7 +66,7 @@ fn publish_lookup_and_corruption() -> Result<()> {
     // Expected contents that differ: not this kernel's entry, removed.
     assert!(matches!(
         cache.lookup("kernels/abc", &["a.txt"], &[("a.txt", b"other")])?,
-        Lookup::Damaged(_)
+        Lookup::Damaged(..)
     ));
     assert!(!dir.exists());
 
@@ -76,7 +76,7 @@ fn publish_lookup_and_corruption() -> Result<()> {
     let dir = publish(s, &cache, "kernels/abc")?;
     assert!(matches!(
         cache.lookup("kernels/abc", &["c.txt"], &[])?,
-        Lookup::Damaged(_)
+        Lookup::Damaged(..)
     ));
     assert!(!dir.exists());
 
@@ -86,7 +86,7 @@ fn publish_lookup_and_corruption() -> Result<()> {
     let dir = publish(s, &cache, "kernels/abc")?;
     fs::write(dir.join("a.txt"), b"jello").map_err(|e| Error::cache("a", e))?;
     match cache.lookup("kernels/abc", &["a.txt"], &[])? {
-        Lookup::Damaged(why) => assert_eq!(why, "a.txt does not match its sha256"),
+        Lookup::Damaged(why, true) => assert_eq!(why, "a.txt does not match its sha256"),
         other => panic!("expected damage, got {other:?}"),
     }
     assert!(!dir.exists());
@@ -118,7 +118,7 @@ fn manifest_must_be_canonical_and_name_its_key() -> Result<()> {
         let dir = make(&cache)?;
         fs::write(dir.join(MANIFEST), &bad).map_err(|e| Error::cache("m", e))?;
         assert!(
-            matches!(cache.lookup("kernels/k1", &[], &[])?, Lookup::Damaged(_)),
+            matches!(cache.lookup("kernels/k1", &[], &[])?, Lookup::Damaged(..)),
             "{bad:?}"
         );
     }
@@ -127,7 +127,7 @@ fn manifest_must_be_canonical_and_name_its_key() -> Result<()> {
     let other = cache.entry_dir("kernels/k9");
     fs::rename(&dir, &other).map_err(|e| Error::cache(&other, e))?;
     match cache.lookup("kernels/k9", &[], &[])? {
-        Lookup::Damaged(why) => assert_eq!(why, "manifest.json names key k1, not k9"),
+        Lookup::Damaged(why, true) => assert_eq!(why, "manifest.json names key k1, not k9"),
         other => panic!("expected damage, got {other:?}"),
     }
     let _ = fs::remove_dir_all(&root);
