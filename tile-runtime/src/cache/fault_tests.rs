@@ -9,20 +9,11 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use super::inspect::read_entries;
-use super::owner::{owned_name, random_suffix};
+use super::owner::owned_name;
 use super::staging::remove_stale_staging;
+use super::tests::temp_root;
 use super::*;
 use crate::error::{Error, Result};
-
-fn temp_root(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "tile-test-{tag}-{}-{}",
-        std::process::id(),
-        random_suffix()
-    ));
-    let _ = fs::create_dir_all(&dir);
-    dir
-}
 
 fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T> {
     r.map_err(|e| Error::cache(path, e))

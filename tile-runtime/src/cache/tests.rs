@@ -12,7 +12,7 @@ use super::staging::remove_stale_staging;
 use super::*;
 use crate::error::{Error, Result};
 
-fn temp_root(tag: &str) -> PathBuf {
+pub(super) fn temp_root(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "tile-test-{tag}-{}-{}",
         std::process::id(),
