@@ -23,7 +23,8 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         name = m["target"]["name"]
         if name in ("kernels", "examples", "bad_calls", "run", "tile_runtime",
-                    "runtime_cache", "runtime_graph", "runtime_keys", "interop_views"):
+                    "runtime_cache", "runtime_cache_faults", "runtime_graph",
+                    "runtime_keys", "interop_views"):
             print(name, m["executable"])' \
   | while read -r name exe; do cp "$exe" "$DIR/tests/$name"; done
 # The cache tests drive the `tile` command (found through TILE_BIN there).

@@ -36,6 +36,17 @@ for ex in examples/*.rs; do
     done
   done
 done
+# A file's kernels as one unit (`tile inspect FILE --emit source`) compile together.
+for ex in examples/*.rs; do
+  [ "$(grep -c '#\[tile::kernel' "$ex")" -gt 1 ] || continue
+  "$TILE_BIN" inspect "$ex" --target cuda --arch sm_80 --emit source > "$OUT/unit.cu"
+  if "$NVCC" -cubin -gencode=arch=compute_80,code=sm_80 -std=c++17 \
+      -o "$OUT/unit.cubin" "$OUT/unit.cu" > "$OUT/unit.log" 2>&1; then
+    echo "ok   $ex as one unit"
+  else
+    echo "FAIL $ex as one unit: nvcc error"; cat "$OUT/unit.log"; fail=1
+  fi
+done
 need() { # need KERNEL PATTERN WHAT [ARCHS]
   for arch in ${4:-sm_90a sm_80}; do
     if grep -E "$2" "$OUT/$1.$arch.sass" > /dev/null; then

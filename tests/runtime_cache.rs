@@ -8,190 +8,20 @@
 //! one is usable (then the CUDA entries and the device binary cache are
 //! exercised too).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use tile::cache::{CacheDir, CacheEntry, EntryKind};
-use tile::prelude::*;
-use tile::Origin;
+use tile::cache::{CacheDir, EntryKind};
 
-#[tile::kernel(block_n = 256, threads = 128)]
-pub fn cache_probe(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
-    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
-        for i in T::parallel(block_n) {
-            c[bx * block_n + i] = a[bx * block_n + i] + b[bx * block_n + i];
-        }
-    });
-}
-
-const CHILD: &str = "TILE_RUNTIME_TEST_CHILD";
-const GO: &str = "TILE_RUNTIME_TEST_GO";
-
-// ---------------------------------------------------------------------------
-// The child
-// ---------------------------------------------------------------------------
-
-static PAUSE: std::sync::OnceLock<(String, usize)> = std::sync::OnceLock::new();
-static SEEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Publish hook of a child asked to stop at a step: announces it, then waits to be
-/// killed.
-fn pause_hook(step: &str) {
-    let Some((want, nth)) = PAUSE.get() else {
-        return;
-    };
-    if step.starts_with(want.as_str())
-        && SEEN.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == *nth
-    {
-        println!("\nCHILD PAUSED {step}");
-        let _ = std::io::stdout().flush();
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
-    }
-}
-
-fn child_launch() -> Result<String, Error> {
-    let dev = Device::from_env()?;
-    let n = 1000;
-    let a = tile::testing::random_tensor::<f32>(&[n], 1, dev)?;
-    let b = tile::testing::random_tensor::<f32>(&[n], 2, dev)?;
-    let (av, bv) = (a.to_vec()?, b.to_vec()?);
-    let want: Vec<f64> = av.iter().zip(&bv).map(|(x, y)| f64::from(x + y)).collect();
-    for _ in 0..2 {
-        let mut c = Tensor::<f32>::zeros(&[n], dev)?;
-        cache_probe(&a, &b, &mut c)?;
-        if let Err(e) = tile::testing::assert_allclose(&c.to_vec()?, &want, 0.0, 0.0) {
-            return Err(Error::Profile {
-                kernel: "cache_probe",
-                message: e,
-            });
-        }
-    }
-    let origin = match cache_probe::profiler().device(dev).origin() {
-        Some(Origin::Aot) => "aot".to_string(),
-        Some(Origin::DiskCache(p)) => format!("disk {}", p.display()),
-        Some(Origin::BinaryCache(p)) => format!("binary {}", p.display()),
-        Some(Origin::Compiled(p)) => format!("compiled {}", p.display()),
-        None => "none".to_string(),
-    };
-    Ok(origin)
-}
+mod cache_child;
+use cache_child::*;
 
 /// The body of a child process; a no-op in an ordinary test run.
 #[test]
 fn child_main() {
-    let Ok(mode) = std::env::var(CHILD) else {
-        return;
-    };
-    if let Some(spec) = mode.strip_prefix("pause:") {
-        let (step, nth) = spec.rsplit_once(':').unwrap_or((spec, "1"));
-        let _ = PAUSE.set((step.to_string(), nth.parse().unwrap_or(1)));
-        tile::cache::set_publish_hook(Some(pause_hook));
-    }
-    if let Ok(go) = std::env::var(GO) {
-        // Start together: wait until the parent creates the file.
-        while !Path::new(&go).exists() {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-    match child_launch() {
-        Ok(origin) => println!("\nCHILD OK origin={origin}"),
-        Err(e) => {
-            println!("\nCHILD FAILED {e}");
-            std::process::exit(1);
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The parent side
-// ---------------------------------------------------------------------------
-
-fn temp_root(tag: &str) -> PathBuf {
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!("tile-rt-{tag}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("create a temporary cache root");
-    dir
-}
-
-fn child(mode: &str, root: &Path) -> Command {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut c = Command::new(exe);
-    c.args(["child_main", "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, mode)
-        .env("TILE_CACHE_DIR", root)
-        .env("TILE_NO_AOT", "1")
-        .env_remove("TILE_DISABLE_CACHE")
-        .env_remove("TILE_JIT_DIAGNOSTICS")
-        .env_remove(GO)
-        .stdin(Stdio::null());
-    c
-}
-
-struct Run {
-    ok: bool,
-    origin: String,
-    stdout: String,
-    stderr: String,
-}
-
-fn finish(out: Output) -> Run {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let origin = stdout
-        .lines()
-        .find_map(|l| l.split_once("CHILD OK origin=").map(|(_, o)| o))
-        .unwrap_or("")
-        .to_string();
-    Run {
-        ok: out.status.success() && stdout.contains("CHILD OK"),
-        origin,
-        stdout,
-        stderr,
-    }
-}
-
-fn run(cmd: &mut Command) -> Run {
-    finish(cmd.output().expect("start a child"))
-}
-
-fn must_run(cmd: &mut Command) -> Run {
-    let r = run(cmd);
-    assert!(
-        r.ok,
-        "child failed\n--- stdout\n{}\n--- stderr\n{}",
-        r.stdout, r.stderr
-    );
-    r
-}
-
-fn entries(root: &Path, kind: EntryKind) -> Vec<CacheEntry> {
-    CacheDir::at(root)
-        .entries()
-        .into_iter()
-        .filter(|e| e.kind == kind)
-        .collect()
-}
-
-/// Every published entry matches its manifest, and there is exactly one kernel entry.
-fn assert_one_sound_entry(root: &Path) {
-    let all = CacheDir::at(root).entries();
-    for e in &all {
-        assert!(e.damage.is_none(), "damaged entry {e:?}");
-    }
-    let kernels = entries(root, EntryKind::Kernel);
-    assert_eq!(kernels.len(), 1, "{all:#?}");
-    assert!(entries(root, EntryKind::CudaBinary).len() <= 1, "{all:#?}");
-}
-
-fn on_cuda() -> bool {
-    Device::from_env().is_ok_and(|d| d.is_cuda())
+    cache_child::child_main();
 }
 
 #[test]
@@ -306,26 +136,46 @@ fn every_damaged_file_is_detected_and_rebuilt() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// Starts a child that stops at publish step `step` (its `nth` occurrence) and kills it
-/// there; `false` if the child finished without reaching the step.
-fn kill_at(root: &Path, step: &str, nth: usize) -> bool {
-    let mut c = child(&format!("pause:{step}:{nth}"), root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start a child");
-    let stdout = c.stdout.take().expect("child stdout");
-    let mut paused = false;
+/// A child stopped at publish step `step` (its `nth` occurrence), alive until dropped
+/// (then killed and reaped); `None` if it finished without reaching the step.
+struct Paused(Child);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn pause_at(root: &Path, step: &str, nth: usize) -> Option<Paused> {
+    let mut c = Paused(
+        child(&format!("pause:{step}:{nth}"), root)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start a child"),
+    );
+    let stdout = c.0.stdout.take().expect("child stdout");
     for line in BufReader::new(stdout).lines() {
         let Ok(line) = line else { break };
         if line.contains("CHILD PAUSED") {
-            paused = true;
-            break;
+            return Some(c);
         }
     }
-    let _ = c.kill();
-    let _ = c.wait();
-    paused
+    None
+}
+
+/// Starts a child that stops at publish step `step` (its `nth` occurrence) and kills it
+/// there; `false` if the child finished without reaching the step.
+fn kill_at(root: &Path, step: &str, nth: usize) -> bool {
+    pause_at(root, step, nth).is_some()
+}
+
+fn staging_paths(root: &Path) -> Vec<PathBuf> {
+    entries(root, EntryKind::Staging)
+        .into_iter()
+        .map(|e| e.path)
+        .collect()
 }
 
 #[test]
@@ -355,39 +205,67 @@ fn a_process_killed_mid_publish_leaves_no_entry_that_loads() {
             !entries(&root, EntryKind::Staging).is_empty(),
             "the killed build's staging is left behind"
         );
-        // The next process builds and publishes normally; the fresh leftover stays.
+        // The next process removes the leftover (its owner is gone), then builds and
+        // publishes normally.
         let r = must_run(&mut child("launch", &root));
         assert!(!r.origin.starts_with("disk"), "{}", r.origin);
         assert_one_sound_entry(&root);
+        assert!(
+            entries(&root, EntryKind::Staging).is_empty(),
+            "killed at {step} #{nth}: the leftover staging stays"
+        );
         let _ = std::fs::remove_dir_all(&root);
     }
 }
 
 #[test]
-fn stale_staging_is_removed_at_start_up() {
+fn staging_of_killed_builds_is_removed_by_the_next_process() {
+    let root = temp_root("killed-many");
+    // Each child removes what the one killed before it left: five kills leave one.
+    for i in 0..5 {
+        assert!(kill_at(&root, "file", 1), "child {i} never wrote a file");
+    }
+    let left = staging_paths(&root);
+    assert_eq!(left.len(), 1, "{left:?}");
+    // A build in progress: a live child stopped at its first file (it removed the
+    // leftover when it opened the cache).
+    let live = pause_at(&root, "file", 1).expect("a child stopped at its first file");
+    assert!(!left[0].exists(), "a killed build's staging stays");
+    let in_progress = staging_paths(&root);
+    assert_eq!(in_progress.len(), 1, "{in_progress:?}");
+    must_run(&mut child("launch", &root));
+    assert!(in_progress[0].exists(), "a live build's staging is removed");
+    drop(live);
+    must_run(&mut child("launch", &root));
+    assert!(
+        staging_paths(&root).is_empty(),
+        "{:?}",
+        staging_paths(&root)
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn staging_that_cannot_be_judged_by_pid_is_removed_after_an_hour() {
     let root = temp_root("stale");
-    assert!(kill_at(&root, "manifest", 1), "never reached the manifest");
-    // The killed build's staging (on CUDA also the device binary's).
-    let left: Vec<PathBuf> = entries(&root, EntryKind::Staging)
-        .into_iter()
-        .map(|e| e.path)
-        .collect();
-    assert!(!left.is_empty());
-    let fresh = root
-        .join(tile::cache::namespace_name())
-        .join(".staging")
-        .join("fresh-build-0-0");
-    std::fs::create_dir(&fresh).expect("a fresh staging directory");
+    let staging = root.join(tile::cache::namespace_name()).join(".staging");
+    std::fs::create_dir_all(&staging).expect("a staging folder");
+    // Another machine's (or container's) builds, by their tag, and an untagged name.
+    let fresh = staging.join("k-1-0badc0de-0");
+    let old = [staging.join("k-2-0badc0de-0"), staging.join("k-3-0")];
     let two_hours_ago = SystemTime::now() - Duration::from_secs(7200);
-    for old in &left {
-        std::fs::File::open(old)
+    for dir in old.iter().chain([&fresh]) {
+        std::fs::create_dir(dir).expect("a staging directory");
+    }
+    for dir in &old {
+        std::fs::File::open(dir)
             .and_then(|f| f.set_modified(two_hours_ago))
             .expect("backdate a leftover");
     }
     must_run(&mut child("launch", &root));
-    for old in &left {
+    for dir in &old {
         assert!(
-            !old.exists(),
+            !dir.exists(),
             "a staging directory older than an hour is removed"
         );
     }
@@ -505,12 +383,4 @@ fn tile_cache_shows_and_clears() {
     assert!(text.starts_with("removed "), "{text}");
     assert!(CacheDir::at(&root).entries().is_empty());
     let _ = std::fs::remove_dir_all(&root);
-}
-
-/// The `tile` binary: `TILE_BIN` when set (test binaries copied to another machine),
-/// else the one cargo built beside this test.
-fn tile_bin() -> std::path::PathBuf {
-    std::env::var_os("TILE_BIN")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_tile")))
 }

@@ -1,31 +1,146 @@
 //! `tile`: tools that need no GPU and no nvcc.
 //!
-//! `tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all|passes]`
+//! `tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all|passes] [--out DIR]`
 //! prints the IR script, the lowered IR, the generated source, the host side
 //! (the launcher's checks, grid and launch) and the key fields of the kernels
 //! in a Rust file. `--emit passes` prints the IR after every pass instead
 //! (for the `--target` given, else for each target the kernel is built for).
+//! `--emit source` prints one unit that compiles as it is, however many
+//! kernels the file has; `--out DIR` writes one source file per kernel instead.
 //!
 //! `tile cache [show|clear] [--dir DIR]` lists the disk cache (every entry with
 //! its kernel, target, size and whether it matches its manifest) or removes
 //! it. `DIR` defaults to `TILE_CACHE_DIR`, else `~/.cache/tile`.
+//!
+//! The work runs on a thread with a large stack: parsing and lowering recurse
+//! once per level of nesting of the input.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tile_core::frontend::{is_kernel_attr, kernel_attr, parse_kernel};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use tile_core::frontend::{is_kernel_attr, kernel_attr, parse_kernel, KernelDef};
 use tile_runtime::cache::{CacheDir, EntryKind};
 
-const USAGE: &str = "usage: tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all|passes]
-       tile cache [show|clear] [--dir DIR]";
+/// Tools for tile kernels that need no GPU and no nvcc.
+#[derive(Parser)]
+#[command(name = "tile", version, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the IR, lowered IR, generated source, host side and keys of the kernels in a
+    /// Rust file
+    Inspect(Inspect),
+    /// Show or empty the disk cache of compiled kernels
+    Cache(Cache),
+}
+
+#[derive(Args)]
+struct Inspect {
+    /// A Rust file with #[tile::kernel] functions
+    file: PathBuf,
+    /// Only the kernel of this name
+    #[arg(long, value_name = "NAME")]
+    kernel: Option<String>,
+    /// The target of the lowered IR, source and key [default: cuda; for --emit passes:
+    /// every target the kernel is built for]
+    #[arg(long, value_enum)]
+    target: Option<TargetArg>,
+    /// The CUDA arch of the cache entry's key
+    #[arg(long, default_value = "sm_90a")]
+    arch: String,
+    /// What to print [default: all; source with --out]
+    #[arg(long, value_enum)]
+    emit: Option<Emit>,
+    /// Write each kernel's source to DIR/<kernel>.cu (or .c) instead of printing it
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TargetArg {
+    Cuda,
+    Cpu,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Emit {
+    /// The IR script
+    Ir,
+    /// The IR after lowering, for the target
+    Lowered,
+    /// The generated CUDA C++ or C: one unit for all kernels
+    Source,
+    /// The checks and launch of the typed function
+    Host,
+    /// The fields of the kernel's keys and its cache entry
+    Key,
+    /// All of the above, kernel by kernel
+    All,
+    /// The IR after each pass
+    Passes,
+}
+
+#[derive(Args)]
+struct Cache {
+    /// What to do
+    #[arg(value_enum, default_value_t = CacheAction::Show)]
+    action: CacheAction,
+    /// The cache root [default: TILE_CACHE_DIR, else ~/.cache/tile]
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CacheAction {
+    /// List every entry with its kernel, target, size and state
+    Show,
+    /// Remove every entry
+    Clear,
+}
+
+/// The stack of the thread that does the work: enough for inputs nested thousands of
+/// levels deep (syn's parser and the lowering recurse once per level).
+const STACK_BYTES: usize = 256 << 20;
+
+/// The deepest nesting of brackets read: a debug build parses and lowers 10,000 levels
+/// in [`STACK_BYTES`]; deeper input is refused with an error, not a crash.
+const MAX_NESTING: usize = 4096;
+
+/// How deeply `text` nests `(`, `[` and `{` (brackets in literals and comments count
+/// too: an upper bound is all that is needed).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for b in text.bytes() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("inspect") => inspect(&args[1..]),
-        Some("cache") => cache(&args[1..]),
-        _ => {
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
+    let cli = Cli::parse();
+    let worker = std::thread::Builder::new()
+        .name("tile".into())
+        .stack_size(STACK_BYTES)
+        .spawn(move || match cli.command {
+            Command::Inspect(args) => inspect(&args),
+            Command::Cache(args) => cache(&args),
+        });
+    let result = match worker.map(|w| w.join()) {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err("internal error (the worker thread panicked)".to_string()),
+        Err(e) => Err(format!("cannot start the worker thread: {e}")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -51,22 +166,12 @@ fn human(bytes: u64) -> String {
     }
 }
 
-fn cache(args: &[String]) -> Result<(), String> {
-    let mut action = "show";
-    let mut dir = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "show" | "clear" => action = if a == "show" { "show" } else { "clear" },
-            "--dir" => dir = Some(it.next().ok_or(format!("--dir needs a value\n{USAGE}"))?),
-            other => return Err(format!("unknown argument {other}\n{USAGE}")),
-        }
-    }
-    let cache = match dir {
+fn cache(args: &Cache) -> Result<(), String> {
+    let cache = match &args.dir {
         Some(d) => CacheDir::at(d),
         None => CacheDir::from_env(),
     };
-    if action == "clear" {
+    if args.action == CacheAction::Clear {
         let c = cache.clear().map_err(|e| e.to_string())?;
         println!(
             "removed {} entries ({}) from {}",
@@ -117,177 +222,309 @@ fn cache(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn inspect(args: &[String]) -> Result<(), String> {
-    let mut file = None;
-    let mut kernel = None;
-    let mut target = "cuda".to_string();
-    let mut target_given = false;
-    let mut arch = "sm_90a".to_string();
-    let mut emit = "all".to_string();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = || {
-            it.next()
-                .cloned()
-                .ok_or(format!("{a} needs a value\n{USAGE}"))
-        };
-        match a.as_str() {
-            "--kernel" => kernel = Some(val()?),
-            "--target" => {
-                target = val()?;
-                target_given = true;
-            }
-            "--arch" => arch = val()?,
-            "--emit" => emit = val()?,
-            s if s.starts_with("--") => return Err(format!("unknown option {s}\n{USAGE}")),
-            s => file = Some(s.to_string()),
-        }
-    }
-    let file = file.ok_or(USAGE)?;
-    if !matches!(target.as_str(), "cuda" | "cpu") {
-        return Err(format!("--target is cuda or cpu, got {target}"));
-    }
-    if !matches!(
-        emit.as_str(),
-        "ir" | "lowered" | "source" | "host" | "key" | "all" | "passes"
-    ) {
+/// The kernels of `file` (those named `only`, when given), parsed.
+fn kernels_of(file: &Path, only: Option<&str>) -> Result<Vec<(String, KernelDef)>, String> {
+    let shown = file.display();
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{shown}: {e}"))?;
+    let depth = nesting(&text);
+    if depth > MAX_NESTING {
         return Err(format!(
-            "--emit is ir, lowered, source, host, key, all or passes, got {emit}"
+            "{shown}: brackets nested {depth} levels deep; tile reads at most {MAX_NESTING}"
         ));
     }
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
-    let parsed = syn::parse_file(&text).map_err(|e| format!("{file}: not valid Rust: {e}"))?;
-    let mut found = 0;
+    let parsed = syn::parse_file(&text).map_err(|e| format!("{shown}: not valid Rust: {e}"))?;
+    let mut out = Vec::new();
     for item in &parsed.items {
         let syn::Item::Fn(f) = item else { continue };
         let Some(attr) = kernel_attr(&f.attrs) else {
             continue;
         };
-        if kernel.as_deref().is_some_and(|k| f.sig.ident != k) {
+        if only.is_some_and(|k| f.sig.ident != k) {
             continue;
         }
-        found += 1;
         let mut f = f.clone();
         f.attrs.retain(|a| !is_kernel_attr(a));
-        let name = f.sig.ident.to_string();
         let def = parse_kernel(attr, &f).map_err(|d| {
             let msgs: Vec<String> = d
                 .iter()
                 .map(|x| {
                     let s = x.span.start.start();
-                    format!("{file}:{}:{}: {}", s.line, s.column + 1, x.message)
+                    format!("{shown}:{}:{}: {}", s.line, s.column + 1, x.message)
                 })
                 .collect();
             msgs.join("\n")
         })?;
-        let t = if target == "cuda" {
-            tile_core::Target::Cuda
-        } else {
-            tile_core::Target::C
-        };
-        // The passes specialize for Hopper only; any other arch gets the
-        // portable code.
-        let cuda_arch = match (t, arch.as_str()) {
-            (tile_core::Target::Cuda, "sm_90a") => tile_core::ir::CudaArch::Sm90a,
-            _ => tile_core::ir::CudaArch::Any,
-        };
-        if emit == "passes" {
-            let targets = match (target_given, def.func.cuda_only) {
-                (true, _) => vec![t],
-                (false, true) => vec![tile_core::Target::Cuda],
-                (false, false) => vec![tile_core::Target::Cuda, tile_core::Target::C],
-            };
-            for t in targets {
-                let tname = tile_core::passes::target_name(t);
-                println!("=== kernel {name} ({tname}) ===");
-                let mut func = def.func.clone();
-                if t == tile_core::Target::Cuda {
-                    func.arch = cuda_arch;
-                }
-                tile_core::passes::run_observed(func, t, &mut |step, pass, f| {
-                    println!("--- {step:02} {pass} ---");
-                    print!("{}", f.script());
-                    Ok(())
-                })
-                .map_err(|d| format!("{name} ({tname}): {}", d.message))?;
-            }
-            continue;
-        }
-        let lowered = tile_core::lowered_script(&def, t, cuda_arch)
-            .map_err(|d| format!("{name}: {}", d.message))?;
-        let c = tile_core::compile(def).map_err(|d| format!("{name}: {}", d[0].message))?;
-        let all = emit == "all";
-        if all {
-            println!("=== kernel {name} ===");
-        }
-        if all || emit == "ir" {
-            if all {
-                println!("--- ir ---");
-            }
-            print!("{}", c.script);
-        }
-        if all || emit == "lowered" {
-            if all {
-                println!("--- lowered ir ({target}) ---");
-            }
-            print!("{lowered}");
-        }
-        if all || emit == "source" {
-            if all {
-                println!("--- source ({target}) ---");
-            }
-            let hopper = c.cuda_sm90a.as_ref().filter(|_| arch == "sm_90a");
-            print!(
-                "{}",
-                match (target.as_str(), hopper) {
-                    ("cuda", Some(v)) => &v.source,
-                    ("cuda", None) => &c.cuda_source,
-                    _ => &c.c_source,
-                }
-            );
-        }
-        if all || emit == "host" {
-            if all {
-                println!("--- host ---");
-            }
-            let spec = tile_core::abi::describe(&c).map_err(|m| format!("{name}: {m}"))?;
-            // Leaked: this process exits soon.
-            print!("{}", tile_runtime::host_source(spec.leak()));
-        }
-        if all || emit == "key" {
-            if all {
-                println!("--- key ---");
-            }
-            let (tname, opts) = if target == "cuda" {
-                ("cuda", tile_core::CUDA_OPTIONS)
-            } else {
-                ("c", tile_core::C_OPTIONS)
-            };
-            print!("{}", tile_core::key::describe(&c.script, tname, opts));
-            let ns = tile_runtime::cache::namespace_name();
-            if target == "cuda" {
-                let key = match c.cuda_sm90a.as_ref().filter(|_| arch == "sm_90a") {
-                    Some(v) => &v.key,
-                    None => &c.cuda_key,
-                };
-                let entry = tile_runtime::entry_key(tile_runtime::Target::Cuda, key, Some(&arch));
-                println!("arch     {arch}");
-                println!("entry    {ns}/kernels/{entry} (key + arch + NVRTC options)");
-                println!(
-                    "binary   {ns}/cuda-binaries/<sha256 of source, arch, options, NVRTC version>"
-                );
-            } else {
-                let entry = tile_runtime::entry_key(tile_runtime::Target::Cpu, &c.c_key, None);
-                println!("symbol   {}", c.c_symbol);
-                println!("entry    {ns}/kernels/{entry} (key + C compiler flags)");
-            }
-        }
+        out.push((f.sig.ident.to_string(), def));
     }
-    if found == 0 {
+    if out.is_empty() {
         return Err(format!(
-            "no #[tile::kernel] function{} in {file}",
-            kernel.map(|k| format!(" named {k}")).unwrap_or_default()
+            "no #[tile::kernel] function{} in {shown}",
+            only.map(|k| format!(" named {k}")).unwrap_or_default()
         ));
     }
+    Ok(out)
+}
+
+fn inspect(args: &Inspect) -> Result<(), String> {
+    let emit = match (args.emit, &args.out) {
+        (None, Some(_)) | (Some(Emit::Source), _) => Emit::Source,
+        (Some(_), Some(_)) => return Err("--out writes sources: use it with --emit source".into()),
+        (Some(e), None) => e,
+        (None, None) => Emit::All,
+    };
+    let kernels = kernels_of(&args.file, args.kernel.as_deref())?;
+    let target = args.target.unwrap_or(TargetArg::Cuda);
+    if emit == Emit::Passes {
+        for (name, def) in &kernels {
+            print_passes(name, def, args.target, &args.arch)?;
+        }
+        return Ok(());
+    }
+    if emit == Emit::Source {
+        let mut sources = Vec::new();
+        for (name, def) in kernels {
+            let c = tile_core::compile(def).map_err(|d| format!("{name}: {}", d[0].message))?;
+            let code = match target {
+                TargetArg::Cuda => cuda_code(&c, &args.arch).1.to_string(),
+                TargetArg::Cpu => c.c_source,
+            };
+            sources.push((name, code));
+        }
+        return match &args.out {
+            Some(dir) => write_sources(dir, target, &sources),
+            None => one_unit(target, &args.file, &sources).map(|text| print!("{text}")),
+        };
+    }
+    for (name, def) in kernels {
+        print_kernel(&name, def, target, &args.arch, emit)?;
+    }
     Ok(())
+}
+
+/// `--emit passes`: the IR after every pass, for `target`, else for each target the
+/// kernel is built for.
+fn print_passes(
+    name: &str,
+    def: &KernelDef,
+    target: Option<TargetArg>,
+    arch: &str,
+) -> Result<(), String> {
+    let targets = match (target, def.func.cuda_only) {
+        (Some(t), _) => vec![core_target(t)],
+        (None, true) => vec![tile_core::Target::Cuda],
+        (None, false) => vec![tile_core::Target::Cuda, tile_core::Target::C],
+    };
+    for t in targets {
+        let tname = tile_core::passes::target_name(t);
+        println!("=== kernel {name} ({tname}) ===");
+        let mut func = def.func.clone();
+        if t == tile_core::Target::Cuda {
+            func.arch = cuda_arch(arch);
+        }
+        tile_core::passes::run_observed(func, t, &mut |step, pass, f| {
+            println!("--- {step:02} {pass} ---");
+            print!("{}", f.script());
+            Ok(())
+        })
+        .map_err(|d| format!("{name} ({tname}): {}", d.message))?;
+    }
+    Ok(())
+}
+
+/// The architecture the passes specialize for: Hopper's, or the portable code
+/// for any other arch.
+fn cuda_arch(arch: &str) -> tile_core::ir::CudaArch {
+    match arch {
+        "sm_90a" => tile_core::ir::CudaArch::Sm90a,
+        _ => tile_core::ir::CudaArch::Any,
+    }
+}
+
+/// The key and source of the CUDA code a device of `arch` runs.
+fn cuda_code<'c>(c: &'c tile_core::Compiled, arch: &str) -> (&'c str, &'c str) {
+    match c.cuda_sm90a.as_ref().filter(|v| v.arch.name() == arch) {
+        Some(v) => (&v.key, &v.source),
+        None => (&c.cuda_key, &c.cuda_source),
+    }
+}
+
+fn core_target(t: TargetArg) -> tile_core::Target {
+    match t {
+        TargetArg::Cuda => tile_core::Target::Cuda,
+        TargetArg::Cpu => tile_core::Target::C,
+    }
+}
+
+fn target_word(t: TargetArg) -> &'static str {
+    match t {
+        TargetArg::Cuda => "cuda",
+        TargetArg::Cpu => "cpu",
+    }
+}
+
+/// One kernel's sections (`--emit all`) or the one asked for.
+fn print_kernel(
+    name: &str,
+    def: KernelDef,
+    target: TargetArg,
+    arch: &str,
+    emit: Emit,
+) -> Result<(), String> {
+    let tword = target_word(target);
+    let lowered = tile_core::lowered_script(&def, core_target(target), cuda_arch(arch))
+        .map_err(|d| format!("{name}: {}", d.message))?;
+    let c = tile_core::compile(def).map_err(|d| format!("{name}: {}", d[0].message))?;
+    let all = emit == Emit::All;
+    let section = |which: Emit, title: &str| {
+        if all {
+            println!("--- {title} ---");
+        }
+        all || emit == which
+    };
+    if all {
+        println!("=== kernel {name} ===");
+    }
+    if section(Emit::Ir, "ir") {
+        print!("{}", c.script);
+    }
+    if section(Emit::Lowered, &format!("lowered ir ({tword})")) {
+        print!("{lowered}");
+    }
+    if section(Emit::Source, &format!("source ({tword})")) {
+        print!(
+            "{}",
+            match target {
+                TargetArg::Cuda => cuda_code(&c, arch).1,
+                TargetArg::Cpu => &c.c_source,
+            }
+        );
+    }
+    if section(Emit::Host, "host") {
+        let spec = tile_core::abi::describe(&c).map_err(|m| format!("{name}: {m}"))?;
+        // Leaked: this process exits soon.
+        print!("{}", tile_runtime::host_source(spec.leak()));
+    }
+    if section(Emit::Key, "key") {
+        print_key(&c, target, arch);
+    }
+    Ok(())
+}
+
+fn print_key(c: &tile_core::Compiled, target: TargetArg, arch: &str) {
+    let (tname, opts) = match target {
+        TargetArg::Cuda => ("cuda", tile_core::CUDA_OPTIONS),
+        TargetArg::Cpu => ("c", tile_core::C_OPTIONS),
+    };
+    print!("{}", tile_core::key::describe(&c.script, tname, opts));
+    let ns = tile_runtime::cache::namespace_name();
+    match target {
+        TargetArg::Cuda => {
+            let key = cuda_code(c, arch).0;
+            let entry = tile_runtime::entry_key(tile_runtime::Target::Cuda, key, Some(arch));
+            println!("arch     {arch}");
+            println!("entry    {ns}/kernels/{entry} (key + arch + NVRTC options)");
+            println!(
+                "binary   {ns}/cuda-binaries/<sha256 of source, arch, options, NVRTC version>"
+            );
+        }
+        TargetArg::Cpu => {
+            let entry = tile_runtime::entry_key(tile_runtime::Target::Cpu, &c.c_key, None);
+            println!("symbol   {}", c.c_symbol);
+            println!("entry    {ns}/kernels/{entry} (key + C compiler flags)");
+        }
+    }
+}
+
+/// `--out DIR`: each kernel's source, as it is compiled, in `DIR/<kernel>.cu` (`.c`).
+fn write_sources(
+    dir: &Path,
+    target: TargetArg,
+    sources: &[(String, String)],
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let ext = match target {
+        TargetArg::Cuda => "cu",
+        TargetArg::Cpu => "c",
+    };
+    for (name, code) in sources {
+        if code.is_empty() {
+            eprintln!("tile: {name} has no {} code", target_word(target));
+            continue;
+        }
+        let path = dir.join(format!("{name}.{ext}"));
+        std::fs::write(&path, code).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("{}", path.display());
+    }
+    Ok(())
+}
+
+/// The shared beginnings of every generated file of `target`, in order: the prelude, then
+/// (CUDA, for kernels on tensor cores) the GEMM library.
+fn shared_parts(target: TargetArg) -> Vec<&'static str> {
+    match target {
+        TargetArg::Cuda => vec![
+            tile_core::codegen::cuda::PRELUDE,
+            tile_core::codegen::cuda::GEMM_HEADER,
+            tile_core::codegen::cuda::WGMMA_HEADER,
+        ],
+        TargetArg::Cpu => vec![tile_core::codegen::c::PRELUDE],
+    }
+}
+
+/// `--emit source` to stdout: one kernel's source as it is; several as one unit that
+/// compiles as it is (each shared part once, then every kernel's own code).
+fn one_unit(
+    target: TargetArg,
+    file: &Path,
+    sources: &[(String, String)],
+) -> Result<String, String> {
+    if let [(_, code)] = sources {
+        return Ok(code.clone());
+    }
+    let parts = shared_parts(target);
+    let mut used = vec![false; parts.len()];
+    let mut bodies = Vec::new();
+    for (name, code) in sources {
+        if code.is_empty() {
+            bodies.push(format!(
+                "\n// kernel `{name}` has no {} code\n",
+                target_word(target)
+            ));
+            continue;
+        }
+        // `// Generated by ..` line, the prelude, then the optional parts, each after a
+        // blank line.
+        let cannot =
+            || format!("{name}: its source does not start with the shared prelude; use --out DIR");
+        let (_, mut rest) = code.split_once('\n').ok_or_else(cannot)?;
+        rest = rest.strip_prefix(parts[0]).ok_or_else(cannot)?;
+        used[0] = true;
+        for (i, part) in parts.iter().enumerate().skip(1) {
+            if let Some(r) = rest.strip_prefix('\n').and_then(|r| r.strip_prefix(part)) {
+                rest = r;
+                used[i] = true;
+            }
+        }
+        bodies.push(format!("\n// kernel `{name}`{rest}"));
+    }
+    let names: Vec<String> = sources.iter().map(|(n, _)| format!("`{n}`")).collect();
+    let mut out = format!(
+        "// Generated by tile {} from kernels {} of {} (target: {}). Do not edit.\n",
+        env!("CARGO_PKG_VERSION"),
+        names.join(", "),
+        file.display(),
+        target_word(target)
+    );
+    for (i, part) in parts.iter().enumerate() {
+        if used[i] {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(part);
+        }
+    }
+    for body in bodies {
+        out.push_str(&body);
+    }
+    Ok(out)
 }

@@ -18,7 +18,11 @@
 //! Invariants:
 //! - What is published was built in private staging and is loaded from the published
 //!   entry (or, when publication fails, from the staging copy): a launch never fails
-//!   because of the cache; it only fails when the kernel cannot be built or loaded.
+//!   because of the cache; it only fails when the kernel cannot be built or loaded. A
+//!   cache that cannot be written (read-only, or full: the staging folder, a file or the
+//!   compiler's output cannot be written) makes the build run again in a private
+//!   temporary folder; a damaged entry that cannot be removed is left and built around;
+//!   a level-3 binary that cannot be published is not needed.
 //! - A cubin is loaded from the bytes that were verified against the manifest, not
 //!   re-read from disk.
 //! - With diagnostics on, every phase prints `tile phase start: <name>` and
@@ -76,7 +80,8 @@ fn lookup_outcome(r: &Result<Lookup>) -> String {
     match r {
         Ok(Lookup::Hit(e)) => format!("result=hit {}", e.dir.display()),
         Ok(Lookup::Miss) => "result=miss".into(),
-        Ok(Lookup::Damaged(why)) => format!("result=damaged ({why}); removed"),
+        Ok(Lookup::Damaged(why, true)) => format!("result=damaged ({why}); removed"),
+        Ok(Lookup::Damaged(why, false)) => format!("result=damaged ({why}); cannot be removed"),
         Err(e) => format!("result=error ({e})"),
     }
 }
@@ -137,19 +142,36 @@ fn open_cache(cfg: &Config, d: &Diag<'_>) -> Option<DiskCache> {
     }
 }
 
-/// A build folder: the cache's staging, or a temporary folder without a cache.
-fn staging(cache: Option<&DiskCache>, name: &str) -> Result<Staging> {
-    match cache {
-        Some(c) => c.stage(name),
-        None => Staging::temp(),
+/// Builds an entry with `f`: in the cache's staging when there is a cache, else (or when
+/// that fails in a way the cache may have caused: a read-only or full file system, say)
+/// in a private temporary folder. Returns the folder and the cache to publish it to
+/// (`None` for a temporary folder). A failed build keeps its folder so the error's paths
+/// stay readable.
+fn build<'c>(
+    cache: Option<&'c DiskCache>,
+    name: &str,
+    d: &Diag<'_>,
+    mut f: impl FnMut(&mut Staging) -> Result<()>,
+) -> Result<(Staging, Option<&'c DiskCache>)> {
+    if let Some(c) = cache {
+        let failed = match c.stage(name) {
+            Ok(mut staging) => match f(&mut staging) {
+                Ok(()) => return Ok((staging, Some(c))),
+                Err(e) if !may_be_the_cache(&e) => {
+                    staging.keep();
+                    return Err(e);
+                }
+                Err(e) => e,
+            },
+            Err(e) => e,
+        };
+        d.note(format_args!(
+            "cannot build in the cache ({failed}); building in a temporary folder"
+        ));
     }
-}
-
-/// Runs `build` in `staging`; a failed build keeps its folder so the error's paths stay
-/// readable.
-fn build(mut staging: Staging, f: impl FnOnce(&mut Staging) -> Result<()>) -> Result<Staging> {
+    let mut staging = Staging::temp()?;
     match f(&mut staging) {
-        Ok(()) => Ok(staging),
+        Ok(()) => Ok((staging, None)),
         Err(e) => {
             staging.keep();
             Err(e)
@@ -157,8 +179,15 @@ fn build(mut staging: Staging, f: impl FnOnce(&mut Staging) -> Result<()>) -> Re
     }
 }
 
+/// Whether a failed build may be the cache's fault, and is worth retrying outside it: an
+/// I/O error on its files, or the C compiler failing to write its output there (it says
+/// so in words only). A build that fails again in a temporary folder is not the cache's.
+fn may_be_the_cache(e: &Error) -> bool {
+    matches!(e, Error::Cache { .. } | Error::Cc { .. })
+}
+
 /// A built entry: published (`temp` is `None`), or a folder removed when this drops
-/// (cache disabled, or publication failed).
+/// (no cache, or publication failed).
 struct Built {
     dir: PathBuf,
     _temp: Option<Staging>,
@@ -246,14 +275,14 @@ pub(crate) fn find_cpu(spec: &'static KernelSpec, cfg: &Config) -> Result<CpuLoa
             }
         }
     }
-    let staged = phase(on, "compile", || {
-        build(staging(cache.as_ref(), &key)?, |s| {
+    let (staged, publish_to) = phase(on, "compile", || {
+        build(cache.as_ref(), &key, &d, |s| {
             s.write(cc::SOURCE_FILE, k.source.as_bytes())?;
             cc::compile(cfg.cc.as_deref(), spec.name, s)?;
             s.write(PARAMS, params.as_bytes())
         })
     })?;
-    let built = phase(on, "publish", || publish(cache.as_ref(), staged, &rel, &d));
+    let built = phase(on, "publish", || publish(publish_to, staged, &rel, &d));
     let (lib, f) = load(&built.dir)?;
     Ok(loaded_cpu(
         &d,
@@ -368,47 +397,46 @@ pub(crate) fn find_cuda(
             from_binary_cache = entry.take(CUBIN).map(|b| (b, entry.dir));
         }
     }
-    let staged = staging(cache.as_ref(), &key)?;
-    let (mut staged, cubin, origin_dir) = match from_binary_cache {
-        Some((cubin, dir)) => {
-            let staged = build(staged, |s| s.write(CUDA_SOURCE, k.source.as_bytes()))?;
-            (staged, cubin, Some(dir))
-        }
-        None => {
-            let (staged, cubin) = phase(on, "compile", || -> Result<_> {
-                let candidates = nvrtc::include_candidates(|v| std::env::var(v).ok());
-                let includes = nvrtc::include_dirs(candidates)?;
-                let mut cubin = Vec::new();
-                let staged = build(staged, |s| {
-                    s.write(CUDA_SOURCE, k.source.as_bytes())?;
-                    let path = s.path(CUDA_SOURCE);
-                    cubin = nvrtc::compile(spec.name, k.source, &path, &arch, &includes)?;
-                    Ok(())
-                })?;
-                Ok((staged, cubin))
-            })?;
-            if let Some(c) = &cache {
-                phase(on, "publish", || -> Result<()> {
-                    let mut bin = c.stage(&bin_key)?;
-                    bin.write(CUBIN, &cubin)?;
-                    if let Err(failed) = bin.publish(c, &bin_rel) {
-                        let e = failed.1;
-                        d.note(format_args!("device binary not published: {e}"));
-                    }
-                    Ok(())
-                })?;
+    let origin_dir = from_binary_cache.as_ref().map(|(_, dir)| dir.clone());
+    let mut cubin = from_binary_cache.map(|(cubin, _)| cubin);
+    let (staged, publish_to) = build(cache.as_ref(), &key, &d, |s| {
+        s.write(CUDA_SOURCE, k.source.as_bytes())?;
+        let bytes = match &mut cubin {
+            Some(bytes) => bytes,
+            None => {
+                let path = s.path(CUDA_SOURCE);
+                cubin.insert(phase(on, "compile", || -> Result<_> {
+                    let candidates = nvrtc::include_candidates(|v| std::env::var(v).ok());
+                    let includes = nvrtc::include_dirs(candidates)?;
+                    nvrtc::compile(spec.name, k.source, &path, &arch, &includes)
+                })?)
             }
-            (staged, cubin, None)
-        }
-    };
-    staged.write(CUBIN, &cubin)?;
-    staged.write(PARAMS, params.as_bytes())?;
-    let built = phase(on, "publish", || publish(cache.as_ref(), staged, &rel, &d));
+        };
+        s.write(CUBIN, bytes)?;
+        s.write(PARAMS, params.as_bytes())
+    })?;
+    let cubin = cubin.unwrap_or_default();
+    if let (Some(c), None) = (&cache, &origin_dir) {
+        phase(on, "publish", || publish_binary(c, &bin_key, &cubin, &d));
+    }
+    let built = phase(on, "publish", || publish(publish_to, staged, &rel, &d));
     let origin = match origin_dir {
         Some(dir) => Origin::BinaryCache(dir),
         None => Origin::Compiled(built.dir.clone()),
     };
     load(cubin, &built.dir.join(CUBIN), origin)
+}
+
+/// Publishes a device binary to level 3. Best effort: the kernel entry does not need it.
+fn publish_binary(cache: &DiskCache, bin_key: &str, cubin: &[u8], d: &Diag<'_>) {
+    let published = cache.stage(bin_key).and_then(|mut bin| {
+        bin.write(CUBIN, cubin)?;
+        bin.publish(cache, &format!("cuda-binaries/{bin_key}"))
+            .map_err(|failed| failed.1)
+    });
+    if let Err(e) = published {
+        d.note(format_args!("device binary not published: {e}"));
+    }
 }
 
 #[cfg(test)]

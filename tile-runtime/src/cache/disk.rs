@@ -7,8 +7,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::files::{kind_of, remove_any};
+use super::hooks::fault;
 use super::manifest::verify;
-use super::staging::{random_suffix, remove_stale_staging, Staging};
+use super::owner::owned_name;
+use super::staging::{remove_stale_staging, Staging};
 use super::{namespace_name, STAGING, STALE_AFTER};
 use crate::error::{Error, Result};
 
@@ -24,8 +27,9 @@ pub(crate) enum Lookup {
     /// The entry matches its manifest; the contents were read while verifying.
     Hit(Entry),
     Miss,
-    /// The entry was damaged (why) and has been removed.
-    Damaged(String),
+    /// The entry was damaged (why), and has been removed (`true`) or could not be (a
+    /// read-only cache).
+    Damaged(String, bool),
 }
 
 /// A verified entry and the bytes of its files (the ones that were verified).
@@ -45,7 +49,8 @@ impl Entry {
 
 impl DiskCache {
     /// Opens (creating) the namespace of this runtime version and platform under `root`;
-    /// the first open in a process removes stale staging directories.
+    /// the first open in a process removes the staging directories of builds that are
+    /// gone (their process is, or they are older than an hour).
     pub fn open(root: &Path) -> Result<DiskCache> {
         let ns = root.join(namespace_name());
         fs::create_dir_all(ns.join(STAGING)).map_err(|e| Error::cache(&ns, e))?;
@@ -65,13 +70,19 @@ impl DiskCache {
         self.ns.join(rel)
     }
 
-    /// Looks entry `rel` up: its manifest must list every file in `required`, and each
-    /// `(name, bytes)` of `expect` must be in it with exactly those bytes. A damaged entry
-    /// is removed.
+    /// Looks entry `rel` up: it must be a directory (not a symlink), its manifest must
+    /// list every file in `required`, and each `(name, bytes)` of `expect` must be in it
+    /// with exactly those bytes. A damaged entry is removed (best effort: a read-only
+    /// cache keeps it, and the caller builds elsewhere).
     pub fn lookup(&self, rel: &str, required: &[&str], expect: &[(&str, &[u8])]) -> Result<Lookup> {
         let dir = self.entry_dir(rel);
-        if !dir.is_dir() {
-            return Ok(Lookup::Miss);
+        match fs::symlink_metadata(&dir) {
+            Ok(m) if m.file_type().is_dir() => {}
+            Ok(m) => {
+                let why = format!("the entry is {}", kind_of(&m));
+                return Ok(Lookup::Damaged(why, self.discard(&dir)));
+            }
+            Err(_) => return Ok(Lookup::Miss),
         }
         let key = dir
             .file_name()
@@ -83,46 +94,37 @@ impl DiskCache {
                     let got = files.iter().find(|(n, _)| n == name).map(|(_, b)| b);
                     if got.map(Vec::as_slice) != Some(*want) {
                         let why = format!("{name} does not describe this kernel");
-                        self.discard(&dir);
-                        return Ok(Lookup::Damaged(why));
+                        return Ok(Lookup::Damaged(why, self.discard(&dir)));
                     }
                 }
                 Ok(Lookup::Hit(Entry { dir, files }))
             }
-            Err(why) => {
-                self.discard(&dir);
-                Ok(Lookup::Damaged(why))
-            }
+            Err(why) => Ok(Lookup::Damaged(why, self.discard(&dir))),
         }
     }
 
-    /// Removes entry directory `dir`: renamed into staging first (so no reader sees a
-    /// half-removed entry, and a concurrent remover finds nothing), then deleted. Best
-    /// effort: a later publication replaces whatever is left.
-    pub fn discard(&self, dir: &Path) {
-        let trash =
-            self.ns
-                .join(STAGING)
-                .join(format!("trash-{}-{}", std::process::id(), random_suffix()));
-        match fs::rename(dir, &trash) {
+    /// Removes entry `dir` (a directory, or whatever else was found in its place):
+    /// renamed into staging first (so no reader sees a half-removed entry, and a
+    /// concurrent remover finds nothing), then deleted. Best effort (a later publication
+    /// replaces whatever is left): whether `dir` is gone.
+    pub fn discard(&self, dir: &Path) -> bool {
+        let trash = self.ns.join(STAGING).join(owned_name("trash"));
+        match fault("rename", dir).and_then(|()| fs::rename(dir, &trash)) {
             Ok(()) => {
-                let _ = fs::remove_dir_all(&trash);
+                let _ = remove_any(&trash);
+                true
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(_) => {
-                let _ = fs::remove_dir_all(dir);
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+            Err(_) => fault("remove", dir).and_then(|()| remove_any(dir)).is_ok(),
         }
     }
 
     /// A new private staging directory for entry `name`.
     pub fn stage(&self, name: &str) -> Result<Staging> {
-        let dir = self.ns.join(STAGING).join(format!(
-            "{name}-{}-{}",
-            std::process::id(),
-            random_suffix()
-        ));
-        fs::create_dir(&dir).map_err(|e| Error::cache(&dir, e))?;
+        let dir = self.ns.join(STAGING).join(owned_name(name));
+        fault("mkdir", &dir)
+            .and_then(|()| fs::create_dir(&dir))
+            .map_err(|e| Error::cache(&dir, e))?;
         Ok(Staging::new(dir))
     }
 }

@@ -6,6 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use super::files::{kind_of, read_text_or_empty, remove_any};
 use super::manifest::verify;
 use super::params::Summary;
 use super::staging::remove_stale_staging;
@@ -117,7 +118,7 @@ impl CacheDir {
                 (EntryKind::CudaBinary, CUDA_BINARIES),
                 (EntryKind::Staging, STAGING),
             ] {
-                for path in read_dirs(&ns.join(sub)) {
+                for path in read_entries(&ns.join(sub)) {
                     out.push(describe(kind, &namespace, path));
                 }
             }
@@ -135,7 +136,7 @@ impl CacheDir {
     pub fn clear(&self) -> Result<Cleared> {
         let mut cleared = Cleared::default();
         for e in self.entries() {
-            match fs::remove_dir_all(&e.path) {
+            match remove_any(&e.path) {
                 Ok(()) => {
                     cleared.entries += 1;
                     cleared.bytes += e.bytes;
@@ -163,14 +164,17 @@ impl CacheDir {
     }
 }
 
-pub(super) fn read_dirs(dir: &Path) -> Vec<PathBuf> {
+/// The directories in `dir`, sorted.
+fn read_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = read_entries(dir);
+    out.retain(|p| p.is_dir());
+    out
+}
+
+/// Everything in `dir` (an entry in the wrong place, a file say, is listed too), sorted.
+pub(super) fn read_entries(dir: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect()
-        })
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     out.sort();
     out
@@ -184,6 +188,8 @@ fn file_name(p: &Path) -> String {
 
 fn describe(kind: EntryKind, namespace: &str, path: PathBuf) -> CacheEntry {
     let key = file_name(&path);
+    let meta = fs::symlink_metadata(&path).ok();
+    let is_dir = meta.as_ref().is_some_and(|m| m.file_type().is_dir());
     let bytes = fs::read_dir(&path)
         .map(|rd| {
             rd.flatten()
@@ -193,12 +199,17 @@ fn describe(kind: EntryKind, namespace: &str, path: PathBuf) -> CacheEntry {
                 .sum()
         })
         .unwrap_or(0);
-    let damage = match kind {
-        EntryKind::Staging => None,
-        EntryKind::Kernel | EntryKind::CudaBinary => verify(&path, &key, &[]).err(),
+    let bytes = match &meta {
+        Some(m) if !is_dir => m.len(),
+        _ => bytes,
     };
-    let params = Summary::of(&fs::read_to_string(path.join(PARAMS)).unwrap_or_default());
-    let modified = fs::metadata(&path).and_then(|m| m.modified()).ok();
+    let damage = match (kind, &meta) {
+        (EntryKind::Staging, _) => None,
+        (_, Some(m)) if !is_dir => Some(format!("the entry is {}", kind_of(m))),
+        _ => verify(&path, &key, &[]).err(),
+    };
+    let params = Summary::of(&read_text_or_empty(&path.join(PARAMS)));
+    let modified = meta.and_then(|m| m.modified().ok());
     CacheEntry {
         kind,
         namespace: namespace.to_string(),

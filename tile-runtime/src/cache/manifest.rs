@@ -5,11 +5,11 @@
 //! it says (so a flipped or truncated manifest is caught too, even where it still
 //! parses), at this [`FORMAT`].
 
-use std::fs;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::files::{kind_of, read_regular, unreadable, MAX_FILE, MAX_TEXT};
 use super::{sha256_hex, MANIFEST};
 use crate::error::{Error, Result};
 
@@ -55,7 +55,7 @@ pub(super) fn manifest_for(dir: &Path, key: &str, names: &[String]) -> Result<St
     let mut files = Vec::with_capacity(names.len());
     for name in names {
         let path = dir.join(name);
-        let bytes = fs::read(&path).map_err(|e| Error::cache(&path, e))?;
+        let bytes = read_regular(&path, MAX_FILE).map_err(|e| Error::cache(&path, e))?;
         files.push(ManifestFile {
             name: name.clone(),
             size: bytes.len() as u64,
@@ -83,13 +83,16 @@ fn is_plain_file_name(name: &str) -> bool {
 }
 
 /// Checks `dir` against its manifest (see the module invariants of [`crate::cache`]);
-/// the files' bytes on success, the reason on failure.
+/// the files' bytes on success, the reason on failure. Every file must be a regular file
+/// (a FIFO, a device or a symlink is damage, and is never opened for reading in a way
+/// that could block), and no read goes past the size the manifest allows.
 pub(super) fn verify(
     dir: &Path,
     key: &str,
     required: &[&str],
 ) -> std::result::Result<Vec<(String, Vec<u8>)>, String> {
-    let bytes = fs::read(dir.join(MANIFEST)).map_err(|e| format!("{MANIFEST}: {e}"))?;
+    let bytes =
+        read_regular(&dir.join(MANIFEST), MAX_TEXT).map_err(|e| unreadable(MANIFEST, &e))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("{MANIFEST} is not UTF-8"))?;
     let manifest = parse(&text).ok_or_else(|| format!("{MANIFEST} is malformed"))?;
     if manifest.key != key {
@@ -108,14 +111,20 @@ pub(super) fn verify(
             return Err(format!("{MANIFEST} lists a bad file name {:?}", f.name));
         }
         let path = dir.join(&f.name);
-        let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", f.name))?;
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| unreadable(&f.name, &e))?;
+        if !meta.file_type().is_file() {
+            return Err(format!("{} is {}", f.name, kind_of(&meta)));
+        }
+        let wrong_size = |len: u64| {
+            let (name, size) = (&f.name, f.size);
+            format!("{name} has {len} bytes, the manifest says {size}")
+        };
+        if meta.len() != f.size {
+            return Err(wrong_size(meta.len()));
+        }
+        let bytes = read_regular(&path, f.size).map_err(|e| unreadable(&f.name, &e))?;
         if bytes.len() as u64 != f.size {
-            return Err(format!(
-                "{} has {} bytes, the manifest says {}",
-                f.name,
-                bytes.len(),
-                f.size
-            ));
+            return Err(wrong_size(bytes.len() as u64));
         }
         if sha256_hex(&bytes) != f.sha256 {
             return Err(format!("{} does not match its sha256", f.name));

@@ -20,24 +20,34 @@
 //!
 //! Invariants:
 //! - An entry directory is immutable once visible: it is built in a private staging
-//!   directory (`.staging/<name>-<pid>-<random>`), every file is fsynced, the manifest is
-//!   written last, and one `rename` publishes it. A process that loses the race discards
-//!   its staging directory and uses the winner.
+//!   directory (`.staging/<name>-<pid>-<tag>-<random>`), every file is fsynced, the
+//!   manifest is written last, and one `rename` publishes it. A process that loses the
+//!   race discards its staging directory and uses the winner.
 //! - Nothing is loaded from an entry that does not match its manifest: the manifest must
 //!   be byte-for-byte what this runtime writes for its own contents (so a flipped or
 //!   truncated manifest is caught too), name the entry's key, and list every required
 //!   file with the size and sha256 found on disk. A damaged entry is first renamed into
 //!   `.staging/` (atomic: no reader sees it half-removed), then deleted; the caller
-//!   rebuilds it.
-//! - Staging directories older than an hour (left by killed builds) are removed the
-//!   first time a process opens the namespace.
+//!   rebuilds it. Whatever stands in place of an entry that is not a directory (a plain
+//!   file, a symlink) is damage and removed the same way.
+//! - Reading an entry never blocks and never reads without bound: only regular files
+//!   are opened (not followed through a symlink, and without blocking, so a FIFO or a
+//!   device is refused, not read), and no more bytes are read than the manifest allows
+//!   (the manifest itself: 1 MiB).
+//! - The first time a process opens the namespace it removes the staging directories
+//!   whose owner is gone: its pid (of this machine boot and pid namespace, `<tag>`) has
+//!   no process, or one that started after the directory last changed (a reused pid).
+//!   Those it cannot judge (another machine's, say) are removed once older than an hour.
+//! - The cache is an accelerator: a cache that cannot be written (read-only, full) makes
+//!   the launch build in a private temporary folder instead (see `find.rs`).
 //!
 //! Files: `disk` (a namespace: look up, discard, stage), `staging` (building and
-//! publishing an entry), `manifest` (writing and verifying manifests), `params` (the
-//! `params.json` of kernel entries), `inspect` (the public inspection API).
+//! publishing an entry), `manifest` (writing and verifying manifests), `files` (bounded
+//! reads of regular files), `owner` (staging names and their owners), `params` (the
+//! `params.json` of kernel entries), `inspect` (the public inspection API), `hooks` (test
+//! hooks: publication steps, injected I/O faults).
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -45,14 +55,20 @@ use sha2::{Digest, Sha256};
 use crate::config::Config;
 
 mod disk;
+#[cfg(test)]
+mod fault_tests;
+mod files;
+mod hooks;
 mod inspect;
 mod manifest;
+mod owner;
 mod params;
 mod staging;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use disk::{DiskCache, Lookup};
+pub use hooks::{set_fault_hook, set_publish_hook, FaultHook};
 pub use inspect::{CacheDir, CacheEntry, Cleared, EntryKind};
 pub use params::params_json;
 pub(crate) use staging::Staging;
@@ -103,28 +119,6 @@ pub fn namespace_name() -> String {
         std::env::consts::OS,
         std::env::consts::ARCH
     )
-}
-
-// ---------------------------------------------------------------------------
-// Test hooks
-// ---------------------------------------------------------------------------
-
-static PUBLISH_HOOK: Mutex<Option<fn(&str)>> = Mutex::new(None);
-
-/// Installs a function called at each step of a publication: `file <name>` after a file
-/// is written and fsynced, `manifest` after the manifest, `rename` just before the
-/// rename. For crash tests (a hook that never returns lets a test kill the process
-/// mid-publish); not part of the stable API.
-#[doc(hidden)]
-pub fn set_publish_hook(hook: Option<fn(&str)>) {
-    *PUBLISH_HOOK.lock().unwrap_or_else(|e| e.into_inner()) = hook;
-}
-
-fn publish_step(step: &str) {
-    let hook = *PUBLISH_HOOK.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(hook) = hook {
-        hook(step);
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -4,12 +4,14 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use super::disk::DiskCache;
+use super::files::remove_any;
+use super::hooks::{fault, publish_step};
 use super::manifest::{manifest_for, verify};
-use super::{publish_step, MANIFEST};
+use super::owner::{owned_name, owner_gone};
+use super::MANIFEST;
 use crate::error::{Error, Result};
 
 /// A directory that files are built into before publication (or, with the cache
@@ -32,11 +34,7 @@ impl Staging {
 
     /// A fresh build folder under the system temporary directory, never published.
     pub fn temp() -> Result<Staging> {
-        let dir = std::env::temp_dir().join(format!(
-            "tile-build-{}-{}",
-            std::process::id(),
-            random_suffix()
-        ));
+        let dir = std::env::temp_dir().join(owned_name("tile-build"));
         fs::create_dir_all(&dir).map_err(|e| Error::cache(&dir, e))?;
         Ok(Staging::new(dir))
     }
@@ -61,7 +59,8 @@ impl Staging {
     /// Records (and fsyncs) file `name`, produced in the directory by a tool.
     pub fn add(&mut self, name: &str) -> Result<()> {
         let path = self.path(name);
-        fs::File::open(&path)
+        fault("add", &path)
+            .and_then(|()| fs::File::open(&path))
             .and_then(|f| f.sync_all())
             .map_err(|e| Error::cache(&path, e))?;
         self.files.push(name.to_string());
@@ -99,18 +98,18 @@ impl Staging {
         publish_step("manifest");
         sync_dir(&self.dir);
         let parent = target.parent().unwrap_or(&cache.ns).to_path_buf();
-        if let Err(e) = fs::create_dir_all(&parent) {
+        if let Err(e) = fault("mkdir", &parent).and_then(|()| fs::create_dir_all(&parent)) {
             return Err(Box::new((self, Error::cache(&parent, e))));
         }
         publish_step("rename");
         for _ in 0..3 {
-            match fs::rename(&self.dir, &target) {
+            match fault("rename", &target).and_then(|()| fs::rename(&self.dir, &target)) {
                 Ok(()) => {
                     self.remove_on_drop = false;
                     sync_dir(&parent);
                     return Ok(target);
                 }
-                Err(_) if target.exists() => {
+                Err(_) if fs::symlink_metadata(&target).is_ok() => {
                     // Lost the race (or a leftover entry): use the winner if it is sound,
                     // dropping (removing) our copy.
                     if verify(&target, &key, &self.file_names()).is_ok() {
@@ -142,10 +141,13 @@ impl Drop for Staging {
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut f = fs::File::create(path).map_err(|e| Error::cache(path, e))?;
-    f.write_all(bytes)
-        .and_then(|()| f.sync_all())
-        .map_err(|e| Error::cache(path, e))
+    let write = || {
+        fault("write", path)?;
+        let mut f = fs::File::create(path)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    };
+    write().map_err(|e| Error::cache(path, e))
 }
 
 /// Best-effort fsync of a directory (makes the rename durable on POSIX file systems).
@@ -155,7 +157,9 @@ fn sync_dir(dir: &Path) {
     }
 }
 
-/// Removes entries of `staging` not modified for `age` (crashed builds, trash).
+/// Removes the entries of `staging` left by processes that are gone (see
+/// [`owner`](super::owner)) or not modified for `age` (crashed builds, trash). Best
+/// effort; returns how many were removed.
 pub(crate) fn remove_stale_staging(staging: &Path, age: Duration) -> usize {
     let Ok(entries) = fs::read_dir(staging) else {
         return 0;
@@ -163,33 +167,14 @@ pub(crate) fn remove_stale_staging(staging: &Path, age: Duration) -> usize {
     let now = SystemTime::now();
     let mut removed = 0;
     for entry in entries.flatten() {
-        let stale = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
+        let modified = entry.metadata().and_then(|m| m.modified()).ok();
+        let old = modified
             .and_then(|t| now.duration_since(t).ok())
             .is_some_and(|d| d > age);
-        if stale {
-            let path = entry.path();
-            let gone = if path.is_dir() {
-                fs::remove_dir_all(&path)
-            } else {
-                fs::remove_file(&path)
-            };
-            removed += usize::from(gone.is_ok());
+        let name = entry.file_name();
+        if old || owner_gone(&name.to_string_lossy(), modified) {
+            removed += usize::from(remove_any(&entry.path()).is_ok());
         }
     }
     removed
-}
-
-pub(super) fn random_suffix() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u32(std::process::id());
-    if let Ok(t) = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH) {
-        h.write_u128(t.as_nanos());
-    }
-    format!("{:016x}", h.finish())
 }

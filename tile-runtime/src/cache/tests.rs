@@ -5,13 +5,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::disk::Entry;
-use super::inspect::read_dirs;
+use super::inspect::read_entries;
 use super::manifest::{parse, render, ManifestFile};
-use super::staging::{random_suffix, remove_stale_staging};
+use super::owner::random_suffix;
+use super::staging::remove_stale_staging;
 use super::*;
 use crate::error::{Error, Result};
 
-fn temp_root(tag: &str) -> PathBuf {
+pub(super) fn temp_root(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "tile-test-{tag}-{}-{}",
         std::process::id(),
@@ -65,7 +66,7 @@ fn publish_lookup_and_corruption() -> Result<()> {
     // Expected contents that differ: not this kernel's entry, removed.
     assert!(matches!(
         cache.lookup("kernels/abc", &["a.txt"], &[("a.txt", b"other")])?,
-        Lookup::Damaged(_)
+        Lookup::Damaged(..)
     ));
     assert!(!dir.exists());
 
@@ -75,7 +76,7 @@ fn publish_lookup_and_corruption() -> Result<()> {
     let dir = publish(s, &cache, "kernels/abc")?;
     assert!(matches!(
         cache.lookup("kernels/abc", &["c.txt"], &[])?,
-        Lookup::Damaged(_)
+        Lookup::Damaged(..)
     ));
     assert!(!dir.exists());
 
@@ -85,12 +86,12 @@ fn publish_lookup_and_corruption() -> Result<()> {
     let dir = publish(s, &cache, "kernels/abc")?;
     fs::write(dir.join("a.txt"), b"jello").map_err(|e| Error::cache("a", e))?;
     match cache.lookup("kernels/abc", &["a.txt"], &[])? {
-        Lookup::Damaged(why) => assert_eq!(why, "a.txt does not match its sha256"),
+        Lookup::Damaged(why, true) => assert_eq!(why, "a.txt does not match its sha256"),
         other => panic!("expected damage, got {other:?}"),
     }
     assert!(!dir.exists());
     // The removed entry went through staging and is gone from there too.
-    assert_eq!(read_dirs(&cache.ns.join(STAGING)).len(), 0);
+    assert_eq!(read_entries(&cache.ns.join(STAGING)).len(), 0);
     let _ = fs::remove_dir_all(&root);
     Ok(())
 }
@@ -117,7 +118,7 @@ fn manifest_must_be_canonical_and_name_its_key() -> Result<()> {
         let dir = make(&cache)?;
         fs::write(dir.join(MANIFEST), &bad).map_err(|e| Error::cache("m", e))?;
         assert!(
-            matches!(cache.lookup("kernels/k1", &[], &[])?, Lookup::Damaged(_)),
+            matches!(cache.lookup("kernels/k1", &[], &[])?, Lookup::Damaged(..)),
             "{bad:?}"
         );
     }
@@ -126,7 +127,7 @@ fn manifest_must_be_canonical_and_name_its_key() -> Result<()> {
     let other = cache.entry_dir("kernels/k9");
     fs::rename(&dir, &other).map_err(|e| Error::cache(&other, e))?;
     match cache.lookup("kernels/k9", &[], &[])? {
-        Lookup::Damaged(why) => assert_eq!(why, "manifest.json names key k1, not k9"),
+        Lookup::Damaged(why, true) => assert_eq!(why, "manifest.json names key k1, not k9"),
         other => panic!("expected damage, got {other:?}"),
     }
     let _ = fs::remove_dir_all(&root);
