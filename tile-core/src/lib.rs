@@ -126,6 +126,8 @@ pub fn lowered_script(
     arch: ir::CudaArch,
 ) -> Result<String, Diagnostic> {
     let mut f = def.func.clone();
-    f.arch = arch;
+    if target == Target::Cuda {
+        f.arch = arch;
+    }
     Ok(passes::run(f, target)?.script())
 }
