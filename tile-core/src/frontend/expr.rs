@@ -8,6 +8,7 @@
 use super::builtins::{self, Lower, Position};
 use super::{Ctx, Sym};
 use crate::diag::{range, SpanRange as Span};
+use crate::ir::fold::{int_op, NoFold};
 use crate::ir::*;
 
 /// `T::name` → `name`.
@@ -154,12 +155,18 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
                     (s, _) => DType::from_rust_name(s),
                 };
                 match (t, v) {
-                    (Some(t), Ok(v)) if t.is_float() => Expr::Float(v as f64, t),
+                    (Some(t), Ok(v)) if t.is_float() => {
+                        float_lit(cx, span, Expr::Int(v, DType::I64).cast(t), false)
+                    }
                     (Some(t), Ok(v)) if !fits(v, t) => {
                         cx.err(span, format!("the integer {v} does not fit in {t}"));
                         Expr::Int(0, t)
                     }
                     (Some(t), Ok(v)) => Expr::Int(v, t),
+                    (Some(t), Err(_)) if t.is_int() => {
+                        cx.err(span, format!("the integer {i} does not fit in {t}"));
+                        Expr::Int(0, t)
+                    }
                     _ => {
                         cx.err(span, "unsupported integer literal");
                         Expr::int(0)
@@ -171,8 +178,27 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
                     "" => Some(DType::F32),
                     s => DType::from_rust_name(s),
                 };
-                match (t, f.base10_parse::<f64>()) {
-                    (Some(t), Ok(v)) if t.is_float() => Expr::Float(v, t),
+                let digits = f.base10_digits();
+                match (t, digits.parse::<f64>()) {
+                    // `1.5f32` is the f32 nearest the decimal (parsed as such,
+                    // not through f64).
+                    (Some(DType::F32), Ok(_)) if !f.suffix().is_empty() => {
+                        let v = digits.parse::<f32>().map_or(f64::NAN, f64::from);
+                        float_lit(cx, span, Expr::Float(v, DType::F32), false)
+                    }
+                    // An unsuffixed literal keeps its decimal value until it
+                    // meets a type (see `ir::fold`).
+                    (Some(t), Ok(v)) if t.is_float() && f.suffix().is_empty() => {
+                        float_lit(cx, span, Expr::Float(v, t), true)
+                    }
+                    (Some(t), Ok(v)) if t.is_float() => {
+                        let v = match t {
+                            DType::F16 => half::f16::from_f64(v).to_f64(),
+                            DType::BF16 => half::bf16::from_f64(v).to_f64(),
+                            _ => v,
+                        };
+                        float_lit(cx, span, Expr::Float(v, t), false)
+                    }
                     _ => {
                         cx.err(span, "unsupported float literal");
                         Expr::Float(0.0, DType::F32)
@@ -209,12 +235,18 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
             let a = lower(cx, &u.expr);
             match u.op {
                 syn::UnOp::Neg(_) => match a {
-                    Expr::Int(v, t) => Expr::Int(-v, t),
-                    Expr::Float(v, t) => Expr::Float(-v, t),
                     a if a.dtype() == DType::Bool || !a.dtype().is_signed() => {
                         cx.err(span, format!("cannot negate a {} value", a.dtype()));
                         a
                     }
+                    Expr::Int(v, t) => match crate::ir::fold::int_neg(v, t) {
+                        Ok(n) => Expr::Int(n, t),
+                        Err(_) => {
+                            cx.err(span, format!("negating {v} overflows {t}"));
+                            Expr::Int(v, t)
+                        }
+                    },
+                    Expr::Float(v, t) => Expr::Float(-v, t),
                     a => {
                         let t = a.dtype();
                         Expr::Neg(Box::new(a), t)
@@ -302,6 +334,23 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
     }
 }
 
+/// A float literal: one that does not fit its type (its value rounds to
+/// infinity) is an error, as in Rust. An unsuffixed literal (`adapts`) only
+/// has to fit `f64`: it takes the type of what it meets.
+fn float_lit(cx: &mut Ctx, span: Span, e: Expr, adapts: bool) -> Expr {
+    if let Expr::Float(v, t) = e {
+        let t_final = if adapts { DType::F64 } else { t };
+        if crate::ir::fold::round_float(v, t_final).is_infinite() {
+            cx.err(
+                span,
+                format!("the literal does not fit in {t_final} (it would be infinite)"),
+            );
+            return Expr::Float(0.0, t);
+        }
+    }
+    e
+}
+
 fn block_value(cx: &mut Ctx, b: &syn::Block) -> Expr {
     match b.stmts.as_slice() {
         [syn::Stmt::Expr(e, None)] => lower(cx, e),
@@ -335,6 +384,8 @@ pub fn describe(e: &syn::Expr) -> &'static str {
 
 fn name(cx: &mut Ctx, n: String, span: Span) -> Expr {
     match cx.lookup(&n) {
+        // Typed as an unsuffixed literal would be.
+        Some(Sym::Const(ConstVal::Int(v))) if !fits(v, DType::I32) => Expr::Int(v, DType::I64),
         Some(Sym::Const(ConstVal::Int(v))) => Expr::int(v),
         Some(Sym::Const(ConstVal::Float(v))) => Expr::Float(v, DType::F32),
         Some(Sym::Const(ConstVal::Bool(v))) => Expr::Bool(v),
@@ -404,16 +455,24 @@ pub fn arith(cx: &mut Ctx, span: Span, op: BinOp, l: Expr, r: Expr) -> Expr {
         cx.err(span, "`%` applies to integers");
     }
     let (l, r) = unify(cx, span, l, r);
-    if let (Expr::Float(x, t), Expr::Float(y, _)) = (&l, &r) {
-        let v = match op {
-            BinOp::Add => Some(x + y),
-            BinOp::Sub => Some(x - y),
-            BinOp::Mul => Some(x * y),
-            BinOp::Div => Some(x / y),
-            _ => None,
-        };
-        if let Some(v) = v {
-            return Expr::Float(v, *t);
+    if matches!(op, BinOp::Div | BinOp::Rem) && r.dtype().is_int() && r.as_int() == Some(0) {
+        cx.err(span, "division by zero");
+        return l;
+    }
+    if let (Expr::Int(x, t), Expr::Int(y, _)) = (&l, &r) {
+        if let Err(NoFold::Undefined(why)) = int_op(op, *x, *t, *y, *t) {
+            let shown = if *t == DType::I32 || !t.is_int() {
+                "int".to_string()
+            } else {
+                t.to_string()
+            };
+            cx.err(
+                span,
+                format!(
+                    "{why}: `{x} {} {y}` does not fit in {shown}, the type it is computed in",
+                    op.symbol()
+                ),
+            );
         }
     }
     Expr::bin(op, l, r)

@@ -14,8 +14,12 @@
 //! the cache key is derived from that text, so debug-only information (spans,
 //! comments in the user's source) never reaches it.
 
+pub mod fold;
 pub mod print;
 pub mod read;
+mod schedule;
+
+pub use schedule::{NestPlan, Pipeline, Schedule, SharedPool};
 
 use std::fmt;
 
@@ -224,55 +228,6 @@ impl Expr {
             _ => None,
         }
     }
-    /// Builds a binary op, folding integer constants and trivial identities.
-    pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-        let ty = if op.is_cmp() || op.is_logic() {
-            DType::Bool
-        } else {
-            a.dtype()
-        };
-        if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
-            let folded = match op {
-                BinOp::Add => x.checked_add(y),
-                BinOp::Sub => x.checked_sub(y),
-                BinOp::Mul => x.checked_mul(y),
-                BinOp::Div if y != 0 => Some(x / y),
-                BinOp::Rem if y != 0 => Some(x % y),
-                BinOp::Min => Some(x.min(y)),
-                BinOp::Max => Some(x.max(y)),
-                _ => None,
-            };
-            if let Some(v) = folded {
-                return Expr::Int(v, ty);
-            }
-            let cmp = match op {
-                BinOp::Lt => Some(x < y),
-                BinOp::Le => Some(x <= y),
-                BinOp::Gt => Some(x > y),
-                BinOp::Ge => Some(x >= y),
-                BinOp::Eq => Some(x == y),
-                BinOp::Ne => Some(x != y),
-                _ => None,
-            };
-            if let Some(c) = cmp {
-                return Expr::Bool(c);
-            }
-        }
-        match (op, a.as_int(), b.as_int()) {
-            (BinOp::Add, Some(0), _) if b.dtype() == ty => return b,
-            (BinOp::Add, _, Some(0)) | (BinOp::Sub, _, Some(0)) => return a,
-            (BinOp::Mul, Some(1), _) if b.dtype() == ty => return b,
-            (BinOp::Mul, _, Some(1)) | (BinOp::Div, _, Some(1)) => return a,
-            (BinOp::Mul, Some(0), _) | (BinOp::Mul, _, Some(0)) => return Expr::Int(0, ty),
-            _ => {}
-        }
-        match (op, &a, &b) {
-            (BinOp::And, Expr::Bool(true), _) => return b,
-            (BinOp::And, _, Expr::Bool(true)) => return a,
-            _ => {}
-        }
-        Expr::Bin(op, Box::new(a), Box::new(b), ty)
-    }
     // Constructors of IR nodes (`a + b` as an expression), not arithmetic on values.
     #[allow(clippy::should_implement_trait)]
     pub fn add(a: Expr, b: Expr) -> Expr {
@@ -287,17 +242,6 @@ impl Expr {
     }
     pub fn lt(a: Expr, b: Expr) -> Expr {
         Expr::bin(BinOp::Lt, a, b)
-    }
-    pub fn cast(self, to: DType) -> Expr {
-        if self.dtype() == to {
-            return self;
-        }
-        match self {
-            Expr::Int(v, _) if to.is_int() => Expr::Int(v, to),
-            Expr::Int(v, _) if to.is_float() => Expr::Float(v as f64, to),
-            Expr::Float(v, _) if to.is_float() => Expr::Float(v, to),
-            e => Expr::Cast(to, Box::new(e)),
-        }
     }
 
     /// Calls `f` on every sub-expression, children first.
@@ -866,88 +810,6 @@ pub struct PrimFunc {
     /// How loops map to threads and stages; empty until the scheduling
     /// passes (CUDA) fill it.
     pub schedule: Schedule,
-}
-
-/// Decisions of the CUDA scheduling passes, keyed by the loop variable or
-/// buffer they concern (names are unique in a function, so the printer shows
-/// each decision on the loop or allocation it belongs to).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Schedule {
-    /// `plan_pipelines`: the `T::pipelined` loops that overlap copies with
-    /// compute.
-    pub pipelines: std::collections::BTreeMap<VarId, Pipeline>,
-    /// `vectorize`: how each `T::parallel` nest (by its outermost loop
-    /// variable) is split over the block's threads.
-    pub nests: std::collections::BTreeMap<VarId, NestPlan>,
-    /// `vectorize`: elements per chunk of each register fragment (`T::parallel`
-    /// nests over it use the same width, so each thread touches only the
-    /// elements it holds).
-    pub fragments: std::collections::BTreeMap<BufId, i64>,
-}
-
-/// A software pipeline: the loop body opens with one producer per tile (a
-/// copy of global data into a shared tile used nowhere else), and each tile
-/// gets `stages` buffers so the producers run `stages - 1` iterations ahead.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Pipeline {
-    pub stages: i64,
-    /// The tiles the producers fill, in the order of the producers.
-    pub tiles: Vec<BufId>,
-}
-
-/// The thread partition of a `T::parallel` nest: element `e` of the flattened
-/// nest belongs to thread `(e / vector) % threads`, in iteration
-/// `e / (vector * threads)`; contiguous aligned accesses of a chunk become one
-/// vector access.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NestPlan {
-    pub vector: i64,
-    /// A wider width used when the listed dynamic dims are multiples of it
-    /// (tested at run time, falling back to `vector`).
-    pub wide: Option<(i64, Vec<VarId>)>,
-    /// The accesses (buffer, index) done as one vector access per chunk at
-    /// width `vector`: contiguous along the innermost loop and aligned.
-    pub vectorized: Vec<(BufId, Vec<Expr>)>,
-    /// The same at the `wide` width.
-    pub wide_vectorized: Vec<(BufId, Vec<Expr>)>,
-    /// A nest over a tensor-core accumulator whose body is one (possibly
-    /// guarded) store contiguous along the last loop: each thread's register
-    /// pairs `(i, j), (i, j + 1)` are stored as one 2-element vector when
-    /// these dynamic dims are even (tested at run time).
-    pub pair_store_if: Option<Vec<VarId>>,
-}
-
-impl Schedule {
-    /// Shared tiles a pipeline multi-buffers → number of buffers.
-    pub fn multibuffered(&self) -> std::collections::HashMap<BufId, i64> {
-        self.pipelines
-            .values()
-            .flat_map(|p| p.tiles.iter().map(|&b| (b, p.stages)))
-            .collect()
-    }
-}
-
-/// The block's shared memory as one byte array: each shared buffer's byte
-/// range in it. Buffers whose ranges overlap are never live at the same time.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct SharedPool {
-    /// Buffer → (byte offset, bytes reserved: the tile times its pipeline stages).
-    pub slots: std::collections::BTreeMap<BufId, (i64, i64)>,
-    /// Bytes of the whole array (the peak of the live buffers, with padding).
-    pub bytes: i64,
-}
-
-impl SharedPool {
-    /// Whether buffers `a` and `b` may occupy the same bytes.
-    pub fn overlaps(&self, a: BufId, b: BufId) -> bool {
-        if a == b {
-            return true;
-        }
-        match (self.slots.get(&a), self.slots.get(&b)) {
-            (Some(&(oa, na)), Some(&(ob, nb))) => oa < ob + nb && ob < oa + na,
-            _ => false,
-        }
-    }
 }
 
 impl PrimFunc {

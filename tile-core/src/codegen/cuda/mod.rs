@@ -257,6 +257,9 @@ impl Writer<'_> {
 }
 
 fn float_const(v: f64, t: DType) -> String {
+    // Rounded to `float` first (an unsuffixed literal holds its decimal
+    // value): a value beyond `float` is an infinity, not `inff`.
+    let v = if t == DType::F64 { v } else { v as f32 as f64 };
     let body = if v.is_infinite() {
         format!(
             "{}__int_as_float(0x7f800000)",
@@ -267,7 +270,7 @@ fn float_const(v: f64, t: DType) -> String {
     } else if t == DType::F64 {
         return float_lit(v);
     } else {
-        format!("{}f", float_lit(v as f32 as f64))
+        format!("{}f", float_lit(v))
     };
     match t {
         DType::F16 => format!("__float2half_rn({body})"),
