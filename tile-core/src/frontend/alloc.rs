@@ -3,7 +3,7 @@
 //! scalars (`T::alloc_var`).
 
 use super::builtins::Call;
-use super::{expr, Ctx, Sym};
+use super::{expr, limits, Ctx, Sym};
 use crate::diag::range;
 use crate::ir::*;
 
@@ -21,6 +21,16 @@ pub(super) fn buffer(cx: &mut Ctx, k: &Call, name: &str, scope: Scope, out: &mut
 
 fn new_buffer(cx: &mut Ctx, k: &Call, name: &str, scope: Scope) -> Option<BufId> {
     let (fname, usage) = (k.name(), k.usage());
+    if cx.parallel_depth > 0 && scope != Scope::Local {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::{fname}` inside a `T::parallel` loop: the buffer belongs to the whole block; \
+                 allocate it before the loop"
+            ),
+        );
+        return None;
+    }
     let (shape_arg, dtype) = match (k.turbofish(), k.args.as_slice()) {
         (Some(t), [s]) => (*s, expr::dtype_of_type(t)),
         (None, [s, d @ syn::Expr::Path(_)]) => (*s, expr::dtype_of_name(d)),
@@ -48,7 +58,7 @@ fn new_buffer(cx: &mut Ctx, k: &Call, name: &str, scope: Scope) -> Option<BufId>
     for d in dims {
         let e = expr::lower(cx, d);
         match e.as_int() {
-            Some(v) if v > 0 => shape.push(Expr::int(v)),
+            Some(v) if v > 0 => shape.push(v),
             Some(v) => {
                 cx.err(range(&d), format!("buffer dims are positive, got {v}"));
                 return None;
@@ -66,11 +76,14 @@ fn new_buffer(cx: &mut Ctx, k: &Call, name: &str, scope: Scope) -> Option<BufId>
             }
         }
     }
+    if !limits::check_buffer(cx, k.span(), name, scope, dtype, &shape) {
+        return None;
+    }
     Some(cx.f.new_buf(Buffer {
         layout: None,
         name: name.to_string(),
         dtype,
-        shape,
+        shape: shape.into_iter().map(Expr::int).collect(),
         scope,
         mutable: true,
     }))

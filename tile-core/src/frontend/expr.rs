@@ -495,6 +495,7 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
     let buf = buffer_ref(cx, &ix.expr);
     let parts = elems(&ix.index);
     let mut idx = Vec::new();
+    let mut fits = true;
     for p in &parts {
         let e = lower(cx, p);
         if !e.dtype().is_int() {
@@ -503,9 +504,14 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
                 format!("indices are integers, got {}", e.dtype()),
             );
         }
+        if let Some(v) = e.as_int() {
+            fits &= super::limits::index_fits(cx, range(p), v, "the index");
+        }
         idx.push(e.cast(DType::I32));
     }
-    let Some(b) = buf else { return (None, idx) };
+    let Some(b) = buf.filter(|_| fits) else {
+        return (None, idx);
+    };
     let rank = cx.f.buf(b).shape.len();
     if rank != idx.len() {
         let name = cx.f.buf(b).name.clone();
@@ -518,7 +524,30 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
         );
         return (None, idx);
     }
-    (Some(b), idx)
+    let in_bounds = parts
+        .iter()
+        .zip(&idx)
+        .enumerate()
+        .all(|(d, (p, i))| const_index_ok(cx, b, d, i, range(p)));
+    (in_bounds.then_some(b), idx)
+}
+
+/// Whether a constant index (or origin) `i` of dim `d` of `b` is in bounds
+/// (non-negative, below a constant dim); reports one that is not. Other
+/// indices are checked at run time (global memory) or trusted.
+pub fn const_index_ok(cx: &mut Ctx, b: BufId, d: usize, i: &Expr, span: Span) -> bool {
+    let Some(v) = i.as_int() else { return true };
+    let buf = cx.f.buf(b);
+    let dim = buf.shape.get(d).and_then(Expr::as_int);
+    if v >= 0 && dim.is_none_or(|n| v < n) {
+        return true;
+    }
+    let what = match dim {
+        Some(n) => format!("dim {d} of `{}` has {n} elements", buf.name),
+        None => format!("indices of `{}` are not negative", buf.name),
+    };
+    cx.err(span, format!("index {v} is out of bounds: {what}"));
+    false
 }
 
 pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {

@@ -3,7 +3,7 @@
 //! prologue that may open it.
 
 use super::builtins::{self, Call, Lower};
-use super::{expr, stmt, Ctx, Sym};
+use super::{expr, limits, stmt, Ctx, Sym};
 use crate::diag::{range, SpanRange as Span};
 use crate::ir::*;
 
@@ -63,6 +63,13 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
                 range(&g),
                 "grid extents depend only on compile-time parameters and dims",
             );
+        }
+        if let Some(v) = e.as_int() {
+            if v < 0 {
+                cx.err(range(&g), format!("grid extents are not negative, got {v}"));
+            } else {
+                limits::index_fits(cx, range(&g), v, "the grid extent");
+            }
         }
         cx.f.launch.grid.push(e.cast(DType::I32));
     }
@@ -160,7 +167,7 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
 /// block index names to the swizzled indices.
 pub(super) fn swizzle(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
     let panel = expr::lower(cx, k.args[0]).as_int();
-    let Some(panel) = panel.filter(|&p| p > 0) else {
+    let Some(panel) = panel.filter(|&p| p > 0 && p <= limits::MAX_INDEX) else {
         cx.err(
             k.span(),
             format!("{} takes a positive compile-time panel width", k.usage()),

@@ -22,6 +22,7 @@ mod builtins;
 mod expr;
 mod kernel;
 mod layout_conflicts;
+mod limits;
 mod loops;
 mod misc;
 mod signature;
@@ -77,6 +78,8 @@ pub(crate) struct Ctx {
     /// The user statement being lowered: every IR statement made from it
     /// carries it, so that later passes report errors there.
     pub loc: Loc,
+    /// Bytes of the on-chip buffers allocated so far (`limits`).
+    pub cpu_block_bytes: i64,
 }
 
 impl Ctx {
@@ -124,6 +127,7 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, 
         parallel_depth: 0,
         nests: HashMap::new(),
         loc: Loc::NONE,
+        cpu_block_bytes: 0,
     };
     signature::parse_attr(&mut cx, attr);
     let params = signature::parse_signature(&mut cx, &item.sig);

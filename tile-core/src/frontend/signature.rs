@@ -2,7 +2,7 @@
 //! parameters' tensor types, which fix the dtypes, the static dims and the
 //! dynamic dims that the launcher binds.
 
-use super::{Ctx, ParamDef, Sym};
+use super::{limits, Ctx, ParamDef, Sym};
 use crate::diag::{range, SpanRange as Span};
 use crate::ir::*;
 use proc_macro2::TokenStream;
@@ -241,7 +241,12 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         };
         let dname = ident.to_string();
         match cx.lookup(&dname) {
-            Some(Sym::Const(ConstVal::Int(v))) if v > 0 => shape.push(Expr::int(v)),
+            Some(Sym::Const(ConstVal::Int(v))) if v > 0 => {
+                if !limits::index_fits(cx, range(&d), v, &format!("dim `{dname}` =")) {
+                    return None;
+                }
+                shape.push(Expr::int(v))
+            }
             Some(Sym::Const(_)) => {
                 cx.err(
                     range(&d),
@@ -258,6 +263,18 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
                 shape.push(Expr::Var(v, DType::I32));
             }
         }
+    }
+    let statics: Vec<i64> = shape.iter().filter_map(Expr::as_int).collect();
+    if limits::product_within(&statics, limits::MAX_INDEX).is_none() {
+        cx.err(
+            range(&args[1]),
+            format!(
+                "the static dims {statics:?} hold more than {} elements, the most 32-bit indices \
+                 reach",
+                limits::MAX_INDEX
+            ),
+        );
+        return None;
     }
     let pname = name.to_string();
     if cx.lookup(&pname).is_some() {

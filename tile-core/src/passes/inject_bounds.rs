@@ -89,67 +89,38 @@ fn fresh_copy(f: &mut PrimFunc, s: &Stmt) -> Stmt {
     rename(s.clone(), &map)
 }
 
+/// `s` with the variables of `m` renamed, where defined and where used.
 fn rename(s: Stmt, m: &std::collections::HashMap<VarId, VarId>) -> Stmt {
-    let e = |x: Expr| {
-        x.map(&mut |y| match y {
-            Expr::Var(v, t) => Expr::Var(*m.get(&v).unwrap_or(&v), t),
-            y => y,
-        })
-    };
     let v = |x: VarId| *m.get(&x).unwrap_or(&x);
-    match s {
-        Stmt::Seq(xs) => Stmt::Seq(xs.into_iter().map(|x| rename(x, m)).collect()),
-        Stmt::Let { var, value } => Stmt::Let {
-            var: v(var),
-            value: e(value),
-        },
-        Stmt::Local { var, init } => Stmt::Local {
-            var: v(var),
-            init: e(init),
-        },
-        Stmt::Assign { var, value } => Stmt::Assign {
-            var: v(var),
-            value: e(value),
-        },
-        Stmt::Store {
-            buf,
-            idx,
-            value,
-            loc,
-        } => Stmt::Store {
-            loc,
-            buf,
-            idx: idx.into_iter().map(e).collect(),
-            value: e(value),
-        },
-        Stmt::For {
-            var,
-            start,
-            extent,
-            kind,
-            body,
-            loc,
-        } => Stmt::For {
-            loc,
-            var: v(var),
-            start: e(start),
-            extent: e(extent),
-            kind,
-            body: Box::new(rename(*body, m)),
-        },
-        Stmt::If {
-            cond,
-            then,
-            els,
-            loc,
-        } => Stmt::If {
-            loc,
-            cond: e(cond),
-            then: Box::new(rename(*then, m)),
-            els: els.map(|x| Box::new(rename(*x, m))),
-        },
-        other => other,
-    }
+    s.fold(&mut |s| {
+        let s = match s {
+            Stmt::Let { var, value } => Stmt::Let { var: v(var), value },
+            Stmt::Local { var, init } => Stmt::Local { var: v(var), init },
+            Stmt::Assign { var, value } => Stmt::Assign { var: v(var), value },
+            Stmt::For {
+                var,
+                start,
+                extent,
+                kind,
+                body,
+                loc,
+            } => Stmt::For {
+                var: v(var),
+                start,
+                extent,
+                kind,
+                body,
+                loc,
+            },
+            s => s,
+        };
+        s.map_own_exprs(&mut |e| {
+            e.map(&mut |y| match y {
+                Expr::Var(x, t) => Expr::Var(v(x), t),
+                y => y,
+            })
+        })
+    })
 }
 
 impl Pass {
@@ -304,6 +275,38 @@ impl Pass {
         })
     }
 
+    /// A write of `value` to `buf[idx]` (made by `make`), under the guard
+    /// that its index is in bounds; loads in it are guarded too.
+    fn guarded(
+        &mut self,
+        buf: BufId,
+        idx: Vec<Expr>,
+        value: Expr,
+        loc: Loc,
+        env: &Env,
+        make: impl FnOnce(BufId, Vec<Expr>, Expr) -> Stmt,
+    ) -> Stmt {
+        let idx: Vec<Expr> = idx
+            .into_iter()
+            .map(|i| self.guard_loads(i, &[], env))
+            .collect();
+        let guard = self.conds(buf, &idx, env);
+        let inner = self.nest_lets(env);
+        self.emitted
+            .extend(guard.iter().map(|c| c.inline_lets(&inner)));
+        let value = self.guard_loads(value, &guard, env);
+        let write = make(buf, idx, value);
+        match guard.into_iter().reduce(Expr::and) {
+            None => write,
+            Some(c) => Stmt::If {
+                loc,
+                cond: c,
+                then: Box::new(write),
+                els: None,
+            },
+        }
+    }
+
     fn stmt(&mut self, s: Stmt, env: &mut Env) -> Stmt {
         match s {
             Stmt::Seq(v) => {
@@ -330,32 +333,31 @@ impl Pass {
                 idx,
                 value,
                 loc,
-            } => {
-                let idx: Vec<Expr> = idx
-                    .into_iter()
-                    .map(|i| self.guard_loads(i, &[], env))
-                    .collect();
-                let guard = self.conds(buf, &idx, env);
-                let inner = self.nest_lets(env);
-                self.emitted
-                    .extend(guard.iter().map(|c| c.inline_lets(&inner)));
-                let value = self.guard_loads(value, &guard, env);
-                let store = Stmt::Store {
+            } => self.guarded(buf, idx, value, loc, env, |buf, idx, value| Stmt::Store {
+                loc,
+                buf,
+                idx,
+                value,
+            }),
+            // An atomic add writes like a store: the same guard.
+            Stmt::AtomicAdd {
+                buf,
+                idx,
+                value,
+                loc,
+            } => self.guarded(buf, idx, value, loc, env, |buf, idx, value| {
+                Stmt::AtomicAdd {
                     loc,
                     buf,
                     idx,
                     value,
-                };
-                match guard.into_iter().reduce(Expr::and) {
-                    None => store,
-                    Some(c) => Stmt::If {
-                        loc,
-                        cond: c,
-                        then: Box::new(store),
-                        els: None,
-                    },
                 }
-            }
+            }),
+            Stmt::Print { label, value, loc } => Stmt::Print {
+                label,
+                value: self.guard_loads(value, &[], env),
+                loc,
+            },
             Stmt::For {
                 kind: ForKind::Parallel,
                 ..
