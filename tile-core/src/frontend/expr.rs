@@ -223,10 +223,7 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
             }
             name(
                 cx,
-                p.path
-                    .get_ident()
-                    .map(|i| i.to_string())
-                    .unwrap_or_default(),
+                p.path.get_ident().map(super::name_of).unwrap_or_default(),
                 span,
             )
         }
@@ -552,7 +549,7 @@ pub fn const_index_ok(cx: &mut Ctx, b: BufId, d: usize, i: &Expr, span: Span) ->
 
 pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
     let id = match e {
-        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::Path(p) => p.path.get_ident().map(super::name_of),
         _ => None,
     };
     let Some(n) = id else {

@@ -117,7 +117,7 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
     cx.push();
     for p in &clo.inputs {
         let name = match p {
-            syn::Pat::Ident(pi) => pi.ident.to_string(),
+            syn::Pat::Ident(pi) => cx.def_name(&pi.ident),
             syn::Pat::Wild(_) => "_".to_string(),
             _ => {
                 cx.err(range(&p), "block indices are plain names");

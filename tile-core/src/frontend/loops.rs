@@ -22,13 +22,13 @@ type Ranges = Vec<(Expr, Expr)>;
 
 pub(super) fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
     let names: Vec<(String, Span)> = match &*f.pat {
-        syn::Pat::Ident(pi) => vec![(pi.ident.to_string(), range(&pi))],
+        syn::Pat::Ident(pi) => vec![(cx.def_name(&pi.ident), range(&pi))],
         syn::Pat::Wild(w) => vec![("_".into(), range(&w))],
         syn::Pat::Tuple(t) => t
             .elems
             .iter()
             .map(|p| match p {
-                syn::Pat::Ident(pi) => (pi.ident.to_string(), range(&pi)),
+                syn::Pat::Ident(pi) => (cx.def_name(&pi.ident), range(&pi)),
                 other => ("_".into(), range(&other)),
             })
             .collect(),

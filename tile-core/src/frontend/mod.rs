@@ -82,7 +82,25 @@ pub(crate) struct Ctx {
     pub cpu_block_bytes: i64,
 }
 
+/// The name an identifier stands for: `r#fn` is `fn` (and `r#x` is `x`, as
+/// in Rust).
+pub(crate) fn name_of(i: &syn::Ident) -> String {
+    syn::ext::IdentExt::unraw(i).to_string()
+}
+
 impl Ctx {
+    /// The name a binding (parameter, dim, block index, loop variable, let)
+    /// introduces; generated C and CUDA use it, so it must be ASCII.
+    pub fn def_name(&mut self, i: &syn::Ident) -> String {
+        let n = name_of(i);
+        if !n.is_ascii() {
+            self.err(
+                range(i),
+                format!("`{n}`: names in kernels are ASCII (the generated C and CUDA use them)"),
+            );
+        }
+        n
+    }
     pub fn err(&mut self, span: Span, msg: impl Into<String>) {
         self.diags.push(Diagnostic::new(span, msg));
     }
@@ -106,7 +124,7 @@ impl Ctx {
 pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, Vec<Diagnostic>> {
     let mut cx = Ctx {
         f: PrimFunc {
-            name: item.sig.ident.to_string(),
+            name: name_of(&item.sig.ident),
             consts: Vec::new(),
             cuda_only: false,
             params: Vec::new(),
@@ -129,6 +147,7 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, 
         loc: Loc::NONE,
         cpu_block_bytes: 0,
     };
+    cx.def_name(&item.sig.ident);
     signature::parse_attr(&mut cx, attr);
     let params = signature::parse_signature(&mut cx, &item.sig);
     kernel::parse_body(&mut cx, item);

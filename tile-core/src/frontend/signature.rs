@@ -25,7 +25,7 @@ pub(super) fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
         }
     };
     for nv in args {
-        let Some(name) = nv.path.get_ident().map(|i| i.to_string()) else {
+        let Some(name) = nv.path.get_ident().map(|i| cx.def_name(i)) else {
             cx.err(
                 range(&nv.path),
                 "compile-time parameter names are plain identifiers",
@@ -239,7 +239,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
             );
             return None;
         };
-        let dname = ident.to_string();
+        let dname = cx.def_name(&ident);
         match cx.lookup(&dname) {
             Some(Sym::Const(ConstVal::Int(v))) if v > 0 => {
                 if !limits::index_fits(cx, range(&d), v, &format!("dim `{dname}` =")) {
@@ -276,7 +276,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         );
         return None;
     }
-    let pname = name.to_string();
+    let pname = cx.def_name(name);
     if cx.lookup(&pname).is_some() {
         cx.err(
             range(&name),

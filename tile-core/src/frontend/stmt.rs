@@ -66,7 +66,7 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
         cx.err(range(&l), "`let .. else` is not supported in kernels");
         return;
     }
-    let name = ident.to_string();
+    let name = cx.def_name(&ident);
     // `let buf = T::alloc_shared::<f16>(..)` and the other allocations.
     if let syn::Expr::Call(c) = &*init.expr {
         if let Some(b) = builtins::builtin_of(c) {
@@ -196,11 +196,7 @@ fn assign(
             });
         }
         syn::Expr::Path(p) if p.path.get_ident().is_some() => {
-            let n = p
-                .path
-                .get_ident()
-                .map(|i| i.to_string())
-                .unwrap_or_default();
+            let n = p.path.get_ident().map(super::name_of).unwrap_or_default();
             let rhs_v = expr::lower(cx, rhs);
             match cx.lookup(&n) {
                 Some(Sym::Mut(v)) => {
