@@ -4,7 +4,7 @@
 
 use super::builtins::Call;
 use super::{expr, limits, Ctx, Sym};
-use crate::diag::range;
+use crate::diag::{range, At};
 use crate::ir::*;
 
 /// `let name = T::alloc_shared::<f16>([m, k])` or `T::alloc_shared([m, k], f16)`
@@ -99,7 +99,7 @@ pub(super) fn var(cx: &mut Ctx, k: &Call, name: &str, out: &mut Vec<Stmt>) {
     let init = match k.args.first() {
         Some(e) => {
             let v = expr::lower(cx, e);
-            expr::convert_for_store(cx, range(e), v, t, &format!("`{name}`"))
+            expr::convert_for_store(cx, At::Expr(e), v, t, &format!("`{name}`"))
         }
         None => Expr::Int(0, DType::I32).cast(t),
     };

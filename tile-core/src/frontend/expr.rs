@@ -7,7 +7,7 @@
 
 use super::builtins::{self, Lower, Position};
 use super::{Ctx, Sym};
-use crate::diag::{range, SpanRange as Span};
+use crate::diag::{range, At, SpanRange as Span};
 use crate::ir::fold::{int_op, NoFold};
 use crate::ir::*;
 
@@ -69,7 +69,7 @@ pub fn fits(v: i64, t: DType) -> bool {
 }
 
 /// Converts an integer constant to `to`, reporting one that does not fit.
-fn int_const_to(cx: &mut Ctx, span: Span, c: Expr, to: DType) -> Expr {
+fn int_const_to(cx: &mut Ctx, span: At<'_>, c: Expr, to: DType) -> Expr {
     if let Expr::Int(v, _) = c {
         if to.is_int() && !fits(v, to) {
             cx.err(span, format!("the integer {v} does not fit in {to}"));
@@ -78,7 +78,7 @@ fn int_const_to(cx: &mut Ctx, span: Span, c: Expr, to: DType) -> Expr {
     c.cast(to)
 }
 
-pub fn unify(cx: &mut Ctx, span: Span, a: Expr, b: Expr) -> (Expr, Expr) {
+pub fn unify(cx: &mut Ctx, span: At<'_>, a: Expr, b: Expr) -> (Expr, Expr) {
     let (ta, tb) = (a.dtype(), b.dtype());
     if ta == tb {
         return (a, b);
@@ -117,7 +117,7 @@ pub fn unify(cx: &mut Ctx, span: Span, a: Expr, b: Expr) -> (Expr, Expr) {
 }
 
 /// Converts a value for storing into a buffer or variable of type `to`.
-pub fn convert_for_store(cx: &mut Ctx, span: Span, v: Expr, to: DType, what: &str) -> Expr {
+pub fn convert_for_store(cx: &mut Ctx, span: At<'_>, v: Expr, to: DType, what: &str) -> Expr {
     let from = v.dtype();
     if from == to {
         return v;
@@ -142,7 +142,7 @@ pub fn convert_for_store(cx: &mut Ctx, span: Span, v: Expr, to: DType, what: &st
 }
 
 pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
-    let span = range(&e);
+    let span = At::Expr(e);
     match e {
         syn::Expr::Lit(l) => match &l.lit {
             syn::Lit::Int(i) => {
@@ -227,7 +227,7 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
                 span,
             )
         }
-        syn::Expr::Binary(b) => binary(cx, b),
+        syn::Expr::Binary(b) => binary(cx, b, e),
         syn::Expr::Unary(u) => {
             let a = lower(cx, &u.expr);
             match u.op {
@@ -334,7 +334,7 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
 /// A float literal: one that does not fit its type (its value rounds to
 /// infinity) is an error, as in Rust. An unsuffixed literal (`adapts`) only
 /// has to fit `f64`: it takes the type of what it meets.
-fn float_lit(cx: &mut Ctx, span: Span, e: Expr, adapts: bool) -> Expr {
+fn float_lit(cx: &mut Ctx, span: At<'_>, e: Expr, adapts: bool) -> Expr {
     if let Expr::Float(v, t) = e {
         let t_final = if adapts { DType::F64 } else { t };
         if crate::ir::fold::round_float(v, t_final).is_infinite() {
@@ -379,7 +379,7 @@ pub fn describe(e: &syn::Expr) -> &'static str {
     }
 }
 
-fn name(cx: &mut Ctx, n: String, span: Span) -> Expr {
+fn name(cx: &mut Ctx, n: String, span: At<'_>) -> Expr {
     match cx.lookup(&n) {
         // Typed as an unsuffixed literal would be.
         Some(Sym::Const(ConstVal::Int(v))) if !fits(v, DType::I32) => Expr::Int(v, DType::I64),
@@ -402,9 +402,9 @@ fn name(cx: &mut Ctx, n: String, span: Span) -> Expr {
     }
 }
 
-fn binary(cx: &mut Ctx, b: &syn::ExprBinary) -> Expr {
+fn binary(cx: &mut Ctx, b: &syn::ExprBinary, e: &syn::Expr) -> Expr {
     use syn::BinOp as B;
-    let span = range(&b);
+    let span = At::Expr(e);
     let op = match b.op {
         B::Add(_) => BinOp::Add,
         B::Sub(_) => BinOp::Sub,
@@ -432,7 +432,7 @@ fn binary(cx: &mut Ctx, b: &syn::ExprBinary) -> Expr {
     arith(cx, span, op, l, r)
 }
 
-pub fn arith(cx: &mut Ctx, span: Span, op: BinOp, l: Expr, r: Expr) -> Expr {
+pub fn arith(cx: &mut Ctx, span: At<'_>, op: BinOp, l: Expr, r: Expr) -> Expr {
     if op.is_logic() {
         if l.dtype() != DType::Bool || r.dtype() != DType::Bool {
             cx.err(span, format!("`{}` needs bool operands", op.symbol()));
@@ -458,10 +458,11 @@ pub fn arith(cx: &mut Ctx, span: Span, op: BinOp, l: Expr, r: Expr) -> Expr {
     }
     if let (Expr::Int(x, t), Expr::Int(y, _)) = (&l, &r) {
         if let Err(NoFold::Undefined(why)) = int_op(op, *x, *t, *y, *t) {
-            let shown = if *t == DType::I32 || !t.is_int() {
-                "int".to_string()
+            // Narrower integers compute in C's 32-bit `int`.
+            let shown = if *t == DType::I64 {
+                DType::I64
             } else {
-                t.to_string()
+                DType::I32
             };
             cx.err(
                 span,
@@ -475,7 +476,7 @@ pub fn arith(cx: &mut Ctx, span: Span, op: BinOp, l: Expr, r: Expr) -> Expr {
     Expr::bin(op, l, r)
 }
 
-pub fn select(cx: &mut Ctx, span: Span, c: Expr, a: Expr, b: Expr) -> Expr {
+pub fn select(cx: &mut Ctx, span: At<'_>, c: Expr, a: Expr, b: Expr) -> Expr {
     if c.dtype() != DType::Bool {
         cx.err(span, "the condition must be a bool");
     }
@@ -502,7 +503,7 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
             );
         }
         if let Some(v) = e.as_int() {
-            fits &= super::limits::index_fits(cx, range(p), v, "the index");
+            fits &= super::limits::index_fits(cx, At::Expr(p), v, "the index");
         }
         idx.push(e.cast(DType::I32));
     }
@@ -525,14 +526,14 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
         .iter()
         .zip(&idx)
         .enumerate()
-        .all(|(d, (p, i))| const_index_ok(cx, b, d, i, range(p)));
+        .all(|(d, (p, i))| const_index_ok(cx, b, d, i, At::Expr(p)));
     (in_bounds.then_some(b), idx)
 }
 
 /// Whether a constant index (or origin) `i` of dim `d` of `b` is in bounds
 /// (non-negative, below a constant dim); reports one that is not. Other
 /// indices are checked at run time (global memory) or trusted.
-pub fn const_index_ok(cx: &mut Ctx, b: BufId, d: usize, i: &Expr, span: Span) -> bool {
+pub fn const_index_ok(cx: &mut Ctx, b: BufId, d: usize, i: &Expr, span: At<'_>) -> bool {
     let Some(v) = i.as_int() else { return true };
     let buf = cx.f.buf(b);
     let dim = buf.shape.get(d).and_then(Expr::as_int);

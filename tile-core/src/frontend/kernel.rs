@@ -4,7 +4,7 @@
 
 use super::builtins::{self, Call, Lower};
 use super::{expr, limits, stmt, Ctx, Sym};
-use crate::diag::{range, SpanRange as Span};
+use crate::diag::{range, At, SpanRange as Span};
 use crate::ir::*;
 
 const BODY: &str =
@@ -22,7 +22,7 @@ pub(super) fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
     for s in stmts {
         let is_launch = matches!(s, syn::Stmt::Expr(syn::Expr::Call(c), _) if launch.is_some_and(|(l, _)| std::ptr::eq(l, c)));
         if !is_launch {
-            cx.err(range(&s), BODY);
+            cx.err(crate::diag::stmt_range(s), BODY);
         }
     }
     let Some((c, b)) = launch else {
@@ -68,7 +68,7 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
             if v < 0 {
                 cx.err(range(&g), format!("grid extents are not negative, got {v}"));
             } else {
-                limits::index_fits(cx, range(&g), v, "the grid extent");
+                limits::index_fits(cx, At::Expr(&g), v, "the grid extent");
             }
         }
         cx.f.launch.grid.push(e.cast(DType::I32));
@@ -134,9 +134,9 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
     let body = match &*clo.body {
         syn::Expr::Block(b) => {
             // `T::use_swizzle(panel)` first: rebind the block indices.
-            let mut block = b.block.clone();
             let mut prologue = Vec::new();
-            if let Some(syn::Stmt::Expr(syn::Expr::Call(c), _)) = block.stmts.first() {
+            let mut skip = 0;
+            if let Some(syn::Stmt::Expr(syn::Expr::Call(c), _)) = b.block.stmts.first() {
                 if let Some(b) = builtins::builtin_of(c) {
                     if let Lower::Prologue(lower) = b.lower {
                         let call = Call::new(b, c);
@@ -145,11 +145,11 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
                             prologue = lower(cx, &call);
                         }
                         cx.loc = outer;
-                        block.stmts.remove(0);
+                        skip = 1;
                     }
                 }
             }
-            prologue.extend(stmt::lower_block(cx, &block));
+            prologue.extend(stmt::lower_stmts(cx, &b.block.stmts[skip..]));
             prologue
         }
         e => {

@@ -6,7 +6,7 @@
 //! worker's stack).
 
 use super::Ctx;
-use crate::diag::SpanRange as Span;
+use crate::diag::{At, SpanRange as Span};
 use crate::ir::*;
 use crate::passes::merge_shared::MAX_SHARED;
 
@@ -23,9 +23,65 @@ pub const MAX_FRAGMENT_REGS: i64 = 255;
 pub const MAX_CPU_BLOCK_BYTES: i64 = 16 << 20;
 /// Stages of a `T::pipelined` loop.
 pub const MAX_STAGES: i64 = 16;
+/// How deep a statement's expressions may nest (operators, parentheses,
+/// calls, blocks): the compiler walks expressions recursively.
+pub const MAX_NESTING: usize = 256;
+
+/// How deep `s` nests, counted without recursion (so a statement nested
+/// far too deep is measured, not a stack overflow), up to `limit + 1`.
+pub fn nesting(s: &syn::Stmt, limit: usize) -> usize {
+    use syn::Expr as E;
+    let mut stack: Vec<(&syn::Expr, usize)> = Vec::new();
+    let mut deepest = 0;
+    push_stmts(&mut stack, std::slice::from_ref(s), 1);
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        if deepest > limit {
+            break;
+        }
+        let d = d + 1;
+        match e {
+            E::Binary(x) => stack.extend([(&*x.left, d), (&*x.right, d)]),
+            E::Assign(x) => stack.extend([(&*x.left, d), (&*x.right, d)]),
+            E::Index(x) => stack.extend([(&*x.expr, d), (&*x.index, d)]),
+            E::Unary(x) => stack.push((&x.expr, d)),
+            E::Paren(x) => stack.push((&x.expr, d)),
+            E::Group(x) => stack.push((&x.expr, d)),
+            E::Cast(x) => stack.push((&x.expr, d)),
+            E::Field(x) => stack.push((&x.base, d)),
+            E::Reference(x) => stack.push((&x.expr, d)),
+            E::Call(x) => {
+                stack.push((&x.func, d));
+                stack.extend(x.args.iter().map(|a| (a, d)));
+            }
+            E::MethodCall(x) => {
+                stack.push((&x.receiver, d));
+                stack.extend(x.args.iter().map(|a| (a, d)));
+            }
+            E::Array(x) => stack.extend(x.elems.iter().map(|a| (a, d))),
+            E::Tuple(x) => stack.extend(x.elems.iter().map(|a| (a, d))),
+            E::Range(x) => stack.extend(x.start.iter().chain(&x.end).map(|a| (&**a, d))),
+            E::If(x) => {
+                stack.push((&x.cond, d));
+                push_stmts(&mut stack, &x.then_branch.stmts, d);
+                if let Some((_, els)) = &x.else_branch {
+                    stack.push((els, d));
+                }
+            }
+            E::Block(x) => push_stmts(&mut stack, &x.block.stmts, d),
+            E::ForLoop(x) => {
+                stack.push((&x.expr, d));
+                push_stmts(&mut stack, &x.body.stmts, d);
+            }
+            E::Closure(x) => stack.push((&x.body, d)),
+            _ => {}
+        }
+    }
+    deepest
+}
 
 /// Whether `v` fits a 32-bit index; reports `what` at `span` if not.
-pub fn index_fits(cx: &mut Ctx, span: Span, v: i64, what: &str) -> bool {
+pub fn index_fits(cx: &mut Ctx, span: At<'_>, v: i64, what: &str) -> bool {
     if (-MAX_INDEX - 1..=MAX_INDEX).contains(&v) {
         return true;
     }
@@ -107,4 +163,19 @@ pub fn check_buffer(
         }
     }
     true
+}
+
+/// Pushes the expressions of `stmts` at depth `d`.
+fn push_stmts<'a>(stack: &mut Vec<(&'a syn::Expr, usize)>, stmts: &'a [syn::Stmt], d: usize) {
+    for s in stmts {
+        match s {
+            syn::Stmt::Expr(e, _) => stack.push((e, d)),
+            syn::Stmt::Local(l) => {
+                if let Some(i) = &l.init {
+                    stack.push((&i.expr, d));
+                }
+            }
+            _ => {}
+        }
+    }
 }

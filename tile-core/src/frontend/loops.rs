@@ -7,7 +7,7 @@ use super::builtins::{self, Call, Lower, Position};
 use super::layout_conflicts::NestInfo;
 use super::stmt::{lower_block, lower_stmt};
 use super::{expr, limits, Ctx, Sym};
-use crate::diag::{range, SpanRange as Span};
+use crate::diag::{range, At, SpanRange as Span};
 use crate::ir::*;
 
 /// A `for` loop whose iterator a loop builtin lowers.
@@ -216,7 +216,7 @@ pub(super) fn persistent(cx: &mut Ctx, k: &Call, site: &ForSite, out: &mut Vec<S
             return;
         }
         if let Some(c) = v.as_int() {
-            if !limits::index_fits(cx, range(e), c, "the value") {
+            if !limits::index_fits(cx, At::Expr(e), c, "the value") {
                 return;
             }
         }
@@ -325,7 +325,7 @@ fn emit(cx: &mut Ctx, site: &ForSite, kind: ForKind, ranges: Ranges, out: &mut V
         if !bounds
             .into_iter()
             .flatten()
-            .all(|v| limits::index_fits(cx, range(&site.f.expr), v, "the loop bound"))
+            .all(|v| limits::index_fits(cx, At::Expr(&site.f.expr), v, "the loop bound"))
         {
             return;
         }
@@ -364,7 +364,7 @@ fn emit(cx: &mut Ctx, site: &ForSite, kind: ForKind, ranges: Ranges, out: &mut V
         let mut out = Vec::new();
         let mut stmts = Vec::new();
         for s in &site.f.body.stmts {
-            stmts.push((out.len(), range(s)));
+            stmts.push((out.len(), crate::diag::stmt_range(s)));
             lower_stmt(cx, s, &mut out);
         }
         cx.pop();

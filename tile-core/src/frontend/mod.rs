@@ -101,8 +101,8 @@ impl Ctx {
         }
         n
     }
-    pub fn err(&mut self, span: Span, msg: impl Into<String>) {
-        self.diags.push(Diagnostic::new(span, msg));
+    pub fn err(&mut self, span: impl Into<Span>, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::new(span.into(), msg));
     }
     pub fn lookup(&self, name: &str) -> Option<Sym> {
         self.scopes.iter().rev().find_map(|s| s.get(name).cloned())
@@ -139,6 +139,7 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, 
             body: Stmt::Seq(Vec::new()),
             smem: SharedPool::default(),
             schedule: Schedule::default(),
+            names: Default::default(),
         },
         scopes: vec![HashMap::new()],
         diags: Vec::new(),
@@ -184,19 +185,26 @@ pub fn builtins() -> impl Iterator<Item = BuiltinDoc> {
 /// Convenience for tests and tools: parses `#[tile::kernel(..)] fn ..` source text
 /// holding exactly one kernel.
 pub fn parse_kernel_source(src: &str) -> Result<KernelDef, Vec<Diagnostic>> {
-    let file: syn::File = syn::parse_str(src)
+    let mut file: syn::File = syn::parse_str(src)
         .map_err(|e| vec![Diagnostic::new(e.span(), format!("not valid Rust: {e}"))])?;
-    for item in &file.items {
+    for item in file.items.iter_mut() {
         if let syn::Item::Fn(f) = item {
             if let Some(attr) = kernel_attr(&f.attrs) {
-                let mut f = f.clone();
+                // Taken out of the file, not cloned (a large kernel's tree is big).
+                let mut f = std::mem::replace(
+                    f,
+                    syn::parse_quote!(
+                        fn taken() {}
+                    ),
+                );
                 f.attrs.retain(|a| !is_kernel_attr(a));
                 return parse_kernel(attr, &f);
             }
         }
     }
+    let span = range(&file);
     Err(vec![Diagnostic::new(
-        range(&file),
+        span,
         "no #[tile::kernel] function found",
     )])
 }

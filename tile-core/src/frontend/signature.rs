@@ -3,7 +3,7 @@
 //! dynamic dims that the launcher binds.
 
 use super::{limits, Ctx, ParamDef, Sym};
-use crate::diag::{range, SpanRange as Span};
+use crate::diag::{range, At, SpanRange as Span};
 use crate::ir::*;
 use proc_macro2::TokenStream;
 
@@ -242,7 +242,7 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         let dname = cx.def_name(&ident);
         match cx.lookup(&dname) {
             Some(Sym::Const(ConstVal::Int(v))) if v > 0 => {
-                if !limits::index_fits(cx, range(&d), v, &format!("dim `{dname}` =")) {
+                if !limits::index_fits(cx, At::Node(&d), v, &format!("dim `{dname}` =")) {
                     return None;
                 }
                 shape.push(Expr::int(v))

@@ -5,7 +5,7 @@
 
 use super::builtins::Call;
 use super::{expr, limits, Ctx};
-use crate::diag::{range, SpanRange as Span};
+use crate::diag::{range, At, SpanRange as Span};
 use crate::ir::*;
 
 /// The source or destination of `T::copy` before its extent is known.
@@ -33,7 +33,7 @@ fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
                         cx.err(range(&p), "tile origins are integers");
                     }
                     if let Some(c) = v.as_int() {
-                        fits &= limits::index_fits(cx, range(p), c, "the origin");
+                        fits &= limits::index_fits(cx, At::Expr(p), c, "the origin");
                     }
                     v.cast(DType::I32)
                 })
@@ -107,7 +107,7 @@ pub(super) fn fill(cx: &mut Ctx, k: &Call, value: Option<&syn::Expr>, out: &mut 
         None => Expr::Int(0, DType::I32).cast(b.dtype),
         Some(e) => {
             let v = expr::lower(cx, e);
-            expr::convert_for_store(cx, range(&e), v, b.dtype, &format!("buffer `{}`", b.name))
+            expr::convert_for_store(cx, At::Expr(e), v, b.dtype, &format!("buffer `{}`", b.name))
         }
     };
     let origin = vec![Expr::int(0); b.shape.len()];
@@ -327,7 +327,7 @@ fn resolve_copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Opt
         extent.extend(tile.iter().cloned());
         let origin = r.origin.unwrap_or_else(|| vec![Expr::int(0); rank]);
         for (d, o) in origin.iter().enumerate() {
-            if !expr::const_index_ok(cx, r.buf, d, o, r.span) {
+            if !expr::const_index_ok(cx, r.buf, d, o, r.span.into()) {
                 return None;
             }
         }
@@ -635,7 +635,8 @@ pub(super) fn atomic_add(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
         }
         let t = cx.f.buf(b).dtype;
         let name = cx.f.buf(b).name.clone();
-        let value = expr::convert_for_store(cx, range(args[1]), v, t, &format!("buffer `{name}`"));
+        let value =
+            expr::convert_for_store(cx, At::Expr(args[1]), v, t, &format!("buffer `{name}`"));
         out.push(Stmt::AtomicAdd {
             loc: cx.loc,
             buf: b,

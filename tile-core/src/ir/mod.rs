@@ -15,9 +15,13 @@
 //! comments in the user's source) never reaches it.
 
 pub mod fold;
+mod names;
 pub mod print;
 pub mod read;
 mod schedule;
+mod walk;
+
+pub use names::NameIndex;
 
 pub use schedule::{NestPlan, Pipeline, Schedule, SharedPool};
 
@@ -729,137 +733,6 @@ impl Stmt {
             _ => {}
         }
     }
-
-    /// Applies `f` to each expression this statement holds itself (not its
-    /// children's): values, indices, loop bounds, conditions, regions.
-    pub fn map_own_exprs(self, f: &mut dyn FnMut(Expr) -> Expr) -> Stmt {
-        let region = |r: Region, f: &mut dyn FnMut(Expr) -> Expr| Region {
-            buf: r.buf,
-            origin: r.origin.into_iter().map(&mut *f).collect(),
-            extent: r.extent.into_iter().map(&mut *f).collect(),
-        };
-        match self {
-            Stmt::Let { var, value } => Stmt::Let {
-                var,
-                value: f(value),
-            },
-            Stmt::Local { var, init } => Stmt::Local { var, init: f(init) },
-            Stmt::Assign { var, value } => Stmt::Assign {
-                var,
-                value: f(value),
-            },
-            Stmt::Store {
-                buf,
-                idx,
-                value,
-                loc,
-            } => Stmt::Store {
-                buf,
-                idx: idx.into_iter().map(&mut *f).collect(),
-                value: f(value),
-                loc,
-            },
-            Stmt::AtomicAdd {
-                buf,
-                idx,
-                value,
-                loc,
-            } => Stmt::AtomicAdd {
-                buf,
-                idx: idx.into_iter().map(&mut *f).collect(),
-                value: f(value),
-                loc,
-            },
-            Stmt::For {
-                var,
-                start,
-                extent,
-                kind,
-                body,
-                loc,
-            } => Stmt::For {
-                var,
-                start: f(start),
-                extent: f(extent),
-                kind,
-                body,
-                loc,
-            },
-            Stmt::If {
-                cond,
-                then,
-                els,
-                loc,
-            } => Stmt::If {
-                cond: f(cond),
-                then,
-                els,
-                loc,
-            },
-            Stmt::Print { label, value, loc } => Stmt::Print {
-                label,
-                value: f(value),
-                loc,
-            },
-            Stmt::Copy {
-                src,
-                dst,
-                loc,
-                inst,
-            } => Stmt::Copy {
-                src: region(src, f),
-                dst: region(dst, f),
-                loc,
-                inst,
-            },
-            Stmt::AtomicAddTile { src, dst, loc } => Stmt::AtomicAddTile {
-                src: region(src, f),
-                dst: region(dst, f),
-                loc,
-            },
-            Stmt::Fill { dst, value, loc } => Stmt::Fill {
-                dst: region(dst, f),
-                value: f(value),
-                loc,
-            },
-            s @ (Stmt::Seq(_)
-            | Stmt::Alloc { .. }
-            | Stmt::Gemm(_)
-            | Stmt::Reduce(_)
-            | Stmt::Barrier) => s,
-        }
-    }
-
-    /// Calls `f` on every expression directly held by this statement tree.
-    pub fn visit_exprs(&self, f: &mut dyn FnMut(&Expr)) {
-        self.visit(&mut |s| match s {
-            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => value.visit(f),
-            Stmt::Local { init, .. } => init.visit(f),
-            Stmt::Print { value, .. } => value.visit(f),
-            Stmt::Store { idx, value, .. } | Stmt::AtomicAdd { idx, value, .. } => {
-                idx.iter().for_each(|e| e.visit(f));
-                value.visit(f);
-            }
-            Stmt::For { start, extent, .. } => {
-                start.visit(f);
-                extent.visit(f);
-            }
-            Stmt::If { cond, .. } => cond.visit(f),
-            Stmt::Copy { src, dst, .. } | Stmt::AtomicAddTile { src, dst, .. } => {
-                for r in [src, dst] {
-                    r.origin.iter().chain(&r.extent).for_each(|e| e.visit(f));
-                }
-            }
-            Stmt::Fill { dst, value, .. } => {
-                dst.origin
-                    .iter()
-                    .chain(&dst.extent)
-                    .for_each(|e| e.visit(f));
-                value.visit(f);
-            }
-            _ => {}
-        });
-    }
 }
 
 /// The launch frame of a kernel (`T::kernel`).
@@ -910,6 +783,8 @@ pub struct PrimFunc {
     /// How loops map to threads and stages; empty until the scheduling
     /// passes (CUDA) fill it.
     pub schedule: Schedule,
+    /// The names taken by `vars` and `buffers`, for `new_var` and `new_buf`.
+    pub names: NameIndex,
 }
 
 impl PrimFunc {
@@ -933,17 +808,8 @@ impl PrimFunc {
         self.buffers.push(b);
         id
     }
-    fn fresh_name(&self, base: &str) -> String {
-        let taken = |n: &str| {
-            self.vars.iter().any(|v| v.name == n) || self.buffers.iter().any(|b| b.name == n)
-        };
-        if !taken(base) {
-            return base.to_string();
-        }
-        (1..)
-            .map(|i| format!("{base}_{i}"))
-            .find(|n| !taken(n))
-            .unwrap_or_default()
+    fn fresh_name(&mut self, base: &str) -> String {
+        self.names.fresh(base, &self.vars, &self.buffers)
     }
     pub fn script(&self) -> String {
         print::script(self)

@@ -74,6 +74,7 @@ pub fn read(text: &str) -> Result<PrimFunc, ReadError> {
             body: Stmt::Seq(Vec::new()),
             smem: SharedPool::default(),
             schedule: Schedule::default(),
+            names: Default::default(),
         },
         names: HashMap::new(),
     };

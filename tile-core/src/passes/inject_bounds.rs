@@ -34,7 +34,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         loops: Vec::new(),
         emitted: Vec::new(),
         extra: Default::default(),
-        outer_lets: Default::default(),
+        inner_lets: Default::default(),
         in_nest: false,
     };
     let body = p.stmt(body, &mut env);
@@ -52,8 +52,8 @@ struct Pass {
     /// Same, for load guards (collected through `&self`).
     extra: std::cell::RefCell<Vec<Expr>>,
     in_nest: bool,
-    /// Lets bound when the current nest was entered.
-    outer_lets: std::collections::HashSet<VarId>,
+    /// Lets bound inside the current nest (since it was entered).
+    inner_lets: std::collections::HashMap<VarId, Expr>,
 }
 
 /// Whether `e` is non-decreasing in each of `vars` (sums and products by
@@ -127,12 +127,8 @@ impl Pass {
     /// The let bindings made inside the current nest: guards hoisted above
     /// it must not mention them, so they are substituted. Lets from outside
     /// stay by name (e.g. swizzled block indices computed once).
-    fn nest_lets(&self, env: &Env) -> std::collections::HashMap<VarId, Expr> {
-        env.lets
-            .iter()
-            .filter(|(v, _)| !self.outer_lets.contains(v))
-            .map(|(v, e)| (*v, e.clone()))
-            .collect()
+    fn nest_lets(&self) -> &std::collections::HashMap<VarId, Expr> {
+        &self.inner_lets
     }
 
     /// Splits a guarded nest into an interior (unguarded) and an edge version.
@@ -245,9 +241,11 @@ impl Pass {
         out
     }
 
-    fn emitted_extra(&self, conds: &[Expr], env: &Env) {
+    fn emitted_extra(&self, conds: &[Expr]) {
         let mut v = self.extra.borrow_mut();
-        v.extend(conds.iter().map(|c| c.inline_lets(&self.nest_lets(env))));
+        if self.in_nest {
+            v.extend(conds.iter().map(|c| c.inline_lets(self.nest_lets())));
+        }
     }
 
     /// Wraps unguarded global loads in `cond ? load : 0`.
@@ -260,7 +258,7 @@ impl Pass {
                     .filter(|c| !covered.contains(c))
                     .collect();
                 let load = Expr::Load(b, idx, t);
-                self.emitted_extra(&conds, env);
+                self.emitted_extra(&conds);
                 match conds.into_iter().reduce(Expr::and) {
                     None => load,
                     Some(c) => Expr::Select(
@@ -291,9 +289,11 @@ impl Pass {
             .map(|i| self.guard_loads(i, &[], env))
             .collect();
         let guard = self.conds(buf, &idx, env);
-        let inner = self.nest_lets(env);
-        self.emitted
-            .extend(guard.iter().map(|c| c.inline_lets(&inner)));
+        if self.in_nest {
+            let inner = self.nest_lets();
+            let conds: Vec<Expr> = guard.iter().map(|c| c.inline_lets(inner)).collect();
+            self.emitted.extend(conds);
+        }
         let value = self.guard_loads(value, &guard, env);
         let write = make(buf, idx, value);
         match guard.into_iter().reduce(Expr::and) {
@@ -318,6 +318,9 @@ impl Pass {
             Stmt::Let { var, value } => {
                 let value = self.guard_loads(value, &[], env);
                 env.lets.insert(var, value.clone());
+                if self.in_nest {
+                    self.inner_lets.insert(var, value.clone());
+                }
                 Stmt::Let { var, value }
             }
             Stmt::Local { var, init } => Stmt::Local {
@@ -364,7 +367,7 @@ impl Pass {
             } if !self.in_nest => {
                 let orig = s.clone();
                 self.in_nest = true;
-                self.outer_lets = env.lets.keys().copied().collect();
+                self.inner_lets.clear();
                 self.emitted.clear();
                 self.extra.borrow_mut().clear();
                 let guarded = self.stmt(s, env);
