@@ -21,12 +21,60 @@ use crate::analysis::range::Env;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 
+const MAX_INT: i64 = i32::MAX as i64;
+
+/// `e` computed in 64 bits where 32 might overflow: each operation `env`
+/// cannot prove fits in `int` gets an operand cast to `int64` (C's usual
+/// conversions then compute it, and everything above it, in 64 bits);
+/// parts that fit keep their 32-bit form.
+fn widen(e: Expr, env: &Env) -> Expr {
+    if e.dtype().bytes() > 4 || !e.dtype().is_int() || env.fits_i32(&e) {
+        return e;
+    }
+    let wide = |x: Expr| match x.dtype() {
+        DType::I64 | DType::U64 => x,
+        _ => Expr::Cast(DType::I64, Box::new(x)),
+    };
+    match e {
+        Expr::Bin(op, a, b, _) if !op.is_cmp() && !op.is_logic() => {
+            let (a, b) = (widen(*a, env), widen(*b, env));
+            let both = matches!(op, BinOp::Min | BinOp::Max);
+            let (a, b) = if both || b.dtype().bytes() <= 4 {
+                (wide(a), if both { wide(b) } else { b })
+            } else {
+                (a, b)
+            };
+            Expr::Bin(op, Box::new(a), Box::new(b), DType::I64)
+        }
+        Expr::Neg(a, _) => Expr::Neg(Box::new(wide(widen(*a, env))), DType::I64),
+        Expr::Select(c, a, b, _) => Expr::Select(
+            c,
+            Box::new(wide(widen(*a, env))),
+            Box::new(wide(widen(*b, env))),
+            DType::I64,
+        ),
+        Expr::Cast(t, a) => Expr::Cast(t, Box::new(widen(*a, env))),
+        e => e,
+    }
+}
+
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut env = Env::default();
     for (d, &v) in f.launch.block_vars.iter().enumerate() {
         if let Some(g) = f.launch.grid[d].as_int() {
             env.ranges.insert(v, (0, g - 1));
         }
+    }
+    // What the runtime guarantees at launch: every dynamic dim and grid
+    // extent fits in `int` (`tile-runtime`'s argument and grid checks).
+    for &d in &f.dims {
+        env.limits.insert(d, (0, MAX_INT));
+    }
+    for (d, &v) in f.launch.block_vars.iter().enumerate() {
+        let hi = env
+            .run_time_range(&f.launch.grid[d])
+            .map_or(MAX_INT, |(_, hi)| hi.min(MAX_INT));
+        env.limits.insert(v, (0, (hi - 1).max(0)));
     }
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     let mut p = Pass {
@@ -235,7 +283,9 @@ impl Pass {
                     matches!(i, Expr::Var(x, _) if x == b) && g == dim
                 });
             if !proven {
-                out.push(Expr::lt(i.clone(), dim.clone()));
+                // The guard itself must not overflow: with dims near
+                // 2^31, `bx * 1000 + 999 < N` needs 64 bits.
+                out.push(Expr::lt(widen(i.clone(), env), dim.clone()));
             }
         }
         out
@@ -396,6 +446,13 @@ impl Pass {
                     }
                     _ => {
                         env.ranges.remove(&var);
+                    }
+                }
+                let (s_rt, e_rt) = (env.run_time_range(&start), env.run_time_range(&extent));
+                if let (Some((s_lo, s_hi)), Some((_, e_hi))) = (s_rt, e_rt) {
+                    if e_hi > 0 {
+                        let hi = s_hi.saturating_add(e_hi - 1);
+                        env.limits.insert(var, (s_lo, hi));
                     }
                 }
                 self.loops.push((var, start.clone(), extent.clone()));
