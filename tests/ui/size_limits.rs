@@ -38,4 +38,15 @@ pub fn big_local(a: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
     });
 }
 
+#[tile::kernel(threads = 128)]
+pub fn cpu_stack(a: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
+    T::kernel(1, threads, |bx| {
+        let s1 = T::alloc_shared::<f32>([2048, 2048]);
+        let s2 = T::alloc_shared::<f32>([2048, 2048]);
+        s1[(0, 0)] = a[0];
+        s2[(0, 0)] = s1[(0, 0)];
+        c[0] = s2[(0, 0)];
+    });
+}
+
 fn main() {}

@@ -10,12 +10,16 @@ use crate::ir::*;
 /// `let name = T::alloc_shared::<f16>([m, k])` or `T::alloc_shared([m, k], f16)`
 /// (and `alloc_fragment`, `alloc_local`): an on-chip buffer of `scope`.
 pub(super) fn buffer(cx: &mut Ctx, k: &Call, name: &str, scope: Scope, out: &mut Vec<Stmt>) {
-    if let Some(b) = new_buffer(cx, k, name, scope) {
-        out.push(Stmt::Alloc {
-            loc: cx.loc,
-            buf: b,
-        });
-        cx.bind(name, Sym::Buf(b));
+    match new_buffer(cx, k, name, scope) {
+        Some(b) => {
+            out.push(Stmt::Alloc {
+                loc: cx.loc,
+                buf: b,
+            });
+            cx.bind(name, Sym::Buf(b));
+        }
+        // Reported; its uses stay quiet.
+        None => cx.bind(name, Sym::Poison),
     }
 }
 

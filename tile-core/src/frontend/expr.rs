@@ -90,6 +90,11 @@ pub fn unify(cx: &mut Ctx, span: At<'_>, a: Expr, b: Expr) -> (Expr, Expr) {
             _ => false,
         }
     };
+    // Two constants: an int32 one (the type of an unsuffixed literal) takes
+    // the other's type (`-9223372036854775807 - 1` is int64).
+    if is_const(&a) && is_const(&b) && tb == DType::I32 && adapt(&b, ta) {
+        return (a, int_const_to(cx, span, b, ta));
+    }
     if is_const(&a) && adapt(&a, tb) {
         return (int_const_to(cx, span, a, tb), b);
     }
@@ -559,6 +564,7 @@ pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
     };
     match cx.lookup(&n) {
         Some(Sym::Buf(b)) => Some(b),
+        Some(Sym::Poison) => None,
         Some(_) => {
             cx.err(range(&e), format!("`{n}` is a scalar, not a buffer"));
             None

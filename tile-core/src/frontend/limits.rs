@@ -2,13 +2,13 @@
 //! the passes and backends only ever see sizes they can compute with: every
 //! size is a positive `i64` whose products fit, every index and extent fits
 //! the 32-bit `int` the generated code computes with, and each on-chip
-//! buffer fits where it lives (shared memory, a thread's registers, the CPU
-//! worker's stack).
+//! buffer fits where it lives (a thread's registers, the CPU worker's
+//! stack; shared memory is `merge_shared`'s, which sees every tile's live
+//! range).
 
 use super::Ctx;
 use crate::diag::{At, SpanRange as Span};
 use crate::ir::*;
-use crate::passes::merge_shared::MAX_SHARED;
 
 /// The largest index, extent or tensor size: indices are 32-bit `int`s.
 pub const MAX_INDEX: i64 = i32::MAX as i64;
@@ -123,9 +123,6 @@ pub fn check_buffer(
     let bytes = elems * dtype.bytes();
     let threads = cx.f.launch.threads;
     let problem = match scope {
-        Scope::Shared if bytes > MAX_SHARED => Some(format!(
-            "`{name}` needs {bytes} bytes of shared memory; a block can have at most {MAX_SHARED}"
-        )),
         Scope::Local if bytes > MAX_LOCAL_BYTES => Some(format!(
             "`{name}` needs {bytes} bytes per thread; a `T::alloc_local` array holds at most \
              {MAX_LOCAL_BYTES} bytes (use shared memory or a fragment for tiles)"
