@@ -464,16 +464,10 @@ fn demoted_rule(f: &PrimFunc) -> Result<(), String> {
     if let Some(m) = bad {
         return Err(m);
     }
-    let again = crate::passes::demote_fragments::run(f.clone()).map_err(|d| d.message)?;
-    match f
-        .buffers
-        .iter()
-        .zip(&again.buffers)
-        .find(|(a, b)| a.scope != b.scope)
-    {
-        Some((b, _)) => Err(format!(
+    match crate::passes::demote_fragments::demoted(f).first() {
+        Some(&b) => Err(format!(
             "fragment `{}` is touched by threads that do not hold its elements",
-            b.name
+            f.buf(b).name
         )),
         None => Ok(()),
     }

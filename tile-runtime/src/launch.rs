@@ -194,6 +194,14 @@ fn eval_grid(spec: &KernelSpec, device: Device, dims: &[i64]) -> Result<[i64; 3]
         if device.is_cuda() && v > limit {
             return Err(err(format!("extent {v} exceeds the CUDA limit {limit}")));
         }
+        // Block indices are 32-bit `int`s in generated code (the compiler
+        // proves its index arithmetic within that).
+        if v > i32::MAX as i64 {
+            return Err(err(format!(
+                "extent {v} exceeds {}: block indices are 32-bit",
+                i32::MAX
+            )));
+        }
         grid[axis] = v;
     }
     if grid[0]

@@ -1,5 +1,6 @@
 //! Integer interval analysis over index expressions, used to prove accesses
-//! in bounds (so no guard is emitted) and by codegen's affine analysis.
+//! in bounds (so no guard is emitted), to prove that index arithmetic fits
+//! the 32-bit `int` it is computed in, and by codegen's affine analysis.
 
 use crate::ir::*;
 use std::collections::HashMap;
@@ -9,21 +10,68 @@ use std::collections::HashMap;
 pub struct Env {
     pub ranges: HashMap<VarId, (i64, i64)>,
     pub lets: HashMap<VarId, Expr>,
+    /// Ranges that hold whenever the kernel runs, for variables `ranges`
+    /// does not know: a dynamic dim is at most `i32::MAX` (the runtime
+    /// checks), a block index is below its grid extent, a loop variable
+    /// within its loop. Used by [`Env::fits_i32`] only, so proofs of bounds
+    /// are unchanged.
+    pub limits: HashMap<VarId, (i64, i64)>,
 }
+
+/// The values of integer dtype `t`.
+fn type_range(t: DType) -> Option<(i64, i64)> {
+    Some(match t {
+        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+        DType::U8 => (0, u8::MAX as i64),
+        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+        DType::U16 => (0, u16::MAX as i64),
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::U32 => (0, u32::MAX as i64),
+        DType::I64 => (i64::MIN, i64::MAX),
+        DType::U64 => (0, i64::MAX),
+        _ => return None,
+    })
+}
+
+const I32: (i64, i64) = (i32::MIN as i64, i32::MAX as i64);
 
 impl Env {
     pub fn range(&self, e: &Expr) -> Option<(i64, i64)> {
-        match e {
+        self.range_in(e, false)
+    }
+
+    /// The range of `e` at run time: [`Env::range`], falling back to
+    /// `limits` and to the range of each value's dtype.
+    pub fn run_time_range(&self, e: &Expr) -> Option<(i64, i64)> {
+        self.range_in(e, true)
+    }
+
+    fn range_in(&self, e: &Expr, run_time: bool) -> Option<(i64, i64)> {
+        let r = |x: &Expr| self.range_in(x, run_time);
+        let known = match e {
             Expr::Int(v, _) => Some((*v, *v)),
             Expr::Var(v, _) => self
                 .ranges
                 .get(v)
                 .copied()
-                .or_else(|| self.lets.get(v).and_then(|x| self.range(x))),
-            Expr::Cast(t, a) if t.is_int() => self.range(a),
+                .or_else(|| self.lets.get(v).and_then(r))
+                .or_else(|| run_time.then(|| self.limits.get(v).copied()).flatten()),
+            Expr::Cast(t, a) if t.is_int() => {
+                let inner = r(a);
+                match (inner, type_range(*t)) {
+                    (Some((lo, hi)), Some((tl, th))) if lo >= tl && hi <= th => inner,
+                    _ => None,
+                }
+            }
+            Expr::Thread if run_time => Some((0, 1023)),
             Expr::Bin(op, a, b, t) if t.is_int() => {
-                let (al, ah) = self.range(a)?;
-                let (bl, bh) = self.range(b)?;
+                let (al, ah) = r(a)?;
+                let (mut bl, bh) = r(b)?;
+                // A division by zero never runs (it is undefined): a
+                // divisor known not to be negative is at least 1.
+                if run_time && matches!(op, BinOp::Div | BinOp::Rem) && bl == 0 && bh > 0 {
+                    bl = 1;
+                }
                 match op {
                     BinOp::Add => Some((al.checked_add(bl)?, ah.checked_add(bh)?)),
                     BinOp::Sub => Some((al.checked_sub(bh)?, ah.checked_sub(bl)?)),
@@ -44,6 +92,27 @@ impl Env {
                 }
             }
             _ => None,
+        };
+        match known {
+            Some(k) => Some(k),
+            None if run_time => type_range(e.dtype()),
+            None => None,
         }
+    }
+
+    /// Whether every integer value `e` computes in 32 bits or fewer (it and
+    /// each of its parts) fits in `int` at run time, so C's 32-bit
+    /// arithmetic cannot overflow on the way.
+    pub fn fits_i32(&self, e: &Expr) -> bool {
+        let mut ok = true;
+        e.visit(&mut |x| {
+            let t = x.dtype();
+            if ok && t.is_int() && t.bytes() <= 4 {
+                ok = self
+                    .run_time_range(x)
+                    .is_some_and(|(lo, hi)| lo >= I32.0 && hi <= I32.1);
+            }
+        });
+        ok
     }
 }

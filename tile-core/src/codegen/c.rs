@@ -7,7 +7,7 @@
 //! and computed in float; casts to them round (round-to-nearest-even) so
 //! results match the GPU's per-operation rounding closely.
 
-use super::cfamily::{math_call, CWriter};
+use super::cfamily::{int_lit, math_call, printf_text, CWriter};
 use super::{flatten, float_lit, ident};
 use crate::diag::Diagnostic;
 use crate::ir::*;
@@ -226,10 +226,7 @@ impl Writer<'_> {
                     .iter()
                     .map(|&b| ident(&f.var(b).name))
                     .collect();
-                let label = label
-                    .replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-                    .replace('%', "%%");
+                let label = printf_text(label);
                 self.line(&format!(
                     "printf(\"tile.print block({}): {label} = {fmt}\\n\", {}, {arg});",
                     vec!["%d"; blocks.len()].join(", "),
@@ -265,25 +262,18 @@ impl Writer<'_> {
                     "T::get_thread_binding has no meaning on the CPU backend",
                 ))
             }
-            Expr::Int(v, t) => match t {
-                DType::I64 => format!("{v}LL"),
-                DType::U64 => format!("{v}ULL"),
-                DType::U32 => format!("{v}u"),
-                _ => format!("{v}"),
-            },
+            Expr::Int(v, t) => int_lit(*v, *t),
             Expr::Float(v, t) => {
-                if v.is_infinite() {
-                    format!("{}INFINITY", if *v < 0.0 { "-" } else { "" })
-                } else if v.is_nan() {
+                // Rounded to the constant's type first (an unsuffixed literal
+                // holds its decimal value), as the device rounds it.
+                let x = crate::ir::fold::round_float(*v, *t);
+                if x.is_infinite() {
+                    format!("{}INFINITY", if x < 0.0 { "-" } else { "" })
+                } else if x.is_nan() {
                     "NAN".to_string()
                 } else if *t == DType::F64 {
-                    float_lit(*v)
+                    float_lit(x)
                 } else {
-                    let x = match t {
-                        // f16 constants are rounded once here, as the GPU would.
-                        DType::F16 => half::f16::from_f64(*v).to_f64(),
-                        _ => *v as f32 as f64,
-                    };
                     format!("{}f", float_lit(x))
                 }
             }
@@ -323,6 +313,16 @@ impl Writer<'_> {
                 match t {
                     DType::F16 => format!("tl_rh((float)({x}))"),
                     DType::BF16 => format!("tl_rbf((float)({x}))"),
+                    // Rust's `as` from a float: truncate, saturate, NaN to 0.
+                    t if t.is_int() && a.dtype().is_float() => {
+                        let ct = val_type(*t)?;
+                        let bits = 8 * t.bytes();
+                        if t.is_signed_int() {
+                            format!("(({ct})tl_f2s({x}, INT{bits}_MIN, INT{bits}_MAX))")
+                        } else {
+                            format!("(({ct})tl_f2u({x}, UINT{bits}_MAX))")
+                        }
+                    }
                     t => format!("(({})({x}))", val_type(*t)?),
                 }
             }

@@ -121,6 +121,42 @@ pub(super) fn math_call(i: Intrin, x: &str, double: bool, rsqrt: &str) -> String
     }
 }
 
+/// An integer constant as C and CUDA C++ parse it back with the value and
+/// type the IR gives it (`Expr::Int`): `int`, or the suffixed 64-bit and
+/// unsigned forms. The most negative values are written as a difference:
+/// `-2147483648` would be the negation of a `long` literal.
+pub(super) fn int_lit(v: i64, t: DType) -> String {
+    match t {
+        DType::I64 if v == i64::MIN => "(-9223372036854775807LL - 1)".to_string(),
+        DType::I64 => format!("{v}LL"),
+        DType::U64 => format!("{v}ULL"),
+        DType::U32 => format!("{v}u"),
+        _ if v == i32::MIN as i64 => "(-2147483647 - 1)".to_string(),
+        _ => format!("{v}"),
+    }
+}
+
+/// The body of a C string literal holding `s` in a printf format (`%` is
+/// doubled).
+/// Quotes, backslashes, `?` (trigraphs) and every byte outside printable
+/// ASCII are escaped, the latter as octal (a hex escape would swallow a
+/// following hex digit).
+pub(super) fn printf_text(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'"' | b'\\' | b'?' => {
+                out.push('\\');
+                out.push(b as char);
+            }
+            b'%' => out.push_str("%%"),
+            0x20..=0x7e => out.push(b as char),
+            b => out.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    out
+}
+
 /// Implements `CWriter` for a backend's `Writer` (each has `f`, `out`,
 /// `depth`, a `stmt` and an `expr` printer), given how it types scalars.
 macro_rules! impl_cwriter {

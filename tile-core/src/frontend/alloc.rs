@@ -3,24 +3,38 @@
 //! scalars (`T::alloc_var`).
 
 use super::builtins::Call;
-use super::{expr, Ctx, Sym};
-use crate::diag::range;
+use super::{expr, limits, Ctx, Sym};
+use crate::diag::{range, At};
 use crate::ir::*;
 
 /// `let name = T::alloc_shared::<f16>([m, k])` or `T::alloc_shared([m, k], f16)`
 /// (and `alloc_fragment`, `alloc_local`): an on-chip buffer of `scope`.
 pub(super) fn buffer(cx: &mut Ctx, k: &Call, name: &str, scope: Scope, out: &mut Vec<Stmt>) {
-    if let Some(b) = new_buffer(cx, k, name, scope) {
-        out.push(Stmt::Alloc {
-            loc: cx.loc,
-            buf: b,
-        });
-        cx.bind(name, Sym::Buf(b));
+    match new_buffer(cx, k, name, scope) {
+        Some(b) => {
+            out.push(Stmt::Alloc {
+                loc: cx.loc,
+                buf: b,
+            });
+            cx.bind(name, Sym::Buf(b));
+        }
+        // Reported; its uses stay quiet.
+        None => cx.bind(name, Sym::Poison),
     }
 }
 
 fn new_buffer(cx: &mut Ctx, k: &Call, name: &str, scope: Scope) -> Option<BufId> {
     let (fname, usage) = (k.name(), k.usage());
+    if cx.parallel_depth > 0 && scope != Scope::Local {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::{fname}` inside a `T::parallel` loop: the buffer belongs to the whole block; \
+                 allocate it before the loop"
+            ),
+        );
+        return None;
+    }
     let (shape_arg, dtype) = match (k.turbofish(), k.args.as_slice()) {
         (Some(t), [s]) => (*s, expr::dtype_of_type(t)),
         (None, [s, d @ syn::Expr::Path(_)]) => (*s, expr::dtype_of_name(d)),
@@ -48,7 +62,7 @@ fn new_buffer(cx: &mut Ctx, k: &Call, name: &str, scope: Scope) -> Option<BufId>
     for d in dims {
         let e = expr::lower(cx, d);
         match e.as_int() {
-            Some(v) if v > 0 => shape.push(Expr::int(v)),
+            Some(v) if v > 0 => shape.push(v),
             Some(v) => {
                 cx.err(range(&d), format!("buffer dims are positive, got {v}"));
                 return None;
@@ -66,11 +80,14 @@ fn new_buffer(cx: &mut Ctx, k: &Call, name: &str, scope: Scope) -> Option<BufId>
             }
         }
     }
+    if !limits::check_buffer(cx, k.span(), name, scope, dtype, &shape) {
+        return None;
+    }
     Some(cx.f.new_buf(Buffer {
         layout: None,
         name: name.to_string(),
         dtype,
-        shape,
+        shape: shape.into_iter().map(Expr::int).collect(),
         scope,
         mutable: true,
     }))
@@ -86,7 +103,7 @@ pub(super) fn var(cx: &mut Ctx, k: &Call, name: &str, out: &mut Vec<Stmt>) {
     let init = match k.args.first() {
         Some(e) => {
             let v = expr::lower(cx, e);
-            expr::convert_for_store(cx, range(e), v, t, &format!("`{name}`"))
+            expr::convert_for_store(cx, At::Expr(e), v, t, &format!("`{name}`"))
         }
         None => Expr::Int(0, DType::I32).cast(t),
     };

@@ -7,7 +7,8 @@
 
 use super::builtins::{self, Lower, Position};
 use super::{Ctx, Sym};
-use crate::diag::{range, SpanRange as Span};
+use crate::diag::{range, At, SpanRange as Span};
+use crate::ir::fold::{int_op, NoFold};
 use crate::ir::*;
 
 /// `T::name` → `name`.
@@ -68,7 +69,7 @@ pub fn fits(v: i64, t: DType) -> bool {
 }
 
 /// Converts an integer constant to `to`, reporting one that does not fit.
-fn int_const_to(cx: &mut Ctx, span: Span, c: Expr, to: DType) -> Expr {
+fn int_const_to(cx: &mut Ctx, span: At<'_>, c: Expr, to: DType) -> Expr {
     if let Expr::Int(v, _) = c {
         if to.is_int() && !fits(v, to) {
             cx.err(span, format!("the integer {v} does not fit in {to}"));
@@ -77,7 +78,7 @@ fn int_const_to(cx: &mut Ctx, span: Span, c: Expr, to: DType) -> Expr {
     c.cast(to)
 }
 
-pub fn unify(cx: &mut Ctx, span: Span, a: Expr, b: Expr) -> (Expr, Expr) {
+pub fn unify(cx: &mut Ctx, span: At<'_>, a: Expr, b: Expr) -> (Expr, Expr) {
     let (ta, tb) = (a.dtype(), b.dtype());
     if ta == tb {
         return (a, b);
@@ -89,6 +90,11 @@ pub fn unify(cx: &mut Ctx, span: Span, a: Expr, b: Expr) -> (Expr, Expr) {
             _ => false,
         }
     };
+    // Two constants: an int32 one (the type of an unsuffixed literal) takes
+    // the other's type (`-9223372036854775807 - 1` is int64).
+    if is_const(&a) && is_const(&b) && tb == DType::I32 && adapt(&b, ta) {
+        return (a, int_const_to(cx, span, b, ta));
+    }
     if is_const(&a) && adapt(&a, tb) {
         return (int_const_to(cx, span, a, tb), b);
     }
@@ -116,7 +122,7 @@ pub fn unify(cx: &mut Ctx, span: Span, a: Expr, b: Expr) -> (Expr, Expr) {
 }
 
 /// Converts a value for storing into a buffer or variable of type `to`.
-pub fn convert_for_store(cx: &mut Ctx, span: Span, v: Expr, to: DType, what: &str) -> Expr {
+pub fn convert_for_store(cx: &mut Ctx, span: At<'_>, v: Expr, to: DType, what: &str) -> Expr {
     let from = v.dtype();
     if from == to {
         return v;
@@ -141,7 +147,7 @@ pub fn convert_for_store(cx: &mut Ctx, span: Span, v: Expr, to: DType, what: &st
 }
 
 pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
-    let span = range(&e);
+    let span = At::Expr(e);
     match e {
         syn::Expr::Lit(l) => match &l.lit {
             syn::Lit::Int(i) => {
@@ -154,12 +160,18 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
                     (s, _) => DType::from_rust_name(s),
                 };
                 match (t, v) {
-                    (Some(t), Ok(v)) if t.is_float() => Expr::Float(v as f64, t),
+                    (Some(t), Ok(v)) if t.is_float() => {
+                        float_lit(cx, span, Expr::Int(v, DType::I64).cast(t), false)
+                    }
                     (Some(t), Ok(v)) if !fits(v, t) => {
                         cx.err(span, format!("the integer {v} does not fit in {t}"));
                         Expr::Int(0, t)
                     }
                     (Some(t), Ok(v)) => Expr::Int(v, t),
+                    (Some(t), Err(_)) if t.is_int() => {
+                        cx.err(span, format!("the integer {i} does not fit in {t}"));
+                        Expr::Int(0, t)
+                    }
                     _ => {
                         cx.err(span, "unsupported integer literal");
                         Expr::int(0)
@@ -171,8 +183,27 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
                     "" => Some(DType::F32),
                     s => DType::from_rust_name(s),
                 };
-                match (t, f.base10_parse::<f64>()) {
-                    (Some(t), Ok(v)) if t.is_float() => Expr::Float(v, t),
+                let digits = f.base10_digits();
+                match (t, digits.parse::<f64>()) {
+                    // `1.5f32` is the f32 nearest the decimal (parsed as such,
+                    // not through f64).
+                    (Some(DType::F32), Ok(_)) if !f.suffix().is_empty() => {
+                        let v = digits.parse::<f32>().map_or(f64::NAN, f64::from);
+                        float_lit(cx, span, Expr::Float(v, DType::F32), false)
+                    }
+                    // An unsuffixed literal keeps its decimal value until it
+                    // meets a type (see `ir::fold`).
+                    (Some(t), Ok(v)) if t.is_float() && f.suffix().is_empty() => {
+                        float_lit(cx, span, Expr::Float(v, t), true)
+                    }
+                    (Some(t), Ok(v)) if t.is_float() => {
+                        let v = match t {
+                            DType::F16 => half::f16::from_f64(v).to_f64(),
+                            DType::BF16 => half::bf16::from_f64(v).to_f64(),
+                            _ => v,
+                        };
+                        float_lit(cx, span, Expr::Float(v, t), false)
+                    }
                     _ => {
                         cx.err(span, "unsupported float literal");
                         Expr::Float(0.0, DType::F32)
@@ -197,24 +228,27 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
             }
             name(
                 cx,
-                p.path
-                    .get_ident()
-                    .map(|i| i.to_string())
-                    .unwrap_or_default(),
+                p.path.get_ident().map(super::name_of).unwrap_or_default(),
                 span,
             )
         }
-        syn::Expr::Binary(b) => binary(cx, b),
+        syn::Expr::Binary(b) => binary(cx, b, e),
         syn::Expr::Unary(u) => {
             let a = lower(cx, &u.expr);
             match u.op {
                 syn::UnOp::Neg(_) => match a {
-                    Expr::Int(v, t) => Expr::Int(-v, t),
-                    Expr::Float(v, t) => Expr::Float(-v, t),
                     a if a.dtype() == DType::Bool || !a.dtype().is_signed() => {
                         cx.err(span, format!("cannot negate a {} value", a.dtype()));
                         a
                     }
+                    Expr::Int(v, t) => match crate::ir::fold::int_neg(v, t) {
+                        Ok(n) => Expr::Int(n, t),
+                        Err(_) => {
+                            cx.err(span, format!("negating {v} overflows {t}"));
+                            Expr::Int(v, t)
+                        }
+                    },
+                    Expr::Float(v, t) => Expr::Float(-v, t),
                     a => {
                         let t = a.dtype();
                         Expr::Neg(Box::new(a), t)
@@ -302,6 +336,23 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
     }
 }
 
+/// A float literal: one that does not fit its type (its value rounds to
+/// infinity) is an error, as in Rust. An unsuffixed literal (`adapts`) only
+/// has to fit `f64`: it takes the type of what it meets.
+fn float_lit(cx: &mut Ctx, span: At<'_>, e: Expr, adapts: bool) -> Expr {
+    if let Expr::Float(v, t) = e {
+        let t_final = if adapts { DType::F64 } else { t };
+        if crate::ir::fold::round_float(v, t_final).is_infinite() {
+            cx.err(
+                span,
+                format!("the literal does not fit in {t_final} (it would be infinite)"),
+            );
+            return Expr::Float(0.0, t);
+        }
+    }
+    e
+}
+
 fn block_value(cx: &mut Ctx, b: &syn::Block) -> Expr {
     match b.stmts.as_slice() {
         [syn::Stmt::Expr(e, None)] => lower(cx, e),
@@ -333,8 +384,10 @@ pub fn describe(e: &syn::Expr) -> &'static str {
     }
 }
 
-fn name(cx: &mut Ctx, n: String, span: Span) -> Expr {
+fn name(cx: &mut Ctx, n: String, span: At<'_>) -> Expr {
     match cx.lookup(&n) {
+        // Typed as an unsuffixed literal would be.
+        Some(Sym::Const(ConstVal::Int(v))) if !fits(v, DType::I32) => Expr::Int(v, DType::I64),
         Some(Sym::Const(ConstVal::Int(v))) => Expr::int(v),
         Some(Sym::Const(ConstVal::Float(v))) => Expr::Float(v, DType::F32),
         Some(Sym::Const(ConstVal::Bool(v))) => Expr::Bool(v),
@@ -354,9 +407,9 @@ fn name(cx: &mut Ctx, n: String, span: Span) -> Expr {
     }
 }
 
-fn binary(cx: &mut Ctx, b: &syn::ExprBinary) -> Expr {
+fn binary(cx: &mut Ctx, b: &syn::ExprBinary, e: &syn::Expr) -> Expr {
     use syn::BinOp as B;
-    let span = range(&b);
+    let span = At::Expr(e);
     let op = match b.op {
         B::Add(_) => BinOp::Add,
         B::Sub(_) => BinOp::Sub,
@@ -384,7 +437,7 @@ fn binary(cx: &mut Ctx, b: &syn::ExprBinary) -> Expr {
     arith(cx, span, op, l, r)
 }
 
-pub fn arith(cx: &mut Ctx, span: Span, op: BinOp, l: Expr, r: Expr) -> Expr {
+pub fn arith(cx: &mut Ctx, span: At<'_>, op: BinOp, l: Expr, r: Expr) -> Expr {
     if op.is_logic() {
         if l.dtype() != DType::Bool || r.dtype() != DType::Bool {
             cx.err(span, format!("`{}` needs bool operands", op.symbol()));
@@ -404,22 +457,31 @@ pub fn arith(cx: &mut Ctx, span: Span, op: BinOp, l: Expr, r: Expr) -> Expr {
         cx.err(span, "`%` applies to integers");
     }
     let (l, r) = unify(cx, span, l, r);
-    if let (Expr::Float(x, t), Expr::Float(y, _)) = (&l, &r) {
-        let v = match op {
-            BinOp::Add => Some(x + y),
-            BinOp::Sub => Some(x - y),
-            BinOp::Mul => Some(x * y),
-            BinOp::Div => Some(x / y),
-            _ => None,
-        };
-        if let Some(v) = v {
-            return Expr::Float(v, *t);
+    if matches!(op, BinOp::Div | BinOp::Rem) && r.dtype().is_int() && r.as_int() == Some(0) {
+        cx.err(span, "division by zero");
+        return l;
+    }
+    if let (Expr::Int(x, t), Expr::Int(y, _)) = (&l, &r) {
+        if let Err(NoFold::Undefined(why)) = int_op(op, *x, *t, *y, *t) {
+            // Narrower integers compute in C's 32-bit `int`.
+            let shown = if *t == DType::I64 {
+                DType::I64
+            } else {
+                DType::I32
+            };
+            cx.err(
+                span,
+                format!(
+                    "{why}: `{x} {} {y}` does not fit in {shown}, the type it is computed in",
+                    op.symbol()
+                ),
+            );
         }
     }
     Expr::bin(op, l, r)
 }
 
-pub fn select(cx: &mut Ctx, span: Span, c: Expr, a: Expr, b: Expr) -> Expr {
+pub fn select(cx: &mut Ctx, span: At<'_>, c: Expr, a: Expr, b: Expr) -> Expr {
     if c.dtype() != DType::Bool {
         cx.err(span, "the condition must be a bool");
     }
@@ -436,6 +498,7 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
     let buf = buffer_ref(cx, &ix.expr);
     let parts = elems(&ix.index);
     let mut idx = Vec::new();
+    let mut fits = true;
     for p in &parts {
         let e = lower(cx, p);
         if !e.dtype().is_int() {
@@ -444,9 +507,14 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
                 format!("indices are integers, got {}", e.dtype()),
             );
         }
+        if let Some(v) = e.as_int() {
+            fits &= super::limits::index_fits(cx, At::Expr(p), v, "the index");
+        }
         idx.push(e.cast(DType::I32));
     }
-    let Some(b) = buf else { return (None, idx) };
+    let Some(b) = buf.filter(|_| fits) else {
+        return (None, idx);
+    };
     let rank = cx.f.buf(b).shape.len();
     if rank != idx.len() {
         let name = cx.f.buf(b).name.clone();
@@ -459,12 +527,35 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
         );
         return (None, idx);
     }
-    (Some(b), idx)
+    let in_bounds = parts
+        .iter()
+        .zip(&idx)
+        .enumerate()
+        .all(|(d, (p, i))| const_index_ok(cx, b, d, i, At::Expr(p)));
+    (in_bounds.then_some(b), idx)
+}
+
+/// Whether a constant index (or origin) `i` of dim `d` of `b` is in bounds
+/// (non-negative, below a constant dim); reports one that is not. Other
+/// indices are checked at run time (global memory) or trusted.
+pub fn const_index_ok(cx: &mut Ctx, b: BufId, d: usize, i: &Expr, span: At<'_>) -> bool {
+    let Some(v) = i.as_int() else { return true };
+    let buf = cx.f.buf(b);
+    let dim = buf.shape.get(d).and_then(Expr::as_int);
+    if v >= 0 && dim.is_none_or(|n| v < n) {
+        return true;
+    }
+    let what = match dim {
+        Some(n) => format!("dim {d} of `{}` has {n} elements", buf.name),
+        None => format!("indices of `{}` are not negative", buf.name),
+    };
+    cx.err(span, format!("index {v} is out of bounds: {what}"));
+    false
 }
 
 pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
     let id = match e {
-        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::Path(p) => p.path.get_ident().map(super::name_of),
         _ => None,
     };
     let Some(n) = id else {
@@ -473,6 +564,7 @@ pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
     };
     match cx.lookup(&n) {
         Some(Sym::Buf(b)) => Some(b),
+        Some(Sym::Poison) => None,
         Some(_) => {
             cx.err(range(&e), format!("`{n}` is a scalar, not a buffer"));
             None

@@ -3,8 +3,8 @@
 //! prologue that may open it.
 
 use super::builtins::{self, Call, Lower};
-use super::{expr, stmt, Ctx, Sym};
-use crate::diag::{range, SpanRange as Span};
+use super::{expr, limits, stmt, Ctx, Sym};
+use crate::diag::{range, At, SpanRange as Span};
 use crate::ir::*;
 
 const BODY: &str =
@@ -22,7 +22,7 @@ pub(super) fn parse_body(cx: &mut Ctx, item: &syn::ItemFn) {
     for s in stmts {
         let is_launch = matches!(s, syn::Stmt::Expr(syn::Expr::Call(c), _) if launch.is_some_and(|(l, _)| std::ptr::eq(l, c)));
         if !is_launch {
-            cx.err(range(&s), BODY);
+            cx.err(crate::diag::stmt_range(s), BODY);
         }
     }
     let Some((c, b)) = launch else {
@@ -63,6 +63,13 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
                 range(&g),
                 "grid extents depend only on compile-time parameters and dims",
             );
+        }
+        if let Some(v) = e.as_int() {
+            if v < 0 {
+                cx.err(range(&g), format!("grid extents are not negative, got {v}"));
+            } else {
+                limits::index_fits(cx, At::Expr(&g), v, "the grid extent");
+            }
         }
         cx.f.launch.grid.push(e.cast(DType::I32));
     }
@@ -110,7 +117,7 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
     cx.push();
     for p in &clo.inputs {
         let name = match p {
-            syn::Pat::Ident(pi) => pi.ident.to_string(),
+            syn::Pat::Ident(pi) => cx.def_name(&pi.ident),
             syn::Pat::Wild(_) => "_".to_string(),
             _ => {
                 cx.err(range(&p), "block indices are plain names");
@@ -127,9 +134,9 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
     let body = match &*clo.body {
         syn::Expr::Block(b) => {
             // `T::use_swizzle(panel)` first: rebind the block indices.
-            let mut block = b.block.clone();
             let mut prologue = Vec::new();
-            if let Some(syn::Stmt::Expr(syn::Expr::Call(c), _)) = block.stmts.first() {
+            let mut skip = 0;
+            if let Some(syn::Stmt::Expr(syn::Expr::Call(c), _)) = b.block.stmts.first() {
                 if let Some(b) = builtins::builtin_of(c) {
                     if let Lower::Prologue(lower) = b.lower {
                         let call = Call::new(b, c);
@@ -138,11 +145,11 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
                             prologue = lower(cx, &call);
                         }
                         cx.loc = outer;
-                        block.stmts.remove(0);
+                        skip = 1;
                     }
                 }
             }
-            prologue.extend(stmt::lower_block(cx, &block));
+            prologue.extend(stmt::lower_stmts(cx, &b.block.stmts[skip..]));
             prologue
         }
         e => {
@@ -160,7 +167,7 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
 /// block index names to the swizzled indices.
 pub(super) fn swizzle(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
     let panel = expr::lower(cx, k.args[0]).as_int();
-    let Some(panel) = panel.filter(|&p| p > 0) else {
+    let Some(panel) = panel.filter(|&p| p > 0 && p <= limits::MAX_INDEX) else {
         cx.err(
             k.span(),
             format!("{} takes a positive compile-time panel width", k.usage()),

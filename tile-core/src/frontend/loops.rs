@@ -6,8 +6,8 @@
 use super::builtins::{self, Call, Lower, Position};
 use super::layout_conflicts::NestInfo;
 use super::stmt::{lower_block, lower_stmt};
-use super::{expr, Ctx, Sym};
-use crate::diag::{range, SpanRange as Span};
+use super::{expr, limits, Ctx, Sym};
+use crate::diag::{range, At, SpanRange as Span};
 use crate::ir::*;
 
 /// A `for` loop whose iterator a loop builtin lowers.
@@ -22,13 +22,13 @@ type Ranges = Vec<(Expr, Expr)>;
 
 pub(super) fn for_loop(cx: &mut Ctx, f: &syn::ExprForLoop, out: &mut Vec<Stmt>) {
     let names: Vec<(String, Span)> = match &*f.pat {
-        syn::Pat::Ident(pi) => vec![(pi.ident.to_string(), range(&pi))],
+        syn::Pat::Ident(pi) => vec![(cx.def_name(&pi.ident), range(&pi))],
         syn::Pat::Wild(w) => vec![("_".into(), range(&w))],
         syn::Pat::Tuple(t) => t
             .elems
             .iter()
             .map(|p| match p {
-                syn::Pat::Ident(pi) => (pi.ident.to_string(), range(&pi)),
+                syn::Pat::Ident(pi) => (cx.def_name(&pi.ident), range(&pi)),
                 other => ("_".into(), range(&other)),
             })
             .collect(),
@@ -96,16 +96,37 @@ pub(super) fn parallel(cx: &mut Ctx, k: &Call, site: &ForSite, out: &mut Vec<Stm
         return;
     }
     let mut r = Vec::new();
+    let mut sizes = Vec::new();
     for e in exts {
         let v = expr::lower(cx, e);
-        if v.as_int().is_none() {
-            cx.err(
-                range(&e),
-                "`T::parallel` extents are compile-time constants (tile sizes)",
-            );
-            return;
+        match v.as_int() {
+            None => {
+                cx.err(
+                    range(&e),
+                    "`T::parallel` extents are compile-time constants (tile sizes)",
+                );
+                return;
+            }
+            Some(n) if n <= 0 => {
+                cx.err(
+                    range(&e),
+                    format!("`T::parallel` extents are positive, got {n}"),
+                );
+                return;
+            }
+            Some(n) => sizes.push(n),
         }
         r.push((Expr::int(0), v));
+    }
+    if limits::product_within(&sizes, limits::MAX_TILE_ELEMS).is_none() {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::parallel` over {sizes:?} has more than {} elements; it covers a tile",
+                limits::MAX_TILE_ELEMS
+            ),
+        );
+        return;
     }
     emit(cx, site, ForKind::Parallel, r, out);
 }
@@ -134,11 +155,14 @@ pub(super) fn pipelined(cx: &mut Ctx, k: &Call, site: &ForSite, out: &mut Vec<St
                 e => e,
             };
             match expr::lower(cx, s_expr).as_int() {
-                Some(v) if v >= 0 => v,
+                Some(v) if (0..=limits::MAX_STAGES).contains(&v) => v,
                 _ => {
                     cx.err(
                         range(&s),
-                        "`num_stages` is a non-negative compile-time constant",
+                        format!(
+                            "`num_stages` is a compile-time constant from 0 to {}",
+                            limits::MAX_STAGES
+                        ),
                     );
                     return;
                 }
@@ -190,6 +214,11 @@ pub(super) fn persistent(cx: &mut Ctx, k: &Call, site: &ForSite, out: &mut Vec<S
                 "`T::persistent` takes integer extents, wave size and index",
             );
             return;
+        }
+        if let Some(c) = v.as_int() {
+            if !limits::index_fits(cx, At::Expr(e), c, "the value") {
+                return;
+            }
         }
         ints.push(v.cast(DType::I32));
     }
@@ -285,6 +314,21 @@ fn emit(cx: &mut Ctx, site: &ForSite, kind: ForKind, ranges: Ranges, out: &mut V
             cx.err(range(&site.f.expr), "loop bounds are integers");
             return;
         }
+        // The loop counts in `int` up to start + extent.
+        let end = match (s.as_int(), e.as_int()) {
+            (Some(a), Some(n)) => Some(a.saturating_add(n.max(0))),
+            (Some(a), None) => Some(a),
+            (None, Some(n)) => Some(n),
+            (None, None) => None,
+        };
+        let bounds = [s.as_int(), e.as_int(), end];
+        if !bounds
+            .into_iter()
+            .flatten()
+            .all(|v| limits::index_fits(cx, At::Expr(&site.f.expr), v, "the loop bound"))
+        {
+            return;
+        }
     }
     if kind == ForKind::Parallel && cx.parallel_depth > 0 {
         cx.err(
@@ -320,7 +364,7 @@ fn emit(cx: &mut Ctx, site: &ForSite, kind: ForKind, ranges: Ranges, out: &mut V
         let mut out = Vec::new();
         let mut stmts = Vec::new();
         for s in &site.f.body.stmts {
-            stmts.push((out.len(), range(s)));
+            stmts.push((out.len(), crate::diag::stmt_range(s)));
             lower_stmt(cx, s, &mut out);
         }
         cx.pop();

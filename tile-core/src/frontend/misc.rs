@@ -25,7 +25,11 @@ pub(super) fn print(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
     };
     // A whole on-chip buffer prints element by element.
     if let syn::Expr::Path(p) = args[0] {
-        if let Some(Sym::Buf(b)) = p.path.get_ident().and_then(|i| cx.lookup(&i.to_string())) {
+        if let Some(Sym::Buf(b)) = p
+            .path
+            .get_ident()
+            .and_then(|i| cx.lookup(&super::name_of(i)))
+        {
             let buf = cx.f.buf(b).clone();
             let Some(shape) = buf.const_shape() else {
                 cx.err(

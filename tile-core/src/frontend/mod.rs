@@ -22,6 +22,7 @@ mod builtins;
 mod expr;
 mod kernel;
 mod layout_conflicts;
+mod limits;
 mod loops;
 mod misc;
 mod signature;
@@ -77,11 +78,31 @@ pub(crate) struct Ctx {
     /// The user statement being lowered: every IR statement made from it
     /// carries it, so that later passes report errors there.
     pub loc: Loc,
+    /// Bytes of the on-chip buffers allocated so far (`limits`).
+    pub cpu_block_bytes: i64,
+}
+
+/// The name an identifier stands for: `r#fn` is `fn` (and `r#x` is `x`, as
+/// in Rust).
+pub(crate) fn name_of(i: &syn::Ident) -> String {
+    syn::ext::IdentExt::unraw(i).to_string()
 }
 
 impl Ctx {
-    pub fn err(&mut self, span: Span, msg: impl Into<String>) {
-        self.diags.push(Diagnostic::new(span, msg));
+    /// The name a binding (parameter, dim, block index, loop variable, let)
+    /// introduces; generated C and CUDA use it, so it must be ASCII.
+    pub fn def_name(&mut self, i: &syn::Ident) -> String {
+        let n = name_of(i);
+        if !n.is_ascii() {
+            self.err(
+                range(i),
+                format!("`{n}`: names in kernels are ASCII (the generated C and CUDA use them)"),
+            );
+        }
+        n
+    }
+    pub fn err(&mut self, span: impl Into<Span>, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::new(span.into(), msg));
     }
     pub fn lookup(&self, name: &str) -> Option<Sym> {
         self.scopes.iter().rev().find_map(|s| s.get(name).cloned())
@@ -102,13 +123,15 @@ impl Ctx {
 /// Parses the attribute arguments and the function into a kernel definition.
 pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, Vec<Diagnostic>> {
     let mut cx = Ctx {
-        f: PrimFunc::empty(item.sig.ident.to_string(), 128),
+        f: PrimFunc::empty(name_of(&item.sig.ident), 128),
         scopes: vec![HashMap::new()],
         diags: Vec::new(),
         parallel_depth: 0,
         nests: HashMap::new(),
         loc: Loc::NONE,
+        cpu_block_bytes: 0,
     };
+    cx.def_name(&item.sig.ident);
     signature::parse_attr(&mut cx, attr);
     let params = signature::parse_signature(&mut cx, &item.sig);
     kernel::parse_body(&mut cx, item);
@@ -145,19 +168,26 @@ pub fn builtins() -> impl Iterator<Item = BuiltinDoc> {
 /// Convenience for tests and tools: parses `#[tile::kernel(..)] fn ..` source text
 /// holding exactly one kernel.
 pub fn parse_kernel_source(src: &str) -> Result<KernelDef, Vec<Diagnostic>> {
-    let file: syn::File = syn::parse_str(src)
+    let mut file: syn::File = syn::parse_str(src)
         .map_err(|e| vec![Diagnostic::new(e.span(), format!("not valid Rust: {e}"))])?;
-    for item in &file.items {
+    for item in file.items.iter_mut() {
         if let syn::Item::Fn(f) = item {
             if let Some(attr) = kernel_attr(&f.attrs) {
-                let mut f = f.clone();
+                // Taken out of the file, not cloned (a large kernel's tree is big).
+                let mut f = std::mem::replace(
+                    f,
+                    syn::parse_quote!(
+                        fn taken() {}
+                    ),
+                );
                 f.attrs.retain(|a| !is_kernel_attr(a));
                 return parse_kernel(attr, &f);
             }
         }
     }
+    let span = range(&file);
     Err(vec![Diagnostic::new(
-        range(&file),
+        span,
         "no #[tile::kernel] function found",
     )])
 }

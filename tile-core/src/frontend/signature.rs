@@ -2,8 +2,8 @@
 //! parameters' tensor types, which fix the dtypes, the static dims and the
 //! dynamic dims that the launcher binds.
 
-use super::{Ctx, ParamDef, Sym};
-use crate::diag::{range, SpanRange as Span};
+use super::{limits, Ctx, ParamDef, Sym};
+use crate::diag::{range, At, SpanRange as Span};
 use crate::ir::*;
 use proc_macro2::TokenStream;
 
@@ -25,7 +25,7 @@ pub(super) fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
         }
     };
     for nv in args {
-        let Some(name) = nv.path.get_ident().map(|i| i.to_string()) else {
+        let Some(name) = nv.path.get_ident().map(|i| cx.def_name(i)) else {
             cx.err(
                 range(&nv.path),
                 "compile-time parameter names are plain identifiers",
@@ -239,9 +239,14 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
             );
             return None;
         };
-        let dname = ident.to_string();
+        let dname = cx.def_name(&ident);
         match cx.lookup(&dname) {
-            Some(Sym::Const(ConstVal::Int(v))) if v > 0 => shape.push(Expr::int(v)),
+            Some(Sym::Const(ConstVal::Int(v))) if v > 0 => {
+                if !limits::index_fits(cx, At::Node(&d), v, &format!("dim `{dname}` =")) {
+                    return None;
+                }
+                shape.push(Expr::int(v))
+            }
             Some(Sym::Const(_)) => {
                 cx.err(
                     range(&d),
@@ -259,7 +264,19 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
             }
         }
     }
-    let pname = name.to_string();
+    let statics: Vec<i64> = shape.iter().filter_map(Expr::as_int).collect();
+    if limits::product_within(&statics, limits::MAX_INDEX).is_none() {
+        cx.err(
+            range(&args[1]),
+            format!(
+                "the static dims {statics:?} hold more than {} elements, the most 32-bit indices \
+                 reach",
+                limits::MAX_INDEX
+            ),
+        );
+        return None;
+    }
+    let pname = cx.def_name(name);
     if cx.lookup(&pname).is_some() {
         cx.err(
             range(&name),

@@ -6,14 +6,19 @@
 //! statement's position (`Ctx::loc`), set here.
 
 use super::builtins::{self, Call, Lower, Position};
-use super::{expr, loops, Ctx, Sym};
-use crate::diag::{range, SpanRange as Span};
+use super::{expr, limits, loops, Ctx, Sym};
+use crate::diag::{expr_range, range, stmt_range, At};
 use crate::ir::*;
 
 pub fn lower_block(cx: &mut Ctx, b: &syn::Block) -> Vec<Stmt> {
+    lower_stmts(cx, &b.stmts)
+}
+
+/// Statements of a block, in a scope of their own.
+pub fn lower_stmts(cx: &mut Ctx, stmts: &[syn::Stmt]) -> Vec<Stmt> {
     cx.push();
     let mut out = Vec::new();
-    for s in &b.stmts {
+    for s in stmts {
         lower_stmt(cx, s, &mut out);
     }
     cx.pop();
@@ -23,9 +28,20 @@ pub fn lower_block(cx: &mut Ctx, b: &syn::Block) -> Vec<Stmt> {
 pub fn lower_stmt(cx: &mut Ctx, s: &syn::Stmt, out: &mut Vec<Stmt>) {
     // An expression statement is placed without its `;`: a tile op at its call.
     let at = match s {
-        syn::Stmt::Expr(e, _) => range(e),
-        s => range(s),
+        syn::Stmt::Expr(e, _) => expr_range(e),
+        s => stmt_range(s),
     };
+    let max = limits::MAX_NESTING;
+    if limits::nesting(s, max) > max {
+        cx.err(
+            at,
+            format!(
+                "this statement nests more than {max} levels deep (operators, parentheses, calls, \
+                 blocks); split it with `let`s"
+            ),
+        );
+        return;
+    }
     let outer = std::mem::replace(&mut cx.loc, at.into());
     lower_stmt_at(cx, s, out);
     cx.loc = outer;
@@ -66,7 +82,7 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
         cx.err(range(&l), "`let .. else` is not supported in kernels");
         return;
     }
-    let name = ident.to_string();
+    let name = cx.def_name(&ident);
     // `let buf = T::alloc_shared::<f16>(..)` and the other allocations.
     if let syn::Expr::Call(c) = &*init.expr {
         if let Some(b) = builtins::builtin_of(c) {
@@ -83,7 +99,7 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
     if let Some(ty) = ty {
         match expr::dtype_of_type(ty) {
             Some(t) => {
-                v = expr::convert_for_store(cx, range(&init.expr), v, t, &format!("`{name}`"))
+                v = expr::convert_for_store(cx, At::Expr(&init.expr), v, t, &format!("`{name}`"))
             }
             None => cx.err(range(&ty), "unknown scalar type"),
         }
@@ -100,7 +116,7 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
 
 fn stmt_expr(cx: &mut Ctx, e: &syn::Expr, out: &mut Vec<Stmt>) {
     match e {
-        syn::Expr::Assign(a) => assign(cx, &a.left, None, &a.right, range(&a), out),
+        syn::Expr::Assign(a) => assign(cx, &a.left, None, &a.right, At::Expr(e), out),
         syn::Expr::Binary(b) => {
             use syn::BinOp as B;
             let op = match b.op {
@@ -114,7 +130,7 @@ fn stmt_expr(cx: &mut Ctx, e: &syn::Expr, out: &mut Vec<Stmt>) {
                     return;
                 }
             };
-            assign(cx, &b.left, Some(op), &b.right, range(&b), out)
+            assign(cx, &b.left, Some(op), &b.right, At::Expr(e), out)
         }
         syn::Expr::ForLoop(f) => loops::for_loop(cx, f, out),
         syn::Expr::If(i) => out.push(if_stmt(cx, i)),
@@ -162,7 +178,7 @@ fn assign(
     lhs: &syn::Expr,
     op: Option<BinOp>,
     rhs: &syn::Expr,
-    span: Span,
+    span: At<'_>,
     out: &mut Vec<Stmt>,
 ) {
     match lhs {
@@ -183,7 +199,7 @@ fn assign(
             };
             let value = expr::convert_for_store(
                 cx,
-                range(&rhs),
+                At::Expr(rhs),
                 value,
                 dtype,
                 &format!("buffer `{bname}`"),
@@ -196,11 +212,7 @@ fn assign(
             });
         }
         syn::Expr::Path(p) if p.path.get_ident().is_some() => {
-            let n = p
-                .path
-                .get_ident()
-                .map(|i| i.to_string())
-                .unwrap_or_default();
+            let n = p.path.get_ident().map(super::name_of).unwrap_or_default();
             let rhs_v = expr::lower(cx, rhs);
             match cx.lookup(&n) {
                 Some(Sym::Mut(v)) => {
@@ -209,7 +221,7 @@ fn assign(
                         Some(op) => expr::arith(cx, span, op, Expr::Var(v, t), rhs_v),
                         None => rhs_v,
                     };
-                    let value = expr::convert_for_store(cx, range(&rhs), value, t, &format!("`{n}`"));
+                    let value = expr::convert_for_store(cx, At::Expr(rhs), value, t, &format!("`{n}`"));
                     out.push(Stmt::Assign { var: v, value });
                 }
                 Some(Sym::Buf(_)) => cx.err(range(&lhs), format!("`{n}` is a buffer; assign to elements (`{n}[i] = ..`) or use `T::copy`/`T::fill`")),

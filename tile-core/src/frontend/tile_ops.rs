@@ -4,8 +4,8 @@
 //! passes get only tile ops they can lower.
 
 use super::builtins::Call;
-use super::{expr, Ctx};
-use crate::diag::{range, SpanRange as Span};
+use super::{expr, limits, Ctx};
+use crate::diag::{range, At, SpanRange as Span};
 use crate::ir::*;
 
 /// The source or destination of `T::copy` before its extent is known.
@@ -24,6 +24,7 @@ fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
                 [one] => expr::elems(one),
                 a => a.to_vec(),
             };
+            let mut fits = true;
             let origin: Vec<Expr> = parts
                 .iter()
                 .map(|p| {
@@ -31,9 +32,15 @@ fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
                     if !v.dtype().is_int() {
                         cx.err(range(&p), "tile origins are integers");
                     }
+                    if let Some(c) = v.as_int() {
+                        fits &= limits::index_fits(cx, At::Expr(p), c, "the origin");
+                    }
                     v.cast(DType::I32)
                 })
                 .collect();
+            if !fits {
+                return None;
+            }
             let rank = cx.f.buf(buf).shape.len();
             if origin.len() != rank {
                 let n = cx.f.buf(buf).name.clone();
@@ -100,7 +107,7 @@ pub(super) fn fill(cx: &mut Ctx, k: &Call, value: Option<&syn::Expr>, out: &mut 
         None => Expr::Int(0, DType::I32).cast(b.dtype),
         Some(e) => {
             let v = expr::lower(cx, e);
-            expr::convert_for_store(cx, range(&e), v, b.dtype, &format!("buffer `{}`", b.name))
+            expr::convert_for_store(cx, At::Expr(e), v, b.dtype, &format!("buffer `{}`", b.name))
         }
     };
     let origin = vec![Expr::int(0); b.shape.len()];
@@ -319,10 +326,15 @@ fn resolve_copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Opt
         let mut extent = vec![Expr::int(1); rank - tile.len()];
         extent.extend(tile.iter().cloned());
         let origin = r.origin.unwrap_or_else(|| vec![Expr::int(0); rank]);
+        for (d, o) in origin.iter().enumerate() {
+            if !expr::const_index_ok(cx, r.buf, d, o, r.span.into()) {
+                return None;
+            }
+        }
         if let Some(bs) = b.const_shape() {
             for (d, (o, e)) in origin.iter().zip(&extent).enumerate() {
                 if let (Some(o), Some(e)) = (o.as_int(), e.as_int()) {
-                    if o + e > bs[d] || e > bs[d] {
+                    if o.saturating_add(e) > bs[d] || e > bs[d] {
                         cx.err(
                             r.span,
                             format!("`T::copy` between incompatible tiles: the tile does not fit in `{}` (dim {d}: {o}+{e} > {})", b.name, bs[d]),
@@ -623,7 +635,8 @@ pub(super) fn atomic_add(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
         }
         let t = cx.f.buf(b).dtype;
         let name = cx.f.buf(b).name.clone();
-        let value = expr::convert_for_store(cx, range(args[1]), v, t, &format!("buffer `{name}`"));
+        let value =
+            expr::convert_for_store(cx, At::Expr(args[1]), v, t, &format!("buffer `{name}`"));
         out.push(Stmt::AtomicAdd {
             loc: cx.loc,
             buf: b,

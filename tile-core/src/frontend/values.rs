@@ -19,7 +19,7 @@ pub(super) fn ceildiv(cx: &mut Ctx, k: &Call) -> Expr {
     if !a.dtype().is_int() || !b.dtype().is_int() {
         cx.err(span, "`T::ceildiv` takes integers");
     }
-    let (a, b) = unify(cx, span, a, b);
+    let (a, b) = unify(cx, span.into(), a, b);
     let one = Expr::Int(1, b.dtype());
     let num = Expr::bin(BinOp::Sub, Expr::add(a, b.clone()), one);
     Expr::bin(BinOp::Div, num, b)
@@ -28,12 +28,12 @@ pub(super) fn ceildiv(cx: &mut Ctx, k: &Call) -> Expr {
 /// `T::max(a, b)` and `T::min(a, b)`.
 pub(super) fn binary(cx: &mut Ctx, k: &Call, op: BinOp) -> Expr {
     let [a, b]: [Expr; 2] = operands(cx, k).try_into().expect("arity 2");
-    arith(cx, k.span(), op, a, b)
+    arith(cx, k.span().into(), op, a, b)
 }
 
 pub(super) fn if_then_else(cx: &mut Ctx, k: &Call) -> Expr {
     let [c, a, b]: [Expr; 3] = operands(cx, k).try_into().expect("arity 3");
-    select(cx, k.span(), c, a, b)
+    select(cx, k.span().into(), c, a, b)
 }
 
 /// `T::exp(x)` and the other one-argument math functions.

@@ -134,55 +134,6 @@ impl Expr {
             _ => None,
         }
     }
-    /// Builds a binary op, folding integer constants and trivial identities.
-    pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-        let ty = if op.is_cmp() || op.is_logic() {
-            DType::Bool
-        } else {
-            a.dtype()
-        };
-        if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
-            let folded = match op {
-                BinOp::Add => x.checked_add(y),
-                BinOp::Sub => x.checked_sub(y),
-                BinOp::Mul => x.checked_mul(y),
-                BinOp::Div if y != 0 => Some(x / y),
-                BinOp::Rem if y != 0 => Some(x % y),
-                BinOp::Min => Some(x.min(y)),
-                BinOp::Max => Some(x.max(y)),
-                _ => None,
-            };
-            if let Some(v) = folded {
-                return Expr::Int(v, ty);
-            }
-            let cmp = match op {
-                BinOp::Lt => Some(x < y),
-                BinOp::Le => Some(x <= y),
-                BinOp::Gt => Some(x > y),
-                BinOp::Ge => Some(x >= y),
-                BinOp::Eq => Some(x == y),
-                BinOp::Ne => Some(x != y),
-                _ => None,
-            };
-            if let Some(c) = cmp {
-                return Expr::Bool(c);
-            }
-        }
-        match (op, a.as_int(), b.as_int()) {
-            (BinOp::Add, Some(0), _) if b.dtype() == ty => return b,
-            (BinOp::Add, _, Some(0)) | (BinOp::Sub, _, Some(0)) => return a,
-            (BinOp::Mul, Some(1), _) if b.dtype() == ty => return b,
-            (BinOp::Mul, _, Some(1)) | (BinOp::Div, _, Some(1)) => return a,
-            (BinOp::Mul, Some(0), _) | (BinOp::Mul, _, Some(0)) => return Expr::Int(0, ty),
-            _ => {}
-        }
-        match (op, &a, &b) {
-            (BinOp::And, Expr::Bool(true), _) => return b,
-            (BinOp::And, _, Expr::Bool(true)) => return a,
-            _ => {}
-        }
-        Expr::Bin(op, Box::new(a), Box::new(b), ty)
-    }
     // Constructors of IR nodes (`a + b` as an expression), not arithmetic on values.
     #[allow(clippy::should_implement_trait)]
     pub fn add(a: Expr, b: Expr) -> Expr {
@@ -197,17 +148,6 @@ impl Expr {
     }
     pub fn lt(a: Expr, b: Expr) -> Expr {
         Expr::bin(BinOp::Lt, a, b)
-    }
-    pub fn cast(self, to: DType) -> Expr {
-        if self.dtype() == to {
-            return self;
-        }
-        match self {
-            Expr::Int(v, _) if to.is_int() => Expr::Int(v, to),
-            Expr::Int(v, _) if to.is_float() => Expr::Float(v as f64, to),
-            Expr::Float(v, _) if to.is_float() => Expr::Float(v, to),
-            e => Expr::Cast(to, Box::new(e)),
-        }
     }
 
     /// Calls `f` on every sub-expression, children first.

@@ -15,13 +15,19 @@
 //! comments in the user's source) never reaches it.
 
 mod expr;
+pub mod fold;
 mod func;
+mod names;
 pub mod print;
 pub mod read;
+mod schedule;
 mod stmt;
+mod walk;
 
 pub use expr::*;
 pub use func::*;
+pub use names::NameIndex;
+pub use schedule::{NestPlan, Pipeline, Schedule, SharedPool};
 pub use stmt::*;
 
 use std::fmt;

@@ -409,35 +409,4 @@ impl Stmt {
             _ => {}
         }
     }
-
-    /// Calls `f` on every expression directly held by this statement tree.
-    pub fn visit_exprs(&self, f: &mut dyn FnMut(&Expr)) {
-        self.visit(&mut |s| match s {
-            Stmt::Let { value, .. } | Stmt::Assign { value, .. } => value.visit(f),
-            Stmt::Local { init, .. } => init.visit(f),
-            Stmt::Print { value, .. } => value.visit(f),
-            Stmt::Store { idx, value, .. } | Stmt::AtomicAdd { idx, value, .. } => {
-                idx.iter().for_each(|e| e.visit(f));
-                value.visit(f);
-            }
-            Stmt::For { start, extent, .. } => {
-                start.visit(f);
-                extent.visit(f);
-            }
-            Stmt::If { cond, .. } => cond.visit(f),
-            Stmt::Copy { src, dst, .. } | Stmt::AtomicAddTile { src, dst, .. } => {
-                for r in [src, dst] {
-                    r.origin.iter().chain(&r.extent).for_each(|e| e.visit(f));
-                }
-            }
-            Stmt::Fill { dst, value, .. } => {
-                dst.origin
-                    .iter()
-                    .chain(&dst.extent)
-                    .for_each(|e| e.visit(f));
-                value.visit(f);
-            }
-            _ => {}
-        });
-    }
 }

@@ -22,12 +22,19 @@ use crate::ir::*;
 use std::collections::BTreeSet;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let mut bad = BTreeSet::new();
-    scan(&f, &f.body, &mut bad);
-    for b in bad {
+    for b in demoted(&f) {
         f.buffers[b.0 as usize].scope = Scope::Shared;
     }
     Ok(f)
+}
+
+/// The fragments the pass moves to shared memory (none once it ran).
+pub fn demoted(f: &PrimFunc) -> BTreeSet<BufId> {
+    let mut bad = BTreeSet::new();
+    if f.buffers.iter().any(|b| b.scope == Scope::Fragment) {
+        scan(f, &f.body, &mut bad);
+    }
+    bad
 }
 
 fn is_fragment(f: &PrimFunc, b: BufId) -> bool {

@@ -21,6 +21,43 @@ use crate::analysis::range::Env;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 
+const MAX_INT: i64 = i32::MAX as i64;
+
+/// `e` computed in 64 bits where 32 might overflow: each operation `env`
+/// cannot prove fits in `int` gets an operand cast to `int64` (C's usual
+/// conversions then compute it, and everything above it, in 64 bits);
+/// parts that fit keep their 32-bit form.
+fn widen(e: Expr, env: &Env) -> Expr {
+    if e.dtype().bytes() > 4 || !e.dtype().is_int() || env.fits_i32(&e) {
+        return e;
+    }
+    let wide = |x: Expr| match x.dtype() {
+        DType::I64 | DType::U64 => x,
+        _ => Expr::Cast(DType::I64, Box::new(x)),
+    };
+    match e {
+        Expr::Bin(op, a, b, _) if !op.is_cmp() && !op.is_logic() => {
+            let (a, b) = (widen(*a, env), widen(*b, env));
+            let both = matches!(op, BinOp::Min | BinOp::Max);
+            let (a, b) = if both || b.dtype().bytes() <= 4 {
+                (wide(a), if both { wide(b) } else { b })
+            } else {
+                (a, b)
+            };
+            Expr::Bin(op, Box::new(a), Box::new(b), DType::I64)
+        }
+        Expr::Neg(a, _) => Expr::Neg(Box::new(wide(widen(*a, env))), DType::I64),
+        Expr::Select(c, a, b, _) => Expr::Select(
+            c,
+            Box::new(wide(widen(*a, env))),
+            Box::new(wide(widen(*b, env))),
+            DType::I64,
+        ),
+        Expr::Cast(t, a) => Expr::Cast(t, Box::new(widen(*a, env))),
+        e => e,
+    }
+}
+
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut env = Env::default();
     for (d, &v) in f.launch.block_vars.iter().enumerate() {
@@ -28,13 +65,24 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             env.ranges.insert(v, (0, g - 1));
         }
     }
+    // What the runtime guarantees at launch: every dynamic dim and grid
+    // extent fits in `int` (`tile-runtime`'s argument and grid checks).
+    for &d in &f.dims {
+        env.limits.insert(d, (0, MAX_INT));
+    }
+    for (d, &v) in f.launch.block_vars.iter().enumerate() {
+        let hi = env
+            .run_time_range(&f.launch.grid[d])
+            .map_or(MAX_INT, |(_, hi)| hi.min(MAX_INT));
+        env.limits.insert(v, (0, (hi - 1).max(0)));
+    }
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     let mut p = Pass {
         f,
         loops: Vec::new(),
         emitted: Vec::new(),
         extra: Default::default(),
-        outer_lets: Default::default(),
+        inner_lets: Default::default(),
         in_nest: false,
     };
     let body = p.stmt(body, &mut env);
@@ -52,8 +100,8 @@ struct Pass {
     /// Same, for load guards (collected through `&self`).
     extra: std::cell::RefCell<Vec<Expr>>,
     in_nest: bool,
-    /// Lets bound when the current nest was entered.
-    outer_lets: std::collections::HashSet<VarId>,
+    /// Lets bound inside the current nest (since it was entered).
+    inner_lets: std::collections::HashMap<VarId, Expr>,
 }
 
 /// Whether `e` is non-decreasing in each of `vars` (sums and products by
@@ -89,79 +137,46 @@ fn fresh_copy(f: &mut PrimFunc, s: &Stmt) -> Stmt {
     rename(s.clone(), &map)
 }
 
+/// `s` with the variables of `m` renamed, where defined and where used.
 fn rename(s: Stmt, m: &std::collections::HashMap<VarId, VarId>) -> Stmt {
-    let e = |x: Expr| {
-        x.map(&mut |y| match y {
-            Expr::Var(v, t) => Expr::Var(*m.get(&v).unwrap_or(&v), t),
-            y => y,
-        })
-    };
     let v = |x: VarId| *m.get(&x).unwrap_or(&x);
-    match s {
-        Stmt::Seq(xs) => Stmt::Seq(xs.into_iter().map(|x| rename(x, m)).collect()),
-        Stmt::Let { var, value } => Stmt::Let {
-            var: v(var),
-            value: e(value),
-        },
-        Stmt::Local { var, init } => Stmt::Local {
-            var: v(var),
-            init: e(init),
-        },
-        Stmt::Assign { var, value } => Stmt::Assign {
-            var: v(var),
-            value: e(value),
-        },
-        Stmt::Store {
-            buf,
-            idx,
-            value,
-            loc,
-        } => Stmt::Store {
-            loc,
-            buf,
-            idx: idx.into_iter().map(e).collect(),
-            value: e(value),
-        },
-        Stmt::For {
-            var,
-            start,
-            extent,
-            kind,
-            body,
-            loc,
-        } => Stmt::For {
-            loc,
-            var: v(var),
-            start: e(start),
-            extent: e(extent),
-            kind,
-            body: Box::new(rename(*body, m)),
-        },
-        Stmt::If {
-            cond,
-            then,
-            els,
-            loc,
-        } => Stmt::If {
-            loc,
-            cond: e(cond),
-            then: Box::new(rename(*then, m)),
-            els: els.map(|x| Box::new(rename(*x, m))),
-        },
-        other => other,
-    }
+    s.fold(&mut |s| {
+        let s = match s {
+            Stmt::Let { var, value } => Stmt::Let { var: v(var), value },
+            Stmt::Local { var, init } => Stmt::Local { var: v(var), init },
+            Stmt::Assign { var, value } => Stmt::Assign { var: v(var), value },
+            Stmt::For {
+                var,
+                start,
+                extent,
+                kind,
+                body,
+                loc,
+            } => Stmt::For {
+                var: v(var),
+                start,
+                extent,
+                kind,
+                body,
+                loc,
+            },
+            s => s,
+        };
+        s.map_own_exprs(&mut |e| {
+            e.map(&mut |y| match y {
+                Expr::Var(x, t) => Expr::Var(v(x), t),
+                y => y,
+            })
+        })
+    })
 }
 
 impl Pass {
     /// The let bindings made inside the current nest: guards hoisted above
     /// it must not mention them, so they are substituted. Lets from outside
     /// stay by name (e.g. swizzled block indices computed once).
-    fn nest_lets(&self, env: &Env) -> std::collections::HashMap<VarId, Expr> {
-        env.lets
-            .iter()
-            .filter(|(v, _)| !self.outer_lets.contains(v))
-            .map(|(v, e)| (*v, e.clone()))
-            .collect()
+    fn nest_lets(&self) -> &std::collections::HashMap<VarId, Expr> {
+        &self.inner_lets
     }
 
     /// Splits a guarded nest into an interior (unguarded) and an edge version.
@@ -268,15 +283,19 @@ impl Pass {
                     matches!(i, Expr::Var(x, _) if x == b) && g == dim
                 });
             if !proven {
-                out.push(Expr::lt(i.clone(), dim.clone()));
+                // The guard itself must not overflow: with dims near
+                // 2^31, `bx * 1000 + 999 < N` needs 64 bits.
+                out.push(Expr::lt(widen(i.clone(), env), dim.clone()));
             }
         }
         out
     }
 
-    fn emitted_extra(&self, conds: &[Expr], env: &Env) {
+    fn emitted_extra(&self, conds: &[Expr]) {
         let mut v = self.extra.borrow_mut();
-        v.extend(conds.iter().map(|c| c.inline_lets(&self.nest_lets(env))));
+        if self.in_nest {
+            v.extend(conds.iter().map(|c| c.inline_lets(self.nest_lets())));
+        }
     }
 
     /// Wraps unguarded global loads in `cond ? load : 0`.
@@ -289,7 +308,7 @@ impl Pass {
                     .filter(|c| !covered.contains(c))
                     .collect();
                 let load = Expr::Load(b, idx, t);
-                self.emitted_extra(&conds, env);
+                self.emitted_extra(&conds);
                 match conds.into_iter().reduce(Expr::and) {
                     None => load,
                     Some(c) => Expr::Select(
@@ -304,6 +323,40 @@ impl Pass {
         })
     }
 
+    /// A write of `value` to `buf[idx]` (made by `make`), under the guard
+    /// that its index is in bounds; loads in it are guarded too.
+    fn guarded(
+        &mut self,
+        buf: BufId,
+        idx: Vec<Expr>,
+        value: Expr,
+        loc: Loc,
+        env: &Env,
+        make: impl FnOnce(BufId, Vec<Expr>, Expr) -> Stmt,
+    ) -> Stmt {
+        let idx: Vec<Expr> = idx
+            .into_iter()
+            .map(|i| self.guard_loads(i, &[], env))
+            .collect();
+        let guard = self.conds(buf, &idx, env);
+        if self.in_nest {
+            let inner = self.nest_lets();
+            let conds: Vec<Expr> = guard.iter().map(|c| c.inline_lets(inner)).collect();
+            self.emitted.extend(conds);
+        }
+        let value = self.guard_loads(value, &guard, env);
+        let write = make(buf, idx, value);
+        match guard.into_iter().reduce(Expr::and) {
+            None => write,
+            Some(c) => Stmt::If {
+                loc,
+                cond: c,
+                then: Box::new(write),
+                els: None,
+            },
+        }
+    }
+
     fn stmt(&mut self, s: Stmt, env: &mut Env) -> Stmt {
         match s {
             Stmt::Seq(v) => {
@@ -315,6 +368,9 @@ impl Pass {
             Stmt::Let { var, value } => {
                 let value = self.guard_loads(value, &[], env);
                 env.lets.insert(var, value.clone());
+                if self.in_nest {
+                    self.inner_lets.insert(var, value.clone());
+                }
                 Stmt::Let { var, value }
             }
             Stmt::Local { var, init } => Stmt::Local {
@@ -330,39 +386,38 @@ impl Pass {
                 idx,
                 value,
                 loc,
-            } => {
-                let idx: Vec<Expr> = idx
-                    .into_iter()
-                    .map(|i| self.guard_loads(i, &[], env))
-                    .collect();
-                let guard = self.conds(buf, &idx, env);
-                let inner = self.nest_lets(env);
-                self.emitted
-                    .extend(guard.iter().map(|c| c.inline_lets(&inner)));
-                let value = self.guard_loads(value, &guard, env);
-                let store = Stmt::Store {
+            } => self.guarded(buf, idx, value, loc, env, |buf, idx, value| Stmt::Store {
+                loc,
+                buf,
+                idx,
+                value,
+            }),
+            // An atomic add writes like a store: the same guard.
+            Stmt::AtomicAdd {
+                buf,
+                idx,
+                value,
+                loc,
+            } => self.guarded(buf, idx, value, loc, env, |buf, idx, value| {
+                Stmt::AtomicAdd {
                     loc,
                     buf,
                     idx,
                     value,
-                };
-                match guard.into_iter().reduce(Expr::and) {
-                    None => store,
-                    Some(c) => Stmt::If {
-                        loc,
-                        cond: c,
-                        then: Box::new(store),
-                        els: None,
-                    },
                 }
-            }
+            }),
+            Stmt::Print { label, value, loc } => Stmt::Print {
+                label,
+                value: self.guard_loads(value, &[], env),
+                loc,
+            },
             Stmt::For {
                 kind: ForKind::Parallel,
                 ..
             } if !self.in_nest => {
                 let orig = s.clone();
                 self.in_nest = true;
-                self.outer_lets = env.lets.keys().copied().collect();
+                self.inner_lets.clear();
                 self.emitted.clear();
                 self.extra.borrow_mut().clear();
                 let guarded = self.stmt(s, env);
@@ -391,6 +446,13 @@ impl Pass {
                     }
                     _ => {
                         env.ranges.remove(&var);
+                    }
+                }
+                let (s_rt, e_rt) = (env.run_time_range(&start), env.run_time_range(&extent));
+                if let (Some((s_lo, s_hi)), Some((_, e_hi))) = (s_rt, e_rt) {
+                    if e_hi > 0 {
+                        let hi = s_hi.saturating_add(e_hi - 1);
+                        env.limits.insert(var, (s_lo, hi));
                     }
                 }
                 self.loops.push((var, start.clone(), extent.clone()));

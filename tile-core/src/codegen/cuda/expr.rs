@@ -68,12 +68,7 @@ impl Writer<'_> {
         let f = self.f;
         let r = |x: &Expr| self.expr_with(x, subst);
         Ok(match e {
-            Expr::Int(v, t) => match t {
-                DType::I64 => format!("{v}LL"),
-                DType::U64 => format!("{v}ULL"),
-                DType::U32 => format!("{v}u"),
-                _ => format!("{v}"),
-            },
+            Expr::Int(v, t) => crate::codegen::cfamily::int_lit(*v, *t),
             Expr::Float(v, t) => float_const(*v, *t),
             Expr::Bool(b) => (if *b { "true" } else { "false" }).to_string(),
             Expr::Thread => "(int)threadIdx.x".to_string(),
@@ -140,7 +135,9 @@ impl Writer<'_> {
                 let x = r(a)?;
                 let from = a.dtype();
                 let lowp = |d: DType| matches!(d, DType::F16 | DType::BF16);
-                if lowp(*t) || lowp(from) {
+                if t.is_int() && from.is_float() {
+                    float_to_int(&x, from, *t)?
+                } else if lowp(*t) || lowp(from) {
                     format!("(({})((float)({x})))", ty(*t)?)
                 } else {
                     format!("(({})({x}))", ty(*t)?)
@@ -163,4 +160,35 @@ impl Writer<'_> {
             }
         })
     }
+}
+
+/// A float converted to integer type `t` as Rust's `as` (the IR's cast):
+/// truncated toward zero, saturated, NaN to 0. The `_rz` conversions do that
+/// for 32 and 64 bits (`cvt.rzi` clamps to the destination and maps NaN to
+/// 0); narrower types clamp the 32-bit result.
+fn float_to_int(x: &str, from: DType, t: DType) -> Result<String, Diagnostic> {
+    let (src, x) = if from == DType::F64 {
+        ("double", x.to_string())
+    } else {
+        ("float", format!("(float)({x})"))
+    };
+    let conv = |to: &str| format!("__{src}2{to}_rz({x})");
+    Ok(match t {
+        DType::I32 => conv("int"),
+        DType::U32 => conv("uint"),
+        DType::I64 => conv("ll"),
+        DType::U64 => conv("ull"),
+        DType::I8 | DType::I16 => {
+            let (lo, hi) = if t == DType::I8 {
+                (-128, 127)
+            } else {
+                (-32768, 32767)
+            };
+            format!("(({})max({lo}, min({hi}, {})))", ty(t)?, conv("int"))
+        }
+        _ => {
+            let hi = if t == DType::U8 { 255 } else { 65535 };
+            format!("(({})min({hi}u, {}))", ty(t)?, conv("uint"))
+        }
+    })
 }

@@ -34,8 +34,10 @@ use std::fmt::Write;
 /// What every generated CUDA file starts with.
 pub const PRELUDE: &str = include_str!("../tl/prelude.cuh");
 
-/// The hand-written tensor-core GEMM library (`tl::gemm_ss`, `tl::smem_offset`,
-/// `tl::acc_coord`, `tl::cp_async16`); see `tl/README.md`.
+/// The hand-written device library (`tl::gemm_ss`, `tl::smem_offset`,
+/// `tl::acc_coord`, `tl::copy_tile`, `tl::cp_async16`); see `tl/README.md`.
+/// Pasted into a kernel that uses a swizzled or tensor-core layout or a
+/// pipeline.
 pub const GEMM_HEADER: &str = include_str!("../tl/gemm.cuh");
 
 /// The Hopper `wgmma` library (`tl::wg::gemm_ss`, `tl::wg::smem_offset`,
@@ -88,9 +90,12 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         f.name
     );
     head.push_str(PRELUDE);
-    let uses_mma = f.buffers.iter().any(|b| b.layout.is_some());
-    if uses_mma {
-        // The tensor-core device library, pasted so NVRTC needs no headers.
+    // The device library (tensor-core GEMM, tile copies and the cp.async
+    // helpers a pipeline issues its copies with), pasted so NVRTC needs no
+    // headers.
+    let uses_library =
+        f.buffers.iter().any(|b| b.layout.is_some()) || !f.schedule.pipelines.is_empty();
+    if uses_library {
         head.push('\n');
         head.push_str(GEMM_HEADER);
     }
@@ -294,6 +299,9 @@ impl Writer<'_> {
 }
 
 fn float_const(v: f64, t: DType) -> String {
+    // Rounded to `float` first (an unsuffixed literal holds its decimal
+    // value): a value beyond `float` is an infinity, not `inff`.
+    let v = if t == DType::F64 { v } else { v as f32 as f64 };
     let body = if v.is_infinite() {
         format!(
             "{}__int_as_float(0x7f800000)",
@@ -304,7 +312,7 @@ fn float_const(v: f64, t: DType) -> String {
     } else if t == DType::F64 {
         return float_lit(v);
     } else {
-        format!("{}f", float_lit(v as f32 as f64))
+        format!("{}f", float_lit(v))
     };
     match t {
         DType::F16 => format!("__float2half_rn({body})"),

@@ -155,10 +155,7 @@ impl Writer<'_> {
                 } else {
                     ("%lld", format!("(long long)({v})"))
                 };
-                let label = label
-                    .replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-                    .replace('%', "%%");
+                let label = crate::codegen::cfamily::printf_text(label);
                 self.line(&format!(
                     "if (threadIdx.x == 0) printf(\"tile.print block(%d, %d, %d): {label} = {fmt}\\n\", (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, {arg});"
                 ));

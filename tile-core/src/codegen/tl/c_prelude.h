@@ -49,5 +49,12 @@ static inline void tl_atomic_add_h(uint16_t *p, float v, int bf) {
   do { n = bf ? tl_f2bf(tl_bf2f(o) + v) : tl_f2h(tl_h2f(o) + v); }
   while (!__atomic_compare_exchange_n(p, &o, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
+/* Float to integer as Rust's `as` (the IR's cast): truncate, saturate, NaN to 0. */
+static inline int64_t tl_f2s(double x, int64_t lo, int64_t hi) {
+  return x != x ? 0 : x <= (double)lo ? lo : x >= -(double)lo ? hi : (int64_t)x;
+}
+static inline uint64_t tl_f2u(double x, uint64_t hi) {
+  return x != x || x <= 0.0 ? 0 : x >= (double)hi + 1.0 ? hi : (uint64_t)x;
+}
 static inline float tl_rh(float x) { return tl_h2f(tl_f2h(x)); }
 static inline float tl_rbf(float x) { return tl_bf2f(tl_f2bf(x)); }

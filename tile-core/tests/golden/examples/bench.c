@@ -33,7 +33,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
       }
     }
     for (int32_t ko = 0; ko < (((K + 32) - 1) / 32); ++ko) {
-      if (((((by_swizzled * 128) + 127) < M) && (((ko * 32) + 31) < K))) {
+      if (((((((int64_t)(by_swizzled)) * 128) + 127) < M) && (((ko * 32) + 31) < K))) {
         for (int32_t i_1 = 0; i_1 < 128; ++i_1) {
           #pragma GCC ivdep
           for (int32_t j_1 = 0; j_1 < 32; ++j_1) {
@@ -44,11 +44,11 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         for (int32_t i_1_1 = 0; i_1_1 < 128; ++i_1_1) {
           #pragma GCC ivdep
           for (int32_t j_1_1 = 0; j_1_1 < 32; ++j_1_1) {
-            a_s[((i_1_1 * 32) + j_1_1)] = tl_f2h((((((by_swizzled * 128) + i_1_1) < M) && (((ko * 32) + j_1_1) < K)) ? tl_h2f(a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 32) + j_1_1))]) : 0.0f));
+            a_s[((i_1_1 * 32) + j_1_1)] = tl_f2h((((((((int64_t)(by_swizzled)) * 128) + i_1_1) < M) && (((ko * 32) + j_1_1) < K)) ? tl_h2f(a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 32) + j_1_1))]) : 0.0f));
           }
         }
       }
-      if (((((ko * 32) + 31) < K) && (((bx_swizzled * 128) + 127) < N))) {
+      if (((((ko * 32) + 31) < K) && (((((int64_t)(bx_swizzled)) * 128) + 127) < N))) {
         for (int32_t i_2 = 0; i_2 < 32; ++i_2) {
           #pragma GCC ivdep
           for (int32_t j_2 = 0; j_2 < 128; ++j_2) {
@@ -59,7 +59,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         for (int32_t i_2_1 = 0; i_2_1 < 32; ++i_2_1) {
           #pragma GCC ivdep
           for (int32_t j_2_1 = 0; j_2_1 < 128; ++j_2_1) {
-            b_s[((i_2_1 * 128) + j_2_1)] = tl_f2h((((((ko * 32) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? tl_h2f(b[((((ko * 32) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))]) : 0.0f));
+            b_s[((i_2_1 * 128) + j_2_1)] = tl_f2h((((((ko * 32) + i_2_1) < K) && (((((int64_t)(bx_swizzled)) * 128) + j_2_1) < N)) ? tl_h2f(b[((((ko * 32) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))]) : 0.0f));
           }
         }
       }
@@ -77,7 +77,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
     for (int32_t i_4 = 0; i_4 < 128; ++i_4) {
       #pragma GCC ivdep
       for (int32_t j_4 = 0; j_4 < 128; ++j_4) {
-        if (((((by_swizzled * 128) + i_4) < M) && (((bx_swizzled * 128) + j_4) < N))) {
+        if (((((((int64_t)(by_swizzled)) * 128) + i_4) < M) && (((((int64_t)(bx_swizzled)) * 128) + j_4) < N))) {
           c[((((by_swizzled * 128) + i_4) * N) + ((bx_swizzled * 128) + j_4))] = tl_f2h(tl_rh((float)(acc[((i_4 * 128) + j_4)])));
         }
       }

@@ -115,7 +115,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const ha
     {
       const int i_1 = tl_i2;
       const int j_1 = tl_j2 + 1;
-      tl_ok2 = ((((by_swizzled * 128) + i_1) < M) && (((bx_swizzled * 128) + j_1) < N));
+      tl_ok2 = ((((((long long)(by_swizzled)) * 128) + i_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_1) < N));
     }
     if (N % 2 == 0 && tl_ok2) {
       tl::vec<half, 2> tl_pair2;
@@ -138,14 +138,14 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const ha
       {
         const int i_1 = tl_i2;
         const int j_1 = tl_j2;
-        if (((((by_swizzled * 128) + i_1) < M) && (((bx_swizzled * 128) + j_1) < N))) {
+        if (((((((long long)(by_swizzled)) * 128) + i_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_1) < N))) {
           c[((((by_swizzled * 128) + i_1) * N) + ((bx_swizzled * 128) + j_1))] = ((half)((float)(acc[tl_s2 + 0])));
         }
       }
       {
         const int i_1 = tl_i2;
         const int j_1 = tl_j2 + 1;
-        if (((((by_swizzled * 128) + i_1) < M) && (((bx_swizzled * 128) + j_1) < N))) {
+        if (((((((long long)(by_swizzled)) * 128) + i_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_1) < N))) {
           c[((((by_swizzled * 128) + i_1) * N) + ((bx_swizzled * 128) + j_1))] = ((half)((float)(acc[tl_s2 + 1])));
         }
       }

@@ -33,7 +33,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
       }
     }
     for (int32_t ko = 0; ko < (((K + 64) - 1) / 64); ++ko) {
-      if (((((by_swizzled * 128) + 127) < M) && (((ko * 64) + 63) < K))) {
+      if (((((((int64_t)(by_swizzled)) * 128) + 127) < M) && (((ko * 64) + 63) < K))) {
         for (int32_t i_1 = 0; i_1 < 128; ++i_1) {
           #pragma GCC ivdep
           for (int32_t j_1 = 0; j_1 < 64; ++j_1) {
@@ -44,11 +44,11 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         for (int32_t i_1_1 = 0; i_1_1 < 128; ++i_1_1) {
           #pragma GCC ivdep
           for (int32_t j_1_1 = 0; j_1_1 < 64; ++j_1_1) {
-            a_s[((i_1_1 * 64) + j_1_1)] = tl_f2h((((((by_swizzled * 128) + i_1_1) < M) && (((ko * 64) + j_1_1) < K)) ? tl_h2f(a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 64) + j_1_1))]) : 0.0f));
+            a_s[((i_1_1 * 64) + j_1_1)] = tl_f2h((((((((int64_t)(by_swizzled)) * 128) + i_1_1) < M) && (((ko * 64) + j_1_1) < K)) ? tl_h2f(a[((((by_swizzled * 128) + i_1_1) * K) + ((ko * 64) + j_1_1))]) : 0.0f));
           }
         }
       }
-      if (((((ko * 64) + 63) < K) && (((bx_swizzled * 128) + 127) < N))) {
+      if (((((ko * 64) + 63) < K) && (((((int64_t)(bx_swizzled)) * 128) + 127) < N))) {
         for (int32_t i_2 = 0; i_2 < 64; ++i_2) {
           #pragma GCC ivdep
           for (int32_t j_2 = 0; j_2 < 128; ++j_2) {
@@ -59,7 +59,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         for (int32_t i_2_1 = 0; i_2_1 < 64; ++i_2_1) {
           #pragma GCC ivdep
           for (int32_t j_2_1 = 0; j_2_1 < 128; ++j_2_1) {
-            b_s[((i_2_1 * 128) + j_2_1)] = tl_f2h((((((ko * 64) + i_2_1) < K) && (((bx_swizzled * 128) + j_2_1) < N)) ? tl_h2f(b[((((ko * 64) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))]) : 0.0f));
+            b_s[((i_2_1 * 128) + j_2_1)] = tl_f2h((((((ko * 64) + i_2_1) < K) && (((((int64_t)(bx_swizzled)) * 128) + j_2_1) < N)) ? tl_h2f(b[((((ko * 64) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))]) : 0.0f));
           }
         }
       }
@@ -81,7 +81,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         c_s[((i_4 * 128) + j_4)] = tl_f2h(tl_rh((float)(acc[((i_4 * 128) + j_4)])));
       }
     }
-    if (((((by_swizzled * 128) + 127) < M) && (((bx_swizzled * 128) + 127) < N))) {
+    if (((((((int64_t)(by_swizzled)) * 128) + 127) < M) && (((((int64_t)(bx_swizzled)) * 128) + 127) < N))) {
       for (int32_t i_5 = 0; i_5 < 128; ++i_5) {
         #pragma GCC ivdep
         for (int32_t j_5 = 0; j_5 < 128; ++j_5) {
@@ -92,7 +92,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
       for (int32_t i_5_1 = 0; i_5_1 < 128; ++i_5_1) {
         #pragma GCC ivdep
         for (int32_t j_5_1 = 0; j_5_1 < 128; ++j_5_1) {
-          if (((((by_swizzled * 128) + i_5_1) < M) && (((bx_swizzled * 128) + j_5_1) < N))) {
+          if (((((((int64_t)(by_swizzled)) * 128) + i_5_1) < M) && (((((int64_t)(bx_swizzled)) * 128) + j_5_1) < N))) {
             c[((((by_swizzled * 128) + i_5_1) * N) + ((bx_swizzled * 128) + j_5_1))] = tl_f2h(tl_h2f(c_s[((i_5_1 * 128) + j_5_1)]));
           }
         }

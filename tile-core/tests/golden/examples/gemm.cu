@@ -137,7 +137,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
     }
   }
   __syncthreads();
-  if (((((by_swizzled * 128) + 127) < M) && (((bx_swizzled * 128) + 127) < N))) {
+  if (((((((long long)(by_swizzled)) * 128) + 127) < M) && (((((long long)(bx_swizzled)) * 128) + 127) < N))) {
     if (N % 8 == 0) {
       // T.Parallel[128, 128]: 16384 elements over 128 threads, 8 per chunk
       #pragma unroll
@@ -171,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_f16_kernel(const half*
       const int tl_flat5 = tl_it5 * 128 + (int)threadIdx.x;
       const int i_2_1 = tl_flat5 / 128;
       const int j_2_1 = tl_flat5 % 128;
-      if (((((by_swizzled * 128) + i_2_1) < M) && (((bx_swizzled * 128) + j_2_1) < N))) {
+      if (((((((long long)(by_swizzled)) * 128) + i_2_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_2_1) < N))) {
         c[((((by_swizzled * 128) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] = c_s[tl::smem_offset<128, 128>(i_2_1, j_2_1)];
       }
     }

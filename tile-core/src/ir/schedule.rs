@@ -1,0 +1,86 @@
+//! The records of the CUDA scheduling passes: how loops map to threads and
+//! stages, and where shared buffers sit (`PrimFunc::schedule`, `PrimFunc::smem`).
+
+use super::{BufId, Expr, VarId};
+
+/// Decisions of the CUDA scheduling passes, keyed by the loop variable or
+/// buffer they concern (names are unique in a function, so the printer shows
+/// each decision on the loop or allocation it belongs to).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Schedule {
+    /// `plan_pipelines`: the `T::pipelined` loops that overlap copies with
+    /// compute.
+    pub pipelines: std::collections::BTreeMap<VarId, Pipeline>,
+    /// `vectorize`: how each `T::parallel` nest (by its outermost loop
+    /// variable) is split over the block's threads.
+    pub nests: std::collections::BTreeMap<VarId, NestPlan>,
+    /// `vectorize`: elements per chunk of each register fragment (`T::parallel`
+    /// nests over it use the same width, so each thread touches only the
+    /// elements it holds).
+    pub fragments: std::collections::BTreeMap<BufId, i64>,
+}
+
+/// A software pipeline: the loop body opens with one producer per tile (a
+/// copy of global data into a shared tile used nowhere else), and each tile
+/// gets `stages` buffers so the producers run `stages - 1` iterations ahead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pipeline {
+    pub stages: i64,
+    /// The tiles the producers fill, in the order of the producers.
+    pub tiles: Vec<BufId>,
+}
+
+/// The thread partition of a `T::parallel` nest: element `e` of the flattened
+/// nest belongs to thread `(e / vector) % threads`, in iteration
+/// `e / (vector * threads)`; contiguous aligned accesses of a chunk become one
+/// vector access.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NestPlan {
+    pub vector: i64,
+    /// A wider width used when the listed dynamic dims are multiples of it
+    /// (tested at run time, falling back to `vector`).
+    pub wide: Option<(i64, Vec<VarId>)>,
+    /// The accesses (buffer, index) done as one vector access per chunk at
+    /// width `vector`: contiguous along the innermost loop and aligned.
+    pub vectorized: Vec<(BufId, Vec<Expr>)>,
+    /// The same at the `wide` width.
+    pub wide_vectorized: Vec<(BufId, Vec<Expr>)>,
+    /// A nest over a tensor-core accumulator whose body is one (possibly
+    /// guarded) store contiguous along the last loop: each thread's register
+    /// pairs `(i, j), (i, j + 1)` are stored as one 2-element vector when
+    /// these dynamic dims are even (tested at run time).
+    pub pair_store_if: Option<Vec<VarId>>,
+}
+
+impl Schedule {
+    /// Shared tiles a pipeline multi-buffers → number of buffers.
+    pub fn multibuffered(&self) -> std::collections::HashMap<BufId, i64> {
+        self.pipelines
+            .values()
+            .flat_map(|p| p.tiles.iter().map(|&b| (b, p.stages)))
+            .collect()
+    }
+}
+
+/// The block's shared memory as one byte array: each shared buffer's byte
+/// range in it. Buffers whose ranges overlap are never live at the same time.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SharedPool {
+    /// Buffer → (byte offset, bytes reserved: the tile times its pipeline stages).
+    pub slots: std::collections::BTreeMap<BufId, (i64, i64)>,
+    /// Bytes of the whole array (the peak of the live buffers, with padding).
+    pub bytes: i64,
+}
+
+impl SharedPool {
+    /// Whether buffers `a` and `b` may occupy the same bytes.
+    pub fn overlaps(&self, a: BufId, b: BufId) -> bool {
+        if a == b {
+            return true;
+        }
+        match (self.slots.get(&a), self.slots.get(&b)) {
+            (Some(&(oa, na)), Some(&(ob, nb))) => oa < ob + nb && ob < oa + na,
+            _ => false,
+        }
+    }
+}
