@@ -22,6 +22,22 @@ use tile::cache::{namespace_name, CacheDir, EntryKind};
 mod cache_child;
 use cache_child::*;
 
+/// The faults made here are those of the C build path (a source file and a
+/// link inside the cache), so the children run on the CPU on any machine: on a
+/// GPU a sound CUDA binary cache would answer first.
+fn child(mode: &str, root: &Path) -> Command {
+    let mut c = cache_child::child(mode, root);
+    c.env("TILE_DEVICE", "cpu");
+    c
+}
+
+/// [`child`] inside a private mount namespace (see `cache_child::child_under`).
+fn child_under(script: Option<&str>, mode: &str, root: &Path) -> Command {
+    let mut c = cache_child::child_under(script, mode, root);
+    c.env("TILE_DEVICE", "cpu");
+    c
+}
+
 /// The body of a child process; a no-op in an ordinary test run.
 #[test]
 fn child_main() {
