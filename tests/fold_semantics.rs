@@ -20,48 +20,35 @@ use tile::__private::{launch, ArgRef, KernelSlot};
 use tile::prelude::*;
 use tile::AnyTensor;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Ty {
-    I8,
-    U8,
-    I16,
-    U16,
-    I32,
-    U32,
-    I64,
-    U64,
-    F16,
-    BF16,
-    F32,
-    F64,
+use tile::DType as Ty;
+
+/// The dtypes tested: every element type but bool (no casts to or from it)
+/// and f8 (no runtime support).
+fn tys() -> Vec<Ty> {
+    Ty::ALL
+        .into_iter()
+        .filter(|t| t.is_int() || matches!(t, Ty::F16 | Ty::BF16 | Ty::F32 | Ty::F64))
+        .collect()
 }
 
-const TYS: [Ty; 12] = [
-    Ty::I8,
-    Ty::U8,
-    Ty::I16,
-    Ty::U16,
-    Ty::I32,
-    Ty::U32,
-    Ty::I64,
-    Ty::U64,
-    Ty::F16,
-    Ty::BF16,
-    Ty::F32,
-    Ty::F64,
-];
+/// `t`'s place in `tys()`.
+fn place(t: Ty) -> usize {
+    tys().iter().position(|&x| x == t).expect("a tested dtype")
+}
 
-impl Ty {
-    fn name(self) -> &'static str {
-        [
-            "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64",
-        ][self as usize]
-    }
+trait TyExt: Copy {
+    fn float(self) -> bool;
+    fn signed(self) -> bool;
+    fn range(self) -> (i64, i64);
+    fn round(self, v: f64) -> f64;
+}
+
+impl TyExt for Ty {
     fn float(self) -> bool {
-        matches!(self, Ty::F16 | Ty::BF16 | Ty::F32 | Ty::F64)
+        self.is_float()
     }
     fn signed(self) -> bool {
-        self.float() || matches!(self, Ty::I8 | Ty::I16 | Ty::I32 | Ty::I64)
+        self.is_signed()
     }
     /// The integer range (u64 limited to what the IR's i64 constants hold).
     fn range(self) -> (i64, i64) {
@@ -115,7 +102,7 @@ impl Rng {
 /// Generates expressions, collecting the values of their leaves.
 struct Gen {
     rng: Rng,
-    /// Per dtype (in `TYS` order), the run-time kernel's input values.
+    /// Per dtype (in `tys()` order), the run-time kernel's input values.
     inputs: Vec<Vec<Val>>,
 }
 
@@ -172,10 +159,10 @@ impl Gen {
             }
             Val::I(v)
         };
-        let list = &mut self.inputs[t as usize];
+        let list = &mut self.inputs[place(t)];
         let j = list.len();
         list.push(v);
-        (literal(t, v), format!("x_{}[{j}]", t.name()))
+        (literal(t, v), format!("x_{}[{j}]", t.rust_name()))
     }
 
     /// An expression of dtype `t` at most `depth` deep.
@@ -191,9 +178,9 @@ impl Gen {
         };
         match self.rng.below(9) {
             0..=2 => {
-                let s = self.rng.pick(&TYS);
+                let s = self.rng.pick(&tys());
                 let (a, ra) = self.expr(s, d);
-                let n = t.name();
+                let n = t.rust_name();
                 (format!("({a} as {n})"), format!("({ra} as {n})"))
             }
             3 | 4 => {
@@ -223,7 +210,7 @@ impl Gen {
                 (format!("(-{a})"), format!("(-{ra})"))
             }
             _ => {
-                let s = self.rng.pick(&TYS);
+                let s = self.rng.pick(&tys());
                 let op = self.rng.pick(&["<", "<=", "==", "!=", ">", ">="]);
                 let (x, rx) = self.expr(s, d);
                 let (y, ry) = self.expr(s, d);
@@ -240,7 +227,7 @@ impl Gen {
 
 /// `v` as a literal of `t` the frontend reads back exactly.
 fn literal(t: Ty, v: Val) -> String {
-    let n = t.name();
+    let n = t.rust_name();
     match v {
         Val::I(v) if v >= 0 => format!("{v}{n}"),
         Val::I(v) if v == t.range().0 => format!("(-{}{n} - 1{n})", -(v + 1)),
@@ -292,10 +279,10 @@ fn run_source(cases: &[Case], g: &Gen) -> String {
     let n = cases.len();
     let mut consts = format!("n = {n}, threads = 1");
     let mut params = String::new();
-    for t in TYS {
-        let len = g.inputs[t as usize].len().max(1);
-        consts.push_str(&format!(", l_{} = {len}", t.name()));
-        params.push_str(&format!("x_{0}: Tensor<{0}, (l_{0},)>, ", t.name()));
+    for t in tys() {
+        let len = g.inputs[place(t)].len().max(1);
+        consts.push_str(&format!(", l_{} = {len}", t.rust_name()));
+        params.push_str(&format!("x_{0}: Tensor<{0}, (l_{0},)>, ", t.rust_name()));
     }
     let mut s = format!(
         "#[tile::kernel({consts})]\nfn run_k({params}of: TensorMut<f64, (n,)>, oi: TensorMut<i64, (n,)>) {{ T::kernel(1, threads, |b| {{\n"
@@ -432,6 +419,7 @@ fn input_tensor(t: Ty, vals: &[Val]) -> AnyTensor {
             floats().into_iter().map(|x| x as f32).collect::<Vec<_>>()
         ),
         Ty::F64 => tensor!(F64, floats()),
+        t => panic!("{t} is not tested"),
     }
 }
 
@@ -464,11 +452,11 @@ fn env(name: &str, default: u64) -> u64 {
 fn batch(seed: u64, size: usize) -> (usize, usize, Vec<String>) {
     let mut g = Gen {
         rng: Rng(seed),
-        inputs: vec![Vec::new(); TYS.len()],
+        inputs: vec![Vec::new(); tys().len()],
     };
     let cases: Vec<Case> = (0..size)
         .map(|k| {
-            let t = g.rng.pick(&TYS);
+            let t = g.rng.pick(&tys());
             let (f, r) = g.expr(t, 3);
             Case {
                 fold: statement(k, t, &f),
@@ -495,9 +483,9 @@ fn batch(seed: u64, size: usize) -> (usize, usize, Vec<String>) {
         &[ArgRef::output(&mut f_of), ArgRef::output(&mut f_oi)],
     )
     .expect("folded kernel");
-    let inputs: Vec<AnyTensor> = TYS
-        .iter()
-        .map(|&t| input_tensor(t, &g.inputs[t as usize]))
+    let inputs: Vec<AnyTensor> = tys()
+        .into_iter()
+        .map(|t| input_tensor(t, &g.inputs[place(t)]))
         .collect();
     let (mut r_of, mut r_oi) = outs();
     let mut args: Vec<ArgRef> = inputs.iter().map(input_arg).collect();

@@ -68,7 +68,7 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
             if v < 0 {
                 cx.err(range(&g), format!("grid extents are not negative, got {v}"));
             } else {
-                limits::index_fits(cx, At::Expr(&g), v, "the grid extent");
+                limits::index_fits(cx, At::Expr(g), v, "the grid extent");
             }
         }
         cx.f.launch.grid.push(e.cast(DType::I32));

@@ -80,8 +80,28 @@ fn region_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<RegionRef> {
     }
 }
 
+/// Whether tile op `k` stands where a tile op may: not inside a
+/// `T::parallel` loop, whose body runs once per element (reported if it is).
+fn whole_tile_op(cx: &mut Ctx, k: &Call) -> bool {
+    if cx.parallel_depth > 0 {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::{}` works on whole tiles and cannot run inside a `T::parallel` loop, whose \
+                 body runs once per element; move it before or after the loop",
+                k.name()
+            ),
+        );
+        return false;
+    }
+    true
+}
+
 /// `T::copy(src, dst)`.
 pub(super) fn copy(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
+    if !whole_tile_op(cx, k) {
+        return;
+    }
     let (Some(src), Some(dst)) = (region_ref(cx, k.args[0]), region_ref(cx, k.args[1])) else {
         return;
     };
@@ -92,6 +112,9 @@ pub(super) fn copy(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
 
 /// `T::fill(buf, value)`, and `T::clear(buf)` (`value: None`, zero).
 pub(super) fn fill(cx: &mut Ctx, k: &Call, value: Option<&syn::Expr>, out: &mut Vec<Stmt>) {
+    if !whole_tile_op(cx, k) {
+        return;
+    }
     let Some(r) = region_ref(cx, k.args[0]) else {
         return;
     };
@@ -124,6 +147,9 @@ pub(super) fn fill(cx: &mut Ctx, k: &Call, value: Option<&syn::Expr>, out: &mut 
 
 /// `T::gemm(a, b, c, transpose_a = .., transpose_b = .., clear_accum = ..)`.
 pub(super) fn gemm(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
+    if !whole_tile_op(cx, k) {
+        return;
+    }
     let bufs: Vec<Option<BufId>> = k.args[..3]
         .iter()
         .map(|a| expr::buffer_ref(cx, a))
@@ -401,6 +427,9 @@ fn opt_const(
 
 /// `T::reduce_<op>(src, dst, dim = -1, clear = true)`.
 pub(super) fn reduce(cx: &mut Ctx, k: &Call, op: ReduceOp, out: &mut Vec<Stmt>) {
+    if !whole_tile_op(cx, k) {
+        return;
+    }
     if let Some(r) = check_reduce(cx, k, op) {
         out.push(Stmt::Reduce(r));
     }
@@ -497,6 +526,9 @@ fn check_reduce(cx: &mut Ctx, k: &Call, op: ReduceOp) -> Option<Reduce> {
 /// along `dim`, lowered here to a parallel loop over the other dim and a
 /// serial scan.
 pub(super) fn cumsum(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
+    if !whole_tile_op(cx, k) {
+        return;
+    }
     let (pos, kw) = split_args(&k.args);
     if pos.len() < 2 || pos.len() > 4 || kw.iter().any(|(k, _)| k != "dim" && k != "reverse") {
         cx.err(
@@ -613,6 +645,28 @@ pub(super) fn atomic_add(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
             return false;
         }
         let buf = cx.f.buf(b).clone();
+        let cuda_atomic = matches!(
+            buf.dtype,
+            DType::F16
+                | DType::BF16
+                | DType::F32
+                | DType::F64
+                | DType::I32
+                | DType::U32
+                | DType::I64
+                | DType::U64
+        );
+        if !cuda_atomic {
+            cx.err(
+                range(e),
+                format!(
+                    "`T::atomic_add` on {} is not supported (CUDA adds atomically f16, bf16, f32, \
+                     f64, i32, u32, i64 and u64)",
+                    buf.dtype
+                ),
+            );
+            return false;
+        }
         if matches!(buf.scope, Scope::Fragment | Scope::Local) {
             cx.err(
                 range(e),
@@ -643,6 +697,9 @@ pub(super) fn atomic_add(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
             idx,
             value,
         });
+        return;
+    }
+    if !whole_tile_op(cx, k) {
         return;
     }
     let (Some(dst), Some(src)) = (region_ref(cx, args[0]), region_ref(cx, args[1])) else {

@@ -26,23 +26,29 @@ impl Stmt {
                 idx,
                 value,
                 loc,
-            } => Stmt::Store {
-                buf,
-                idx: idx.into_iter().map(&mut *f).collect(),
-                value: f(value),
-                loc,
-            },
+            } => {
+                let (idx, value) = index_value(idx, value, f);
+                Stmt::Store {
+                    buf,
+                    idx,
+                    value,
+                    loc,
+                }
+            }
             Stmt::AtomicAdd {
                 buf,
                 idx,
                 value,
                 loc,
-            } => Stmt::AtomicAdd {
-                buf,
-                idx: idx.into_iter().map(&mut *f).collect(),
-                value: f(value),
-                loc,
-            },
+            } => {
+                let (idx, value) = index_value(idx, value, f);
+                Stmt::AtomicAdd {
+                    buf,
+                    idx,
+                    value,
+                    loc,
+                }
+            }
             Stmt::For {
                 var,
                 start,
@@ -133,4 +139,9 @@ impl Stmt {
             _ => {}
         });
     }
+}
+
+/// `f` applied to an index and a value.
+fn index_value(idx: Vec<Expr>, value: Expr, f: &mut dyn FnMut(Expr) -> Expr) -> (Vec<Expr>, Expr) {
+    (idx.into_iter().map(&mut *f).collect(), f(value))
 }

@@ -33,10 +33,10 @@ impl Writer<'_> {
                 extent,
                 kind,
                 body,
-                ..
+                loc,
             } => {
                 if *kind == ForKind::Parallel {
-                    return Err(err(format!(
+                    return Err(Diagnostic::at(*loc, format!(
                         "kernel `{}`: a `T::parallel` loop over a dynamic extent or inside another parallel \
                          loop cannot be mapped to threads",
                         f.name
@@ -121,7 +121,10 @@ impl Writer<'_> {
             }
             Stmt::Barrier => self.barrier(),
             Stmt::AtomicAdd {
-                buf, idx, value, ..
+                buf,
+                idx,
+                value,
+                loc,
             } => {
                 let b = f.buf(*buf);
                 let target = self.access(*buf, idx)?;
@@ -140,10 +143,13 @@ impl Writer<'_> {
                         "atomicAdd((unsigned long long*)&{target}, (unsigned long long)({v}));"
                     ),
                     t => {
-                        return Err(err(format!(
-                            "kernel `{}`: atomic add on {t} is not supported on CUDA",
-                            f.name
-                        )))
+                        return Err(Diagnostic::at(
+                            *loc,
+                            format!(
+                                "kernel `{}`: atomic add on {t} is not supported on CUDA",
+                                f.name
+                            ),
+                        ))
                     }
                 };
                 self.line(&call);
