@@ -248,10 +248,21 @@ fn deeply_nested_input_is_read_or_refused_never_a_crash() {
     let dir = temp_dir("deep");
     for blocks in [false, true] {
         let path = dir.join(format!("deep-{blocks}.rs"));
-        std::fs::write(&path, deep_kernel(1500, blocks)).expect("write a deep kernel");
+        // Within the compiler's nesting limit: read and compiled.
+        std::fs::write(&path, deep_kernel(200, blocks)).expect("write a deep kernel");
         let p = path.to_string_lossy().into_owned();
         let out = stdout_of(&["inspect", &p, "--target", "cpu"]);
         assert!(out.contains("=== kernel deep ==="), "{out}");
+
+        // Deeper: parsed (on the large stack), then refused at its span.
+        std::fs::write(&path, deep_kernel(1500, blocks)).expect("write a deep kernel");
+        let out = tile(&["inspect", &p, "--target", "cpu"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("levels deep"),
+            "{}",
+            text(&out.stderr)
+        );
 
         // Far deeper: refused with a message.
         std::fs::write(&path, deep_kernel(100_000, blocks)).expect("write a deeper kernel");
