@@ -1,61 +1,70 @@
-//! FlashAttention forward (non-causal), TileLang's flagship example in tile:
-//! `O = softmax(Q Kᵀ / √d) V` for `BH` independent heads of `S` positions and
-//! head dim 64, f16 in and out, f32 accumulation. Each block owns `block_m`
-//! query rows; it walks the keys in tiles of `block_n` with an online softmax
-//! (running row maximum `m`, running row sum `l`, the output rescaled when the
-//! maximum grows), so the `S × S` score matrix never leaves the chip. Both
-//! products run on tensor cores on CUDA; the scores go through shared memory
-//! for the row reductions and as the second product's operand. Keys past `S`
-//! (a ragged last tile) are masked to -inf.
+//! FlashAttention forward, TileLang's flagship example in tile:
+//! `O = softmax(Q Kᵀ / √d) V` for `B` batches of `H` query heads over `S`
+//! positions, f16 in and out, f32 accumulation. Keys and values have `HKV`
+//! heads, each shared by `H / HKV` query heads (grouped-query attention;
+//! `HKV = H` is plain multi-head attention). Each block owns `block_m` query
+//! rows of one head; it walks the keys in tiles of `block_n` with an online
+//! softmax (running row maximum `m`, running row sum `l`, the output rescaled
+//! when the maximum grows), so the `S × S` score matrix never leaves the chip.
 //!
-//! `cargo run --release --example flash_attention [BH] [S]`
+//! Written with fragments, the way a TileLang user writes it: the scores `s`
+//! and the output `acc` are tensor-core accumulators, the per-row statistics
+//! are 1-D fragments that the compiler ties to the accumulators' rows (each
+//! thread holds the rows its accumulator registers cover, so the row
+//! reductions are register work and two shuffles), and the probabilities `p`
+//! are converted in registers and fed to the second product as its A
+//! operand. Keys past `S` (a ragged last tile) are masked to -inf; the causal
+//! kernels also mask keys after the query and stop the key loop at the
+//! block's last query.
+//!
+//! `cargo run --release --example flash_attention [B] [H] [HKV] [S]`
 
 use std::time::Instant;
 use tile::prelude::*;
 
+/// Head dim 64, not causal. The three kernels after it repeat this body
+/// with another head dim and tiling, or the causal mask and loop bound:
+/// the build reads kernels from the source file, so a macro cannot stamp
+/// them out (compile-time variants of one kernel are planned).
 #[tile::kernel(dim = 64, block_m = 64, block_n = 64, stages = 2, threads = 128)]
 pub fn flash_attention(
-    q: Tensor<f16, (BH, S, dim)>,
-    k: Tensor<f16, (BH, S, dim)>,
-    v: Tensor<f16, (BH, S, dim)>,
-    o: TensorMut<f16, (BH, S, dim)>,
+    q: Tensor<f16, (B, H, S, dim)>,
+    k: Tensor<f16, (B, HKV, S, dim)>,
+    v: Tensor<f16, (B, HKV, S, dim)>,
+    o: TensorMut<f16, (B, H, S, dim)>,
 ) {
-    T::kernel([T::ceildiv(S, block_m), BH], threads, |bx, bh| {
+    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
+        let kv_head = by / (H / HKV);
         let q_s = T::alloc_shared::<f16>([block_m, dim]);
         let k_s = T::alloc_shared::<f16>([block_n, dim]);
         let v_s = T::alloc_shared::<f16>([block_n, dim]);
-        let p_s = T::alloc_shared::<f16>([block_m, block_n]);
-        // The scores leave the gemm's registers for shared memory, where the row
-        // reductions run (a tensor-core accumulator cannot be reduced in place yet).
-        let s_s = T::alloc_shared::<f32>([block_m, block_n]);
         let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        let p = T::alloc_fragment::<f16>([block_m, block_n]);
         let acc = T::alloc_fragment::<f32>([block_m, dim]);
-        // Per-row state, read by every thread of a row: shared.
-        let m = T::alloc_shared::<f32>([block_m]);
-        let m_prev = T::alloc_shared::<f32>([block_m]);
-        let rescale = T::alloc_shared::<f32>([block_m]);
-        let l = T::alloc_shared::<f32>([block_m]);
-        let row_sum = T::alloc_shared::<f32>([block_m]);
-        T::copy(q.at([bh, bx * block_m, 0]), q_s);
+        let m = T::alloc_fragment::<f32>([block_m]);
+        let m_prev = T::alloc_fragment::<f32>([block_m]);
+        let rescale = T::alloc_fragment::<f32>([block_m]);
+        let l = T::alloc_fragment::<f32>([block_m]);
+        let row_sum = T::alloc_fragment::<f32>([block_m]);
+        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
         T::fill(acc, 0.0);
         T::fill(l, 0.0);
         T::fill(m, -T::infinity::<f32>());
         for kt in T::pipelined(T::ceildiv(S, block_n), stages) {
-            T::copy(k.at([bh, kt * block_n, 0]), k_s);
-            T::copy(v.at([bh, kt * block_n, 0]), v_s);
+            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
             T::clear(s);
             T::gemm(q_s, k_s, s, transpose_b = true);
-            T::copy(s, s_s);
-            // Scores in base 2: (q·k / √64) · log2(e), so exp2 below is e^x.
+            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
             for (i, j) in T::parallel([block_m, block_n]) {
-                s_s[(i, j)] = T::if_then_else(
+                s[(i, j)] = T::if_then_else(
                     kt * block_n + j < S,
-                    s_s[(i, j)] * 0.18033688011112042,
+                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
                     -T::infinity::<f32>(),
                 );
             }
             T::copy(m, m_prev);
-            T::reduce_max(s_s, m, 1, false);
+            T::reduce_max(s, m, 1, false);
             for i in T::parallel(block_m) {
                 rescale[i] = T::exp2(m_prev[i] - m[i]);
             }
@@ -63,105 +72,434 @@ pub fn flash_attention(
                 acc[(i, j)] = acc[(i, j)] * rescale[i];
             }
             for (i, j) in T::parallel([block_m, block_n]) {
-                s_s[(i, j)] = T::exp2(s_s[(i, j)] - m[i]);
+                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
             }
-            T::reduce_sum(s_s, row_sum, 1);
+            T::reduce_sum(s, row_sum, 1);
             for i in T::parallel(block_m) {
                 l[i] = l[i] * rescale[i] + row_sum[i];
             }
-            T::copy(s_s, p_s);
-            T::gemm(p_s, v_s, acc);
+            T::copy(s, p);
+            T::gemm(p, v_s, acc);
         }
         for (i, j) in T::parallel([block_m, dim]) {
             acc[(i, j)] = acc[(i, j)] / l[i];
         }
-        T::copy(acc, o.at([bh, bx * block_m, 0]));
+        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
     });
 }
 
-/// `O = softmax(Q Kᵀ / √d) V` per head, in f64.
-fn reference(q: &[f16], k: &[f16], v: &[f16], bh: usize, s: usize, d: usize) -> Vec<f64> {
+/// Causal attention, head dim 64: query `i` sees keys `j ≤ i`.
+#[tile::kernel(dim = 64, block_m = 64, block_n = 64, stages = 2, threads = 128)]
+pub fn flash_attention_causal(
+    q: Tensor<f16, (B, H, S, dim)>,
+    k: Tensor<f16, (B, HKV, S, dim)>,
+    v: Tensor<f16, (B, HKV, S, dim)>,
+    o: TensorMut<f16, (B, H, S, dim)>,
+) {
+    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
+        let kv_head = by / (H / HKV);
+        let q_s = T::alloc_shared::<f16>([block_m, dim]);
+        let k_s = T::alloc_shared::<f16>([block_n, dim]);
+        let v_s = T::alloc_shared::<f16>([block_n, dim]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        let p = T::alloc_fragment::<f16>([block_m, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, dim]);
+        let m = T::alloc_fragment::<f32>([block_m]);
+        let m_prev = T::alloc_fragment::<f32>([block_m]);
+        let rescale = T::alloc_fragment::<f32>([block_m]);
+        let l = T::alloc_fragment::<f32>([block_m]);
+        let row_sum = T::alloc_fragment::<f32>([block_m]);
+        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+        T::fill(acc, 0.0);
+        T::fill(l, 0.0);
+        T::fill(m, -T::infinity::<f32>());
+        // Key tiles up to the block's last query (the loop bound depends on bx).
+        for kt in T::pipelined(T::ceildiv(T::min((bx + 1) * block_m, S), block_n), stages) {
+            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+            T::clear(s);
+            T::gemm(q_s, k_s, s, transpose_b = true);
+            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::if_then_else(
+                    kt * block_n + j <= T::min(bx * block_m + i, S - 1),
+                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
+                    -T::infinity::<f32>(),
+                );
+            }
+            T::copy(m, m_prev);
+            T::reduce_max(s, m, 1, false);
+            for i in T::parallel(block_m) {
+                rescale[i] = T::exp2(m_prev[i] - m[i]);
+            }
+            for (i, j) in T::parallel([block_m, dim]) {
+                acc[(i, j)] = acc[(i, j)] * rescale[i];
+            }
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+            }
+            T::reduce_sum(s, row_sum, 1);
+            for i in T::parallel(block_m) {
+                l[i] = l[i] * rescale[i] + row_sum[i];
+            }
+            T::copy(s, p);
+            T::gemm(p, v_s, acc);
+        }
+        for (i, j) in T::parallel([block_m, dim]) {
+            acc[(i, j)] = acc[(i, j)] / l[i];
+        }
+        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
+    });
+}
+
+/// Head dim 128: blocks of 128 query rows over 8 warps (16 rows each).
+#[tile::kernel(dim = 128, block_m = 128, block_n = 64, stages = 2, threads = 256)]
+pub fn flash_attention_d128(
+    q: Tensor<f16, (B, H, S, dim)>,
+    k: Tensor<f16, (B, HKV, S, dim)>,
+    v: Tensor<f16, (B, HKV, S, dim)>,
+    o: TensorMut<f16, (B, H, S, dim)>,
+) {
+    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
+        let kv_head = by / (H / HKV);
+        let q_s = T::alloc_shared::<f16>([block_m, dim]);
+        let k_s = T::alloc_shared::<f16>([block_n, dim]);
+        let v_s = T::alloc_shared::<f16>([block_n, dim]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        let p = T::alloc_fragment::<f16>([block_m, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, dim]);
+        let m = T::alloc_fragment::<f32>([block_m]);
+        let m_prev = T::alloc_fragment::<f32>([block_m]);
+        let rescale = T::alloc_fragment::<f32>([block_m]);
+        let l = T::alloc_fragment::<f32>([block_m]);
+        let row_sum = T::alloc_fragment::<f32>([block_m]);
+        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+        T::fill(acc, 0.0);
+        T::fill(l, 0.0);
+        T::fill(m, -T::infinity::<f32>());
+        for kt in T::pipelined(T::ceildiv(S, block_n), stages) {
+            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+            T::clear(s);
+            T::gemm(q_s, k_s, s, transpose_b = true);
+            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::if_then_else(
+                    kt * block_n + j < S,
+                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
+                    -T::infinity::<f32>(),
+                );
+            }
+            T::copy(m, m_prev);
+            T::reduce_max(s, m, 1, false);
+            for i in T::parallel(block_m) {
+                rescale[i] = T::exp2(m_prev[i] - m[i]);
+            }
+            for (i, j) in T::parallel([block_m, dim]) {
+                acc[(i, j)] = acc[(i, j)] * rescale[i];
+            }
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+            }
+            T::reduce_sum(s, row_sum, 1);
+            for i in T::parallel(block_m) {
+                l[i] = l[i] * rescale[i] + row_sum[i];
+            }
+            T::copy(s, p);
+            T::gemm(p, v_s, acc);
+        }
+        for (i, j) in T::parallel([block_m, dim]) {
+            acc[(i, j)] = acc[(i, j)] / l[i];
+        }
+        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
+    });
+}
+
+/// Causal attention, head dim 128.
+#[tile::kernel(dim = 128, block_m = 128, block_n = 64, stages = 2, threads = 256)]
+pub fn flash_attention_d128_causal(
+    q: Tensor<f16, (B, H, S, dim)>,
+    k: Tensor<f16, (B, HKV, S, dim)>,
+    v: Tensor<f16, (B, HKV, S, dim)>,
+    o: TensorMut<f16, (B, H, S, dim)>,
+) {
+    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
+        let kv_head = by / (H / HKV);
+        let q_s = T::alloc_shared::<f16>([block_m, dim]);
+        let k_s = T::alloc_shared::<f16>([block_n, dim]);
+        let v_s = T::alloc_shared::<f16>([block_n, dim]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        let p = T::alloc_fragment::<f16>([block_m, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, dim]);
+        let m = T::alloc_fragment::<f32>([block_m]);
+        let m_prev = T::alloc_fragment::<f32>([block_m]);
+        let rescale = T::alloc_fragment::<f32>([block_m]);
+        let l = T::alloc_fragment::<f32>([block_m]);
+        let row_sum = T::alloc_fragment::<f32>([block_m]);
+        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+        T::fill(acc, 0.0);
+        T::fill(l, 0.0);
+        T::fill(m, -T::infinity::<f32>());
+        // Key tiles up to the block's last query (the loop bound depends on bx).
+        for kt in T::pipelined(T::ceildiv(T::min((bx + 1) * block_m, S), block_n), stages) {
+            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+            T::clear(s);
+            T::gemm(q_s, k_s, s, transpose_b = true);
+            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::if_then_else(
+                    kt * block_n + j <= T::min(bx * block_m + i, S - 1),
+                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
+                    -T::infinity::<f32>(),
+                );
+            }
+            T::copy(m, m_prev);
+            T::reduce_max(s, m, 1, false);
+            for i in T::parallel(block_m) {
+                rescale[i] = T::exp2(m_prev[i] - m[i]);
+            }
+            for (i, j) in T::parallel([block_m, dim]) {
+                acc[(i, j)] = acc[(i, j)] * rescale[i];
+            }
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+            }
+            T::reduce_sum(s, row_sum, 1);
+            for i in T::parallel(block_m) {
+                l[i] = l[i] * rescale[i] + row_sum[i];
+            }
+            T::copy(s, p);
+            T::gemm(p, v_s, acc);
+        }
+        for (i, j) in T::parallel([block_m, dim]) {
+            acc[(i, j)] = acc[(i, j)] / l[i];
+        }
+        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
+    });
+}
+
+/// The shape of one attention call: `b` batches of `h` query heads and `hkv`
+/// key/value heads over `s` positions of head dim `d`.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub b: usize,
+    pub h: usize,
+    pub hkv: usize,
+    pub s: usize,
+    pub d: usize,
+    pub causal: bool,
+}
+
+impl Shape {
+    /// FLOPs of the two products, `4 · b · h · s² · d`, halved when causal
+    /// (the convention FlashAttention's and torch's benchmarks use).
+    pub fn flops(&self) -> f64 {
+        let full = 4.0 * (self.b * self.h) as f64 * (self.s * self.s) as f64 * self.d as f64;
+        if self.causal {
+            full / 2.0
+        } else {
+            full
+        }
+    }
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "b={} h={} hkv={} s={} d={}{}",
+            self.b,
+            self.h,
+            self.hkv,
+            self.s,
+            self.d,
+            if self.causal { " causal" } else { "" }
+        )
+    }
+}
+
+/// `O = softmax(Q Kᵀ / √d) V` per head, in f64 (query head `h` reads
+/// key/value head `h / (H / HKV)`; causal: query `i` sees keys `j ≤ i`).
+fn reference(q: &[f16], k: &[f16], v: &[f16], sh: Shape) -> Vec<f64> {
+    let Shape {
+        b,
+        h,
+        hkv,
+        s,
+        d,
+        causal,
+    } = sh;
     let scale = 1.0 / (d as f64).sqrt();
-    let mut o = vec![0f64; bh * s * d];
+    let mut o = vec![0f64; b * h * s * d];
     let mut w = vec![0f64; s];
-    for h in 0..bh {
-        let at = |x: &[f16], r: usize, c: usize| x[(h * s + r) * d + c].to_f64();
-        for i in 0..s {
-            for (j, wj) in w.iter_mut().enumerate() {
-                *wj = (0..d).map(|c| at(q, i, c) * at(k, j, c)).sum::<f64>() * scale;
-            }
-            let mx = w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let mut sum = 0.0;
-            for wj in w.iter_mut() {
-                *wj = (*wj - mx).exp();
-                sum += *wj;
-            }
-            for c in 0..d {
-                let x: f64 = (0..s).map(|j| w[j] * at(v, j, c)).sum();
-                o[(h * s + i) * d + c] = x / sum;
+    for bi in 0..b {
+        for hi in 0..h {
+            let qh = (bi * h + hi) * s;
+            let kh = (bi * hkv + hi / (h / hkv)) * s;
+            for i in 0..s {
+                let keys = if causal { i + 1 } else { s };
+                for (j, wj) in w[..keys].iter_mut().enumerate() {
+                    *wj = (0..d)
+                        .map(|c| q[(qh + i) * d + c].to_f64() * k[(kh + j) * d + c].to_f64())
+                        .sum::<f64>()
+                        * scale;
+                }
+                let mx = w[..keys].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let mut sum = 0.0;
+                for wj in w[..keys].iter_mut() {
+                    *wj = (*wj - mx).exp();
+                    sum += *wj;
+                }
+                for c in 0..d {
+                    let x: f64 = (0..keys).map(|j| w[j] * v[(kh + j) * d + c].to_f64()).sum();
+                    o[(qh + i) * d + c] = x / sum;
+                }
             }
         }
     }
     o
 }
 
-/// Checks `flash_attention` against the host reference for `bh` heads of `s`
-/// positions on `dev`; returns the summary line. `main` and
-/// `tests/examples.rs` call it.
-pub fn run(dev: Device, bh: usize, s: usize) -> Result<String, Box<dyn std::error::Error>> {
-    let d = 64;
-    let q = tile::testing::random_tensor::<f16>(&[bh, s, d], 31, dev)?;
-    let k = tile::testing::random_tensor::<f16>(&[bh, s, d], 32, dev)?;
-    let v = tile::testing::random_tensor::<f16>(&[bh, s, d], 33, dev)?;
-    let mut o = Tensor::full(&[bh, s, d], f16::NAN, dev)?;
+/// Launches the kernel for `sh` (head dim and causality pick it) on `st`.
+fn launch(
+    st: &tile::Stream,
+    sh: Shape,
+    q: &Tensor<f16>,
+    k: &Tensor<f16>,
+    v: &Tensor<f16>,
+    o: &mut Tensor<f16>,
+) -> Result<(), tile::Error> {
+    match (sh.d, sh.causal) {
+        (64, false) => flash_attention::on(st).launch(q, k, v, o),
+        (64, true) => flash_attention_causal::on(st).launch(q, k, v, o),
+        // Any other head dim: the d128 kernels refuse the shape.
+        (_, false) => flash_attention_d128::on(st).launch(q, k, v, o),
+        (_, true) => flash_attention_d128_causal::on(st).launch(q, k, v, o),
+    }
+}
+
+/// Checks the kernel for `sh` against the host reference on `dev`; returns
+/// the summary line. `main` and `tests/examples.rs` call it.
+pub fn run(dev: Device, sh: Shape) -> Result<String, Box<dyn std::error::Error>> {
+    let q = tile::testing::random_tensor::<f16>(&[sh.b, sh.h, sh.s, sh.d], 31, dev)?;
+    let k = tile::testing::random_tensor::<f16>(&[sh.b, sh.hkv, sh.s, sh.d], 32, dev)?;
+    let v = tile::testing::random_tensor::<f16>(&[sh.b, sh.hkv, sh.s, sh.d], 33, dev)?;
+    let mut o = Tensor::full(&[sh.b, sh.h, sh.s, sh.d], f16::NAN, dev)?;
     let t = Instant::now();
-    flash_attention(&q, &k, &v, &mut o)?;
+    launch(&dev.default_stream()?, sh, &q, &k, &v, &mut o)?;
     dev.synchronize()?;
     let el = t.elapsed();
-    let want = reference(&q.to_vec()?, &k.to_vec()?, &v.to_vec()?, bh, s, d);
+    let want = reference(&q.to_vec()?, &k.to_vec()?, &v.to_vec()?, sh);
     let report = tile::testing::assert_allclose(&o.to_vec()?, &want, 2e-3, 2e-2)?;
     Ok(format!(
-        "flash_attention: device={dev} bh={bh} s={s} d={d} max_abs_err={:.3e} time={:.3} ms (first call)",
+        "flash_attention: device={dev} {sh} max_abs_err={:.3e} time={:.3} ms (first call)",
         report.max_abs,
         el.as_secs_f64() * 1e3
     ))
 }
 
-/// Median time of `flash_attention` for `bh` heads of `s` positions on random
-/// inputs (L2 flushed between runs), as a summary line with TFLOP/s
-/// (`4 · bh · s² · d` flops: two products).
-pub fn bench(dev: Device, bh: usize, s: usize) -> Result<String, Box<dyn std::error::Error>> {
-    let d = 64;
-    let q = tile::testing::random_tensor::<f16>(&[bh, s, d], 41, dev)?;
-    let k = tile::testing::random_tensor::<f16>(&[bh, s, d], 42, dev)?;
-    let v = tile::testing::random_tensor::<f16>(&[bh, s, d], 43, dev)?;
-    let mut o = Tensor::<f16>::empty(&[bh, s, d], dev)?;
+/// Median time of the kernel for `sh` on random inputs (L2 flushed between
+/// runs), as a summary line with TFLOP/s ([`Shape::flops`]).
+pub fn bench(dev: Device, sh: Shape) -> Result<String, Box<dyn std::error::Error>> {
+    let q = tile::testing::random_tensor::<f16>(&[sh.b, sh.h, sh.s, sh.d], 41, dev)?;
+    let k = tile::testing::random_tensor::<f16>(&[sh.b, sh.hkv, sh.s, sh.d], 42, dev)?;
+    let v = tile::testing::random_tensor::<f16>(&[sh.b, sh.hkv, sh.s, sh.d], 43, dev)?;
+    let mut o = Tensor::<f16>::empty(&[sh.b, sh.h, sh.s, sh.d], dev)?;
     let r = tile::do_bench(
         &dev.default_stream()?,
-        |st| flash_attention::on(st).launch(&q, &k, &v, &mut o),
+        |st| launch(st, sh, &q, &k, &v, &mut o),
         &tile::BenchOptions::default(),
     )?;
-    let flops = 4.0 * bh as f64 * (s * s) as f64 * d as f64;
     Ok(format!(
-        "flash_attention bh={bh} s={s} d={d}: {:.3} ms, {:.1} TFLOP/s ({})",
+        "flash_attention {sh}: {:.3} ms, {:.1} TFLOP/s ({})",
         r.median_ms,
-        flops / (r.median_ms * 1e-3) / 1e12,
+        sh.flops() / (r.median_ms * 1e-3) / 1e12,
         r.method
     ))
 }
 
+/// The shapes of the attention benchmark (torch SDPA runs the same ones in
+/// `bench/gpu_run.sh`).
+pub const BENCH_SHAPES: [Shape; 6] = [
+    Shape {
+        b: 4,
+        h: 32,
+        hkv: 32,
+        s: 4096,
+        d: 128,
+        causal: false,
+    },
+    Shape {
+        b: 4,
+        h: 32,
+        hkv: 32,
+        s: 4096,
+        d: 128,
+        causal: true,
+    },
+    Shape {
+        b: 1,
+        h: 64,
+        hkv: 64,
+        s: 4096,
+        d: 64,
+        causal: false,
+    },
+    Shape {
+        b: 8,
+        h: 16,
+        hkv: 16,
+        s: 1024,
+        d: 64,
+        causal: false,
+    },
+    Shape {
+        b: 1,
+        h: 32,
+        hkv: 8,
+        s: 4096,
+        d: 128,
+        causal: false,
+    },
+    Shape {
+        b: 1,
+        h: 64,
+        hkv: 64,
+        s: 4096,
+        d: 64,
+        causal: true,
+    },
+];
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::default();
     let mut args = std::env::args().skip(1).map(|a| a.parse::<usize>());
-    let bh = args.next().transpose()?.unwrap_or(2);
-    let s = args
-        .next()
-        .transpose()?
-        .unwrap_or(if dev == Device::Cpu { 200 } else { 1000 });
-    println!("{}", run(dev, bh, s)?);
+    let mut next = |default: usize| args.next().transpose().map(|x| x.unwrap_or(default));
+    let (b, h, hkv) = (next(1)?, next(4)?, next(2)?);
+    let s = next(if dev == Device::Cpu { 200 } else { 1000 })?;
+    for d in [64, 128] {
+        for causal in [false, true] {
+            println!(
+                "{}",
+                run(
+                    dev,
+                    Shape {
+                        b,
+                        h,
+                        hkv,
+                        s,
+                        d,
+                        causal
+                    }
+                )?
+            );
+        }
+    }
     if dev.is_cuda() {
-        // The shape of the torch SDPA row in bench/gpu_run.sh: 64 heads of 4096.
-        println!("{}", bench(dev, 64, 4096)?);
+        for sh in BENCH_SHAPES {
+            println!("{}", bench(dev, sh)?);
+        }
     }
     Ok(())
 }

@@ -119,9 +119,31 @@ mod flash_attention;
 
 #[test]
 fn flash_attention_example() -> TestResult {
-    // Whole tiles, a ragged last key/query tile, and a single position.
-    for (bh, s) in [(2, 128), (3, 130), (1, 1)] {
-        println!("{}", flash_attention::run(Device::default(), bh, s)?);
+    use flash_attention::Shape;
+    // Whole tiles, a ragged last key/query tile, a single position; multi-head
+    // and grouped-query (4 query heads over 2 and over 1 key/value heads);
+    // both head dims, causal or not.
+    let shapes = [
+        (1, 2, 2, 128),
+        (2, 1, 1, 130),
+        (1, 4, 2, 70),
+        (1, 4, 1, 1),
+        (1, 1, 1, 200),
+    ];
+    for (b, h, hkv, s) in shapes {
+        for d in [64, 128] {
+            for causal in [false, true] {
+                let sh = Shape {
+                    b,
+                    h,
+                    hkv,
+                    s,
+                    d,
+                    causal,
+                };
+                println!("{}", flash_attention::run(Device::default(), sh)?);
+            }
+        }
     }
     Ok(())
 }

@@ -397,6 +397,30 @@ fn layout_rule(f: &PrimFunc, b: &Buffer, stage: Stage) -> Result<(), String> {
             }
             Ok(())
         }
+        Some(l @ (Layout::MmaRows { .. } | Layout::WgmmaRows { .. })) => {
+            let warps = match l {
+                Layout::MmaRows { wm, wn } => wm * wn,
+                Layout::WgmmaRows { wgs } => wgs * 4,
+                _ => unreachable!(),
+            };
+            if !stage.ran(PassId::PlanMma) {
+                return Err(format!(
+                    "`{name}` follows an accumulator's rows before `plan_mma` chose it"
+                ));
+            }
+            if matches!(l, Layout::WgmmaRows { .. }) && f.arch != CudaArch::Sm90a {
+                return Err(format!(
+                    "`{name}` follows wgmma's rows outside a Hopper function"
+                ));
+            }
+            if b.scope != Scope::Fragment || b.shape.len() != 1 || warps * 32 != f.launch.threads {
+                return Err(format!(
+                    "`{name}` follows an accumulator's rows but is not a 1-D fragment of a block of {} warps",
+                    warps
+                ));
+            }
+            Ok(())
+        }
         Some(Layout::Wgmma { wgs }) => {
             if !stage.ran(PassId::PlanMma) || f.arch != CudaArch::Sm90a {
                 return Err(format!(
@@ -444,14 +468,19 @@ fn lowered_rule(f: &PrimFunc, s: &Stmt, on_c: bool) -> Result<(), String> {
 /// After `demote_fragments`: every fragment left is touched only by the
 /// threads holding its elements (running the pass again moves nothing), and
 /// a reduction reads a fragment only in the form CUDA reduces in registers
-/// and writes shared memory.
+/// and writes shared memory (or, from an accumulator, per-row registers).
 fn demoted_rule(f: &PrimFunc) -> Result<(), String> {
     let mut bad = None;
     f.body.visit(&mut |s| {
         if let Stmt::Reduce(r) = s {
             let (src, dst) = (f.buf(r.src), f.buf(r.dst));
-            if dst.scope == Scope::Fragment
+            // An accumulator reduced along its rows into per-row registers
+            // or shared memory (`plan_mma`).
+            let acc = src.layout.is_some_and(Layout::is_accumulator);
+            let rows = dst.layout.is_some_and(Layout::is_rows);
+            if (dst.scope == Scope::Fragment && !(acc && rows))
                 || (src.scope == Scope::Fragment
+                    && !acc
                     && !crate::passes::demote_fragments::register_reducible(f, r))
             {
                 bad.get_or_insert(format!(

@@ -117,19 +117,19 @@ fn ten_thousand_statements() {
 fn fifty_attention_bodies() {
     let example = include_str!("../../examples/flash_attention.rs");
     // The block body of the example's kernel, between its launch and the end.
-    let start = example.find("|bx, bh| {").expect("launch") + "|bx, bh| {".len();
+    let start = example.find("|bx, by, bz| {").expect("launch") + "|bx, by, bz| {".len();
     let end = example[start..].find("\n    });").expect("end of launch") + start;
     let body = &example[start..end];
     let copies: String = (0..50).map(|_| format!("{{ {body} }}\n")).collect();
     let src = format!(
         "#[tile::kernel(dim = 64, block_m = 64, block_n = 64, stages = 2, threads = 128)]
          fn flash_attention(
-             q: Tensor<f16, (BH, S, dim)>,
-             k: Tensor<f16, (BH, S, dim)>,
-             v: Tensor<f16, (BH, S, dim)>,
-             o: TensorMut<f16, (BH, S, dim)>,
+             q: Tensor<f16, (B, H, S, dim)>,
+             k: Tensor<f16, (B, HKV, S, dim)>,
+             v: Tensor<f16, (B, HKV, S, dim)>,
+             o: TensorMut<f16, (B, H, S, dim)>,
          ) {{
-             T::kernel([T::ceildiv(S, block_m), BH], threads, |bx, bh| {{ {copies} }});
+             T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {{ {copies} }});
          }}"
     );
     time_compile("50 attention bodies", &src);

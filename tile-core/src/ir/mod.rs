@@ -105,12 +105,43 @@ pub enum Layout {
     /// A `wgmma` accumulator fragment: thread `t` holds the elements that
     /// `tl::wg::acc_coord` gives, `wgs` warpgroups splitting its rows.
     Wgmma { wgs: i64 },
+    /// A 1-D fragment of an `Mma { wm, wn }` accumulator's row count, tied to
+    /// it: each thread holds the rows its accumulator registers cover
+    /// (`tl::mma_row`), so a row reduction of the accumulator and a per-row
+    /// value read beside it stay in registers. The threads of a row (the four
+    /// of a quad, in each of the `wn` warps sharing it) hold equal copies.
+    MmaRows { wm: i64, wn: i64 },
+    /// The same, tied to a `Wgmma { wgs }` accumulator (`tl::wg_row`).
+    WgmmaRows { wgs: i64 },
 }
 
 impl Layout {
     /// Whether a fragment with this layout is a tensor-core accumulator.
     pub fn is_accumulator(self) -> bool {
         matches!(self, Layout::Mma { .. } | Layout::Wgmma { .. })
+    }
+    /// Whether a fragment with this layout follows an accumulator's rows.
+    pub fn is_rows(self) -> bool {
+        matches!(self, Layout::MmaRows { .. } | Layout::WgmmaRows { .. })
+    }
+    /// The row layout tied to an accumulator layout.
+    pub fn rows_of(self) -> Option<Layout> {
+        match self {
+            Layout::Mma { wm, wn } => Some(Layout::MmaRows { wm, wn }),
+            Layout::Wgmma { wgs } => Some(Layout::WgmmaRows { wgs }),
+            _ => None,
+        }
+    }
+    /// Registers per thread of a fragment of `elems` elements (`rows` for a
+    /// row layout) in this layout, `threads` in the block.
+    pub fn registers(self, elems: i64, threads: i64) -> i64 {
+        match self {
+            // Two rows (r and r + 8) per 16-row strip of the warp's tile.
+            Layout::MmaRows { wm, .. } => elems / (8 * wm),
+            // Two rows per 64-row strip of the warpgroup's tile.
+            Layout::WgmmaRows { wgs } => elems / (32 * wgs),
+            _ => elems / threads,
+        }
     }
     /// Whether a shared tile with this layout is swizzled in 16-byte chunks
     /// (8 contiguous 2-byte elements stay together).

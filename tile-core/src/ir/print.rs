@@ -248,6 +248,10 @@ impl Printer<'_> {
                     Some(Layout::Mma { wm, wn }) => format!(", layout=\"mma({wm}x{wn})\""),
                     Some(Layout::WgmmaOperand) => ", layout=\"wgmma_operand\"".to_string(),
                     Some(Layout::Wgmma { wgs }) => format!(", layout=\"wgmma({wgs})\""),
+                    Some(Layout::MmaRows { wm, wn }) => {
+                        format!(", layout=\"mma_rows({wm}x{wn})\"")
+                    }
+                    Some(Layout::WgmmaRows { wgs }) => format!(", layout=\"wgmma_rows({wgs})\""),
                 };
                 // Set on CUDA by `merge_shared`: the byte range in shared memory.
                 let place = match f.smem.slots.get(buf) {

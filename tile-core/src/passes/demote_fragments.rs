@@ -15,6 +15,10 @@
 //! row length and the thread count are powers of two stays in registers
 //! (`register_reducible`); the CUDA backend combines each thread's registers
 //! and then the threads sharing a row. Its destination is still demoted.
+//!
+//! Tensor-core accumulators and the per-row fragments tied to them
+//! (`plan_mma`) stay in registers: `plan_mma` gave them layouts only where
+//! every use is by a thread that holds the value.
 
 use crate::analysis::ownership::owner_access;
 use crate::diag::Diagnostic;
@@ -37,8 +41,13 @@ pub fn demoted(f: &PrimFunc) -> BTreeSet<BufId> {
     bad
 }
 
+/// A fragment in the default layout (split over threads like the nests
+/// that touch it). Row layouts (`plan_mma`) already hold each value where
+/// its readers run, and tensor-core accumulators are only used by their
+/// owners: neither is ever demoted.
 fn is_fragment(f: &PrimFunc, b: BufId) -> bool {
-    f.buf(b).scope == Scope::Fragment
+    let x = f.buf(b);
+    x.scope == Scope::Fragment && !x.layout.is_some_and(Layout::is_rows)
 }
 
 /// Whether the CUDA backend reduces `r.src` in registers (see the module docs).
@@ -54,7 +63,9 @@ pub fn register_reducible(f: &PrimFunc, r: &Reduce) -> bool {
 /// The buffers of a reduction that must leave registers.
 fn reduce_demotes(f: &PrimFunc, r: &Reduce) -> Vec<BufId> {
     let mut v = vec![r.dst];
-    if !register_reducible(f, r) {
+    // An accumulator's row reduction runs in its registers (`plan_mma`).
+    let acc = f.buf(r.src).layout.is_some_and(Layout::is_accumulator);
+    if !acc && !register_reducible(f, r) {
         v.push(r.src);
     }
     v.into_iter().filter(|&b| is_fragment(f, b)).collect()

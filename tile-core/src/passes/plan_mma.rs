@@ -1,87 +1,139 @@
 //! Chooses the tensor-core path for `T::gemm` (CUDA) and the layouts it
 //! implies, before tile ops are lowered.
 //!
-//! A gemm qualifies when its operands are shared f16/bf16 tiles and its
-//! accumulator an f32 fragment of a shape `tl::gemm_ss` supports, and the
-//! accumulator is only used whole (fill, copy, gemm) or by its owner
-//! (`T::parallel` over its shape, indexed by the loop variables). Then the
-//! accumulator gets `Layout::Mma` (registers as `mma.sync` leaves them), the
-//! operands `Layout::Swizzled`, and so does every fragment of the same shape
-//! that shares a `T::parallel` nest with the accumulator (its elements must
-//! sit in the same threads). Otherwise the gemm stays on the portable path
-//! (a scalar dot product per element). Several gemms may accumulate into one
-//! fragment: each one that qualifies runs on tensor cores, the others stay
-//! portable over the same register layout.
+//! A gemm qualifies when its operands are f16/bf16 tiles (B shared; A shared,
+//! or a register fragment converted from another accumulator) and its
+//! accumulator an f32 fragment of a shape the instruction supports, and the
+//! accumulator is only used whole (fill, copy, gemm), by its owner
+//! (`T::parallel` over its shape, indexed by the loop variables), or reduced
+//! along its rows. Then the accumulator gets `Layout::Mma` (registers as
+//! `mma.sync` leaves them), shared operands `Layout::Swizzled`, and so does
+//! every fragment of the same shape that shares a `T::parallel` nest or a
+//! copy with the accumulator (its elements must sit in the same threads).
+//! Otherwise the gemm stays on the portable path (a scalar dot product per
+//! element). Several gemms may accumulate into one fragment: each one that
+//! qualifies runs on tensor cores, the others stay portable over the same
+//! register layout.
+//!
+//! An accumulator that is reduced along its rows, or kept beside per-row
+//! values, takes the warps along M only when its rows allow ("full rows":
+//! a row's registers then sit in one quad, and the reduction is two
+//! shuffles); a converted accumulator used as a gemm's A operand needs it
+//! (each warp must hold whole rows of A), and so does that gemm's
+//! accumulator. The per-row fragments themselves get a row layout tied to
+//! the accumulator (`rows`).
 //!
 //! On Hopper (`PrimFunc::arch` sm_90a) a gemm that `wgmma` can run takes it
 //! instead: the accumulator gets `Layout::Wgmma` and the operands
 //! `Layout::WgmmaOperand`, the layouts `wgmma`'s descriptors read. What rules
 //! `wgmma` out (fewer than 64 rows per warpgroup, a block that is not whole
 //! warpgroups, N over 256 or not a multiple of 8, operand rows that are not
-//! whole 128-byte panels) leaves the gemm on `mma.sync` when that qualifies.
+//! whole 128-byte panels, an A operand in registers) leaves the gemm on
+//! `mma.sync` when that qualifies. Row fragments shared by a `wgmma` and an
+//! `mma.sync` accumulator whose rows sit in different threads send the
+//! `wgmma` one back to `mma.sync`.
+
+mod rows;
 
 use crate::analysis::ownership::owner_access;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::collections::BTreeSet;
 
-pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let mut gemms = Vec::new();
-    f.body.visit(&mut |s| {
-        if let Stmt::Gemm(g) = s {
-            gemms.push(g.clone());
-        }
-    });
-    // Per accumulator: its layout depends only on its shape and the block
-    // size, so every qualifying gemm into it agrees on it.
-    for g in &gemms {
-        if f.buf(g.c).layout.is_some() {
+/// Accumulators a planning round must leave alone (see [`run`]).
+#[derive(Default)]
+struct Avoid {
+    /// Never on tensor cores.
+    excluded: BTreeSet<BufId>,
+    /// Not on `wgmma`.
+    no_wgmma: BTreeSet<BufId>,
+}
+
+pub fn run(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    // Planning is retried with more accumulators left alone when a choice
+    // turns out inconsistent; each retry grows a set, so it ends.
+    let mut avoid = Avoid::default();
+    loop {
+        let mut g = f.clone();
+        plan_accumulators(&mut g, &avoid);
+        // A converted accumulator read as a gemm's A operand must feed a
+        // tensor-core gemm: a portable one would read it across threads.
+        let stranded = gemms(&g).into_iter().find(|x| {
+            let a = g.buf(x.a);
+            a.scope == Scope::Fragment
+                && a.layout.is_some_and(Layout::is_accumulator)
+                && !on_tensor_cores(&g, x)
+        });
+        if let Some(x) = stranded {
+            avoid.excluded.insert(x.a);
             continue;
         }
-        let Some(acc_layout) = eligible(&f, g) else {
-            continue;
-        };
-        // The accumulator and every fragment tied to it through a nest.
-        let mut group = BTreeSet::from([g.c]);
-        loop {
-            let before = group.len();
-            let mut add = Vec::new();
-            f.body.visit(&mut |s| {
-                if let Some(Nest { body, .. }) = s.parallel_nest() {
-                    let used = fragments_in(&f, body);
-                    if used.iter().any(|b| group.contains(b)) {
-                        add.extend(used);
-                    }
-                }
-            });
-            group.extend(add);
-            if group.len() == before {
-                break;
+        match rows::assign(&mut g)? {
+            rows::Outcome::Done => {}
+            rows::Outcome::NoWgmma(b) => {
+                avoid.no_wgmma.insert(b);
+                continue;
             }
         }
-        let shape = f.buf(g.c).const_shape();
-        let ok = group.iter().all(|&b| {
-            f.buf(b).const_shape() == shape
-                && f.buf(b).layout.is_none()
-                && owner_only(&f, b, &f.body)
-        });
-        if !ok {
-            continue;
+        return Ok(finish(g));
+    }
+}
+
+fn gemms(f: &PrimFunc) -> Vec<Gemm> {
+    let mut v = Vec::new();
+    f.body.visit(&mut |s| {
+        if let Stmt::Gemm(g) = s {
+            v.push(g.clone());
         }
-        for b in group {
-            f.buffers[b.0 as usize].layout = Some(acc_layout);
+    });
+    v
+}
+
+/// Gives each accumulator that qualifies (and its group) a tensor-core
+/// layout. In rounds: a gemm whose A operand is a converted accumulator
+/// waits until that accumulator is planned.
+fn plan_accumulators(f: &mut PrimFunc, avoid: &Avoid) {
+    let gemms = gemms(f);
+    loop {
+        let mut progress = false;
+        for g in &gemms {
+            if f.buf(g.c).layout.is_some() {
+                continue;
+            }
+            let group = Group::of(f, g.c);
+            if group.accs.iter().any(|b| avoid.excluded.contains(b)) || !group.valid(f) {
+                continue;
+            }
+            let wgmma = group.accs.is_disjoint(&avoid.no_wgmma);
+            let Some(acc_layout) = eligible(f, g, &group.policy(wgmma)) else {
+                continue;
+            };
+            for &b in &group.accs {
+                f.buffers[b.0 as usize].layout = Some(acc_layout);
+            }
+            progress = true;
+        }
+        if !progress {
+            return;
         }
     }
-    // Every gemm that runs on tensor cores reads its operands in the layout
-    // of its instruction. A gemm that does not qualify, or whose operand
-    // another tensor-core gemm wants in another layout, but accumulates into
-    // a tensor-core accumulator stays portable: its loop nest visits the
-    // accumulator's registers.
+}
+
+/// Every gemm that runs on tensor cores reads its shared operands in the
+/// layout of its instruction; the choice is recorded on each gemm.
+fn finish(mut f: PrimFunc) -> PrimFunc {
+    // A gemm that does not qualify, or whose operand another tensor-core
+    // gemm wants in another layout, but accumulates into a tensor-core
+    // accumulator stays portable: its loop nest visits the accumulator's
+    // registers.
     let mut operand = std::collections::BTreeMap::new();
     let mut clash = BTreeSet::new();
-    for g in gemms.iter().filter(|g| on_tensor_cores(&f, g)) {
+    for g in gemms(&f).iter().filter(|g| on_tensor_cores(&f, g)) {
         let want = operand_layout(f.buf(g.c).layout);
         for t in [g.a, g.b] {
+            if f.buf(t).scope != Scope::Shared {
+                continue;
+            }
             if *operand.entry(t).or_insert(want) != want {
                 clash.insert(t);
             }
@@ -90,23 +142,148 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     for (&t, &l) in operand.iter().filter(|(t, _)| !clash.contains(*t)) {
         f.buffers[t.0 as usize].layout = Some(l);
     }
-    // Record the choice on each gemm: later passes and the backend read it.
+    // Decided on the whole function (a gemm's policy looks at its
+    // accumulator's other uses), then written into the gemms; gemms that
+    // agree in everything but their position get the same decision.
+    let key = |g: &Gemm| (g.a, g.b, g.c, g.trans_a, g.trans_b, g.clear);
+    let mut inst = std::collections::BTreeMap::new();
+    for g in gemms(&f) {
+        let clashes = clash.contains(&g.a) || clash.contains(&g.b);
+        let chosen = match f.buf(g.c).layout {
+            _ if clashes || !on_tensor_cores(&f, &g) => GemmInst::Loops,
+            Some(Layout::Mma { wm, wn }) => GemmInst::MmaSync { wm, wn },
+            Some(Layout::Wgmma { wgs }) => GemmInst::Wgmma { wgs },
+            _ => GemmInst::Loops,
+        };
+        inst.insert(key(&g), chosen);
+    }
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     f.body = body.fold(&mut |s| match s {
         Stmt::Gemm(mut g) => {
-            let clashes = clash.contains(&g.a) || clash.contains(&g.b);
-            if on_tensor_cores(&f, &g) && !clashes {
-                g.inst = match f.buf(g.c).layout {
-                    Some(Layout::Mma { wm, wn }) => GemmInst::MmaSync { wm, wn },
-                    Some(Layout::Wgmma { wgs }) => GemmInst::Wgmma { wgs },
-                    _ => GemmInst::Loops,
-                };
-            }
+            g.inst = inst.get(&key(&g)).copied().unwrap_or_default();
             Stmt::Gemm(g)
         }
         s => s,
     });
-    Ok(f)
+    f
+}
+
+/// An accumulator and the fragments that must share its register layout.
+struct Group {
+    /// Fragments of the accumulator's shape tied to it through nests and
+    /// copies (the accumulator first).
+    accs: BTreeSet<BufId>,
+    /// The group is reduced along its rows, or its nests read 1-D
+    /// fragments of its row count (per-row values).
+    row_tied: bool,
+    /// A member is a gemm's A operand in registers, or a gemm into the
+    /// group reads one.
+    rs: bool,
+}
+
+/// How a gemm may be arranged over the block's warps.
+struct Policy {
+    /// Warps along M only (see the module docs).
+    full_rows: bool,
+    /// Required: a gemm reads or feeds an A operand in registers.
+    full_rows_required: bool,
+    wgmma: bool,
+}
+
+impl Group {
+    fn of(f: &PrimFunc, c: BufId) -> Group {
+        let shape = f.buf(c).const_shape();
+        let same = |b: BufId| f.buf(b).scope == Scope::Fragment && f.buf(b).const_shape() == shape;
+        let mut accs = BTreeSet::from([c]);
+        loop {
+            let before = accs.len();
+            for_each_nest(&f.body, &mut |n| {
+                let used = fragments_in(f, n.body);
+                if used.iter().any(|b| accs.contains(b)) {
+                    accs.extend(used.into_iter().filter(|&b| same(b)));
+                }
+            });
+            f.body.visit(&mut |s| {
+                if let Stmt::Copy { src, dst, .. } = s {
+                    let pair = [src.buf, dst.buf];
+                    if pair.iter().any(|b| accs.contains(b)) && pair.iter().all(|&b| same(b)) {
+                        accs.extend(pair);
+                    }
+                }
+            });
+            if accs.len() == before {
+                break;
+            }
+        }
+        let rows = shape.as_ref().map_or(0, |s| s[0]);
+        let per_row = |b: BufId| {
+            let x = f.buf(b);
+            x.scope == Scope::Fragment && x.const_shape() == Some(vec![rows])
+        };
+        let mut row_tied = false;
+        let mut rs = false;
+        f.body.visit(&mut |s| match s {
+            Stmt::Reduce(r) if accs.contains(&r.src) => row_tied = true,
+            Stmt::Gemm(g) => {
+                rs |= accs.contains(&g.a)
+                    || (accs.contains(&g.c) && f.buf(g.a).scope == Scope::Fragment)
+            }
+            _ => {}
+        });
+        for_each_nest(&f.body, &mut |n| {
+            let used = fragments_in(f, n.body);
+            if used.iter().any(|b| accs.contains(b)) && used.iter().any(|&b| per_row(b)) {
+                row_tied = true;
+            }
+        });
+        Group { accs, row_tied, rs }
+    }
+
+    /// Whether every member has the accumulator's shape, no layout yet, and
+    /// only uses that keep it in its owners' registers.
+    fn valid(&self, f: &PrimFunc) -> bool {
+        let first = *self
+            .accs
+            .iter()
+            .next()
+            .expect("a group has its accumulator");
+        let shape = f.buf(first).const_shape();
+        shape.as_ref().is_some_and(|s| s.len() == 2)
+            && self.accs.iter().all(|&b| {
+                f.buf(b).const_shape() == shape
+                    && f.buf(b).layout.is_none()
+                    && owner_only(f, b, &f.body)
+            })
+    }
+
+    fn policy(&self, wgmma: bool) -> Policy {
+        Policy {
+            full_rows: self.row_tied || self.rs,
+            full_rows_required: self.rs,
+            // `wgmma` reads A from shared memory here.
+            wgmma: wgmma && !self.rs,
+        }
+    }
+}
+
+/// Calls `visit` on every top-level `T::parallel` nest under `s` (not on the
+/// inner loops of a nest).
+pub(crate) fn for_each_nest<'a>(s: &'a Stmt, visit: &mut dyn FnMut(&Nest<'a>)) {
+    if let Some(n) = s.parallel_nest() {
+        visit(&n);
+        return;
+    }
+    match s {
+        Stmt::Seq(v) => v.iter().for_each(|x| for_each_nest(x, visit)),
+        Stmt::For { body, .. } => for_each_nest(body, visit),
+        Stmt::If { then, els, .. } => {
+            for_each_nest(then, visit);
+            if let Some(e) = els {
+                for_each_nest(e, visit);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The operand layout the instruction behind an accumulator layout reads.
@@ -121,7 +298,11 @@ fn operand_layout(acc: Option<Layout>) -> Layout {
 /// its accumulator got a tensor-core layout and it qualifies for that one.
 fn on_tensor_cores(f: &PrimFunc, g: &Gemm) -> bool {
     let acc = f.buf(g.c).layout;
-    acc.is_some_and(Layout::is_accumulator) && eligible(f, g) == acc
+    if !acc.is_some_and(Layout::is_accumulator) {
+        return false;
+    }
+    let wgmma = matches!(acc, Some(Layout::Wgmma { .. }));
+    eligible(f, g, &Group::of(f, g.c).policy(wgmma)) == acc
 }
 
 fn fragments_in(f: &PrimFunc, s: &Stmt) -> Vec<BufId> {
@@ -142,13 +323,19 @@ fn fragments_in(f: &PrimFunc, s: &Stmt) -> Vec<BufId> {
 
 /// The accumulator layout of a gemm on tensor cores, if it qualifies:
 /// `wgmma`'s on Hopper when it can run it, else `mma.sync`'s.
-fn eligible(f: &PrimFunc, g: &Gemm) -> Option<Layout> {
+fn eligible(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<Layout> {
     let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
     let lowp = matches!(a.dtype, DType::F16 | DType::BF16);
     if !lowp || a.dtype != b.dtype || c.dtype != DType::F32 || g.clear {
         return None;
     }
-    if a.scope != Scope::Shared || b.scope != Scope::Shared || c.scope != Scope::Fragment {
+    if b.scope != Scope::Shared || c.scope != Scope::Fragment {
+        return None;
+    }
+    if a.scope == Scope::Fragment {
+        return register_a(f, g).map(|wm| Layout::Mma { wm, wn: 1 });
+    }
+    if a.scope != Scope::Shared {
         return None;
     }
     // `T::annotate_layout(t, T::swizzled)` asks for the layout the gemm
@@ -157,12 +344,91 @@ fn eligible(f: &PrimFunc, g: &Gemm) -> Option<Layout> {
     if !free(a.layout) || !free(b.layout) {
         return None;
     }
-    if f.arch == CudaArch::Sm90a {
+    if f.arch == CudaArch::Sm90a && policy.wgmma {
         if let Some(wgs) = wgmma_warpgroups(f, g) {
             return Some(Layout::Wgmma { wgs });
         }
     }
-    mma_sync_warps(f, g).map(|(wm, wn)| Layout::Mma { wm, wn })
+    mma_sync_warps(f, g, policy).map(|(wm, wn)| Layout::Mma { wm, wn })
+}
+
+/// The warps along M of a gemm whose A operand is a converted accumulator
+/// in registers (`tl::gemm_rs`, `mma.sync`): A's registers are in the order
+/// of `Mma { wm: warps, wn: 1 }`, or of a `wgmma` accumulator with one
+/// 64-row strip per warpgroup (the same order), and the accumulator takes
+/// the same full rows.
+fn register_a(f: &PrimFunc, g: &Gemm) -> Option<i64> {
+    let a = f.buf(g.a);
+    let sa = a.const_shape()?;
+    let warps = f.launch.threads / 32;
+    let same_order = match a.layout? {
+        Layout::Mma { wm, wn } => wm == warps && wn == 1,
+        Layout::Wgmma { wgs } => sa[0] == 64 * wgs,
+        _ => false,
+    };
+    (same_order && register_a_shape(f, g)).then_some(warps)
+}
+
+/// [`register_a`] but for A's layout, which may not be chosen yet.
+fn register_a_shape(f: &PrimFunc, g: &Gemm) -> bool {
+    let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
+    let (Some(sa), Some(sb), Some(sc)) = (a.const_shape(), b.const_shape(), c.const_shape()) else {
+        return false;
+    };
+    let lowp = matches!(a.dtype, DType::F16 | DType::BF16);
+    let c_ok = c.scope == Scope::Fragment && c.dtype == DType::F32 && !g.clear;
+    if sa.len() != 2 || sc.len() != 2 || a.scope != Scope::Fragment || !lowp || !c_ok {
+        return false;
+    }
+    if a.dtype != b.dtype || b.scope != Scope::Shared {
+        return false;
+    }
+    let (m, n, k) = (sc[0], sc[1], sa[1]);
+    let b_rows = if g.trans_b { sb[1] } else { sb[0] };
+    !g.trans_a
+        && sa[0] == m
+        && b_rows == k
+        && swizzle_ok(&sb)
+        && pow2_at_least(k, 16)
+        && full_rows(f, m).is_some()
+        && pow2_at_least(n, 16)
+}
+
+/// Whether reduction `r` of an accumulator runs over its rows into per-row
+/// values: along the last dim, into a 1-D fragment or shared tile of the
+/// row count.
+fn rows_reducible(f: &PrimFunc, r: &Reduce) -> bool {
+    let (src, dst) = (f.buf(r.src), f.buf(r.dst));
+    let (Some(ss), Some(ds)) = (src.const_shape(), dst.const_shape()) else {
+        return false;
+    };
+    ss.len() == 2
+        && r.dim == 1
+        && ds == [ss[0]]
+        && matches!(dst.scope, Scope::Fragment | Scope::Shared)
+        && dst.layout.is_none_or(Layout::is_rows)
+}
+
+fn pow2_at_least(x: i64, min: i64) -> bool {
+    x >= min && x & (x - 1) == 0
+}
+
+/// Whether a shared tile's rows suit `tl::smem_offset`'s swizzle for
+/// `mma.sync`: whole 8-row groups of 16 to 256 2-byte elements.
+fn swizzle_ok(s: &[i64]) -> bool {
+    s.len() == 2 && s[0] % 8 == 0 && matches!(s[1], 16 | 32 | 64 | 128 | 256)
+}
+
+/// The warps along M when each warp takes whole rows of an `m`-row tile:
+/// 16-row strips, a power of two per warp.
+fn full_rows(f: &PrimFunc, m: i64) -> Option<i64> {
+    let warps = f.launch.threads / 32;
+    let ok = f.launch.threads % 32 == 0
+        && warps >= 1
+        && warps & (warps - 1) == 0
+        && m % warps == 0
+        && pow2_at_least(m / warps, 16);
+    ok.then_some(warps)
 }
 
 /// The warpgroups of a gemm `wgmma` can run (sm_90a): the block is whole
@@ -197,17 +463,23 @@ pub fn wgmma_cols(cols: i64) -> bool {
 }
 
 /// The warp arrangement of a gemm `mma.sync` can run (`tl::gemm_ss`).
-fn mma_sync_warps(f: &PrimFunc, g: &Gemm) -> Option<(i64, i64)> {
+fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)> {
     let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
     let (sa, sb, sc) = (a.const_shape()?, b.const_shape()?, c.const_shape()?);
     let (m, n) = (sc[0], sc[1]);
     let k = if g.trans_a { sa[0] } else { sa[1] };
-    let swizzle_ok = |s: &[i64]| s[0] % 8 == 0 && matches!(s[1] * 2, 32 | 64 | 128 | 256);
-    if !swizzle_ok(&sa) || !swizzle_ok(&sb) || !matches!(k, 16 | 32 | 64) {
+    if !swizzle_ok(&sa) || !swizzle_ok(&sb) || !matches!(k, 16 | 32 | 64 | 128 | 256) {
         return None;
     }
     if !matches!(m, 64 | 128 | 256) || !matches!(n, 64 | 128 | 256) {
         return None;
+    }
+    if policy.full_rows {
+        match full_rows(f, m) {
+            Some(warps) => return Some((warps, 1)),
+            None if policy.full_rows_required => return None,
+            None => {}
+        }
     }
     let warps = f.launch.threads / 32;
     let (wm, wn) = match warps {
@@ -268,8 +540,10 @@ fn owner_only(f: &PrimFunc, b: BufId, s: &Stmt) -> bool {
         }
         Stmt::Copy { src, dst, .. } => whole(src) && whole(dst),
         Stmt::Fill { dst, value, .. } => whole(dst) && !value.visit_uses(b),
-        Stmt::Gemm(g) => g.a != b && g.b != b,
-        Stmt::Reduce(r) => r.src != b && r.dst != b,
+        // Read as A in registers by a gemm that can take it so.
+        Stmt::Gemm(g) => g.b != b && (g.a != b || register_a_shape(f, g)),
+        // Reduced along its rows into per-row values (`rows_reducible`).
+        Stmt::Reduce(r) => r.dst != b && (r.src != b || rows_reducible(f, r)),
         Stmt::AtomicAddTile { src, dst, .. } => src.buf != b && dst.buf != b,
         other => {
             let mut used = false;

@@ -52,9 +52,13 @@ fn check_fragments(f: &PrimFunc) -> Result<(), Diagnostic> {
         for (b, idx) in accesses(n.body) {
             let buf = f.buf(b);
             let shape = buf.const_shape().unwrap_or_default();
-            let accumulator = buf.layout.is_some_and(Layout::is_accumulator);
+            // Accumulators and per-row fragments have layouts of their own
+            // (`plan_mma` checked their accesses).
+            let own_layout = buf
+                .layout
+                .is_some_and(|l| l.is_accumulator() || l.is_rows());
             if buf.scope != Scope::Fragment
-                || accumulator
+                || own_layout
                 || owner_access(&shape, &idx, &n.vars, &n.extents)
                 || result.is_err()
             {

@@ -7,7 +7,9 @@ impl Writer<'_> {
     pub(super) fn access(&self, b: BufId, idx: &[Expr]) -> Result<String, Diagnostic> {
         let buf = self.f.buf(b);
         if buf.scope == Scope::Fragment {
+            let rows = buf.layout.is_some_and(Layout::is_rows);
             return match &self.lane {
+                Some(Lane { row: Some(r), .. }) if rows => Ok(format!("{}[{r}]", self.name(b))),
                 Some(l) => Ok(format!("{}[{}]", self.name(b), l.slot)),
                 None => Err(err(format!(
                     "kernel `{}`: fragment `{}` is distributed over threads and can only be accessed inside \

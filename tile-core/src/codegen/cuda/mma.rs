@@ -17,6 +17,7 @@ impl Writer<'_> {
         let f = self.f;
         let shape = f.buf(acc).const_shape().unwrap_or_default();
         let (m, nn) = (shape[0], shape[1]);
+        let row_slot = row_slot_fn(layout, m, nn);
         let coord = match layout {
             Layout::Wgmma { wgs } => format!("tl::wg::acc_coord<{m}, {nn}, {wgs}>"),
             Layout::Mma { wm, wn } => format!("tl::acc_coord<{m}, {nn}, {wm}, {wn}>"),
@@ -67,6 +68,7 @@ impl Writer<'_> {
                     slot: format!("tl_s{k} + {lane}"),
                     vloads: Vec::new(),
                     vstore: None,
+                    row: Some(format!("{row_slot}(tl_s{k} + {lane})")),
                 });
                 let r = body(w);
                 w.lane = None;
@@ -176,8 +178,34 @@ impl Writer<'_> {
         Ok((lib, args, k))
     }
 
-    /// `C += A · B` on tensor cores (`tl::gemm_ss` or `tl::wg::gemm_ss`).
+    /// `C += A · B` on tensor cores (`tl::gemm_ss` or `tl::wg::gemm_ss`;
+    /// `tl::gemm_rs` when A is a converted accumulator in registers).
     pub(super) fn gemm(&mut self, g: &Gemm) -> Result<(), Diagnostic> {
+        let f = self.f;
+        if f.buf(g.a).scope == Scope::Fragment {
+            let GemmInst::MmaSync { wm, .. } = g.inst else {
+                return Err(err(
+                    "internal error: an A operand in registers off mma.sync",
+                ));
+            };
+            let (a, c) = (f.buf(g.a), f.buf(g.c));
+            let (sa, sc) = (
+                a.const_shape().unwrap_or_default(),
+                c.const_shape().unwrap_or_default(),
+            );
+            self.line(&format!(
+                "tl::gemm_rs<{}, {}, {}, {}, {wm}, {}>({}, {}, {});",
+                ty(a.dtype)?,
+                sc[0],
+                sc[1],
+                sa[1],
+                g.trans_b,
+                self.name(g.a),
+                self.tile_base(g.b),
+                self.name(g.c)
+            ));
+            return Ok(());
+        }
         let (lib, args, _) = self.gemm_shape(g)?;
         let args = args.replacen(", ", ", float, ", 1);
         self.line(&format!(
@@ -187,5 +215,15 @@ impl Writer<'_> {
             self.name(g.c)
         ));
         Ok(())
+    }
+}
+
+/// The function that maps a register slot of an accumulator in `layout`
+/// (`m` x `n`) to the register of its row in per-row fragments.
+pub(super) fn row_slot_fn(layout: Layout, m: i64, n: i64) -> String {
+    match layout {
+        Layout::Wgmma { wgs } => format!("tl::wg_row_slot<{m}, {n}, {wgs}>"),
+        Layout::Mma { wm, wn } => format!("tl::mma_row_slot<{m}, {n}, {wm}, {wn}>"),
+        _ => String::new(),
     }
 }

@@ -20,6 +20,7 @@ mod mma;
 mod nest;
 mod pipeline;
 mod reduce;
+mod rows;
 mod stmt;
 
 use super::cfamily::{math_call, CWriter};
@@ -73,6 +74,7 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         out: String::new(),
         depth: 1,
         lane: None,
+        row_owner: None,
         scratch_bytes: 0,
         producer: false,
         stage: HashMap::new(),
@@ -258,6 +260,10 @@ struct Lane {
     vloads: Vec<VecAccess>,
     /// The vectorized store, if any: its lane element name.
     vstore: Option<VecAccess>,
+    /// Register of the current element's row in per-row fragments
+    /// (`Layout::MmaRows`), when it differs from `slot` (nests over an
+    /// accumulator).
+    row: Option<String>,
 }
 
 struct Writer<'a> {
@@ -278,6 +284,9 @@ struct Writer<'a> {
     producer: bool,
     /// Multi-buffered shared tiles → the stage the current code uses.
     stage: HashMap<BufId, String>,
+    /// In a nest over an accumulator's rows: the condition that picks one
+    /// thread per row, which alone stores to memory.
+    row_owner: Option<String>,
 }
 
 super::cfamily::impl_cwriter!(ty);

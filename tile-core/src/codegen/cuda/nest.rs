@@ -16,6 +16,12 @@ impl Writer<'_> {
         if let Some((acc, layout)) = acc {
             return self.mma_nest(n, acc, layout);
         }
+        let rows = accesses(n.body)
+            .into_iter()
+            .find_map(|(b, _)| f.buf(b).layout.filter(|l| l.is_rows()));
+        if let Some(layout) = rows {
+            return self.rows_nest(n, layout);
+        }
         let plan = f.schedule.nests.get(&n.vars[0]);
         let v = plan.map_or(1, |p| p.vector);
         if let Some((wide, dims)) = plan.and_then(|p| p.wide.clone()) {
@@ -247,6 +253,7 @@ impl Writer<'_> {
             slot,
             vloads,
             vstore: vstore.clone(),
+            row: None,
         });
         let r = self.stmt(n.body);
         self.lane = None;

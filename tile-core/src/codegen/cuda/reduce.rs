@@ -74,6 +74,9 @@ impl Writer<'_> {
             "// T.reduce_{}: {p} outputs of {l} elements",
             r.op.name()
         ));
+        if src.layout.is_some_and(Layout::is_accumulator) {
+            return self.reduce_acc(r, acc_t, &init, &combine, &elem);
+        }
         if src.scope == Scope::Local || dst.scope == Scope::Local {
             // Per-thread data: every thread reduces its own copy.
             self.line(&format!(

@@ -25,7 +25,13 @@ impl Writer<'_> {
                     }
                 }
                 let target = self.access(*buf, idx)?;
-                self.line(&format!("{target} = {v};"));
+                match &self.row_owner {
+                    // Every thread of a row runs its iteration; one stores.
+                    Some(c) if f.buf(*buf).scope != Scope::Fragment => {
+                        self.line(&format!("if ({c}) {target} = {v};"))
+                    }
+                    _ => self.line(&format!("{target} = {v};")),
+                }
             }
             Stmt::For {
                 var,
@@ -96,6 +102,13 @@ impl Writer<'_> {
                             self.name(*buf)
                         ));
                     }
+                    Scope::Fragment if b.layout.is_some_and(Layout::is_rows) => {
+                        let regs = b.layout.map_or(0, |l| l.registers(n, f.launch.threads));
+                        self.line(&format!(
+                            "{t} {}[{regs}];  // per-row values: {n} rows, {regs} per thread (the rows of its accumulator registers)",
+                            self.name(*buf)
+                        ));
+                    }
                     Scope::Fragment if b.layout.is_some_and(Layout::is_accumulator) => {
                         let regs = n / f.launch.threads;
                         let order = match b.layout {
@@ -152,7 +165,10 @@ impl Writer<'_> {
                         ))
                     }
                 };
-                self.line(&call);
+                match &self.row_owner {
+                    Some(c) => self.line(&format!("if ({c}) {call}")),
+                    None => self.line(&call),
+                }
             }
             Stmt::Print { label, value, .. } => {
                 let v = self.expr(value)?;

@@ -336,6 +336,92 @@ __device__ __forceinline__ void acc_coord(int slot, int& i, int& j) {
   detail::Geom<M, N, 16, WM, WN, false, false>::acc_coord(threadIdx.x, slot, i, j);
 }
 
+// ---- row fragments ---------------------------------------------------------
+// A per-row value kept beside an accumulator (a running row maximum, a row sum)
+// lives in the registers of the threads whose accumulator registers cover its
+// row: no shared memory, no barrier. Row slot r of the thread is row
+// mma_row<M, WM>(r) of the M-row tile (two rows, g and g + 8, per 16-row strip of
+// the warp's tile); accumulator slot s of an M x N accumulator in
+// acc_coord<M, N, WM, WN> order lies in row slot mma_row_slot<M, N, WM, WN>(s).
+// The threads of a row (the four lanes of a quad, in each of the WN warps along
+// N) hold equal copies; mma_row_owner() picks one of them for stores to memory.
+template <int M, int WM>
+__device__ __forceinline__ int mma_row(int r) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  return (warp % WM) * (M / WM) + (r >> 1) * 16 + (lane >> 2) + ((r & 1) << 3);
+}
+template <int M, int N, int WM, int WN>
+TL_HD constexpr int mma_row_slot(int slot) {
+  return ((slot >> 2) / (N / WN / 8)) * 2 + ((slot >> 1) & 1);
+}
+template <int WM>
+__device__ __forceinline__ bool mma_row_owner() {
+  return (threadIdx.x & 3) == 0 && (int)(threadIdx.x >> 5) < WM;
+}
+// The same for wgmma's accumulator (tl::wg::acc_coord): two rows per 64-row
+// strip of the warpgroup's M/WGS rows, 16 per warp; all of a row's registers sit
+// in one quad.
+template <int M, int WGS>
+__device__ __forceinline__ int wg_row(int r) {
+  const int g = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, l = threadIdx.x & 31;
+  return g * (M / WGS) + 64 * (r >> 1) + 16 * w + (l >> 2) + ((r & 1) << 3);
+}
+template <int M, int N, int WGS>
+TL_HD constexpr int wg_row_slot(int slot) {
+  return (slot / (N / 2)) * 2 + (((slot % (N / 2)) >> 1) & 1);
+}
+__device__ __forceinline__ bool wg_row_owner() { return (threadIdx.x & 3) == 0; }
+
+namespace detail {
+template <typename T> __device__ __forceinline__ unsigned pack2(T lo, T hi);
+template <> __device__ __forceinline__ unsigned pack2<half>(half lo, half hi) {
+  __half2 h = __halves2half2(lo, hi);
+  return *reinterpret_cast<unsigned*>(&h);
+}
+template <> __device__ __forceinline__ unsigned pack2<__nv_bfloat16>(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+  __nv_bfloat162 h = __halves2bfloat162(lo, hi);
+  return *reinterpret_cast<unsigned*>(&h);
+}
+}  // namespace detail
+
+// C[M,N] += A[M,K] * B[K,N] with A in registers: `a` is an M x K fragment of TA in
+// acc_coord<M, K, WM, 1> order (an accumulator converted element by element), so
+// each warp holds whole rows of A and its m16n8k16 A operands are pairs of its own
+// registers: slots (mi*K/8 + 2*kk)*4 + 0..7 are the (g, g+8) x (k, k+8) quarters of
+// k step kk. B is a swizzled shared tile; acc is in acc_coord<M, N, WM, 1> order.
+template <typename TA, int M, int N, int K, int WM, bool TRANS_B>
+__device__ __forceinline__ void gemm_rs(const TA* a, const TA* B, float* acc) {
+  using G = detail::Geom<M, N, K, WM, 1, false, TRANS_B>;
+  constexpr int MI = G::MI, NI = G::NI, KS = G::KS, NIA = K / 8;
+  const int lane = threadIdx.x & 31;
+  const int b_sw = detail::Swz<G::B_COLS>::apply(G::b_lane(0, lane));
+  const unsigned b_base = detail::smem_u32(B);
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk) {
+    unsigned fb[NI][2];
+#pragma unroll
+    for (int x = 0; x < NI / 2; ++x) {
+      unsigned r[4];
+      detail::ldsm<!TRANS_B>(b_base + G::template at<G::B_COLS>(b_sw, G::b_const(x, kk)) * 16, r);
+      fb[2 * x][0] = r[0];
+      fb[2 * x][1] = r[1];
+      fb[2 * x + 1][0] = r[2];
+      fb[2 * x + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const TA* p = a + (mi * NIA + 2 * kk) * 4;
+      const unsigned fa[4] = {detail::pack2(p[0], p[1]), detail::pack2(p[2], p[3]),
+                              detail::pack2(p[4], p[5]), detail::pack2(p[6], p[7])};
+#pragma unroll
+      for (int n = 0; n < NI; ++n) {
+        const int ni = (mi & 1) ? (NI - 1 - n) : n;
+        detail::Mma<TA>::run(acc + (mi * NI + ni) * 4, fa, fb[ni][0], fb[ni][1]);
+      }
+    }
+  }
+}
+
 }  // namespace tl
 
 #undef TL_HD

@@ -56,6 +56,24 @@ fn layout_named(s: &str) -> Option<Layout> {
         "wgmma_operand" => return Some(Layout::WgmmaOperand),
         _ => {}
     }
+    if let Some(w) = s
+        .strip_prefix("wgmma_rows(")
+        .and_then(|r| r.strip_suffix(')'))
+    {
+        return Some(Layout::WgmmaRows {
+            wgs: w.parse().ok()?,
+        });
+    }
+    if let Some(r) = s
+        .strip_prefix("mma_rows(")
+        .and_then(|r| r.strip_suffix(')'))
+    {
+        let (wm, wn) = r.split_once('x')?;
+        return Some(Layout::MmaRows {
+            wm: wm.parse().ok()?,
+            wn: wn.parse().ok()?,
+        });
+    }
     if let Some(w) = s.strip_prefix("wgmma(").and_then(|r| r.strip_suffix(')')) {
         return Some(Layout::Wgmma {
             wgs: w.parse().ok()?,

@@ -6,21 +6,27 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
   const uint16_t *restrict k = (const uint16_t *)bufs[1];
   const uint16_t *restrict v = (const uint16_t *)bufs[2];
   uint16_t *restrict o = (uint16_t *)bufs[3];
-  const int32_t BH = (int32_t)dims[0];
-  const int32_t S = (int32_t)dims[1];
-  (void)BH;
+  const int32_t B = (int32_t)dims[0];
+  const int32_t H = (int32_t)dims[1];
+  const int32_t S = (int32_t)dims[2];
+  const int32_t HKV = (int32_t)dims[3];
+  (void)B;
+  (void)H;
   (void)S;
+  (void)HKV;
   for (int64_t tl_l = begin; tl_l < end; ++tl_l) {
     const int32_t bx = (int32_t)(tl_l % grid[0]);
-    const int32_t bh = (int32_t)(tl_l / grid[0]);
+    const int32_t by = (int32_t)((tl_l / grid[0]) % grid[1]);
+    const int32_t bz = (int32_t)(tl_l / (grid[0] * grid[1]));
     (void)bx;
-    (void)bh;
+    (void)by;
+    (void)bz;
+    const int32_t kv_head = (by / (H / HKV));
     uint16_t q_s[4096];
     uint16_t k_s[4096];
     uint16_t v_s[4096];
-    uint16_t p_s[4096];
-    float s_s[4096];
     float s[4096];
+    uint16_t p[4096];
     float acc[4096];
     float m[64];
     float m_prev[64];
@@ -31,14 +37,14 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
       for (int32_t i_6 = 0; i_6 < 64; ++i_6) {
         #pragma GCC ivdep
         for (int32_t j_4 = 0; j_4 < 64; ++j_4) {
-          q_s[((i_6 * 64) + j_4)] = tl_f2h(tl_h2f(q[((((bh * S) + ((bx * 64) + i_6)) * 64) + j_4)]));
+          q_s[((i_6 * 64) + j_4)] = tl_f2h(tl_h2f(q[((((((bz * H) + by) * S) + ((bx * 64) + i_6)) * 64) + j_4)]));
         }
       }
     } else {
       for (int32_t i_6_1 = 0; i_6_1 < 64; ++i_6_1) {
         #pragma GCC ivdep
         for (int32_t j_4_1 = 0; j_4_1 < 64; ++j_4_1) {
-          q_s[((i_6_1 * 64) + j_4_1)] = tl_f2h(((((bx * 64) + i_6_1) < S) ? tl_h2f(q[((((bh * S) + ((bx * 64) + i_6_1)) * 64) + j_4_1)]) : 0.0f));
+          q_s[((i_6_1 * 64) + j_4_1)] = tl_f2h(((((bx * 64) + i_6_1) < S) ? tl_h2f(q[((((((bz * H) + by) * S) + ((bx * 64) + i_6_1)) * 64) + j_4_1)]) : 0.0f));
         }
       }
     }
@@ -57,33 +63,33 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
       m[i_9] = -INFINITY;
     }
     for (int32_t kt = 0; kt < (((S + 64) - 1) / 64); ++kt) {
-      if ((((kt * 64) + 63) < S)) {
+      if (((kv_head < HKV) && (((kt * 64) + 63) < S))) {
         for (int32_t i_10 = 0; i_10 < 64; ++i_10) {
           #pragma GCC ivdep
           for (int32_t j_6 = 0; j_6 < 64; ++j_6) {
-            k_s[((i_10 * 64) + j_6)] = tl_f2h(tl_h2f(k[((((bh * S) + ((kt * 64) + i_10)) * 64) + j_6)]));
+            k_s[((i_10 * 64) + j_6)] = tl_f2h(tl_h2f(k[((((((bz * HKV) + kv_head) * S) + ((kt * 64) + i_10)) * 64) + j_6)]));
           }
         }
       } else {
         for (int32_t i_10_1 = 0; i_10_1 < 64; ++i_10_1) {
           #pragma GCC ivdep
           for (int32_t j_6_1 = 0; j_6_1 < 64; ++j_6_1) {
-            k_s[((i_10_1 * 64) + j_6_1)] = tl_f2h(((((kt * 64) + i_10_1) < S) ? tl_h2f(k[((((bh * S) + ((kt * 64) + i_10_1)) * 64) + j_6_1)]) : 0.0f));
+            k_s[((i_10_1 * 64) + j_6_1)] = tl_f2h((((kv_head < HKV) && (((kt * 64) + i_10_1) < S)) ? tl_h2f(k[((((((bz * HKV) + kv_head) * S) + ((kt * 64) + i_10_1)) * 64) + j_6_1)]) : 0.0f));
           }
         }
       }
-      if ((((kt * 64) + 63) < S)) {
+      if (((kv_head < HKV) && (((kt * 64) + 63) < S))) {
         for (int32_t i_11 = 0; i_11 < 64; ++i_11) {
           #pragma GCC ivdep
           for (int32_t j_7 = 0; j_7 < 64; ++j_7) {
-            v_s[((i_11 * 64) + j_7)] = tl_f2h(tl_h2f(v[((((bh * S) + ((kt * 64) + i_11)) * 64) + j_7)]));
+            v_s[((i_11 * 64) + j_7)] = tl_f2h(tl_h2f(v[((((((bz * HKV) + kv_head) * S) + ((kt * 64) + i_11)) * 64) + j_7)]));
           }
         }
       } else {
         for (int32_t i_11_1 = 0; i_11_1 < 64; ++i_11_1) {
           #pragma GCC ivdep
           for (int32_t j_7_1 = 0; j_7_1 < 64; ++j_7_1) {
-            v_s[((i_11_1 * 64) + j_7_1)] = tl_f2h(((((kt * 64) + i_11_1) < S) ? tl_h2f(v[((((bh * S) + ((kt * 64) + i_11_1)) * 64) + j_7_1)]) : 0.0f));
+            v_s[((i_11_1 * 64) + j_7_1)] = tl_f2h((((kv_head < HKV) && (((kt * 64) + i_11_1) < S)) ? tl_h2f(v[((((((bz * HKV) + kv_head) * S) + ((kt * 64) + i_11_1)) * 64) + j_7_1)]) : 0.0f));
           }
         }
       }
@@ -103,29 +109,23 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
           s[((i_13 * 64) + j_9)] = acc_1;
         }
       }
-      for (int32_t i_14 = 0; i_14 < 64; ++i_14) {
-        #pragma GCC ivdep
-        for (int32_t j_10 = 0; j_10 < 64; ++j_10) {
-          s_s[((i_14 * 64) + j_10)] = s[((i_14 * 64) + j_10)];
-        }
-      }
       for (int32_t i = 0; i < 64; ++i) {
         #pragma GCC ivdep
         for (int32_t j = 0; j < 64; ++j) {
-          s_s[((i * 64) + j)] = ((((kt * 64) + j) < S) ? (s_s[((i * 64) + j)] * 0.1803368777036667f) : -INFINITY);
+          s[((i * 64) + j)] = ((((kt * 64) + j) < S) ? (s[((i * 64) + j)] * (1.4426950216293335f / sqrtf(64.0f))) : -INFINITY);
         }
+      }
+      #pragma GCC ivdep
+      for (int32_t i_14 = 0; i_14 < 64; ++i_14) {
+        m_prev[i_14] = m[i_14];
       }
       #pragma GCC ivdep
       for (int32_t i_15 = 0; i_15 < 64; ++i_15) {
-        m_prev[i_15] = m[i_15];
-      }
-      #pragma GCC ivdep
-      for (int32_t i_16 = 0; i_16 < 64; ++i_16) {
-        float acc_2 = m[i_16];
+        float acc_2 = m[i_15];
         for (int32_t k_2 = 0; k_2 < 64; ++k_2) {
-          acc_2 = fmaxf(acc_2, s_s[((i_16 * 64) + k_2)]);
+          acc_2 = fmaxf(acc_2, s[((i_15 * 64) + k_2)]);
         }
-        m[i_16] = acc_2;
+        m[i_15] = acc_2;
       }
       #pragma GCC ivdep
       for (int32_t i_1 = 0; i_1 < 64; ++i_1) {
@@ -140,35 +140,35 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
       for (int32_t i_3 = 0; i_3 < 64; ++i_3) {
         #pragma GCC ivdep
         for (int32_t j_2 = 0; j_2 < 64; ++j_2) {
-          s_s[((i_3 * 64) + j_2)] = exp2f((s_s[((i_3 * 64) + j_2)] - m[i_3]));
+          s[((i_3 * 64) + j_2)] = exp2f((s[((i_3 * 64) + j_2)] - m[i_3]));
         }
       }
       #pragma GCC ivdep
-      for (int32_t i_17 = 0; i_17 < 64; ++i_17) {
+      for (int32_t i_16 = 0; i_16 < 64; ++i_16) {
         float acc_3 = 0.0f;
         for (int32_t k_3 = 0; k_3 < 64; ++k_3) {
-          acc_3 = (acc_3 + s_s[((i_17 * 64) + k_3)]);
+          acc_3 = (acc_3 + s[((i_16 * 64) + k_3)]);
         }
-        row_sum[i_17] = acc_3;
+        row_sum[i_16] = acc_3;
       }
       #pragma GCC ivdep
       for (int32_t i_4 = 0; i_4 < 64; ++i_4) {
         l[i_4] = ((l[i_4] * rescale[i_4]) + row_sum[i_4]);
       }
+      for (int32_t i_17 = 0; i_17 < 64; ++i_17) {
+        #pragma GCC ivdep
+        for (int32_t j_10 = 0; j_10 < 64; ++j_10) {
+          p[((i_17 * 64) + j_10)] = tl_f2h(tl_rh((float)(s[((i_17 * 64) + j_10)])));
+        }
+      }
       for (int32_t i_18 = 0; i_18 < 64; ++i_18) {
         #pragma GCC ivdep
         for (int32_t j_11 = 0; j_11 < 64; ++j_11) {
-          p_s[((i_18 * 64) + j_11)] = tl_f2h(tl_rh((float)(s_s[((i_18 * 64) + j_11)])));
-        }
-      }
-      for (int32_t i_19 = 0; i_19 < 64; ++i_19) {
-        #pragma GCC ivdep
-        for (int32_t j_12 = 0; j_12 < 64; ++j_12) {
-          float acc_4 = acc[((i_19 * 64) + j_12)];
+          float acc_4 = acc[((i_18 * 64) + j_11)];
           for (int32_t k_4 = 0; k_4 < 64; ++k_4) {
-            acc_4 = (acc_4 + (((float)(tl_h2f(p_s[((i_19 * 64) + k_4)]))) * ((float)(tl_h2f(v_s[((k_4 * 64) + j_12)])))));
+            acc_4 = (acc_4 + (((float)(tl_h2f(p[((i_18 * 64) + k_4)]))) * ((float)(tl_h2f(v_s[((k_4 * 64) + j_11)])))));
           }
-          acc[((i_19 * 64) + j_12)] = acc_4;
+          acc[((i_18 * 64) + j_11)] = acc_4;
         }
       }
     }
@@ -178,11 +178,11 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         acc[((i_5 * 64) + j_3)] = (acc[((i_5 * 64) + j_3)] / l[i_5]);
       }
     }
-    for (int32_t i_20 = 0; i_20 < 64; ++i_20) {
+    for (int32_t i_19 = 0; i_19 < 64; ++i_19) {
       #pragma GCC ivdep
-      for (int32_t j_13 = 0; j_13 < 64; ++j_13) {
-        if ((((bx * 64) + i_20) < S)) {
-          o[((((bh * S) + ((bx * 64) + i_20)) * 64) + j_13)] = tl_f2h(tl_rh((float)(acc[((i_20 * 64) + j_13)])));
+      for (int32_t j_12 = 0; j_12 < 64; ++j_12) {
+        if ((((bx * 64) + i_19) < S)) {
+          o[((((((bz * H) + by) * S) + ((bx * 64) + i_19)) * 64) + j_12)] = tl_f2h(tl_rh((float)(acc[((i_19 * 64) + j_12)])));
         }
       }
     }

@@ -3,65 +3,48 @@
 
 // <tl/gemm.cuh>
 
-extern "C" __global__ void __launch_bounds__(128) flash_attention_kernel(const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v, half* __restrict__ o, int BH, int S) {
-  extern __shared__ __align__(128) unsigned char tl_smem[];
+extern "C" __global__ void __launch_bounds__(128) flash_attention_kernel(const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v, half* __restrict__ o, int B, int H, int S, int HKV) {
+  __shared__ __align__(128) unsigned char tl_smem[40960];
   const int bx = (int)blockIdx.x;
-  const int bh = (int)blockIdx.y;
-  half* __restrict__ q_s = reinterpret_cast<half*>(tl_smem + 49152);  // 4096 elements
+  const int by = (int)blockIdx.y;
+  const int bz = (int)blockIdx.z;
+  const int kv_head = (by / (H / HKV));
+  half* __restrict__ q_s = reinterpret_cast<half*>(tl_smem + 32768);  // 4096 elements
   half* __restrict__ k_s = reinterpret_cast<half*>(tl_smem + 0);  // 8192 elements
   half* __restrict__ v_s = reinterpret_cast<half*>(tl_smem + 16384);  // 8192 elements
-  half* __restrict__ p_s = reinterpret_cast<half*>(tl_smem + 57344);  // 4096 elements
-  float* __restrict__ s_s = reinterpret_cast<float*>(tl_smem + 32768);  // 4096 elements
   float s[32];  // gemm accumulator: 4096 elements in mma.sync order
+  half p[32];  // gemm accumulator: 4096 elements in mma.sync order
   float acc[32];  // gemm accumulator: 4096 elements in mma.sync order
-  float* __restrict__ m = reinterpret_cast<float*>(tl_smem + 65792);  // 64 elements
-  float* __restrict__ m_prev = reinterpret_cast<float*>(tl_smem + 66048);  // 64 elements
-  float* __restrict__ rescale = reinterpret_cast<float*>(tl_smem + 66304);  // 64 elements
-  float* __restrict__ l = reinterpret_cast<float*>(tl_smem + 65536);  // 64 elements
-  float* __restrict__ row_sum = reinterpret_cast<float*>(tl_smem + 66560);  // 64 elements
-  tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(q_s, q + (((long long)(bh)) * S + ((bx * 64))) * 64 + (0), 64, S - ((bx * 64)), 64 - (0));
+  float m[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
+  float m_prev[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
+  float rescale[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
+  float l[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
+  float row_sum[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
+  tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 64))) * 64 + (0), 64, S - ((bx * 64)), 64 - (0));
   tl::cp_async_commit();
   tl::cp_async_wait<0>();
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
   for (int tl_s0 = 0; tl_s0 < 32; tl_s0 += 1) {
     int tl_i0, tl_j0;
-    tl::acc_coord<64, 64, 2, 2>(tl_s0, tl_i0, tl_j0);
+    tl::acc_coord<64, 64, 4, 1>(tl_s0, tl_i0, tl_j0);
     {
       const int i_6 = tl_i0;
       const int j_4 = tl_j0;
       acc[tl_s0 + 0] = 0.0f;
     }
   }
-  // T.Parallel[64]: 64 elements over 128 threads, 4 per chunk
+  // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
   #pragma unroll
-  for (int tl_it1 = 0; tl_it1 < 1; ++tl_it1) {
-    const int tl_flat1 = (tl_it1 * 128 + (int)threadIdx.x) * 4;
-    if (tl_flat1 < 64) {
-      const int tl_base1 = tl_flat1;
-      tl::vec<float, 4> tl_st1;
-      #pragma unroll
-      for (int tl_v = 0; tl_v < 4; ++tl_v) {
-        const int i_7 = tl_base1 + tl_v;
-        tl_st1.x[tl_v] = 0.0f;
-      }
-      *(tl::vec<float, 4>*)(&l[tl_base1]) = tl_st1;
-    }
+  for (int tl_r1 = 0; tl_r1 < 2; ++tl_r1) {
+    const int i_7 = tl::mma_row<64, 4>(tl_r1);
+    l[tl_r1] = 0.0f;
   }
-  // T.Parallel[64]: 64 elements over 128 threads, 4 per chunk
+  // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
   #pragma unroll
-  for (int tl_it2 = 0; tl_it2 < 1; ++tl_it2) {
-    const int tl_flat2 = (tl_it2 * 128 + (int)threadIdx.x) * 4;
-    if (tl_flat2 < 64) {
-      const int tl_base2 = tl_flat2;
-      tl::vec<float, 4> tl_st2;
-      #pragma unroll
-      for (int tl_v = 0; tl_v < 4; ++tl_v) {
-        const int i_8 = tl_base2 + tl_v;
-        tl_st2.x[tl_v] = -__int_as_float(0x7f800000);
-      }
-      *(tl::vec<float, 4>*)(&m[tl_base2]) = tl_st2;
-    }
+  for (int tl_r2 = 0; tl_r2 < 2; ++tl_r2) {
+    const int i_8 = tl::mma_row<64, 4>(tl_r2);
+    m[tl_r2] = -__int_as_float(0x7f800000);
   }
   __syncthreads();
   // T.Pipelined: 2 stages, 2 producer copies overlapped with compute
@@ -72,8 +55,8 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_kernel(const h
       if (tl_pi3 < tl_n3) {
         const int kt = 0 + tl_pi3;
         const int tl_stage_p3 = (tl_pi3) % 2;
-        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + (((long long)(bh)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + (((long long)(bh)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
       }
       tl::cp_async_commit();
     }
@@ -83,8 +66,8 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_kernel(const h
       if (tl_i3 + 1 < tl_n3) {
         const int kt = 0 + tl_i3 + 1;
         const int tl_stage_p3 = (tl_i3 + 1) % 2;
-        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + (((long long)(bh)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + (((long long)(bh)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
       }
       tl::cp_async_commit();
       const int kt = 0 + tl_i3;
@@ -93,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_kernel(const h
       #pragma unroll
       for (int tl_s4 = 0; tl_s4 < 32; tl_s4 += 1) {
         int tl_i4, tl_j4;
-        tl::acc_coord<64, 64, 2, 2>(tl_s4, tl_i4, tl_j4);
+        tl::acc_coord<64, 64, 4, 1>(tl_s4, tl_i4, tl_j4);
         {
           const int i_9 = tl_i4;
           const int j_5 = tl_j4;
@@ -101,243 +84,162 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_kernel(const h
         }
       }
       __syncthreads();
-      tl::gemm_ss<half, float, 64, 64, 64, 2, 2, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
+      tl::gemm_ss<half, float, 64, 64, 64, 4, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
       // T.Parallel[64, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_s5 = 0; tl_s5 < 32; tl_s5 += 2) {
+      for (int tl_s5 = 0; tl_s5 < 32; tl_s5 += 1) {
         int tl_i5, tl_j5;
-        tl::acc_coord<64, 64, 2, 2>(tl_s5, tl_i5, tl_j5);
-        bool tl_ok5 = true;
-        if (tl_ok5) {
-          tl::vec<float, 2> tl_pair5;
-          {
-            const int i_10 = tl_i5;
-            const int j_6 = tl_j5;
-            tl_pair5.x[0] = s[tl_s5 + 0];
-          }
-          {
-            const int i_10 = tl_i5;
-            const int j_6 = tl_j5 + 1;
-            tl_pair5.x[1] = s[tl_s5 + 1];
-          }
-          {
-            const int i_10 = tl_i5;
-            const int j_6 = tl_j5;
-            *(tl::vec<float, 2>*)(&s_s[((i_10 * 64) + j_6)]) = tl_pair5;
-          }
-        } else {
-          {
-            const int i_10 = tl_i5;
-            const int j_6 = tl_j5;
-            s_s[((i_10 * 64) + j_6)] = s[tl_s5 + 0];
-          }
-          {
-            const int i_10 = tl_i5;
-            const int j_6 = tl_j5 + 1;
-            s_s[((i_10 * 64) + j_6)] = s[tl_s5 + 1];
-          }
+        tl::acc_coord<64, 64, 4, 1>(tl_s5, tl_i5, tl_j5);
+        {
+          const int i = tl_i5;
+          const int j = tl_j5;
+          s[tl_s5 + 0] = ((((kt * 64) + j) < S) ? (s[tl_s5 + 0] * (1.4426950216293335f / sqrtf(64.0f))) : -__int_as_float(0x7f800000));
         }
       }
-      __syncthreads();
-      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-      #pragma unroll 4
-      for (int tl_it6 = 0; tl_it6 < 32; ++tl_it6) {
-        const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
-        const int i = tl_flat6 / 64;
-        const int j = tl_flat6 % 64;
-        s_s[((i * 64) + j)] = ((((kt * 64) + j) < S) ? (s_s[((i * 64) + j)] * 0.1803368777036667f) : -__int_as_float(0x7f800000));
-      }
-      // T.Parallel[64]: 64 elements over 128 threads, 4 per chunk
+      // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
       #pragma unroll
-      for (int tl_it7 = 0; tl_it7 < 1; ++tl_it7) {
-        const int tl_flat7 = (tl_it7 * 128 + (int)threadIdx.x) * 4;
-        if (tl_flat7 < 64) {
-          const int tl_base7 = tl_flat7;
-          const tl::vec<float, 4> tl_ld7_0 = *(const tl::vec<float, 4>*)(&m[tl_base7]);
-          tl::vec<float, 4> tl_st7;
-          #pragma unroll
-          for (int tl_v = 0; tl_v < 4; ++tl_v) {
-            const int i_11 = tl_base7 + tl_v;
-            tl_st7.x[tl_v] = tl_ld7_0.x[tl_v];
-          }
-          *(tl::vec<float, 4>*)(&m_prev[tl_base7]) = tl_st7;
-        }
+      for (int tl_r6 = 0; tl_r6 < 2; ++tl_r6) {
+        const int i_10 = tl::mma_row<64, 4>(tl_r6);
+        m_prev[tl_r6] = m[tl_r6];
       }
-      __syncthreads();
       // T.reduce_max: 64 outputs of 64 elements
       {
-        const int tl_g8 = (int)threadIdx.x % 32;
-        const int tl_q8 = (int)threadIdx.x / 32;
-        #pragma unroll 1
-        for (int tl_pass8 = 0; tl_pass8 < 16; ++tl_pass8) {
-          const int tl_p8 = tl_q8 < 4 ? tl_pass8 * 4 + tl_q8 : 64;
-          float tl_acc8 = -__int_as_float(0x7f800000);
-          if (tl_p8 < 64) {
-            for (int tl_l8 = tl_g8; tl_l8 < 64; tl_l8 += 32) tl_acc8 = fmaxf(tl_acc8, ((float)(s_s[tl_p8 * 64 + tl_l8])));
-          }
-          #pragma unroll
-          for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc8 = fmaxf(tl_acc8, __shfl_xor_sync(0xffffffffu, tl_acc8, tl_o));
-          if (tl_g8 == 0 && tl_p8 < 64) {
-            m[tl_p8] = fmaxf(m[tl_p8], tl_acc8);
-          }
+        float tl_part8[2];
+        #pragma unroll
+        for (int tl_r = 0; tl_r < 2; ++tl_r) tl_part8[tl_r] = -__int_as_float(0x7f800000);
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 32; ++tl_s) {
+          const int tl_r = tl::mma_row_slot<64, 64, 4, 1>(tl_s);
+          tl_part8[tl_r] = fmaxf(tl_part8[tl_r], ((float)(s[tl_s])));
         }
+        #pragma unroll
+        for (int tl_r = 0; tl_r < 2; ++tl_r) {
+          tl_part8[tl_r] = fmaxf(tl_part8[tl_r], __shfl_xor_sync(0xffffffffu, tl_part8[tl_r], 1));
+          tl_part8[tl_r] = fmaxf(tl_part8[tl_r], __shfl_xor_sync(0xffffffffu, tl_part8[tl_r], 2));
+        }
+        #pragma unroll
+        for (int tl_r = 0; tl_r < 2; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part8[tl_r]);
       }
-      __syncthreads();
-      // T.Parallel[64]: 64 elements over 128 threads, 4 per chunk
+      // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
       #pragma unroll
-      for (int tl_it9 = 0; tl_it9 < 1; ++tl_it9) {
-        const int tl_flat9 = (tl_it9 * 128 + (int)threadIdx.x) * 4;
-        if (tl_flat9 < 64) {
-          const int tl_base9 = tl_flat9;
-          const tl::vec<float, 4> tl_ld9_0 = *(const tl::vec<float, 4>*)(&m_prev[tl_base9]);
-          const tl::vec<float, 4> tl_ld9_1 = *(const tl::vec<float, 4>*)(&m[tl_base9]);
-          tl::vec<float, 4> tl_st9;
-          #pragma unroll
-          for (int tl_v = 0; tl_v < 4; ++tl_v) {
-            const int i_1 = tl_base9 + tl_v;
-            tl_st9.x[tl_v] = exp2f((tl_ld9_0.x[tl_v] - tl_ld9_1.x[tl_v]));
-          }
-          *(tl::vec<float, 4>*)(&rescale[tl_base9]) = tl_st9;
-        }
+      for (int tl_r9 = 0; tl_r9 < 2; ++tl_r9) {
+        const int i_1 = tl::mma_row<64, 4>(tl_r9);
+        rescale[tl_r9] = exp2f((m_prev[tl_r9] - m[tl_r9]));
       }
-      __syncthreads();
       // T.Parallel[64, 64] over the gemm accumulator layout
       #pragma unroll
       for (int tl_s10 = 0; tl_s10 < 32; tl_s10 += 1) {
         int tl_i10, tl_j10;
-        tl::acc_coord<64, 64, 2, 2>(tl_s10, tl_i10, tl_j10);
+        tl::acc_coord<64, 64, 4, 1>(tl_s10, tl_i10, tl_j10);
         {
           const int i_2 = tl_i10;
           const int j_1 = tl_j10;
-          acc[tl_s10 + 0] = (acc[tl_s10 + 0] * rescale[i_2]);
+          acc[tl_s10 + 0] = (acc[tl_s10 + 0] * rescale[tl::mma_row_slot<64, 64, 4, 1>(tl_s10 + 0)]);
         }
       }
-      // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
+      // T.Parallel[64, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_it11 = 0; tl_it11 < 8; ++tl_it11) {
-        const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 4;
-        const int i_3 = tl_flat11 / 64;
-        const int tl_base11 = tl_flat11 % 64;
-        const tl::vec<float, 4> tl_ld11_0 = *(const tl::vec<float, 4>*)(&s_s[((i_3 * 64) + tl_base11)]);
-        tl::vec<float, 4> tl_st11;
-        #pragma unroll
-        for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int j_2 = tl_base11 + tl_v;
-          tl_st11.x[tl_v] = exp2f((tl_ld11_0.x[tl_v] - m[i_3]));
+      for (int tl_s11 = 0; tl_s11 < 32; tl_s11 += 1) {
+        int tl_i11, tl_j11;
+        tl::acc_coord<64, 64, 4, 1>(tl_s11, tl_i11, tl_j11);
+        {
+          const int i_3 = tl_i11;
+          const int j_2 = tl_j11;
+          s[tl_s11 + 0] = exp2f((s[tl_s11 + 0] - m[tl::mma_row_slot<64, 64, 4, 1>(tl_s11 + 0)]));
         }
-        *(tl::vec<float, 4>*)(&s_s[((i_3 * 64) + tl_base11)]) = tl_st11;
       }
-      __syncthreads();
       // T.reduce_sum: 64 outputs of 64 elements
       {
-        const int tl_g12 = (int)threadIdx.x % 32;
-        const int tl_q12 = (int)threadIdx.x / 32;
-        #pragma unroll 1
-        for (int tl_pass12 = 0; tl_pass12 < 16; ++tl_pass12) {
-          const int tl_p12 = tl_q12 < 4 ? tl_pass12 * 4 + tl_q12 : 64;
-          float tl_acc12 = 0.0f;
-          if (tl_p12 < 64) {
-            for (int tl_l12 = tl_g12; tl_l12 < 64; tl_l12 += 32) tl_acc12 = tl_acc12 + ((float)(s_s[tl_p12 * 64 + tl_l12]));
-          }
-          #pragma unroll
-          for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc12 = tl_acc12 + __shfl_xor_sync(0xffffffffu, tl_acc12, tl_o);
-          if (tl_g12 == 0 && tl_p12 < 64) {
-            row_sum[tl_p12] = tl_acc12;
-          }
-        }
-      }
-      __syncthreads();
-      // T.Parallel[64]: 64 elements over 128 threads, 4 per chunk
-      #pragma unroll
-      for (int tl_it13 = 0; tl_it13 < 1; ++tl_it13) {
-        const int tl_flat13 = (tl_it13 * 128 + (int)threadIdx.x) * 4;
-        if (tl_flat13 < 64) {
-          const int tl_base13 = tl_flat13;
-          const tl::vec<float, 4> tl_ld13_0 = *(const tl::vec<float, 4>*)(&l[tl_base13]);
-          const tl::vec<float, 4> tl_ld13_1 = *(const tl::vec<float, 4>*)(&rescale[tl_base13]);
-          const tl::vec<float, 4> tl_ld13_2 = *(const tl::vec<float, 4>*)(&row_sum[tl_base13]);
-          tl::vec<float, 4> tl_st13;
-          #pragma unroll
-          for (int tl_v = 0; tl_v < 4; ++tl_v) {
-            const int i_4 = tl_base13 + tl_v;
-            tl_st13.x[tl_v] = ((tl_ld13_0.x[tl_v] * tl_ld13_1.x[tl_v]) + tl_ld13_2.x[tl_v]);
-          }
-          *(tl::vec<float, 4>*)(&l[tl_base13]) = tl_st13;
-        }
-      }
-      // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
-      #pragma unroll
-      for (int tl_it14 = 0; tl_it14 < 8; ++tl_it14) {
-        const int tl_flat14 = (tl_it14 * 128 + (int)threadIdx.x) * 4;
-        const int i_12 = tl_flat14 / 64;
-        const int tl_base14 = tl_flat14 % 64;
-        const tl::vec<float, 4> tl_ld14_0 = *(const tl::vec<float, 4>*)(&s_s[((i_12 * 64) + tl_base14)]);
-        tl::vec<half, 4> tl_st14;
+        float tl_part13[2];
         #pragma unroll
-        for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int j_7 = tl_base14 + tl_v;
-          tl_st14.x[tl_v] = ((half)((float)(tl_ld14_0.x[tl_v])));
+        for (int tl_r = 0; tl_r < 2; ++tl_r) tl_part13[tl_r] = 0.0f;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 32; ++tl_s) {
+          const int tl_r = tl::mma_row_slot<64, 64, 4, 1>(tl_s);
+          tl_part13[tl_r] = tl_part13[tl_r] + ((float)(s[tl_s]));
         }
-        *(tl::vec<half, 4>*)(&p_s[tl::smem_offset<64, 64>(i_12, tl_base14)]) = tl_st14;
+        #pragma unroll
+        for (int tl_r = 0; tl_r < 2; ++tl_r) {
+          tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 1);
+          tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 2);
+        }
+        #pragma unroll
+        for (int tl_r = 0; tl_r < 2; ++tl_r) row_sum[tl_r] = tl_part13[tl_r];
       }
-      __syncthreads();
-      tl::gemm_ss<half, float, 64, 64, 64, 2, 2, false, false>(p_s, v_s + tl_stage_c3 * 4096, acc);
+      // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
+      #pragma unroll
+      for (int tl_r14 = 0; tl_r14 < 2; ++tl_r14) {
+        const int i_4 = tl::mma_row<64, 4>(tl_r14);
+        l[tl_r14] = ((l[tl_r14] * rescale[tl_r14]) + row_sum[tl_r14]);
+      }
+      // T.Parallel[64, 64] over the gemm accumulator layout
+      #pragma unroll
+      for (int tl_s15 = 0; tl_s15 < 32; tl_s15 += 1) {
+        int tl_i15, tl_j15;
+        tl::acc_coord<64, 64, 4, 1>(tl_s15, tl_i15, tl_j15);
+        {
+          const int i_11 = tl_i15;
+          const int j_6 = tl_j15;
+          p[tl_s15 + 0] = ((half)((float)(s[tl_s15 + 0])));
+        }
+      }
+      tl::gemm_rs<half, 64, 64, 64, 4, false>(p, v_s + tl_stage_c3 * 4096, acc);
     }
     tl::cp_async_wait<0>();
     __syncthreads();
   }
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s15 = 0; tl_s15 < 32; tl_s15 += 1) {
-    int tl_i15, tl_j15;
-    tl::acc_coord<64, 64, 2, 2>(tl_s15, tl_i15, tl_j15);
+  for (int tl_s16 = 0; tl_s16 < 32; tl_s16 += 1) {
+    int tl_i16, tl_j16;
+    tl::acc_coord<64, 64, 4, 1>(tl_s16, tl_i16, tl_j16);
     {
-      const int i_5 = tl_i15;
-      const int j_3 = tl_j15;
-      acc[tl_s15 + 0] = (acc[tl_s15 + 0] / l[i_5]);
+      const int i_5 = tl_i16;
+      const int j_3 = tl_j16;
+      acc[tl_s16 + 0] = (acc[tl_s16 + 0] / l[tl::mma_row_slot<64, 64, 4, 1>(tl_s16 + 0)]);
     }
   }
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s16 = 0; tl_s16 < 32; tl_s16 += 2) {
-    int tl_i16, tl_j16;
-    tl::acc_coord<64, 64, 2, 2>(tl_s16, tl_i16, tl_j16);
-    bool tl_ok16 = true;
+  for (int tl_s17 = 0; tl_s17 < 32; tl_s17 += 2) {
+    int tl_i17, tl_j17;
+    tl::acc_coord<64, 64, 4, 1>(tl_s17, tl_i17, tl_j17);
+    bool tl_ok17 = true;
     {
-      const int i_13 = tl_i16;
-      const int j_8 = tl_j16 + 1;
-      tl_ok16 = (((bx * 64) + i_13) < S);
+      const int i_12 = tl_i17;
+      const int j_7 = tl_j17 + 1;
+      tl_ok17 = (((bx * 64) + i_12) < S);
     }
-    if (tl_ok16) {
-      tl::vec<half, 2> tl_pair16;
+    if (tl_ok17) {
+      tl::vec<half, 2> tl_pair17;
       {
-        const int i_13 = tl_i16;
-        const int j_8 = tl_j16;
-        tl_pair16.x[0] = ((half)((float)(acc[tl_s16 + 0])));
+        const int i_12 = tl_i17;
+        const int j_7 = tl_j17;
+        tl_pair17.x[0] = ((half)((float)(acc[tl_s17 + 0])));
       }
       {
-        const int i_13 = tl_i16;
-        const int j_8 = tl_j16 + 1;
-        tl_pair16.x[1] = ((half)((float)(acc[tl_s16 + 1])));
+        const int i_12 = tl_i17;
+        const int j_7 = tl_j17 + 1;
+        tl_pair17.x[1] = ((half)((float)(acc[tl_s17 + 1])));
       }
       {
-        const int i_13 = tl_i16;
-        const int j_8 = tl_j16;
-        *(tl::vec<half, 2>*)(&o[((((bh * S) + ((bx * 64) + i_13)) * 64) + j_8)]) = tl_pair16;
+        const int i_12 = tl_i17;
+        const int j_7 = tl_j17;
+        *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 64) + i_12)) * 64) + j_7)]) = tl_pair17;
       }
     } else {
       {
-        const int i_13 = tl_i16;
-        const int j_8 = tl_j16;
-        if ((((bx * 64) + i_13) < S)) {
-          o[((((bh * S) + ((bx * 64) + i_13)) * 64) + j_8)] = ((half)((float)(acc[tl_s16 + 0])));
+        const int i_12 = tl_i17;
+        const int j_7 = tl_j17;
+        if ((((bx * 64) + i_12) < S)) {
+          o[((((((bz * H) + by) * S) + ((bx * 64) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s17 + 0])));
         }
       }
       {
-        const int i_13 = tl_i16;
-        const int j_8 = tl_j16 + 1;
-        if ((((bx * 64) + i_13) < S)) {
-          o[((((bh * S) + ((bx * 64) + i_13)) * 64) + j_8)] = ((half)((float)(acc[tl_s16 + 1])));
+        const int i_12 = tl_i17;
+        const int j_7 = tl_j17 + 1;
+        if ((((bx * 64) + i_12) < S)) {
+          o[((((((bz * H) + by) * S) + ((bx * 64) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s17 + 1])));
         }
       }
     }
