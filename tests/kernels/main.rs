@@ -20,6 +20,7 @@ mod vecadd_example;
 mod quickstart;
 
 // The suite by topic (one test binary).
+mod accumulator_rows;
 mod copies;
 mod phases;
 mod reductions;

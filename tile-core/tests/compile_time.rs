@@ -122,7 +122,7 @@ fn fifty_attention_bodies() {
     let body = &example[start..end];
     let copies: String = (0..50).map(|_| format!("{{ {body} }}\n")).collect();
     let src = format!(
-        "#[tile::kernel(dim = 64, block_m = 64, block_n = 64, stages = 2, threads = 128)]
+        "#[tile::kernel(dim = 64, block_m = 128, block_n = 64, stages = 2, threads = 128)]
          fn flash_attention(
              q: Tensor<f16, (B, H, S, dim)>,
              k: Tensor<f16, (B, HKV, S, dim)>,

@@ -14,10 +14,9 @@ use crate::ir::*;
 use std::collections::BTreeSet;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let pipelines = f.schedule.pipelines.keys().copied().collect();
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     let mut st = State::default();
-    let cx = Cx { f: &f, pipelines };
+    let cx = Cx { f: &f };
     let body = seq(&cx, body, &mut st);
     f.body = body;
     Ok(f)
@@ -25,9 +24,6 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 
 struct Cx<'a> {
     f: &'a PrimFunc,
-    /// Loops the CUDA backend emits as software pipelines: they end with a
-    /// barrier of their own (after draining their copies).
-    pipelines: BTreeSet<VarId>,
 }
 
 #[derive(Default, Clone)]
@@ -118,6 +114,33 @@ fn seq(cx: &Cx, s: Stmt, pending: &mut State) -> Stmt {
                     out.push(Stmt::Barrier);
                     *pending = State::default();
                 }
+                if let Some(p) = cx.f.schedule.pipelines.get(&var) {
+                    // A software pipeline waits for its copies and syncs at
+                    // the top of every iteration, and its producers (the
+                    // first statements) fill the stage after the one the
+                    // rest reads: only the rest is ordered, from a clean
+                    // state, and the loop ends with a barrier of its own.
+                    let mut items = match *body {
+                        Stmt::Seq(v) => v,
+                        other => vec![other],
+                    };
+                    let rest = items.split_off(p.tiles.len().min(items.len()));
+                    let mut inner = State::default();
+                    match seq(cx, Stmt::Seq(rest), &mut inner) {
+                        Stmt::Seq(v) => items.extend(v),
+                        other => items.push(other),
+                    }
+                    *pending = State::default();
+                    out.push(Stmt::For {
+                        loc,
+                        var,
+                        start,
+                        extent,
+                        kind,
+                        body: Box::new(Stmt::Seq(items)),
+                    });
+                    continue;
+                }
                 let mut inner = pending.clone();
                 let mut body = seq(cx, *body, &mut inner);
                 // The next iteration's first accesses against this one's last.
@@ -129,9 +152,6 @@ fn seq(cx: &Cx, s: Stmt, pending: &mut State) -> Stmt {
                 }
                 pending.absorb(&inner);
                 pending.absorb(&acc);
-                if cx.pipelines.contains(&var) {
-                    *pending = State::default();
-                }
                 out.push(Stmt::For {
                     loc,
                     var,

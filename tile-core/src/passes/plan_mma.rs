@@ -194,12 +194,38 @@ impl Group {
     fn of(f: &PrimFunc, c: BufId) -> Group {
         let shape = f.buf(c).const_shape();
         let same = |b: BufId| f.buf(b).scope == Scope::Fragment && f.buf(b).const_shape() == shape;
+        let rows = shape.as_ref().map_or(0, |s| s[0]);
+        let per_row = |b: BufId| {
+            let x = f.buf(b);
+            x.scope == Scope::Fragment && x.const_shape() == Some(vec![rows])
+        };
         let mut accs = BTreeSet::from([c]);
         loop {
             let before = accs.len();
+            // Per-row values of the group so far: reduced from a member, or
+            // read beside one in a nest.
+            let mut row_vals = BTreeSet::new();
+            f.body.visit(&mut |s| {
+                if let Stmt::Reduce(r) = s {
+                    if accs.contains(&r.src) && per_row(r.dst) {
+                        row_vals.insert(r.dst);
+                    }
+                }
+            });
             for_each_nest(&f.body, &mut |n| {
                 let used = fragments_in(f, n.body);
                 if used.iter().any(|b| accs.contains(b)) {
+                    row_vals.extend(used.iter().copied().filter(|&b| per_row(b)));
+                }
+            });
+            // A fragment of the accumulator's shape in a nest with a member,
+            // or with the group's per-row values, must split like it.
+            for_each_nest(&f.body, &mut |n| {
+                let used = fragments_in(f, n.body);
+                if used
+                    .iter()
+                    .any(|b| accs.contains(b) || row_vals.contains(b))
+                {
                     accs.extend(used.into_iter().filter(|&b| same(b)));
                 }
             });
@@ -215,11 +241,6 @@ impl Group {
                 break;
             }
         }
-        let rows = shape.as_ref().map_or(0, |s| s[0]);
-        let per_row = |b: BufId| {
-            let x = f.buf(b);
-            x.scope == Scope::Fragment && x.const_shape() == Some(vec![rows])
-        };
         let mut row_tied = false;
         let mut rs = false;
         f.body.visit(&mut |s| match s {
@@ -478,7 +499,22 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
         match full_rows(f, m) {
             Some(warps) => return Some((warps, 1)),
             None if policy.full_rows_required => return None,
-            None => {}
+            None => {
+                // As many warps along M as 16-row strips allow, the rest
+                // along N: chosen from M alone, so accumulators of one row
+                // count that share per-row values split rows alike.
+                let warps = f.launch.threads / 32;
+                if warps == 0 {
+                    return None;
+                }
+                let wm = (0..=warps.trailing_zeros())
+                    .rev()
+                    .map(|e| 1i64 << e)
+                    .find(|&wm| m % wm == 0 && pow2_at_least(m / wm, 16))?;
+                let wn = warps / wm;
+                let ok = warps & (warps - 1) == 0 && n % wn == 0 && pow2_at_least(n / wn, 16);
+                return ok.then_some((wm, wn));
+            }
         }
     }
     let warps = f.launch.threads / 32;
@@ -601,6 +637,73 @@ mod tests {
             assert_eq!(b.layout, Some(crate::ir::Layout::Swizzled), "{name}");
         }
         assert_eq!(cuda(&src).matches("tl::gemm_ss<").count(), 2);
+    }
+
+    /// One attention step written with fragments: scores reduced along
+    /// their rows, per-row statistics, probabilities converted in registers
+    /// and fed to the second product.
+    const ATTENTION: &str = r#"
+        #[tile::kernel(bm = 64, bn = 64, d = 64, threads = 128)]
+        fn k(q: Tensor<f16, (bm, d)>, kk: Tensor<f16, (bn, d)>, v: Tensor<f16, (bn, d)>, o: TensorMut<f32, (bm, d)>) {
+            T::kernel(1, threads, |bx| {
+                let q_s = T::alloc_shared::<f16>([bm, d]);
+                let k_s = T::alloc_shared::<f16>([bn, d]);
+                let v_s = T::alloc_shared::<f16>([bn, d]);
+                let s = T::alloc_fragment::<f32>([bm, bn]);
+                let p = T::alloc_fragment::<f16>([bm, bn]);
+                let acc = T::alloc_fragment::<f32>([bm, d]);
+                let m = T::alloc_fragment::<f32>([bm]);
+                let l = T::alloc_fragment::<f32>([bm]);
+                T::copy(q, q_s);
+                T::copy(kk, k_s);
+                T::copy(v, v_s);
+                T::clear(s);
+                T::clear(acc);
+                T::gemm(q_s, k_s, s, transpose_b = true);
+                T::reduce_max(s, m, 1);
+                for (i, j) in T::parallel([bm, bn]) {
+                    s[(i, j)] = T::exp(s[(i, j)] - m[i]);
+                }
+                T::reduce_sum(s, l, 1);
+                T::copy(s, p);
+                T::gemm(p, v_s, acc);
+                for (i, j) in T::parallel([bm, d]) {
+                    acc[(i, j)] = acc[(i, j)] / l[i];
+                }
+                T::copy(acc, o);
+            });
+        }"#;
+
+    #[test]
+    fn per_row_values_and_a_register_operand_stay_in_registers() {
+        use crate::ir::{GemmInst, Layout, Stmt};
+        let def = parse_kernel_source(ATTENTION).expect("parses");
+        let f = super::run(def.func).expect("plans");
+        let layout = |n: &str| f.buffers.iter().find(|b| b.name == n).expect(n).layout;
+        // Full rows: each warp holds 16 whole rows, so a row reduction is
+        // register work and two shuffles, and P's rows are A's rows.
+        for n in ["s", "p", "acc"] {
+            assert_eq!(layout(n), Some(Layout::Mma { wm: 4, wn: 1 }), "{n}");
+        }
+        for n in ["m", "l"] {
+            assert_eq!(layout(n), Some(Layout::MmaRows { wm: 4, wn: 1 }), "{n}");
+        }
+        let mut insts = Vec::new();
+        f.body.visit(&mut |s| {
+            if let Stmt::Gemm(g) = s {
+                insts.push(g.inst);
+            }
+        });
+        assert_eq!(insts, [GemmInst::MmaSync { wm: 4, wn: 1 }; 2]);
+        let cu = cuda(ATTENTION);
+        assert!(
+            cu.contains("tl::gemm_rs<half, 64, 64, 64, 4, false>(p, v_s, acc);"),
+            "{cu}"
+        );
+        assert!(cu.contains("float m[2];"), "{cu}");
+        assert!(cu.contains("__shfl_xor_sync(0xffffffffu, tl_part"), "{cu}");
+        // No shared memory beyond the three operand tiles.
+        assert!(!cu.contains("__shared__ float"), "{cu}");
     }
 
     #[test]

@@ -15,11 +15,12 @@
 //! - read at `[i]` in a nest over a tied accumulator's shape;
 //! - filled or copied whole, or written by the accumulator's row reduction.
 //!
-//! A class with any other use keeps the plain fragment layout (and
-//! `demote_fragments` moves it to shared memory, as before). A class tied
-//! to accumulators whose rows sit in different threads is a compile error
-//! naming both, unless one of them is on `wgmma`: then planning is retried
-//! with that one on `mma.sync` (see [`Outcome::NoWgmma`]).
+//! A tied class with any other use is a compile error naming the fragment,
+//! the accumulator and the use: moving per-row values to shared memory
+//! behind the user's back would hide a slow kernel. So is a class tied to
+//! accumulators whose rows sit in different threads, unless one of them is
+//! on `wgmma`: then planning is retried with that one on `mma.sync` (see
+//! [`Outcome::NoWgmma`]). Untied 1-D fragments keep the plain layout.
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
@@ -95,9 +96,20 @@ pub(super) fn assign(f: &mut PrimFunc) -> Result<Outcome, Diagnostic> {
             ));
         }
         let class: BTreeSet<BufId> = bufs.iter().copied().collect();
-        if bufs.iter().all(|&b| rows_only(f, b, &f.body, &class)) {
-            chosen.extend(bufs.iter().map(|&b| (b, want)));
+        if let Some((loc, why)) = bufs.iter().find_map(|&b| bad_use(f, b, &f.body, &class)) {
+            return Err(Diagnostic::at(
+                loc,
+                format!(
+                    "kernel `{}`: `{}` holds per-row values of the tensor-core accumulator `{}`, so each thread \
+                     keeps the rows of its accumulator registers; here {why}. Use a shared tile for this use \
+                     (copy the values into it first), or make it a `T::parallel` over the accumulator's rows",
+                    f.name,
+                    f.buf(*root).name,
+                    f.buf(first.acc).name
+                ),
+            ));
         }
+        chosen.extend(bufs.iter().map(|&b| (b, want)));
     }
     for (b, l) in chosen {
         f.buffers[b.0 as usize].layout = Some(l);
@@ -248,60 +260,109 @@ fn walk(
     }
 }
 
-/// Whether every use of `b` is one a row layout serves (module docs);
-/// `class` holds the fragments taking the layout with it.
-fn rows_only(f: &PrimFunc, b: BufId, s: &Stmt, class: &BTreeSet<BufId>) -> bool {
+/// The first use of `b` a row layout cannot serve (module docs), with
+/// what is wrong with it; `class` holds the fragments taking the layout
+/// with it.
+fn bad_use(f: &PrimFunc, b: BufId, s: &Stmt, class: &BTreeSet<BufId>) -> Option<(Loc, String)> {
     let m = rows(f, b);
+    let name = &f.buf(b).name;
     let whole = |r: &Region| {
         r.buf != b
             || (r.origin.iter().all(|o| o.as_int() == Some(0))
                 && r.extent.iter().map(Expr::as_int).collect::<Vec<_>>() == [Some(m)])
     };
+    let here = |why: String| Some((s.loc(), why));
     if let Some(n) = s.parallel_nest() {
         let row_nest = n.extents == [m];
-        let acc_nest = n.extents.len() == 2 && n.extents[0] == m && nest_acc(f, &n).is_some();
-        let mut ok = true;
+        let acc = nest_acc(f, &n);
+        let acc_nest = n.extents.len() == 2 && n.extents[0] == m && acc.is_some();
         for (x, idx, store) in fragment_accesses(f, n.body) {
-            if x == b {
-                ok &= at_row(&idx, &n) && (row_nest || (acc_nest && !store));
+            if x != b {
+                continue;
+            }
+            if !at_row(&idx, &n) {
+                return here(format!(
+                    "`{name}` is indexed by something other than the nest's row variable"
+                ));
+            }
+            if acc_nest && store {
+                return here(format!(
+                    "`{name}` is written inside a `T::parallel` over the accumulator `{}` (each row would be written by every column)",
+                    f.buf(acc.expect("an accumulator nest")).name
+                ));
+            }
+            if !row_nest && !acc_nest {
+                let other = fragment_accesses(f, n.body)
+                    .into_iter()
+                    .map(|(y, _, _)| y)
+                    .find(|&y| y != b && !class.contains(&y));
+                return here(match other {
+                    Some(y) => format!(
+                        "`{name}` is read in a `T::parallel` over `{}`, whose elements are not split over threads like the accumulator's rows",
+                        f.buf(y).name
+                    ),
+                    None => format!("`{name}` is read in a `T::parallel` that does not run over its rows"),
+                });
             }
         }
+        let mut bad = None;
         n.body.visit(&mut |x| match x {
-            Stmt::Reduce(r) => ok &= r.src != b && r.dst != b,
-            Stmt::AtomicAdd { buf, .. } => ok &= *buf != b,
+            Stmt::Reduce(r) if r.src == b || r.dst == b => {
+                bad.get_or_insert(format!("`{name}` is reduced inside a `T::parallel`"));
+            }
+            Stmt::AtomicAdd { buf, .. } if *buf == b => {
+                bad.get_or_insert(format!("`{name}` is the target of an atomic add"));
+            }
             _ => {}
         });
-        return ok;
+        return bad.and_then(here);
     }
     match s {
-        Stmt::Seq(v) => v.iter().all(|x| rows_only(f, b, x, class)),
-        Stmt::For { body, .. } => rows_only(f, b, body, class),
+        Stmt::Seq(v) => v.iter().find_map(|x| bad_use(f, b, x, class)),
+        Stmt::For { body, .. } => bad_use(f, b, body, class),
         Stmt::If {
             cond, then, els, ..
         } => {
-            !cond.visit_uses(b)
-                && rows_only(f, b, then, class)
-                && els.as_ref().is_none_or(|e| rows_only(f, b, e, class))
+            if cond.visit_uses(b) {
+                return here(format!(
+                    "`{name}` is read in an `if` condition (serial code)"
+                ));
+            }
+            bad_use(f, b, then, class)
+                .or_else(|| els.as_ref().and_then(|e| bad_use(f, b, e, class)))
         }
         Stmt::Copy { src, dst, .. } => {
             let touches = src.buf == b || dst.buf == b;
-            !touches
+            let ok = !touches
                 || (whole(src)
                     && whole(dst)
                     && class.contains(&src.buf)
-                    && class.contains(&dst.buf))
+                    && class.contains(&dst.buf));
+            (!ok).then(|| (s.loc(), format!(
+                "`{name}` is copied to or from `{}`, which does not hold per-row values the same way",
+                f.buf(if src.buf == b { dst.buf } else { src.buf }).name
+            )))
         }
-        Stmt::Fill { dst, value, .. } => whole(dst) && !value.visit_uses(b),
-        Stmt::Reduce(r) => r.src != b && (r.dst != b || (is_acc(f, r.src) && r.dim == 1)),
-        Stmt::Gemm(g) => g.a != b && g.b != b && g.c != b,
-        Stmt::AtomicAddTile { src, dst, .. } => src.buf != b && dst.buf != b,
+        Stmt::Fill { dst, value, .. } => (!(whole(dst) && !value.visit_uses(b)))
+            .then(|| (s.loc(), format!("`{name}` is filled in part"))),
+        Stmt::Reduce(r) => {
+            let ok = r.src != b && (r.dst != b || (is_acc(f, r.src) && r.dim == 1));
+            (!ok).then(|| (s.loc(), format!(
+                "`{name}` is reduced from `{}`, which is not a tensor-core accumulator reduced along its rows",
+                f.buf(r.src).name
+            )))
+        }
+        Stmt::Gemm(g) => (g.a == b || g.b == b || g.c == b)
+            .then(|| (s.loc(), format!("`{name}` is a gemm operand"))),
+        Stmt::AtomicAddTile { src, dst, .. } => (src.buf == b || dst.buf == b)
+            .then(|| (s.loc(), format!("`{name}` is used by a tile atomic add"))),
         other => {
             let mut used = false;
             other.visit_exprs(&mut |e| used |= matches!(e, Expr::Load(x, _, _) if *x == b));
             if let Stmt::Store { buf, .. } | Stmt::AtomicAdd { buf, .. } = other {
                 used |= *buf == b;
             }
-            !used
+            used.then(|| (s.loc(), format!("`{name}` is used in serial code")))
         }
     }
 }

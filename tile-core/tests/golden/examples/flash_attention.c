@@ -22,44 +22,44 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
     (void)by;
     (void)bz;
     const int32_t kv_head = (by / (H / HKV));
-    uint16_t q_s[4096];
+    uint16_t q_s[8192];
     uint16_t k_s[4096];
     uint16_t v_s[4096];
-    float s[4096];
-    uint16_t p[4096];
-    float acc[4096];
-    float m[64];
-    float m_prev[64];
-    float rescale[64];
-    float l[64];
-    float row_sum[64];
-    if ((((bx * 64) + 63) < S)) {
-      for (int32_t i_6 = 0; i_6 < 64; ++i_6) {
+    float s[8192];
+    uint16_t p[8192];
+    float acc[8192];
+    float m[128];
+    float m_prev[128];
+    float rescale[128];
+    float l[128];
+    float row_sum[128];
+    if ((((bx * 128) + 127) < S)) {
+      for (int32_t i_6 = 0; i_6 < 128; ++i_6) {
         #pragma GCC ivdep
         for (int32_t j_4 = 0; j_4 < 64; ++j_4) {
-          q_s[((i_6 * 64) + j_4)] = tl_f2h(tl_h2f(q[((((((bz * H) + by) * S) + ((bx * 64) + i_6)) * 64) + j_4)]));
+          q_s[((i_6 * 64) + j_4)] = tl_f2h(tl_h2f(q[((((((bz * H) + by) * S) + ((bx * 128) + i_6)) * 64) + j_4)]));
         }
       }
     } else {
-      for (int32_t i_6_1 = 0; i_6_1 < 64; ++i_6_1) {
+      for (int32_t i_6_1 = 0; i_6_1 < 128; ++i_6_1) {
         #pragma GCC ivdep
         for (int32_t j_4_1 = 0; j_4_1 < 64; ++j_4_1) {
-          q_s[((i_6_1 * 64) + j_4_1)] = tl_f2h(((((bx * 64) + i_6_1) < S) ? tl_h2f(q[((((((bz * H) + by) * S) + ((bx * 64) + i_6_1)) * 64) + j_4_1)]) : 0.0f));
+          q_s[((i_6_1 * 64) + j_4_1)] = tl_f2h(((((bx * 128) + i_6_1) < S) ? tl_h2f(q[((((((bz * H) + by) * S) + ((bx * 128) + i_6_1)) * 64) + j_4_1)]) : 0.0f));
         }
       }
     }
-    for (int32_t i_7 = 0; i_7 < 64; ++i_7) {
+    for (int32_t i_7 = 0; i_7 < 128; ++i_7) {
       #pragma GCC ivdep
       for (int32_t j_5 = 0; j_5 < 64; ++j_5) {
         acc[((i_7 * 64) + j_5)] = 0.0f;
       }
     }
     #pragma GCC ivdep
-    for (int32_t i_8 = 0; i_8 < 64; ++i_8) {
+    for (int32_t i_8 = 0; i_8 < 128; ++i_8) {
       l[i_8] = 0.0f;
     }
     #pragma GCC ivdep
-    for (int32_t i_9 = 0; i_9 < 64; ++i_9) {
+    for (int32_t i_9 = 0; i_9 < 128; ++i_9) {
       m[i_9] = -INFINITY;
     }
     for (int32_t kt = 0; kt < (((S + 64) - 1) / 64); ++kt) {
@@ -93,13 +93,13 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
           }
         }
       }
-      for (int32_t i_12 = 0; i_12 < 64; ++i_12) {
+      for (int32_t i_12 = 0; i_12 < 128; ++i_12) {
         #pragma GCC ivdep
         for (int32_t j_8 = 0; j_8 < 64; ++j_8) {
           s[((i_12 * 64) + j_8)] = 0.0f;
         }
       }
-      for (int32_t i_13 = 0; i_13 < 64; ++i_13) {
+      for (int32_t i_13 = 0; i_13 < 128; ++i_13) {
         #pragma GCC ivdep
         for (int32_t j_9 = 0; j_9 < 64; ++j_9) {
           float acc_1 = s[((i_13 * 64) + j_9)];
@@ -109,18 +109,18 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
           s[((i_13 * 64) + j_9)] = acc_1;
         }
       }
-      for (int32_t i = 0; i < 64; ++i) {
+      for (int32_t i = 0; i < 128; ++i) {
         #pragma GCC ivdep
         for (int32_t j = 0; j < 64; ++j) {
           s[((i * 64) + j)] = ((((kt * 64) + j) < S) ? (s[((i * 64) + j)] * (1.4426950216293335f / sqrtf(64.0f))) : -INFINITY);
         }
       }
       #pragma GCC ivdep
-      for (int32_t i_14 = 0; i_14 < 64; ++i_14) {
+      for (int32_t i_14 = 0; i_14 < 128; ++i_14) {
         m_prev[i_14] = m[i_14];
       }
       #pragma GCC ivdep
-      for (int32_t i_15 = 0; i_15 < 64; ++i_15) {
+      for (int32_t i_15 = 0; i_15 < 128; ++i_15) {
         float acc_2 = m[i_15];
         for (int32_t k_2 = 0; k_2 < 64; ++k_2) {
           acc_2 = fmaxf(acc_2, s[((i_15 * 64) + k_2)]);
@@ -128,23 +128,23 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         m[i_15] = acc_2;
       }
       #pragma GCC ivdep
-      for (int32_t i_1 = 0; i_1 < 64; ++i_1) {
+      for (int32_t i_1 = 0; i_1 < 128; ++i_1) {
         rescale[i_1] = exp2f((m_prev[i_1] - m[i_1]));
       }
-      for (int32_t i_2 = 0; i_2 < 64; ++i_2) {
+      for (int32_t i_2 = 0; i_2 < 128; ++i_2) {
         #pragma GCC ivdep
         for (int32_t j_1 = 0; j_1 < 64; ++j_1) {
           acc[((i_2 * 64) + j_1)] = (acc[((i_2 * 64) + j_1)] * rescale[i_2]);
         }
       }
-      for (int32_t i_3 = 0; i_3 < 64; ++i_3) {
+      for (int32_t i_3 = 0; i_3 < 128; ++i_3) {
         #pragma GCC ivdep
         for (int32_t j_2 = 0; j_2 < 64; ++j_2) {
           s[((i_3 * 64) + j_2)] = exp2f((s[((i_3 * 64) + j_2)] - m[i_3]));
         }
       }
       #pragma GCC ivdep
-      for (int32_t i_16 = 0; i_16 < 64; ++i_16) {
+      for (int32_t i_16 = 0; i_16 < 128; ++i_16) {
         float acc_3 = 0.0f;
         for (int32_t k_3 = 0; k_3 < 64; ++k_3) {
           acc_3 = (acc_3 + s[((i_16 * 64) + k_3)]);
@@ -152,16 +152,16 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         row_sum[i_16] = acc_3;
       }
       #pragma GCC ivdep
-      for (int32_t i_4 = 0; i_4 < 64; ++i_4) {
+      for (int32_t i_4 = 0; i_4 < 128; ++i_4) {
         l[i_4] = ((l[i_4] * rescale[i_4]) + row_sum[i_4]);
       }
-      for (int32_t i_17 = 0; i_17 < 64; ++i_17) {
+      for (int32_t i_17 = 0; i_17 < 128; ++i_17) {
         #pragma GCC ivdep
         for (int32_t j_10 = 0; j_10 < 64; ++j_10) {
           p[((i_17 * 64) + j_10)] = tl_f2h(tl_rh((float)(s[((i_17 * 64) + j_10)])));
         }
       }
-      for (int32_t i_18 = 0; i_18 < 64; ++i_18) {
+      for (int32_t i_18 = 0; i_18 < 128; ++i_18) {
         #pragma GCC ivdep
         for (int32_t j_11 = 0; j_11 < 64; ++j_11) {
           float acc_4 = acc[((i_18 * 64) + j_11)];
@@ -172,17 +172,17 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         }
       }
     }
-    for (int32_t i_5 = 0; i_5 < 64; ++i_5) {
+    for (int32_t i_5 = 0; i_5 < 128; ++i_5) {
       #pragma GCC ivdep
       for (int32_t j_3 = 0; j_3 < 64; ++j_3) {
         acc[((i_5 * 64) + j_3)] = (acc[((i_5 * 64) + j_3)] / l[i_5]);
       }
     }
-    for (int32_t i_19 = 0; i_19 < 64; ++i_19) {
+    for (int32_t i_19 = 0; i_19 < 128; ++i_19) {
       #pragma GCC ivdep
       for (int32_t j_12 = 0; j_12 < 64; ++j_12) {
-        if ((((bx * 64) + i_19) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 64) + i_19)) * 64) + j_12)] = tl_f2h(tl_rh((float)(acc[((i_19 * 64) + j_12)])));
+        if ((((bx * 128) + i_19) < S)) {
+          o[((((((bz * H) + by) * S) + ((bx * 128) + i_19)) * 64) + j_12)] = tl_f2h(tl_rh((float)(acc[((i_19 * 64) + j_12)])));
         }
       }
     }

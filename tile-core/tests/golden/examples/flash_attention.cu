@@ -4,46 +4,46 @@
 // <tl/gemm.cuh>
 
 extern "C" __global__ void __launch_bounds__(128) flash_attention_kernel(const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v, half* __restrict__ o, int B, int H, int S, int HKV) {
-  __shared__ __align__(128) unsigned char tl_smem[40960];
+  __shared__ __align__(128) unsigned char tl_smem[49152];
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
   const int bz = (int)blockIdx.z;
   const int kv_head = (by / (H / HKV));
-  half* __restrict__ q_s = reinterpret_cast<half*>(tl_smem + 32768);  // 4096 elements
-  half* __restrict__ k_s = reinterpret_cast<half*>(tl_smem + 0);  // 8192 elements
-  half* __restrict__ v_s = reinterpret_cast<half*>(tl_smem + 16384);  // 8192 elements
-  float s[32];  // gemm accumulator: 4096 elements in mma.sync order
-  half p[32];  // gemm accumulator: 4096 elements in mma.sync order
-  float acc[32];  // gemm accumulator: 4096 elements in mma.sync order
-  float m[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
-  float m_prev[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
-  float rescale[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
-  float l[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
-  float row_sum[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
-  tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 64))) * 64 + (0), 64, S - ((bx * 64)), 64 - (0));
+  half* __restrict__ q_s = reinterpret_cast<half*>(tl_smem + 0);  // 8192 elements
+  half* __restrict__ k_s = reinterpret_cast<half*>(tl_smem + 16384);  // 8192 elements
+  half* __restrict__ v_s = reinterpret_cast<half*>(tl_smem + 32768);  // 8192 elements
+  float s[64];  // gemm accumulator: 8192 elements in mma.sync order
+  half p[64];  // gemm accumulator: 8192 elements in mma.sync order
+  float acc[64];  // gemm accumulator: 8192 elements in mma.sync order
+  float m[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
+  float m_prev[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
+  float rescale[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
+  float l[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
+  float row_sum[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
+  tl::copy_tile<half, 128, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 128))) * 64 + (0), 64, S - ((bx * 128)), 64 - (0));
   tl::cp_async_commit();
   tl::cp_async_wait<0>();
-  // T.Parallel[64, 64] over the gemm accumulator layout
+  // T.Parallel[128, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s0 = 0; tl_s0 < 32; tl_s0 += 1) {
+  for (int tl_s0 = 0; tl_s0 < 64; tl_s0 += 1) {
     int tl_i0, tl_j0;
-    tl::acc_coord<64, 64, 4, 1>(tl_s0, tl_i0, tl_j0);
+    tl::acc_coord<128, 64, 4, 1>(tl_s0, tl_i0, tl_j0);
     {
       const int i_6 = tl_i0;
       const int j_4 = tl_j0;
       acc[tl_s0 + 0] = 0.0f;
     }
   }
-  // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
+  // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
   #pragma unroll
-  for (int tl_r1 = 0; tl_r1 < 2; ++tl_r1) {
-    const int i_7 = tl::mma_row<64, 4>(tl_r1);
+  for (int tl_r1 = 0; tl_r1 < 4; ++tl_r1) {
+    const int i_7 = tl::mma_row<128, 4>(tl_r1);
     l[tl_r1] = 0.0f;
   }
-  // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
+  // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
   #pragma unroll
-  for (int tl_r2 = 0; tl_r2 < 2; ++tl_r2) {
-    const int i_8 = tl::mma_row<64, 4>(tl_r2);
+  for (int tl_r2 = 0; tl_r2 < 4; ++tl_r2) {
+    const int i_8 = tl::mma_row<128, 4>(tl_r2);
     m[tl_r2] = -__int_as_float(0x7f800000);
   }
   __syncthreads();
@@ -72,143 +72,142 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_kernel(const h
       tl::cp_async_commit();
       const int kt = 0 + tl_i3;
       const int tl_stage_c3 = tl_i3 % 2;
-      // T.Parallel[64, 64] over the gemm accumulator layout
+      // T.Parallel[128, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_s4 = 0; tl_s4 < 32; tl_s4 += 1) {
+      for (int tl_s4 = 0; tl_s4 < 64; tl_s4 += 1) {
         int tl_i4, tl_j4;
-        tl::acc_coord<64, 64, 4, 1>(tl_s4, tl_i4, tl_j4);
+        tl::acc_coord<128, 64, 4, 1>(tl_s4, tl_i4, tl_j4);
         {
           const int i_9 = tl_i4;
           const int j_5 = tl_j4;
           s[tl_s4 + 0] = 0.0f;
         }
       }
-      __syncthreads();
-      tl::gemm_ss<half, float, 64, 64, 64, 4, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
-      // T.Parallel[64, 64] over the gemm accumulator layout
+      tl::gemm_ss<half, float, 128, 64, 64, 4, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
+      // T.Parallel[128, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_s5 = 0; tl_s5 < 32; tl_s5 += 1) {
+      for (int tl_s5 = 0; tl_s5 < 64; tl_s5 += 1) {
         int tl_i5, tl_j5;
-        tl::acc_coord<64, 64, 4, 1>(tl_s5, tl_i5, tl_j5);
+        tl::acc_coord<128, 64, 4, 1>(tl_s5, tl_i5, tl_j5);
         {
           const int i = tl_i5;
           const int j = tl_j5;
           s[tl_s5 + 0] = ((((kt * 64) + j) < S) ? (s[tl_s5 + 0] * (1.4426950216293335f / sqrtf(64.0f))) : -__int_as_float(0x7f800000));
         }
       }
-      // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
+      // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
       #pragma unroll
-      for (int tl_r6 = 0; tl_r6 < 2; ++tl_r6) {
-        const int i_10 = tl::mma_row<64, 4>(tl_r6);
+      for (int tl_r6 = 0; tl_r6 < 4; ++tl_r6) {
+        const int i_10 = tl::mma_row<128, 4>(tl_r6);
         m_prev[tl_r6] = m[tl_r6];
       }
-      // T.reduce_max: 64 outputs of 64 elements
+      // T.reduce_max: 128 outputs of 64 elements
       {
-        float tl_part8[2];
+        float tl_part8[4];
         #pragma unroll
-        for (int tl_r = 0; tl_r < 2; ++tl_r) tl_part8[tl_r] = -__int_as_float(0x7f800000);
+        for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part8[tl_r] = -__int_as_float(0x7f800000);
         #pragma unroll
-        for (int tl_s = 0; tl_s < 32; ++tl_s) {
-          const int tl_r = tl::mma_row_slot<64, 64, 4, 1>(tl_s);
+        for (int tl_s = 0; tl_s < 64; ++tl_s) {
+          const int tl_r = tl::mma_row_slot<128, 64, 4, 1>(tl_s);
           tl_part8[tl_r] = fmaxf(tl_part8[tl_r], ((float)(s[tl_s])));
         }
         #pragma unroll
-        for (int tl_r = 0; tl_r < 2; ++tl_r) {
+        for (int tl_r = 0; tl_r < 4; ++tl_r) {
           tl_part8[tl_r] = fmaxf(tl_part8[tl_r], __shfl_xor_sync(0xffffffffu, tl_part8[tl_r], 1));
           tl_part8[tl_r] = fmaxf(tl_part8[tl_r], __shfl_xor_sync(0xffffffffu, tl_part8[tl_r], 2));
         }
         #pragma unroll
-        for (int tl_r = 0; tl_r < 2; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part8[tl_r]);
+        for (int tl_r = 0; tl_r < 4; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part8[tl_r]);
       }
-      // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
+      // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
       #pragma unroll
-      for (int tl_r9 = 0; tl_r9 < 2; ++tl_r9) {
-        const int i_1 = tl::mma_row<64, 4>(tl_r9);
+      for (int tl_r9 = 0; tl_r9 < 4; ++tl_r9) {
+        const int i_1 = tl::mma_row<128, 4>(tl_r9);
         rescale[tl_r9] = exp2f((m_prev[tl_r9] - m[tl_r9]));
       }
-      // T.Parallel[64, 64] over the gemm accumulator layout
+      // T.Parallel[128, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_s10 = 0; tl_s10 < 32; tl_s10 += 1) {
+      for (int tl_s10 = 0; tl_s10 < 64; tl_s10 += 1) {
         int tl_i10, tl_j10;
-        tl::acc_coord<64, 64, 4, 1>(tl_s10, tl_i10, tl_j10);
+        tl::acc_coord<128, 64, 4, 1>(tl_s10, tl_i10, tl_j10);
         {
           const int i_2 = tl_i10;
           const int j_1 = tl_j10;
-          acc[tl_s10 + 0] = (acc[tl_s10 + 0] * rescale[tl::mma_row_slot<64, 64, 4, 1>(tl_s10 + 0)]);
+          acc[tl_s10 + 0] = (acc[tl_s10 + 0] * rescale[tl::mma_row_slot<128, 64, 4, 1>(tl_s10 + 0)]);
         }
       }
-      // T.Parallel[64, 64] over the gemm accumulator layout
+      // T.Parallel[128, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_s11 = 0; tl_s11 < 32; tl_s11 += 1) {
+      for (int tl_s11 = 0; tl_s11 < 64; tl_s11 += 1) {
         int tl_i11, tl_j11;
-        tl::acc_coord<64, 64, 4, 1>(tl_s11, tl_i11, tl_j11);
+        tl::acc_coord<128, 64, 4, 1>(tl_s11, tl_i11, tl_j11);
         {
           const int i_3 = tl_i11;
           const int j_2 = tl_j11;
-          s[tl_s11 + 0] = exp2f((s[tl_s11 + 0] - m[tl::mma_row_slot<64, 64, 4, 1>(tl_s11 + 0)]));
+          s[tl_s11 + 0] = exp2f((s[tl_s11 + 0] - m[tl::mma_row_slot<128, 64, 4, 1>(tl_s11 + 0)]));
         }
       }
-      // T.reduce_sum: 64 outputs of 64 elements
+      // T.reduce_sum: 128 outputs of 64 elements
       {
-        float tl_part13[2];
+        float tl_part13[4];
         #pragma unroll
-        for (int tl_r = 0; tl_r < 2; ++tl_r) tl_part13[tl_r] = 0.0f;
+        for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part13[tl_r] = 0.0f;
         #pragma unroll
-        for (int tl_s = 0; tl_s < 32; ++tl_s) {
-          const int tl_r = tl::mma_row_slot<64, 64, 4, 1>(tl_s);
+        for (int tl_s = 0; tl_s < 64; ++tl_s) {
+          const int tl_r = tl::mma_row_slot<128, 64, 4, 1>(tl_s);
           tl_part13[tl_r] = tl_part13[tl_r] + ((float)(s[tl_s]));
         }
         #pragma unroll
-        for (int tl_r = 0; tl_r < 2; ++tl_r) {
+        for (int tl_r = 0; tl_r < 4; ++tl_r) {
           tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 1);
           tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 2);
         }
         #pragma unroll
-        for (int tl_r = 0; tl_r < 2; ++tl_r) row_sum[tl_r] = tl_part13[tl_r];
+        for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part13[tl_r];
       }
-      // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
+      // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
       #pragma unroll
-      for (int tl_r14 = 0; tl_r14 < 2; ++tl_r14) {
-        const int i_4 = tl::mma_row<64, 4>(tl_r14);
+      for (int tl_r14 = 0; tl_r14 < 4; ++tl_r14) {
+        const int i_4 = tl::mma_row<128, 4>(tl_r14);
         l[tl_r14] = ((l[tl_r14] * rescale[tl_r14]) + row_sum[tl_r14]);
       }
-      // T.Parallel[64, 64] over the gemm accumulator layout
+      // T.Parallel[128, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_s15 = 0; tl_s15 < 32; tl_s15 += 1) {
+      for (int tl_s15 = 0; tl_s15 < 64; tl_s15 += 1) {
         int tl_i15, tl_j15;
-        tl::acc_coord<64, 64, 4, 1>(tl_s15, tl_i15, tl_j15);
+        tl::acc_coord<128, 64, 4, 1>(tl_s15, tl_i15, tl_j15);
         {
           const int i_11 = tl_i15;
           const int j_6 = tl_j15;
           p[tl_s15 + 0] = ((half)((float)(s[tl_s15 + 0])));
         }
       }
-      tl::gemm_rs<half, 64, 64, 64, 4, false>(p, v_s + tl_stage_c3 * 4096, acc);
+      tl::gemm_rs<half, 128, 64, 64, 4, false>(p, v_s + tl_stage_c3 * 4096, acc);
     }
     tl::cp_async_wait<0>();
     __syncthreads();
   }
-  // T.Parallel[64, 64] over the gemm accumulator layout
+  // T.Parallel[128, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s16 = 0; tl_s16 < 32; tl_s16 += 1) {
+  for (int tl_s16 = 0; tl_s16 < 64; tl_s16 += 1) {
     int tl_i16, tl_j16;
-    tl::acc_coord<64, 64, 4, 1>(tl_s16, tl_i16, tl_j16);
+    tl::acc_coord<128, 64, 4, 1>(tl_s16, tl_i16, tl_j16);
     {
       const int i_5 = tl_i16;
       const int j_3 = tl_j16;
-      acc[tl_s16 + 0] = (acc[tl_s16 + 0] / l[tl::mma_row_slot<64, 64, 4, 1>(tl_s16 + 0)]);
+      acc[tl_s16 + 0] = (acc[tl_s16 + 0] / l[tl::mma_row_slot<128, 64, 4, 1>(tl_s16 + 0)]);
     }
   }
-  // T.Parallel[64, 64] over the gemm accumulator layout
+  // T.Parallel[128, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s17 = 0; tl_s17 < 32; tl_s17 += 2) {
+  for (int tl_s17 = 0; tl_s17 < 64; tl_s17 += 2) {
     int tl_i17, tl_j17;
-    tl::acc_coord<64, 64, 4, 1>(tl_s17, tl_i17, tl_j17);
+    tl::acc_coord<128, 64, 4, 1>(tl_s17, tl_i17, tl_j17);
     bool tl_ok17 = true;
     {
       const int i_12 = tl_i17;
       const int j_7 = tl_j17 + 1;
-      tl_ok17 = (((bx * 64) + i_12) < S);
+      tl_ok17 = (((bx * 128) + i_12) < S);
     }
     if (tl_ok17) {
       tl::vec<half, 2> tl_pair17;
@@ -225,21 +224,21 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_kernel(const h
       {
         const int i_12 = tl_i17;
         const int j_7 = tl_j17;
-        *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 64) + i_12)) * 64) + j_7)]) = tl_pair17;
+        *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)]) = tl_pair17;
       }
     } else {
       {
         const int i_12 = tl_i17;
         const int j_7 = tl_j17;
-        if ((((bx * 64) + i_12) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 64) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s17 + 0])));
+        if ((((bx * 128) + i_12) < S)) {
+          o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s17 + 0])));
         }
       }
       {
         const int i_12 = tl_i17;
         const int j_7 = tl_j17 + 1;
-        if ((((bx * 64) + i_12) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 64) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s17 + 1])));
+        if ((((bx * 128) + i_12) < S)) {
+          o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s17 + 1])));
         }
       }
     }

@@ -1,0 +1,49 @@
+"""torch SDPA at the shapes of examples/flash_attention.rs (BENCH_SHAPES) and
+the decoding shape, on the GPU, for the attention rows of bench/RESULTS.md.
+
+FLOPs: 4 * B * H * Sq * Skv * D for the two products, halved when causal
+(the convention of FlashAttention's and torch's benchmarks). Median of 50
+CUDA-event timed runs after 5 warm-up runs; inputs are standard normal f16.
+    python3 bench/sdpa.py
+"""
+import torch
+import torch.nn.functional as F
+
+
+def bench(f, reps=50):
+    for _ in range(5):
+        f()
+    ts = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        f()
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e) / 1e3)
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+# (B, H, HKV, Sq, Skv, D, causal)
+SHAPES = [
+    (4, 32, 32, 4096, 4096, 128, False),
+    (4, 32, 32, 4096, 4096, 128, True),
+    (1, 64, 64, 4096, 4096, 64, False),
+    (8, 16, 16, 1024, 1024, 64, False),
+    (1, 32, 8, 4096, 4096, 128, False),
+    (1, 64, 64, 4096, 4096, 64, True),
+    (32, 32, 32, 1, 8192, 128, False),
+]
+
+for b, h, hkv, sq, skv, d, causal in SHAPES:
+    q = torch.randn(b, h, sq, d, dtype=torch.float16, device="cuda")
+    k = torch.randn(b, hkv, skv, d, dtype=torch.float16, device="cuda")
+    v = torch.randn(b, hkv, skv, d, dtype=torch.float16, device="cuda")
+    gqa = {"enable_gqa": True} if hkv != h else {}
+    t = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa))
+    flops = 4 * b * h * sq * skv * d / (2 if causal else 1)
+    print(
+        f"torch SDPA b={b} h={h} hkv={hkv} sq={sq} skv={skv} d={d}{' causal' if causal else ''}: "
+        f"{t * 1e3:.3f} ms, {flops / t / 1e12:.1f} TFLOP/s"
+    )
