@@ -157,8 +157,10 @@ pub fn flash_attention_causal(
     });
 }
 
-/// Head dim 128.
-#[tile::kernel(dim = 128, block_m = 128, block_n = 64, stages = 2, threads = 128)]
+/// Head dim 128: 128 x 128 tiles over 8 warps. On Hopper the scores take
+/// `wgmma` (two warpgroups of 64 rows, whose registers are in the order the
+/// second product reads P in), the second product `mma.sync` from registers.
+#[tile::kernel(dim = 128, block_m = 128, block_n = 128, stages = 2, threads = 256)]
 pub fn flash_attention_d128(
     q: Tensor<f16, (B, H, S, dim)>,
     k: Tensor<f16, (B, HKV, S, dim)>,
@@ -221,7 +223,7 @@ pub fn flash_attention_d128(
 }
 
 /// Causal attention, head dim 128.
-#[tile::kernel(dim = 128, block_m = 128, block_n = 64, stages = 2, threads = 128)]
+#[tile::kernel(dim = 128, block_m = 128, block_n = 128, stages = 2, threads = 256)]
 pub fn flash_attention_d128_causal(
     q: Tensor<f16, (B, H, S, dim)>,
     k: Tensor<f16, (B, HKV, S, dim)>,

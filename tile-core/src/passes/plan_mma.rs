@@ -65,6 +65,12 @@ pub fn run(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
                 && !on_tensor_cores(&g, x)
         });
         if let Some(x) = stranded {
+            // Off `wgmma` first (its order may not be the one `mma.sync`
+            // reads A in), then off tensor cores.
+            if matches!(g.buf(x.a).layout, Some(Layout::Wgmma { .. })) && avoid.no_wgmma.insert(x.a)
+            {
+                continue;
+            }
             avoid.excluded.insert(x.a);
             continue;
         }
@@ -176,9 +182,10 @@ struct Group {
     /// The group is reduced along its rows, or its nests read 1-D
     /// fragments of its row count (per-row values).
     row_tied: bool,
-    /// A member is a gemm's A operand in registers, or a gemm into the
-    /// group reads one.
-    rs: bool,
+    /// A member is a gemm's A operand in registers.
+    feeds_register_a: bool,
+    /// A gemm into the group reads its A operand from registers.
+    reads_register_a: bool,
 }
 
 /// How a gemm may be arranged over the block's warps.
@@ -188,6 +195,9 @@ struct Policy {
     /// Required: a gemm reads or feeds an A operand in registers.
     full_rows_required: bool,
     wgmma: bool,
+    /// `wgmma` only with one 64-row strip per warpgroup (its registers are
+    /// then in the order `mma.sync` reads an A operand in).
+    wgmma_one_strip: bool,
 }
 
 impl Group {
@@ -199,6 +209,7 @@ impl Group {
             let x = f.buf(b);
             x.scope == Scope::Fragment && x.const_shape() == Some(vec![rows])
         };
+        let gemm_accs: BTreeSet<BufId> = gemms(f).iter().map(|g| g.c).collect();
         let mut accs = BTreeSet::from([c]);
         loop {
             let before = accs.len();
@@ -218,15 +229,17 @@ impl Group {
                     row_vals.extend(used.iter().copied().filter(|&b| per_row(b)));
                 }
             });
-            // A fragment of the accumulator's shape in a nest with a member,
-            // or with the group's per-row values, must split like it.
+            // A fragment of the accumulator's shape in a nest with a member
+            // must split like it; so must one in a nest with the group's
+            // per-row values, unless a gemm of its own decides its layout
+            // (`rows` then checks that both put rows in the same threads).
             for_each_nest(&f.body, &mut |n| {
                 let used = fragments_in(f, n.body);
-                if used
-                    .iter()
-                    .any(|b| accs.contains(b) || row_vals.contains(b))
-                {
-                    accs.extend(used.into_iter().filter(|&b| same(b)));
+                let with_member = used.iter().any(|b| accs.contains(b));
+                let with_rows = used.iter().any(|b| row_vals.contains(b));
+                if with_member || with_rows {
+                    let joins = |b: &BufId| same(*b) && (with_member || !gemm_accs.contains(b));
+                    accs.extend(used.iter().copied().filter(joins));
                 }
             });
             f.body.visit(&mut |s| {
@@ -242,12 +255,12 @@ impl Group {
             }
         }
         let mut row_tied = false;
-        let mut rs = false;
+        let (mut feeds_register_a, mut reads_register_a) = (false, false);
         f.body.visit(&mut |s| match s {
             Stmt::Reduce(r) if accs.contains(&r.src) => row_tied = true,
             Stmt::Gemm(g) => {
-                rs |= accs.contains(&g.a)
-                    || (accs.contains(&g.c) && f.buf(g.a).scope == Scope::Fragment)
+                feeds_register_a |= accs.contains(&g.a);
+                reads_register_a |= accs.contains(&g.c) && f.buf(g.a).scope == Scope::Fragment;
             }
             _ => {}
         });
@@ -257,7 +270,12 @@ impl Group {
                 row_tied = true;
             }
         });
-        Group { accs, row_tied, rs }
+        Group {
+            accs,
+            row_tied,
+            feeds_register_a,
+            reads_register_a,
+        }
     }
 
     /// Whether every member has the accumulator's shape, no layout yet, and
@@ -278,11 +296,13 @@ impl Group {
     }
 
     fn policy(&self, wgmma: bool) -> Policy {
+        let rs = self.feeds_register_a || self.reads_register_a;
         Policy {
-            full_rows: self.row_tied || self.rs,
-            full_rows_required: self.rs,
+            full_rows: self.row_tied || rs,
+            full_rows_required: rs,
             // `wgmma` reads A from shared memory here.
-            wgmma: wgmma && !self.rs,
+            wgmma: wgmma && !self.reads_register_a,
+            wgmma_one_strip: self.feeds_register_a,
         }
     }
 }
@@ -366,8 +386,11 @@ fn eligible(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<Layout> {
         return None;
     }
     if f.arch == CudaArch::Sm90a && policy.wgmma {
+        let rows = c.const_shape().map_or(0, |s| s[0]);
         if let Some(wgs) = wgmma_warpgroups(f, g) {
-            return Some(Layout::Wgmma { wgs });
+            if !policy.wgmma_one_strip || rows == 64 * wgs {
+                return Some(Layout::Wgmma { wgs });
+            }
         }
     }
     mma_sync_warps(f, g, policy).map(|(wm, wn)| Layout::Mma { wm, wn })
