@@ -35,7 +35,7 @@ done
 [ -x "$B/reduce_sum" ] && run reduce_sum "$B/reduce_sum" && run reduce_sum_ragged "$B/reduce_sum" 77 5000
 [ -x "$B/gemm" ] && run gemm_ragged "$B/gemm" 1000 1030 1050 && run gemm_aligned "$B/gemm" 1024 1024 1024 && run gemm_tiny "$B/gemm" 67 129 33
 [ -x "$B/gemm_int8" ] && run gemm_int8 "$B/gemm_int8" && run gemm_int8_ragged "$B/gemm_int8" 67 129 33
-[ -x "$B/flash_attention" ] && run flash_attention "$B/flash_attention" && run flash_attention_ragged "$B/flash_attention" 3 1000
+[ -x "$B/flash_attention" ] && run flash_attention "$B/flash_attention" && run flash_attention_ragged "$B/flash_attention" 2 8 2 1000
 [ -x "$B/launch_overhead" ] && run launch_overhead "$B/launch_overhead"
 [ -x "$B/bench" ] && run bench "$B/bench"
 for t in "$B"/tests/*; do
@@ -62,6 +62,29 @@ q, k, v = (torch.randn(1, 64, 4096, 64, dtype=torch.float16, device="cuda") for 
 t_sdpa = bench(lambda: F.scaled_dot_product_attention(q, k, v))
 print(f"torch SDPA fp16 64 heads x 4096, d=64: {t_sdpa * 1e3:.3f} ms, {4 * 64 * 4096**2 * 64 / t_sdpa / 1e12:.1f} TFLOP/s")
 PY
+  # The attention benchmark's shapes (examples/flash_attention.rs, BENCH_SHAPES).
+  run torch_sdpa python3 "$(dirname "$0")/sdpa.py"
+fi
+# compute-sanitizer on every example at a ragged size (each example checks
+# its output against a host reference; --error-exitcode makes a finding FAIL).
+CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2> /dev/null | head -1)
+if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
+  san() {
+    local name=$1; shift
+    [ -x "$1" ] || return 0
+    for tool in memcheck racecheck; do
+      run "$tool:$name" "$CS" --tool "$tool" --error-exitcode 1 "$@"
+    done
+  }
+  san vecadd "$B/vecadd" 2047
+  san vecadd_buffered "$B/vecadd_buffered" 100003
+  san elementwise_2d "$B/elementwise_2d" 100 130
+  san quickstart "$B/quickstart" 67 129 33
+  for e in softmax rmsnorm layernorm cumsum; do san "$e" "$B/$e" 77; done
+  san reduce_sum "$B/reduce_sum" 77 5000
+  san gemm "$B/gemm" 200 130 150
+  san gemm_int8 "$B/gemm_int8" 67 129 33
+  san flash_attention "$B/flash_attention" 1 4 2 130
 fi
 echo
 echo "================ summary ================"

@@ -117,6 +117,31 @@ fn gemm_int8_example() -> TestResult {
 #[path = "../examples/flash_attention.rs"]
 mod flash_attention;
 
+#[allow(dead_code)]
+#[path = "../examples/flash_decoding.rs"]
+mod flash_decoding;
+
+#[test]
+fn flash_decoding_example() -> TestResult {
+    use flash_decoding::Shape;
+    // One split's worth of keys or less, ragged splits, empty splits (s = 70
+    // fills 2 of 8), multi-head and grouped-query, a single cached position.
+    let shapes = [
+        (1, 4, 4, 64),
+        (2, 8, 2, 1000),
+        (1, 4, 1, 70),
+        (1, 2, 2, 1),
+        (1, 16, 1, 300),
+    ];
+    for (b, h, hkv, s) in shapes {
+        println!(
+            "{}",
+            flash_decoding::run(Device::default(), Shape { b, h, hkv, s })?
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn flash_attention_example() -> TestResult {
     use flash_attention::Shape;

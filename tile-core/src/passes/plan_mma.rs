@@ -515,7 +515,7 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
     if !swizzle_ok(&sa) || !swizzle_ok(&sb) || !matches!(k, 16 | 32 | 64 | 128 | 256) {
         return None;
     }
-    if !matches!(m, 64 | 128 | 256) || !matches!(n, 64 | 128 | 256) {
+    if !matches!(m, 16 | 32 | 64 | 128 | 256) || !matches!(n, 16 | 32 | 64 | 128 | 256) {
         return None;
     }
     if policy.full_rows {
@@ -541,13 +541,22 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
         }
     }
     let warps = f.launch.threads / 32;
-    let (wm, wn) = match warps {
+    let (mut wm, mut wn) = match warps {
+        1 => (1, 1),
+        2 if m >= n => (2, 1),
+        2 => (1, 2),
         4 => (2, 2),
         8 if m >= n => (4, 2),
         8 => (2, 4),
         _ => return None,
     };
-    if f.launch.threads % 32 != 0 || (m / wm) % 16 != 0 || (n / wn) % 16 != 0 {
+    // Short tiles (16 or 32 rows, decode-sized M) move warps from M to N
+    // until each warp has a whole 16-row strip.
+    while m / wm < 16 && wm > 1 {
+        wm /= 2;
+        wn *= 2;
+    }
+    if f.launch.threads % 32 != 0 || !pow2_at_least(m / wm, 16) || !pow2_at_least(n / wn, 16) {
         return None;
     }
     Some((wm, wn))
