@@ -47,3 +47,13 @@ for b, h, hkv, sq, skv, d, causal in SHAPES:
         f"torch SDPA b={b} h={h} hkv={hkv} sq={sq} skv={skv} d={d}{' causal' if causal else ''}: "
         f"{t * 1e3:.3f} ms, {flops / t / 1e12:.1f} TFLOP/s"
     )
+
+# Backward (dQ, dK, dV) of SDPA: the time of out.backward(dO) alone; FLOPs
+# 2.5x the forward's (the FlashAttention convention).
+for b, h, s, d in [(1, 64, 4096, 64), (4, 32, 4096, 128)]:
+    q, k, v = (torch.randn(b, h, s, d, dtype=torch.float16, device="cuda", requires_grad=True) for _ in range(3))
+    out = F.scaled_dot_product_attention(q, k, v)
+    d_o = torch.randn_like(out)
+    t = bench(lambda: out.backward(d_o, retain_graph=True))
+    flops = 2.5 * 4 * b * h * s * s * d
+    print(f"torch SDPA backward b={b} h={h} s={s} d={d}: {t * 1e3:.3f} ms, {flops / t / 1e12:.1f} TFLOP/s")

@@ -121,6 +121,19 @@ mod flash_attention;
 #[path = "../examples/flash_decoding.rs"]
 mod flash_decoding;
 
+#[allow(dead_code)]
+#[path = "../examples/flash_attention_bwd.rs"]
+mod flash_attention_bwd;
+
+#[test]
+fn flash_attention_bwd_example() -> TestResult {
+    // Whole tiles, ragged S, a single position.
+    for (b, h, s) in [(1, 2, 128), (2, 1, 130), (1, 1, 1)] {
+        println!("{}", flash_attention_bwd::run(Device::default(), b, h, s)?);
+    }
+    Ok(())
+}
+
 #[test]
 fn flash_decoding_example() -> TestResult {
     use flash_decoding::Shape;

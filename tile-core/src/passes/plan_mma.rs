@@ -74,6 +74,21 @@ pub fn run(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             avoid.excluded.insert(x.a);
             continue;
         }
+        // A shared tile read by `wgmma` and by `mma.sync` would need two
+        // layouts: the `wgmma` side moves to `mma.sync`.
+        let (_, clash) = operand_layouts(&g);
+        let off_wgmma: Vec<BufId> = gemms(&g)
+            .iter()
+            .filter(|x| clash.contains(&x.a) || clash.contains(&x.b))
+            .filter(|x| matches!(g.buf(x.c).layout, Some(Layout::Wgmma { .. })))
+            .map(|x| x.c)
+            .collect();
+        if off_wgmma
+            .into_iter()
+            .fold(false, |new, c| avoid.no_wgmma.insert(c) | new)
+        {
+            continue;
+        }
         match rows::assign(&mut g)? {
             rows::Outcome::Done => {}
             rows::Outcome::NoWgmma(b) => {
@@ -132,19 +147,7 @@ fn finish(mut f: PrimFunc) -> PrimFunc {
     // gemm wants in another layout, but accumulates into a tensor-core
     // accumulator stays portable: its loop nest visits the accumulator's
     // registers.
-    let mut operand = std::collections::BTreeMap::new();
-    let mut clash = BTreeSet::new();
-    for g in gemms(&f).iter().filter(|g| on_tensor_cores(&f, g)) {
-        let want = operand_layout(f.buf(g.c).layout);
-        for t in [g.a, g.b] {
-            if f.buf(t).scope != Scope::Shared {
-                continue;
-            }
-            if *operand.entry(t).or_insert(want) != want {
-                clash.insert(t);
-            }
-        }
-    }
+    let (operand, clash) = operand_layouts(&f);
     for (&t, &l) in operand.iter().filter(|(t, _)| !clash.contains(*t)) {
         f.buffers[t.0 as usize].layout = Some(l);
     }
@@ -172,6 +175,25 @@ fn finish(mut f: PrimFunc) -> PrimFunc {
         s => s,
     });
     f
+}
+
+/// The layout each shared operand of a tensor-core gemm needs, and the
+/// tiles two gemms want in different layouts.
+fn operand_layouts(f: &PrimFunc) -> (std::collections::BTreeMap<BufId, Layout>, BTreeSet<BufId>) {
+    let mut operand = std::collections::BTreeMap::new();
+    let mut clash = BTreeSet::new();
+    for g in gemms(f).iter().filter(|g| on_tensor_cores(f, g)) {
+        let want = operand_layout(f.buf(g.c).layout);
+        for t in [g.a, g.b] {
+            if f.buf(t).scope != Scope::Shared {
+                continue;
+            }
+            if *operand.entry(t).or_insert(want) != want {
+                clash.insert(t);
+            }
+        }
+    }
+    (operand, clash)
 }
 
 /// An accumulator and the fragments that must share its register layout.
@@ -612,7 +634,8 @@ fn owner_only(f: &PrimFunc, b: BufId, s: &Stmt) -> bool {
         Stmt::Gemm(g) => g.b != b && (g.a != b || register_a_shape(f, g)),
         // Reduced along its rows into per-row values (`rows_reducible`).
         Stmt::Reduce(r) => r.dst != b && (r.src != b || rows_reducible(f, r)),
-        Stmt::AtomicAddTile { src, dst, .. } => src.buf != b && dst.buf != b,
+        // Added whole into memory: lowered like a copy, each element by its owner.
+        Stmt::AtomicAddTile { src, dst, .. } => whole(src) && dst.buf != b,
         other => {
             let mut used = false;
             other.visit_exprs(&mut |e| used |= matches!(e, Expr::Load(x, _, _) if *x == b));
