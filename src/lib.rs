@@ -60,7 +60,7 @@ pub mod build {
 pub mod __private {
     pub use tile_runtime::spec::*;
     pub use tile_runtime::{
-        bf16, export_sources, f16, host_source, kernel_source, launch, ArgRef, DType, KernelSlot,
-        TensorArg, TensorArgMut,
+        bf16, export_sources, f16, host_source, kernel_source, launch, launch_scalars, scalar_arg,
+        ArgRef, DType, KernelSlot, TensorArg, TensorArgMut,
     };
 }

@@ -56,6 +56,14 @@ fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
             let syn::Type::Path(tp) = &*pt.ty else {
                 return None;
             };
+            if let Some(t) = tp
+                .path
+                .get_ident()
+                .and_then(|i| DType::from_rust_name(&i.to_string()))
+            {
+                let (n, t) = (&pi.ident, elem_type(t, Span::call_site()));
+                return Some(quote!(#n: #t));
+            }
             let seg = tp.path.segments.last()?;
             let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
                 return None;
@@ -106,8 +114,10 @@ struct Signature {
     names: Vec<syn::Ident>,
     /// Outputs the launcher allocates (`Output<..>`), shapes from the inputs.
     outs: Vec<Output>,
-    /// One argument reference per kernel parameter, in declaration order.
+    /// One argument reference per buffer parameter, in declaration order.
     refs: Vec<TokenStream>,
+    /// One value per scalar parameter, in declaration order.
+    scalars: Vec<TokenStream>,
 }
 
 struct Output {
@@ -125,12 +135,24 @@ impl Signature {
             names: Vec::new(),
             outs: Vec::new(),
             refs: Vec::new(),
+            scalars: Vec::new(),
         };
-        for (i, pd) in params.iter().enumerate() {
+        // Buffers in declaration order, as `desc.params` lists them.
+        let bufs: Vec<ParamDef> = params.iter().filter(|p| !p.scalar).cloned().collect();
+        let mut i = 0;
+        for pd in params {
             let n = &pd.name;
             let t = elem_type(pd.dtype, pd.ty_span.start);
+            if pd.scalar {
+                sig.args.push(quote_spanned!(pd.ty_span.start=> #n: #t));
+                sig.scalars.push(quote!(#p::scalar_arg::<#t>(#n)));
+                sig.names.push(n.clone());
+                continue;
+            }
+            i += 1;
+            let i = i - 1;
             if pd.alloc {
-                sig.outs.push(output(params, desc, i, t));
+                sig.outs.push(output(&bufs, desc, i, t));
                 sig.refs.push(quote!(#p::ArgRef::output(&mut #n)));
                 continue;
             }
@@ -252,6 +274,10 @@ fn dim_tokens(d: DimSpec) -> TokenStream {
 /// The `KernelSpec` constant of `desc`, with the ahead-of-time artifacts found.
 fn spec_tokens(desc: &KernelDesc, aot: &Aot) -> TokenStream {
     let p = quote!(::tile::__private);
+    let scalars = desc.scalars.iter().map(|(name, t)| {
+        let dt = dtype_tokens(*t);
+        quote!(#p::ScalarSpec { name: #name, dtype: #dt })
+    });
     let params = desc.params.iter().map(|pd| {
         let (name, out, align) = (&pd.name, pd.output, pd.align);
         let dt = dtype_tokens(pd.dtype);
@@ -274,6 +300,7 @@ fn spec_tokens(desc: &KernelDesc, aot: &Aot) -> TokenStream {
         #p::KernelSpec {
             name: #name,
             params: &[#(#params),*],
+            scalars: &[#(#scalars),*],
             dims: &[#(#dims),*],
             grid: [#(&#grid),*],
             threads: #threads,
@@ -360,6 +387,13 @@ fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> 
     let (vis, name) = (&item.vis, &item.sig.ident);
     let doc = format!("Launch helpers and the compiled form of kernel `{name}`.");
     let (args, names, refs) = (&sig.args, &sig.names, &sig.refs);
+    // Kernels without scalars keep the launch call they always had.
+    let launch = match sig.scalars.as_slice() {
+        [] => quote!(#p::launch(&SPEC, &SLOT, stream, &[#(#refs),*])),
+        scalars => {
+            quote!(#p::launch_scalars(&SPEC, &SLOT, stream, &[#(#refs),*], &[#(#scalars),*]))
+        }
+    };
     let allocs = sig.outs.iter().map(|o| &o.alloc);
     let (ret, ret_val) = (sig.ret(), sig.ret_val());
     let (track, c_extern) = (&aot.track, &aot.c_extern);
@@ -384,7 +418,7 @@ fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> 
             #[allow(clippy::too_many_arguments)]
             pub fn launch_on(stream: ::core::option::Option<&::tile::Stream>, #(#args),*) -> ::core::result::Result<#ret, ::tile::Error> {
                 #(#allocs)*
-                #p::launch(&SPEC, &SLOT, stream, &[#(#refs),*])?;
+                #launch?;
                 ::core::result::Result::Ok(#ret_val)
             }
 

@@ -412,6 +412,7 @@ pub(crate) mod tests {
         KernelSpec {
             name,
             params,
+            scalars: &[],
             dims,
             grid: [&ONE, &ONE, &ONE],
             threads: 128,

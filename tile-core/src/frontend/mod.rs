@@ -52,6 +52,8 @@ pub struct ParamDef {
     pub alloc: bool,
     /// The span of the parameter's type, for launcher type errors.
     pub ty_span: Span,
+    /// A scalar passed by value (`temp: f32`), not a tensor.
+    pub scalar: bool,
 }
 
 #[derive(Debug, Clone)]

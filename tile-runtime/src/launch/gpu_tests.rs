@@ -37,6 +37,7 @@ const fn spec(key: &'static str, cubins: &'static [(&'static str, &'static [u8])
     KernelSpec {
         name: "vecadd",
         params: &PARAMS,
+        scalars: &[],
         dims: &["N"],
         grid: [&BLOCKS, &ONE, &ONE],
         threads: 256,
