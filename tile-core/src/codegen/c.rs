@@ -354,14 +354,18 @@ impl Writer<'_> {
                 self.expr(b)?
             ),
             Expr::Call(i, args, t) => {
-                let x = self.expr(&args[0])?;
+                let xs = args
+                    .iter()
+                    .map(|a| self.expr(a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let x = xs[0].clone();
                 let d = *t == DType::F64;
                 let rsqrt = if d {
                     format!("(1.0 / sqrt({x}))")
                 } else {
                     format!("(1.0f / sqrtf({x}))")
                 };
-                let r = math_call(*i, &x, d, &rsqrt);
+                let r = math_call(*i, &xs, d, &rsqrt);
                 match t {
                     DType::F16 => format!("tl_rh({r})"),
                     DType::BF16 => format!("tl_rbf({r})"),

@@ -13,7 +13,8 @@
 //! Files: `builtins` is the table of `T::` functions that every call is
 //! resolved through; `signature` reads the attribute and parameters; `kernel`
 //! the `T::kernel` launch; `stmt` statements and `expr` expressions; the
-//! builtins are lowered in `alloc`, `tile_ops`, `loops`, `values` and `misc`;
+//! builtins are lowered in `alloc`, `tile_ops`, `loops`, `values` and `misc`
+//! (`methods` turns `x.exp()` into `T::exp(x)`);
 //! `layout_conflicts` checks the finished IR for fragment layouts that cannot
 //! both hold.
 
@@ -24,6 +25,7 @@ mod kernel;
 mod layout_conflicts;
 mod limits;
 mod loops;
+mod methods;
 mod misc;
 mod signature;
 mod stmt;
