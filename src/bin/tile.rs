@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use tile_core::frontend::{is_kernel_attr, kernel_attr, parse_kernel, KernelDef};
+use tile_core::frontend::{is_kernel_attr, kernel_attr, parse_kernel_in, Env, KernelDef};
 use tile_runtime::cache::{CacheDir, EntryKind};
 
 /// Tools for tile kernels that need no GPU and no nvcc.
@@ -244,7 +244,8 @@ fn kernels_of(file: &Path, only: Option<&str>) -> Result<Vec<(String, KernelDef)
         }
         let mut f = f.clone();
         f.attrs.retain(|a| !is_kernel_attr(a));
-        let def = parse_kernel(attr, &f).map_err(|d| {
+        let env = Env::for_fn(&parsed, &f.sig.ident.to_string());
+        let def = parse_kernel_in(attr, &f, &env).map_err(|d| {
             let msgs: Vec<String> = d
                 .iter()
                 .map(|x| {

@@ -21,6 +21,7 @@ mod quickstart;
 
 // The suite by topic (one test binary).
 mod copies;
+mod helpers;
 mod math;
 mod params;
 mod phases;

@@ -18,7 +18,7 @@
 // The example above is a build script, whose `fn main` is the point.
 #![allow(clippy::needless_doctest_main)]
 
-use crate::frontend::{is_kernel_attr, kernel_attr, parse_kernel};
+use crate::frontend::{is_kernel_attr, kernel_attr, parse_kernel_in, Env};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -105,7 +105,8 @@ impl Builder {
                 };
                 let mut item = item.clone();
                 item.attrs.retain(|a| !is_kernel_attr(a));
-                let Ok(def) = parse_kernel(attr, &item) else {
+                let env = Env::for_fn(&file, &item.sig.ident.to_string());
+                let Ok(def) = parse_kernel_in(attr, &item, &env) else {
                     continue;
                 };
                 match crate::compile(def) {

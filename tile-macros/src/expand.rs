@@ -12,14 +12,7 @@ use tile_core::ir::DType;
 use tile_core::Compiled;
 
 pub fn errors(item: &syn::ItemFn, diags: &[tile_core::Diagnostic]) -> TokenStream {
-    let errs = diags.iter().map(|d| {
-        // Two tokens carrying the range's ends: `new_spanned` underlines from
-        // the first to the last.
-        let ends = quote::quote_spanned!(d.span.start=> a)
-            .into_iter()
-            .chain(quote::quote_spanned!(d.span.end=> b));
-        syn::Error::new_spanned(ends.collect::<TokenStream>(), &d.message).to_compile_error()
-    });
+    let errs = diags.iter().map(error_tokens);
     // A fallback launcher with the kernel's signature keeps call sites
     // type-checking, so one mistake in a body is reported once, not again as
     // "wrong number of arguments" wherever the kernel is called.
@@ -33,6 +26,55 @@ pub fn errors(item: &syn::ItemFn, diags: &[tile_core::Diagnostic]) -> TokenStrea
             ::core::unreachable!("this kernel did not compile")
         }
     }
+}
+
+/// The expansion of `#[tile::func]`: its errors, or nothing (the helper
+/// exists only to be inlined into kernels).
+pub fn func_errors(diags: &[tile_core::Diagnostic]) -> TokenStream {
+    diags.iter().map(error_tokens).collect()
+}
+
+fn error_tokens(d: &tile_core::Diagnostic) -> TokenStream {
+    // Two tokens carrying the range's ends: `new_spanned` underlines from
+    // the first to the last.
+    let ends = quote::quote_spanned!(d.span.start=> a)
+        .into_iter()
+        .chain(quote::quote_spanned!(d.span.end=> b));
+    syn::Error::new_spanned(ends.collect::<TokenStream>(), &d.message).to_compile_error()
+}
+
+/// `const` assertions that the values the kernel inlined are Rust's values of
+/// the consts it named (they could differ only if name resolution did).
+fn const_checks(consts: &[tile_core::frontend::UsedConst]) -> TokenStream {
+    use tile_core::ir::ConstVal;
+    consts
+        .iter()
+        .map(|u| {
+            let name = format_ident!("{}", u.name);
+            let msg = format!(
+                "tile: the kernel inlined const `{}` as {}, which is not its value here",
+                u.name, u.value
+            );
+            let cond = match (&u.value, u.dtype) {
+                (ConstVal::Float(v), DType::F32) => {
+                    let bits = (*v as f32).to_bits();
+                    quote!(#name.to_bits() == #bits)
+                }
+                (ConstVal::Float(v), _) => {
+                    let bits = v.to_bits();
+                    quote!(#name.to_bits() == #bits)
+                }
+                (ConstVal::Int(v), t) => {
+                    let lit = syn::LitInt::new(&format!("{v}{}", t.rust_name()), Span::call_site());
+                    quote!(#name == #lit)
+                }
+                (ConstVal::Bool(b), _) => quote!(#name == #b),
+            };
+            quote!(
+                const _: () = ::core::assert!(#cond, #msg);
+            )
+        })
+        .collect()
 }
 
 /// The launcher parameters read straight from the signature, when it is
@@ -103,7 +145,9 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
     let sig = Signature::new(&c.def.params, &desc);
     let aot = Aot::find(&desc);
     let spec = spec_tokens(&desc, &aot);
-    module(item, &sig, &aot, spec)
+    let checks = const_checks(&c.def.consts);
+    let m = module(item, &sig, &aot, spec);
+    quote!(#checks #m)
 }
 
 /// The launcher's side of the parameters.

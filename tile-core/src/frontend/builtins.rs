@@ -238,7 +238,8 @@ pub(super) fn resolve<'a>(cx: &mut Ctx, c: &'a syn::ExprCall) -> Option<Call<'a>
         cx.err(
             range(&c.func),
             format!(
-                "only `T::` functions can be called in a kernel ({})",
+                "only `T::` functions and the `#[tile::func]` helpers of the kernel's module can \
+                 be called in a kernel ({})",
                 function_list()
             ),
         );

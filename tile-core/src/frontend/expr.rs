@@ -390,6 +390,7 @@ fn name(cx: &mut Ctx, n: String, span: At<'_>) -> Expr {
         Some(Sym::Const(ConstVal::Bool(v))) => Expr::Bool(v),
         Some(Sym::Var(v)) | Some(Sym::Mut(v)) => Expr::Var(v, cx.f.var(v).dtype),
         Some(Sym::Poison) => Expr::int(1),
+        Some(Sym::Value(v)) => v,
         Some(Sym::Buf(_)) => {
             cx.err(
                 span,
@@ -397,10 +398,17 @@ fn name(cx: &mut Ctx, n: String, span: At<'_>) -> Expr {
             );
             Expr::int(0)
         }
-        None => {
-            cx.err(span, format!("cannot find `{n}` in this kernel (not a parameter, dim, compile-time parameter or local)"));
-            Expr::int(0)
-        }
+        None => match super::env::const_value(cx, &n) {
+            Some(Ok(v)) => v,
+            Some(Err(why)) => {
+                cx.err(span, why);
+                Expr::int(0)
+            }
+            None => {
+                cx.err(span, format!("cannot find `{n}` in this kernel (not a parameter, dim, compile-time parameter, local, or a const of the kernel's module)"));
+                Expr::int(0)
+            }
+        },
     }
 }
 
@@ -666,8 +674,11 @@ pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
     }
 }
 
-/// A call of a builtin in an expression.
+/// A call of a builtin or a `#[tile::func]` helper in an expression.
 fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
+    if let Some(v) = super::env::call(cx, c) {
+        return v;
+    }
     let Some(k) = builtins::resolve(cx, c) else {
         return Expr::int(0);
     };

@@ -20,6 +20,7 @@
 
 mod alloc;
 mod builtins;
+mod env;
 mod expr;
 mod kernel;
 mod layout_conflicts;
@@ -38,11 +39,16 @@ use crate::ir::*;
 use proc_macro2::TokenStream;
 use std::collections::HashMap;
 
+pub use env::{check_func, is_func_attr, Env, UsedConst};
+
 /// What the macro needs besides the IR to write the typed launcher.
 #[derive(Debug, Clone)]
 pub struct KernelDef {
     pub func: PrimFunc,
     pub params: Vec<ParamDef>,
+    /// The module's consts the body used, with the values inlined (the
+    /// macro checks them against Rust's).
+    pub consts: Vec<UsedConst>,
 }
 
 #[derive(Debug, Clone)]
@@ -69,6 +75,9 @@ pub(crate) enum Sym {
     /// A name whose definition was already reported as an error; its uses
     /// stay quiet so one mistake is reported once.
     Poison,
+    /// A value bound by name in a `#[tile::func]` helper (a parameter or a
+    /// `let`), inlined where it is used.
+    Value(Expr),
 }
 
 pub(crate) struct Ctx {
@@ -84,6 +93,13 @@ pub(crate) struct Ctx {
     pub loc: Loc,
     /// Bytes of the on-chip buffers allocated so far (`limits`).
     pub cpu_block_bytes: i64,
+    /// The module's consts and helpers.
+    pub env: Env,
+    /// Consts evaluated so far, and those being evaluated (cycles).
+    pub used_consts: Vec<UsedConst>,
+    pub const_stack: Vec<String>,
+    /// Helpers being inlined (recursion).
+    pub helper_stack: Vec<String>,
 }
 
 /// The name an identifier stands for: `r#fn` is `fn` (and `r#x` is `x`, as
@@ -93,6 +109,22 @@ pub(crate) fn name_of(i: &syn::Ident) -> String {
 }
 
 impl Ctx {
+    pub fn new(name: String, env: Env) -> Ctx {
+        Ctx {
+            f: PrimFunc::empty(name, 128),
+            scopes: vec![HashMap::new()],
+            diags: Vec::new(),
+            parallel_depth: 0,
+            nests: HashMap::new(),
+            loc: Loc::NONE,
+            cpu_block_bytes: 0,
+            env,
+            used_consts: Vec::new(),
+            const_stack: Vec::new(),
+            helper_stack: Vec::new(),
+        }
+    }
+
     /// The name a binding (parameter, dim, block index, loop variable, let)
     /// introduces; generated C and CUDA use it, so it must be ASCII.
     pub fn def_name(&mut self, i: &syn::Ident) -> String {
@@ -124,17 +156,20 @@ impl Ctx {
     }
 }
 
-/// Parses the attribute arguments and the function into a kernel definition.
+/// Parses the attribute arguments and the function into a kernel definition
+/// (with no consts or helpers in scope: see [`parse_kernel_in`]).
 pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, Vec<Diagnostic>> {
-    let mut cx = Ctx {
-        f: PrimFunc::empty(name_of(&item.sig.ident), 128),
-        scopes: vec![HashMap::new()],
-        diags: Vec::new(),
-        parallel_depth: 0,
-        nests: HashMap::new(),
-        loc: Loc::NONE,
-        cpu_block_bytes: 0,
-    };
+    parse_kernel_in(attr, item, &Env::default())
+}
+
+/// [`parse_kernel`] with the consts and `#[tile::func]` helpers of the
+/// kernel's module ([`Env`]).
+pub fn parse_kernel_in(
+    attr: TokenStream,
+    item: &syn::ItemFn,
+    env: &Env,
+) -> Result<KernelDef, Vec<Diagnostic>> {
+    let mut cx = Ctx::new(name_of(&item.sig.ident), env.clone());
     cx.def_name(&item.sig.ident);
     signature::parse_attr(&mut cx, attr);
     let params = signature::parse_signature(&mut cx, &item.sig);
@@ -145,7 +180,11 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, 
         if !conflicts.is_empty() {
             return Err(conflicts);
         }
-        Ok(KernelDef { func: cx.f, params })
+        Ok(KernelDef {
+            func: cx.f,
+            params,
+            consts: cx.used_consts,
+        })
     } else {
         Err(cx.diags)
     }
@@ -174,6 +213,7 @@ pub fn builtins() -> impl Iterator<Item = BuiltinDoc> {
 pub fn parse_kernel_source(src: &str) -> Result<KernelDef, Vec<Diagnostic>> {
     let mut file: syn::File = syn::parse_str(src)
         .map_err(|e| vec![Diagnostic::new(e.span(), format!("not valid Rust: {e}"))])?;
+    let env = Env::of_items(&file.items);
     for item in file.items.iter_mut() {
         if let syn::Item::Fn(f) = item {
             if let Some(attr) = kernel_attr(&f.attrs) {
@@ -185,7 +225,7 @@ pub fn parse_kernel_source(src: &str) -> Result<KernelDef, Vec<Diagnostic>> {
                     ),
                 );
                 f.attrs.retain(|a| !is_kernel_attr(a));
-                return parse_kernel(attr, &f);
+                return parse_kernel_in(attr, &f, &env);
             }
         }
     }

@@ -228,7 +228,7 @@ fn launch_path_gpu_decomposed() -> Result<()> {
                     }
                     4 => {
                         let args = [ArgRef::input(&a), ArgRef::input(&b), ArgRef::output(&mut c)];
-                        launch_cuda(loaded, &stream, &dims, grid, &args, false)
+                        launch_cuda(loaded, &stream, &dims, &[], grid, &args, false)
                     }
                     5 => launch_with(
                         cfg,
