@@ -217,3 +217,49 @@ fn scalars_in_graphs_and_the_profiler() -> TestResult {
     assert!(scale_by::ir().contains("temp = T.scalar(\"temp\", float32)"));
     Ok(())
 }
+
+/// A dtype-generic kernel with a scalar and an output of its dtype.
+#[tile::kernel(dtype = [f32, f64], block_n = 64, threads = 64)]
+pub fn axpb(x: Tensor<dtype, (N,)>, alpha: dtype, beta: f32, y: Output<dtype, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            y[bx * block_n + i] = x[bx * block_n + i] * alpha + beta as dtype;
+        }
+    });
+}
+
+#[test]
+fn a_generic_kernel_with_scalars_and_outputs() -> TestResult {
+    let n = 100;
+    let x = random_tensor::<f32>(&[n], 3000, dev())?;
+    let y = axpb(&x, 2.0f32, 0.5)?;
+    let want: Vec<f64> = host(&x)
+        .iter()
+        .map(|v| (*v as f32 * 2.0 + 0.5) as f64)
+        .collect();
+    check("axpb f32", &y, &want, 0.0, 0.0);
+    let x = random_tensor::<f64>(&[n], 3001, dev())?;
+    let y = axpb::on(&dev().default_stream()?).launch(&x, -1.0f64, 0.25)?;
+    let want: Vec<f64> = host(&x).iter().map(|v| v * -1.0 + 0.25).collect();
+    check("axpb f64", &y, &want, 0.0, 0.0);
+    // Each instance is a kernel of its own, built ahead of time.
+    assert!(axpb::ir::<f64>().contains("def axpb_f64("));
+    assert!(
+        <f32 as axpb::Dtype>::spec().cpu.aot.is_some(),
+        "axpb f32 not linked"
+    );
+    assert!(
+        <f64 as axpb::Dtype>::spec().cpu.aot.is_some(),
+        "axpb f64 not linked"
+    );
+    let p = axpb::profiler::<f64>()
+        .device(dev())
+        .dim("N", 70)
+        .scalar("alpha", 3.0);
+    p.assert_allclose(
+        |a| vec![a[0].data.iter().map(|v| v * 3.0 + 1.0).collect()],
+        0.0,
+        0.0,
+    )?;
+    Ok(())
+}

@@ -45,7 +45,7 @@ fn error_tokens(d: &tile_core::Diagnostic) -> TokenStream {
 
 /// `const` assertions that the values the kernel inlined are Rust's values of
 /// the consts it named (they could differ only if name resolution did).
-fn const_checks(consts: &[tile_core::frontend::UsedConst]) -> TokenStream {
+pub(crate) fn const_checks(consts: &[tile_core::frontend::UsedConst]) -> TokenStream {
     use tile_core::ir::ConstVal;
     consts
         .iter()
@@ -124,7 +124,7 @@ fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
         .collect()
 }
 
-fn elem_type(t: DType, span: Span) -> TokenStream {
+pub(crate) fn elem_type(t: DType, span: Span) -> TokenStream {
     match t {
         DType::F16 => quote_spanned!(span=> ::tile::__private::f16),
         DType::BF16 => quote_spanned!(span=> ::tile::__private::bf16),
@@ -151,28 +151,38 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
 }
 
 /// The launcher's side of the parameters.
-struct Signature {
+pub(crate) struct Signature {
     /// Typed parameters of the launcher (every buffer but the `Output<..>`s).
-    args: Vec<TokenStream>,
+    pub args: Vec<TokenStream>,
     /// Their names, to pass them on.
-    names: Vec<syn::Ident>,
+    pub names: Vec<syn::Ident>,
     /// Outputs the launcher allocates (`Output<..>`), shapes from the inputs.
-    outs: Vec<Output>,
+    pub outs: Vec<Output>,
     /// One argument reference per buffer parameter, in declaration order.
-    refs: Vec<TokenStream>,
+    pub refs: Vec<TokenStream>,
     /// One value per scalar parameter, in declaration order.
-    scalars: Vec<TokenStream>,
+    pub scalars: Vec<TokenStream>,
 }
 
-struct Output {
+pub(crate) struct Output {
     name: syn::Ident,
     elem: TokenStream,
     /// The statement allocating it.
-    alloc: TokenStream,
+    pub alloc: TokenStream,
 }
 
 impl Signature {
     fn new(params: &[ParamDef], desc: &KernelDesc) -> Signature {
+        Signature::with_elems(params, desc, |_, pd| elem_type(pd.dtype, pd.ty_span.start))
+    }
+
+    /// The signature with parameter `k`'s element type `elem(k, ..)` (a type
+    /// parameter's name for the generic parameters of a dtype-generic kernel).
+    pub fn with_elems(
+        params: &[ParamDef],
+        desc: &KernelDesc,
+        elem: impl Fn(usize, &ParamDef) -> TokenStream,
+    ) -> Signature {
         let p = quote!(::tile::__private);
         let mut sig = Signature {
             args: Vec::new(),
@@ -184,9 +194,9 @@ impl Signature {
         // Buffers in declaration order, as `desc.params` lists them.
         let bufs: Vec<ParamDef> = params.iter().filter(|p| !p.scalar).cloned().collect();
         let mut i = 0;
-        for pd in params {
+        for (k, pd) in params.iter().enumerate() {
             let n = &pd.name;
-            let t = elem_type(pd.dtype, pd.ty_span.start);
+            let t = elem(k, pd);
             if pd.scalar {
                 sig.args.push(quote_spanned!(pd.ty_span.start=> #n: #t));
                 sig.scalars.push(quote!(#p::scalar_arg::<#t>(#n)));
@@ -218,7 +228,7 @@ impl Signature {
     }
 
     /// The launcher's return type: `()`, one tensor, or a tuple of the outputs.
-    fn ret(&self) -> TokenStream {
+    pub fn ret(&self) -> TokenStream {
         match self.outs.as_slice() {
             [] => quote!(()),
             [o] => {
@@ -233,7 +243,7 @@ impl Signature {
     }
 
     /// The launcher's return value, matching [`ret`](Self::ret).
-    fn ret_val(&self) -> TokenStream {
+    pub fn ret_val(&self) -> TokenStream {
         match self.outs.as_slice() {
             [] => quote!(()),
             [o] => {
@@ -316,7 +326,7 @@ fn dim_tokens(d: DimSpec) -> TokenStream {
 }
 
 /// The `KernelSpec` constant of `desc`, with the ahead-of-time artifacts found.
-fn spec_tokens(desc: &KernelDesc, aot: &Aot) -> TokenStream {
+pub(crate) fn spec_tokens(desc: &KernelDesc, aot: &Aot) -> TokenStream {
     let p = quote!(::tile::__private);
     let scalars = desc.scalars.iter().map(|(name, t)| {
         let dt = dtype_tokens(*t);
@@ -365,11 +375,11 @@ fn cuda_tokens(d: &CudaDesc, cubins: &[TokenStream]) -> TokenStream {
 
 /// Ahead-of-time artifacts placed by the crate's build script, if their keys match
 /// this kernel exactly.
-struct Aot {
+pub(crate) struct Aot {
     /// Makes the crate rebuild when the build script's manifest changes.
-    track: TokenStream,
+    pub track: TokenStream,
     /// The declaration of the linked C entry point.
-    c_extern: TokenStream,
+    pub c_extern: TokenStream,
     /// `Some(entry)` or `None`.
     c_entry: TokenStream,
     /// `(arch, bytes)` of each embedded cubin.
@@ -379,7 +389,7 @@ struct Aot {
 }
 
 impl Aot {
-    fn find(desc: &KernelDesc) -> Aot {
+    pub fn find(desc: &KernelDesc) -> Aot {
         let p = quote!(::tile::__private);
         let c_sym = &desc.cpu.symbol;
         let art = tile_core::build::lookup_artifacts(c_sym, &desc.cuda.key);
@@ -489,31 +499,41 @@ fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> 
 /// The module's functions that read the spec and slot: sources, IR, host side, export
 /// and profiler.
 fn helpers() -> TokenStream {
+    helpers_of(quote!(), quote!(&SPEC), quote!(&SLOT))
+}
+
+/// [`helpers`] over `spec` and `slot`, generic over `generics` (a dtype-generic
+/// kernel's `<D: Dtype>`, whose instance they read).
+pub(crate) fn helpers_of(
+    generics: TokenStream,
+    spec: TokenStream,
+    slot: TokenStream,
+) -> TokenStream {
     let p = quote!(::tile::__private);
     quote! {
         /// The generated device source for a target.
-        pub fn source(target: ::tile::Target) -> &'static str {
-            #p::kernel_source(&SPEC, target)
+        pub fn source #generics(target: ::tile::Target) -> &'static str {
+            #p::kernel_source(#spec, target)
         }
 
         /// The IR script the cache keys are derived from.
-        pub fn ir() -> &'static str {
-            SPEC.ir
+        pub fn ir #generics() -> &'static str {
+            (#spec).ir
         }
 
         /// The host side as readable text: the checks in order, the grid, the launch.
-        pub fn host_source() -> ::std::string::String {
-            #p::host_source(&SPEC)
+        pub fn host_source #generics() -> ::std::string::String {
+            #p::host_source(#spec)
         }
 
         /// Writes the device sources, the host side and the IR into `dir`.
-        pub fn export_sources(dir: impl ::core::convert::AsRef<::std::path::Path>) -> ::core::result::Result<::std::vec::Vec<::std::path::PathBuf>, ::tile::Error> {
-            #p::export_sources(&SPEC, dir.as_ref())
+        pub fn export_sources #generics(dir: impl ::core::convert::AsRef<::std::path::Path>) -> ::core::result::Result<::std::vec::Vec<::std::path::PathBuf>, ::tile::Error> {
+            #p::export_sources(#spec, dir.as_ref())
         }
 
         /// A profiler of this kernel on random inputs (`assert_allclose`, `do_bench`).
-        pub fn profiler() -> ::tile::Profiler {
-            ::tile::Profiler::new(&SPEC, &SLOT)
+        pub fn profiler #generics() -> ::tile::Profiler {
+            ::tile::Profiler::new(#spec, #slot)
         }
     }
 }

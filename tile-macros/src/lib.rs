@@ -4,6 +4,7 @@
 //! launcher.
 
 mod expand;
+mod generic;
 
 use proc_macro::TokenStream;
 
@@ -27,12 +28,46 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(e) => return e.to_compile_error().into(),
     };
     let env = module_env(&item.sig.ident);
-    let compiled =
-        tile_core::frontend::parse_kernel_in(attr.into(), &item, &env).and_then(tile_core::compile);
-    match compiled {
-        Ok(c) => expand::launcher(&item, &c).into(),
-        Err(diags) => expand::errors(&item, &diags).into(),
+    let instances = match tile_core::frontend::instances(attr.into(), &item) {
+        Ok(v) => v,
+        Err(diags) => return expand::errors(&item, &diags).into(),
+    };
+    let build = |i: tile_core::frontend::Instance| {
+        tile_core::frontend::parse_kernel_in(i.attr, &i.item, &env).and_then(tile_core::compile)
+    };
+    let mut instances = instances.into_iter();
+    let generic = match instances.next() {
+        Some(i) if i.dtype.is_none() => {
+            return match build(i) {
+                Ok(c) => expand::launcher(&item, &c).into(),
+                Err(diags) => expand::errors(&item, &diags).into(),
+            };
+        }
+        first => first.into_iter().chain(instances),
+    };
+    // Every instance is compiled; a mistake the instances share is reported once.
+    let (mut compiled, mut diags) = (Vec::new(), Vec::<tile_core::Diagnostic>::new());
+    for i in generic {
+        let dtype = i.dtype.unwrap_or(tile_core::ir::DType::F32);
+        match build(i) {
+            Ok(c) => compiled.push((dtype, c)),
+            Err(d) => {
+                for x in d {
+                    let seen = diags.iter().any(|y| {
+                        y.message == x.message
+                            && format!("{:?}", y.span.start) == format!("{:?}", x.span.start)
+                    });
+                    if !seen {
+                        diags.push(x);
+                    }
+                }
+            }
+        }
     }
+    if !diags.is_empty() {
+        return expand::errors(&item, &diags).into();
+    }
+    generic::launcher(&item, &compiled).into()
 }
 
 /// A device helper for kernels: inlined where a kernel of the same module

@@ -22,6 +22,7 @@ mod alloc;
 mod builtins;
 mod env;
 mod expr;
+mod generic;
 mod kernel;
 mod layout_conflicts;
 mod limits;
@@ -40,6 +41,7 @@ use proc_macro2::TokenStream;
 use std::collections::HashMap;
 
 pub use env::{check_func, is_func_attr, Env, UsedConst};
+pub use generic::{instances, Instance};
 
 /// What the macro needs besides the IR to write the typed launcher.
 #[derive(Debug, Clone)]
@@ -209,7 +211,7 @@ pub fn builtins() -> impl Iterator<Item = BuiltinDoc> {
 }
 
 /// Convenience for tests and tools: parses `#[tile::kernel(..)] fn ..` source text
-/// holding exactly one kernel.
+/// holding exactly one kernel (the first instance of a dtype-generic one).
 pub fn parse_kernel_source(src: &str) -> Result<KernelDef, Vec<Diagnostic>> {
     let mut file: syn::File = syn::parse_str(src)
         .map_err(|e| vec![Diagnostic::new(e.span(), format!("not valid Rust: {e}"))])?;
@@ -225,7 +227,11 @@ pub fn parse_kernel_source(src: &str) -> Result<KernelDef, Vec<Diagnostic>> {
                     ),
                 );
                 f.attrs.retain(|a| !is_kernel_attr(a));
-                return parse_kernel_in(attr, &f, &env);
+                let first = instances(attr, &f)?.into_iter().next();
+                return match first {
+                    Some(i) => parse_kernel_in(i.attr, &i.item, &env),
+                    None => Err(vec![Diagnostic::new(range(&f), "no instance")]),
+                };
             }
         }
     }
