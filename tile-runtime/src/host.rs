@@ -93,6 +93,8 @@ pub fn host_source(spec: &KernelSpec) -> String {
     for (i, p) in spec.params.iter().enumerate() {
         let b = p.name;
         let dirn = if p.output { "written" } else { "read" };
+        // As the stride and alignment errors name it.
+        let role = if p.output { "output" } else { "input" };
         let shape: Vec<String> = p
             .shape
             .iter()
@@ -154,12 +156,12 @@ pub fn host_source(spec: &KernelSpec) -> String {
         }
         let _ = writeln!(
             o,
-            "    check!({b} is contiguous row-major (extent-1 dims: any stride), \"kernel {name} input {b} stride mismatch: dim {{d}} expected {{}}, got {{}}\");"
+            "    check!({b} is contiguous row-major (extent-1 dims: any stride), \"kernel {name} {role} {b} stride mismatch: dim {{d}} expected {{}}, got {{}} (..)\");"
         );
         if p.align > 1 {
             let _ = writeln!(
                 o,
-                "    check!({b}.data_ptr() % {} == 0, \"kernel {name} input {b} misaligned: data pointer must be aligned to {} bytes\");",
+                "    check!({b}.data_ptr() % {} == 0, \"kernel {name} {role} {b} misaligned: data pointer must be aligned to {} bytes (..)\");",
                 p.align, p.align
             );
         }
@@ -334,7 +336,7 @@ mod tests {
                 None => panic!("{want:?} missing or out of order in\n{h}"),
             }
         }
-        assert!(h.contains("input c misaligned: data pointer must be aligned to 4 bytes"));
+        assert!(h.contains("output c misaligned: data pointer must be aligned to 4 bytes"));
     }
 
     #[test]
