@@ -28,4 +28,6 @@ fn main() {
     let mut y = Tensor::<f32>::zeros(&[4], Device::Cpu).unwrap();
     // f32 is not one of the kernel's dtypes.
     let _ = scale(&x, &mut y);
+    // A kernel with a mistake keeps its call sites quiet.
+    let _ = bad_body(&mut y);
 }

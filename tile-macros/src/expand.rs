@@ -98,13 +98,16 @@ fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
             let syn::Type::Path(tp) = &*pt.ty else {
                 return None;
             };
-            if let Some(t) = tp
-                .path
-                .get_ident()
-                .and_then(|i| DType::from_rust_name(&i.to_string()))
-            {
-                let (n, t) = (&pi.ident, elem_type(t, Span::call_site()));
-                return Some(quote!(#n: #t));
+            let n = &pi.ident;
+            // A scalar; of a type parameter's (or an unknown) type: any value.
+            if let Some(i) = tp.path.get_ident() {
+                return Some(match DType::from_rust_name(&i.to_string()) {
+                    Some(t) => {
+                        let t = elem_type(t, Span::call_site());
+                        quote!(#n: #t)
+                    }
+                    None => quote!(#n: impl ::core::marker::Copy),
+                });
             }
             let seg = tp.path.segments.last()?;
             let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
@@ -113,11 +116,16 @@ fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
             let Some(syn::GenericArgument::Type(syn::Type::Path(dt))) = ab.args.first() else {
                 return None;
             };
-            let dtype = DType::from_rust_name(&dt.path.get_ident()?.to_string())?;
-            let (n, t) = (&pi.ident, elem_type(dtype, Span::call_site()));
-            match seg.ident.to_string().as_str() {
-                "Tensor" => Some(quote!(#n: &impl ::tile::TensorArg<Elem = #t>)),
-                "TensorMut" => Some(quote!(#n: &mut impl ::tile::TensorArgMut<Elem = #t>)),
+            // The element of a dtype-generic kernel's tensors is any element type.
+            let elem = DType::from_rust_name(&dt.path.get_ident()?.to_string())
+                .map(|t| elem_type(t, Span::call_site()));
+            match (seg.ident.to_string().as_str(), elem) {
+                ("Tensor", Some(t)) => Some(quote!(#n: &impl ::tile::TensorArg<Elem = #t>)),
+                ("TensorMut", Some(t)) => {
+                    Some(quote!(#n: &mut impl ::tile::TensorArgMut<Elem = #t>))
+                }
+                ("Tensor", None) => Some(quote!(#n: &impl ::tile::TensorArg)),
+                ("TensorMut", None) => Some(quote!(#n: &mut impl ::tile::TensorArgMut)),
                 _ => None,
             }
         })
