@@ -14,8 +14,17 @@ OUT=$(mktemp -d)
 cargo build --release --bin tile -q
 TILE_BIN=${CARGO_TARGET_DIR:-target}/release/tile
 fail=0
+# The kernels of a file as `tile inspect` names them: a dtype-generic kernel
+# (`#[tile::kernel(dtype = [f16, bf16], ..)] pub fn gemm_nn`) is one kernel per
+# dtype (`gemm_nn_f16`, `gemm_nn_bf16`).
+kernels_of() {
+  perl -0ne 'while (/#\[tile::kernel\((.*?)\)\]\s*(?:#\[.*?\]\s*)*pub fn (\w+)/g) {
+    my ($attr, $name) = ($1, $2);
+    if ($attr =~ /\w+\s*=\s*\[([^\]]*)\]/) { print "${name}_$_\n" for map { s/\s//gr } split /,/, $1 }
+    else { print "$name\n" } }' "$1"
+}
 for ex in examples/*.rs; do
-  for k in $(grep -A1 '#\[tile::kernel' "$ex" | grep -oP 'pub fn \K\w+'); do
+  for k in $(kernels_of "$ex"); do
     for arch in sm_90a sm_80; do
       n=${arch#sm_}
       log="$OUT/$k.$arch.log"

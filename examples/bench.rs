@@ -50,16 +50,20 @@ pub fn gemm_nn_f16_w8(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorM
 }
 
 /// A shallower K tile (128 × 128 × 32, 3 stages: 48 KiB of static shared
-/// memory), for comparison with the example's 128 × 128 × 64.
-#[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 3, threads = 128)]
-pub fn gemm_nn_f16_k32(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
+/// memory), for comparison with the example's 128 × 128 × 64; f16 and bf16.
+#[tile::kernel(dtype = [f16, bf16], block_m = 128, block_n = 128, block_k = 32, stages = 3, threads = 128)]
+pub fn gemm_nn_k32(
+    a: Tensor<dtype, (M, K)>,
+    b: Tensor<dtype, (K, N)>,
+    c: TensorMut<dtype, (M, N)>,
+) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
         |bx, by| {
             T::use_swizzle(8);
-            let a_s = T::alloc_shared::<f16>([block_m, block_k]);
-            let b_s = T::alloc_shared::<f16>([block_k, block_n]);
+            let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
+            let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
             let acc = T::alloc_fragment::<f32>([block_m, block_n]);
             T::clear(acc);
             for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
@@ -72,72 +76,20 @@ pub fn gemm_nn_f16_k32(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: Tensor
     );
 }
 
-/// The k32 tile in bf16.
-#[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 3, threads = 128)]
-pub fn gemm_nn_bf16_k32(
-    a: Tensor<bf16, (M, K)>,
-    b: Tensor<bf16, (K, N)>,
-    c: TensorMut<bf16, (M, N)>,
+/// The k32 tile with 4 stages (64 KiB of dynamic shared memory); f16 and bf16.
+#[tile::kernel(dtype = [f16, bf16], block_m = 128, block_n = 128, block_k = 32, stages = 4, threads = 128)]
+pub fn gemm_nn_k32s4(
+    a: Tensor<dtype, (M, K)>,
+    b: Tensor<dtype, (K, N)>,
+    c: TensorMut<dtype, (M, N)>,
 ) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
         |bx, by| {
             T::use_swizzle(8);
-            let a_s = T::alloc_shared::<bf16>([block_m, block_k]);
-            let b_s = T::alloc_shared::<bf16>([block_k, block_n]);
-            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
-            T::clear(acc);
-            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
-                T::copy(a.at([by * block_m, ko * block_k]), a_s);
-                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
-                T::gemm(a_s, b_s, acc);
-            }
-            T::copy(acc, c.at([by * block_m, bx * block_n]));
-        },
-    );
-}
-
-/// The k32 tile with 4 stages (64 KiB of dynamic shared memory).
-#[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 4, threads = 128)]
-pub fn gemm_nn_f16_k32s4(
-    a: Tensor<f16, (M, K)>,
-    b: Tensor<f16, (K, N)>,
-    c: TensorMut<f16, (M, N)>,
-) {
-    T::kernel(
-        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
-        threads,
-        |bx, by| {
-            T::use_swizzle(8);
-            let a_s = T::alloc_shared::<f16>([block_m, block_k]);
-            let b_s = T::alloc_shared::<f16>([block_k, block_n]);
-            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
-            T::clear(acc);
-            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
-                T::copy(a.at([by * block_m, ko * block_k]), a_s);
-                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
-                T::gemm(a_s, b_s, acc);
-            }
-            T::copy(acc, c.at([by * block_m, bx * block_n]));
-        },
-    );
-}
-
-/// The same in bf16.
-#[tile::kernel(block_m = 128, block_n = 128, block_k = 32, stages = 4, threads = 128)]
-pub fn gemm_nn_bf16_k32s4(
-    a: Tensor<bf16, (M, K)>,
-    b: Tensor<bf16, (K, N)>,
-    c: TensorMut<bf16, (M, N)>,
-) {
-    T::kernel(
-        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
-        threads,
-        |bx, by| {
-            T::use_swizzle(8);
-            let a_s = T::alloc_shared::<bf16>([block_m, block_k]);
-            let b_s = T::alloc_shared::<bf16>([block_k, block_n]);
+            let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
+            let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
             let acc = T::alloc_fragment::<f32>([block_m, block_n]);
             T::clear(acc);
             for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
@@ -361,13 +313,13 @@ fn main() -> Res<()> {
         Bf16(&'static str, Launch<bf16>),
     }
     let gemms = [
-        Gemm::F16("gemm f16 nn (k64, 96 KiB)", gemm::gemm_nn_f16),
+        Gemm::F16("gemm f16 nn (k64, 96 KiB)", gemm::gemm_nn),
         Gemm::F16("gemm f16 nn (k32, 8 warps)", gemm_nn_f16_w8),
-        Gemm::F16("gemm f16 nn (k32, 48 KiB)", gemm_nn_f16_k32),
-        Gemm::Bf16("gemm bf16 nn (k64, 96 KiB)", gemm::gemm_nn_bf16),
-        Gemm::Bf16("gemm bf16 nn (k32, 48 KiB)", gemm_nn_bf16_k32),
-        Gemm::F16("gemm f16 nn (k32, 4 stages)", gemm_nn_f16_k32s4),
-        Gemm::Bf16("gemm bf16 nn (k32, 4 stages)", gemm_nn_bf16_k32s4),
+        Gemm::F16("gemm f16 nn (k32, 48 KiB)", gemm_nn_k32),
+        Gemm::Bf16("gemm bf16 nn (k64, 96 KiB)", gemm::gemm_nn),
+        Gemm::Bf16("gemm bf16 nn (k32, 48 KiB)", gemm_nn_k32),
+        Gemm::F16("gemm f16 nn (k32, 4 stages)", gemm_nn_k32s4),
+        Gemm::Bf16("gemm bf16 nn (k32, 4 stages)", gemm_nn_k32s4),
     ];
     let run = |g: &Gemm, shape, rows: &mut Vec<Row>| match *g {
         Gemm::F16(name, f) => bench_gemm::<f16>(

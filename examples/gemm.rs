@@ -10,15 +10,17 @@
 use std::time::Instant;
 use tile::prelude::*;
 
-#[tile::kernel(block_m = 128, block_n = 128, block_k = 64, stages = 3, threads = 128)]
-pub fn gemm_nn_f16(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
+/// NN, written once over the element type: `gemm_nn::<f16>` and
+/// `gemm_nn::<bf16>` (each instance built ahead of time).
+#[tile::kernel(dtype = [f16, bf16], block_m = 128, block_n = 128, block_k = 64, stages = 3, threads = 128)]
+pub fn gemm_nn(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
         |bx, by| {
             T::use_swizzle(8);
-            let a_s = T::alloc_shared::<f16>([block_m, block_k]);
-            let b_s = T::alloc_shared::<f16>([block_k, block_n]);
+            let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
+            let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
             let acc = T::alloc_fragment::<f32>([block_m, block_n]);
             T::clear(acc);
             for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
@@ -28,33 +30,7 @@ pub fn gemm_nn_f16(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<
             }
             // The epilogue through shared memory (reusing the A/B tiles' bytes):
             // full-width coalesced stores instead of 4-byte ones from registers.
-            let c_s = T::alloc_shared::<f16>([block_m, block_n]);
-            T::annotate_layout(c_s, T::swizzled);
-            T::copy(acc, c_s);
-            T::copy(c_s, c.at([by * block_m, bx * block_n]));
-        },
-    );
-}
-
-#[tile::kernel(block_m = 128, block_n = 128, block_k = 64, stages = 3, threads = 128)]
-pub fn gemm_nn_bf16(a: Tensor<bf16, (M, K)>, b: Tensor<bf16, (K, N)>, c: TensorMut<bf16, (M, N)>) {
-    T::kernel(
-        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
-        threads,
-        |bx, by| {
-            T::use_swizzle(8);
-            let a_s = T::alloc_shared::<bf16>([block_m, block_k]);
-            let b_s = T::alloc_shared::<bf16>([block_k, block_n]);
-            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
-            T::clear(acc);
-            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
-                T::copy(a.at([by * block_m, ko * block_k]), a_s);
-                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
-                T::gemm(a_s, b_s, acc);
-            }
-            // The epilogue through shared memory (reusing the A/B tiles' bytes):
-            // full-width coalesced stores instead of 4-byte ones from registers.
-            let c_s = T::alloc_shared::<bf16>([block_m, block_n]);
+            let c_s = T::alloc_shared::<dtype>([block_m, block_n]);
             T::annotate_layout(c_s, T::swizzled);
             T::copy(acc, c_s);
             T::copy(c_s, c.at([by * block_m, bx * block_n]));
@@ -154,8 +130,8 @@ pub fn run(
 ) -> Result<String, Box<dyn std::error::Error>> {
     let s = (m, n, k);
     let lines = [
-        check_one::<f16>("gemm_nn_f16", gemm_nn_f16, dev, s, (false, false))?,
-        check_one::<bf16>("gemm_nn_bf16", gemm_nn_bf16, dev, s, (false, false))?,
+        check_one::<f16>("gemm_nn_f16", gemm_nn, dev, s, (false, false))?,
+        check_one::<bf16>("gemm_nn_bf16", gemm_nn, dev, s, (false, false))?,
         check_one::<f16>("gemm_nt_f16", gemm_nt_f16, dev, s, (false, true))?,
         check_one::<f16>("gemm_tn_f16", gemm_tn_f16, dev, s, (true, false))?,
     ];

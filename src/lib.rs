@@ -26,7 +26,7 @@
 //! The body of a kernel is tile-language syntax read by the macro, not Rust
 //! that runs on the host: `T` is not a Rust item.
 
-pub use tile_macros::kernel;
+pub use tile_macros::{func, kernel};
 pub use tile_runtime::{
     bf16, cache, do_bench, f16, testing, AnyTensor, BenchOptions, BenchResult, CudaRead, CudaWrite,
     DType, Device, Element, Error, Graph, HostArg, Origin, Profiler, Result, Stream, Target,
@@ -60,7 +60,7 @@ pub mod build {
 pub mod __private {
     pub use tile_runtime::spec::*;
     pub use tile_runtime::{
-        bf16, export_sources, f16, host_source, kernel_source, launch, ArgRef, DType, KernelSlot,
-        TensorArg, TensorArgMut,
+        bf16, export_sources, f16, host_source, kernel_source, launch, launch_scalars, scalar_arg,
+        ArgRef, DType, KernelSlot, TensorArg, TensorArgMut,
     };
 }

@@ -333,12 +333,13 @@ fn transposed_input_is_a_stride_error() {
             buffer: "a",
             dim: 1,
             expected: 1,
-            got: 6
+            got: 6,
+            output: false,
         }
     ));
     assert_eq!(
         err.to_string(),
-        "kernel square input a stride mismatch: dim 1 expected 1, got 6"
+        "kernel square input a stride mismatch: dim 1 expected 1, got 6 (kernels take row-major tensors; `.contiguous()` makes a row-major copy)"
     );
 
     // A non-square transpose into a kernel with independent dims.
@@ -350,7 +351,7 @@ fn transposed_input_is_a_stride_error() {
     let err = refused(&snapshot, || outer(&a, &b, &mut c));
     assert_eq!(
         err.to_string(),
-        "kernel outer input a stride mismatch: dim 1 expected 1, got 6"
+        "kernel outer input a stride mismatch: dim 1 expected 1, got 6 (kernels take row-major tensors; `.contiguous()` makes a row-major copy)"
     );
 
     // The input really was not touched either.
@@ -371,7 +372,7 @@ fn sliced_views_are_stride_errors() {
     let err = refused(&snapshot, || outer(&a, &b, &mut c));
     assert_eq!(
         err.to_string(),
-        "kernel outer input a stride mismatch: dim 0 expected 3, got 8"
+        "kernel outer input a stride mismatch: dim 0 expected 3, got 8 (kernels take row-major tensors; `.contiguous()` makes a row-major copy)"
     );
 
     // Rows 2..5 are contiguous and accepted.
@@ -390,7 +391,7 @@ fn non_contiguous_output_is_refused_and_untouched() {
     let err = refused(&out_base, || outer(&a, &b, &mut c));
     assert_eq!(
         err.to_string(),
-        "kernel outer input c stride mismatch: dim 1 expected 1, got 5"
+        "kernel outer output c stride mismatch: dim 1 expected 1, got 5 (kernels take row-major tensors; `.contiguous()` makes a row-major copy)"
     );
 }
 
@@ -416,7 +417,7 @@ fn misaligned_view_is_refused_when_vectorized() {
         ));
         assert_eq!(
             err.to_string(),
-            format!("kernel vecadd_dyn input a misaligned: data pointer must be aligned to {align} bytes")
+            format!("kernel vecadd_dyn input a misaligned: data pointer must be aligned to {align} bytes (a view that starts inside its allocation; `.contiguous()` makes an aligned copy)")
         );
     } else {
         vecadd_dyn(&a, &b, &mut c).expect("element alignment is enough");
@@ -689,16 +690,18 @@ fn display_names_kernel_buffer_and_field() {
                 dim: 0,
                 expected: 4,
                 got: 8,
+                output: false,
             },
-            "kernel k input x stride mismatch: dim 0 expected 4, got 8",
+            "kernel k input x stride mismatch: dim 0 expected 4, got 8 (kernels take row-major tensors; `.contiguous()` makes a row-major copy)",
         ),
         (
             Error::Misaligned {
                 kernel: "k",
                 buffer: "x",
                 align: 16,
+                output: false,
             },
-            "kernel k input x misaligned: data pointer must be aligned to 16 bytes",
+            "kernel k input x misaligned: data pointer must be aligned to 16 bytes (a view that starts inside its allocation; `.contiguous()` makes an aligned copy)",
         ),
         (
             Error::DeviceMismatch {

@@ -120,15 +120,22 @@ fn bad_arguments_are_usage_errors() {
 }
 
 /// The names of the top-level kernels of `file`.
+/// The kernels of an example file as `tile inspect` lists them: one per
+/// instance of a dtype-generic kernel (`gemm_nn_f16`, `gemm_nn_bf16`).
 fn kernel_names(file: &str) -> Vec<String> {
     let text = std::fs::read_to_string(file).expect("read an example");
-    let lines: Vec<&str> = text.lines().collect();
-    lines
-        .windows(2)
-        .filter(|w| w[0].starts_with("#[tile::kernel"))
-        .filter_map(|w| w[1].strip_prefix("pub fn "))
-        .map(|rest| rest.split('(').next().unwrap_or("").to_string())
-        .collect()
+    let parsed = syn::parse_file(&text).expect("parse an example");
+    let mut out = Vec::new();
+    for item in &parsed.items {
+        let syn::Item::Fn(f) = item else { continue };
+        let Some(attr) = tile_core::frontend::kernel_attr(&f.attrs) else {
+            continue;
+        };
+        for i in tile_core::frontend::instances(attr, f).expect("instances") {
+            out.push(i.item.sig.ident.to_string());
+        }
+    }
+    out
 }
 
 fn cc_compiles(source: &Path) {

@@ -117,7 +117,7 @@ fn views_are_checked_like_tensors() -> Result<(), Error> {
     let mut c = TensorViewMut::from_slice_mut(&mut c_mem[..n], &[n])?;
     assert_eq!(
         v_add(&a1, &a, &mut c).unwrap_err().to_string(),
-        "kernel v_add input a misaligned: data pointer must be aligned to 16 bytes"
+        "kernel v_add input a misaligned: data pointer must be aligned to 16 bytes (a view that starts inside its allocation; `.contiguous()` makes an aligned copy)"
     );
     drop(c);
 
@@ -128,7 +128,7 @@ fn views_are_checked_like_tensors() -> Result<(), Error> {
         v_add(&every_other, &every_other, &mut c_half)
             .unwrap_err()
             .to_string(),
-        "kernel v_add input a stride mismatch: dim 0 expected 1, got 2"
+        "kernel v_add input a stride mismatch: dim 0 expected 1, got 2 (kernels take row-major tensors; `.contiguous()` makes a row-major copy)"
     );
     drop(c_half);
 
@@ -140,7 +140,7 @@ fn views_are_checked_like_tensors() -> Result<(), Error> {
         v_copy2d(&m.transpose(0, 1), &mut out)
             .unwrap_err()
             .to_string(),
-        "kernel v_copy2d input a stride mismatch: dim 1 expected 1, got 8"
+        "kernel v_copy2d input a stride mismatch: dim 1 expected 1, got 8 (kernels take row-major tensors; `.contiguous()` makes a row-major copy)"
     );
     assert_eq!(out.to_vec()?, vec![7.0; 64]);
     v_copy2d(&m, &mut out)?;

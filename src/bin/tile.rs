@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use tile_core::frontend::{is_kernel_attr, kernel_attr, parse_kernel, KernelDef};
+use tile_core::frontend::{
+    instances, is_kernel_attr, kernel_attr, parse_kernel_in, Env, KernelDef,
+};
 use tile_runtime::cache::{CacheDir, EntryKind};
 
 /// Tools for tile kernels that need no GPU and no nvcc.
@@ -239,12 +241,10 @@ fn kernels_of(file: &Path, only: Option<&str>) -> Result<Vec<(String, KernelDef)
         let Some(attr) = kernel_attr(&f.attrs) else {
             continue;
         };
-        if only.is_some_and(|k| f.sig.ident != k) {
-            continue;
-        }
         let mut f = f.clone();
         f.attrs.retain(|a| !is_kernel_attr(a));
-        let def = parse_kernel(attr, &f).map_err(|d| {
+        let env = Env::for_fn(&parsed, &f.sig.ident.to_string());
+        let shown_diags = |d: Vec<tile_core::Diagnostic>| {
             let msgs: Vec<String> = d
                 .iter()
                 .map(|x| {
@@ -253,8 +253,17 @@ fn kernels_of(file: &Path, only: Option<&str>) -> Result<Vec<(String, KernelDef)
                 })
                 .collect();
             msgs.join("\n")
-        })?;
-        out.push((f.sig.ident.to_string(), def));
+        };
+        // A dtype-generic kernel is one kernel per dtype (`<name>_<dtype>`);
+        // `--kernel` names the kernel or one instance.
+        for i in instances(attr, &f).map_err(shown_diags)? {
+            let name = i.item.sig.ident.to_string();
+            if only.is_some_and(|k| f.sig.ident != k && name != k) {
+                continue;
+            }
+            let def = parse_kernel_in(i.attr, &i.item, &env).map_err(shown_diags)?;
+            out.push((name, def));
+        }
     }
     if out.is_empty() {
         return Err(format!(

@@ -22,6 +22,9 @@ mod quickstart;
 // The suite by topic (one test binary).
 mod accumulator_rows;
 mod copies;
+mod helpers;
+mod math;
+mod params;
 mod phases;
 mod reductions;
 mod scalars;
@@ -75,17 +78,8 @@ fn round_to<E: Element>(v: f64) -> f64 {
 // Vector add, version A: direct global loads and stores in `T::parallel`
 // ---------------------------------------------------------------------------
 
-#[tile::kernel(block_n = 1024, threads = 128)]
-pub fn vecadd_a_f32(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
-    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
-        for i in T::parallel(block_n) {
-            c[bx * block_n + i] = a[bx * block_n + i] + b[bx * block_n + i];
-        }
-    });
-}
-
-#[tile::kernel(block_n = 512, threads = 128)]
-pub fn vecadd_a_bf16(a: Tensor<bf16, (N,)>, b: Tensor<bf16, (N,)>, c: TensorMut<bf16, (N,)>) {
+#[tile::kernel(dtype = [f32, bf16], block_n = 1024, threads = 128)]
+pub fn vecadd_a(a: Tensor<dtype, (N,)>, b: Tensor<dtype, (N,)>, c: TensorMut<dtype, (N,)>) {
     T::kernel(T::ceildiv(N, block_n), threads, |bx| {
         for i in T::parallel(block_n) {
             c[bx * block_n + i] = a[bx * block_n + i] + b[bx * block_n + i];
@@ -97,42 +91,12 @@ pub fn vecadd_a_bf16(a: Tensor<bf16, (N,)>, b: Tensor<bf16, (N,)>, c: TensorMut<
 // Vector add, version B: tiles staged in fragments with `T::copy`
 // ---------------------------------------------------------------------------
 
-#[tile::kernel(block_n = 1024, threads = 128)]
-pub fn vecadd_b_f16(a: Tensor<f16, (N,)>, b: Tensor<f16, (N,)>, c: TensorMut<f16, (N,)>) {
+#[tile::kernel(dtype = [f16, f32, bf16], block_n = 1024, threads = 128)]
+pub fn vecadd_b(a: Tensor<dtype, (N,)>, b: Tensor<dtype, (N,)>, c: TensorMut<dtype, (N,)>) {
     T::kernel(T::ceildiv(N, block_n), threads, |bx| {
-        let a_l = T::alloc_fragment::<f16>([block_n]);
-        let b_l = T::alloc_fragment::<f16>([block_n]);
-        let c_l = T::alloc_fragment::<f16>([block_n]);
-        T::copy(a.at(bx * block_n), a_l);
-        T::copy(b.at(bx * block_n), b_l);
-        for i in T::parallel(block_n) {
-            c_l[i] = a_l[i] + b_l[i];
-        }
-        T::copy(c_l, c.at(bx * block_n));
-    });
-}
-
-#[tile::kernel(block_n = 1024, threads = 128)]
-pub fn vecadd_b_f32(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
-    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
-        let a_l = T::alloc_fragment::<f32>([block_n]);
-        let b_l = T::alloc_fragment::<f32>([block_n]);
-        let c_l = T::alloc_fragment::<f32>([block_n]);
-        T::copy(a.at(bx * block_n), a_l);
-        T::copy(b.at(bx * block_n), b_l);
-        for i in T::parallel(block_n) {
-            c_l[i] = a_l[i] + b_l[i];
-        }
-        T::copy(c_l, c.at(bx * block_n));
-    });
-}
-
-#[tile::kernel(block_n = 256, threads = 128)]
-pub fn vecadd_b_bf16(a: Tensor<bf16, (N,)>, b: Tensor<bf16, (N,)>, c: TensorMut<bf16, (N,)>) {
-    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
-        let a_l = T::alloc_fragment::<bf16>([block_n]);
-        let b_l = T::alloc_fragment::<bf16>([block_n]);
-        let c_l = T::alloc_fragment::<bf16>([block_n]);
+        let a_l = T::alloc_fragment::<dtype>([block_n]);
+        let b_l = T::alloc_fragment::<dtype>([block_n]);
+        let c_l = T::alloc_fragment::<dtype>([block_n]);
         T::copy(a.at(bx * block_n), a_l);
         T::copy(b.at(bx * block_n), b_l);
         for i in T::parallel(block_n) {
@@ -173,8 +137,8 @@ fn vecadd_a_all_dtypes() -> TestResult {
     for (k, &n) in VEC_SIZES.iter().enumerate() {
         let seed = 10 + 3 * k as u64;
         run_vecadd::<f16>("vecadd", vecadd_example::vecadd, n, seed)?;
-        run_vecadd::<f32>("vecadd_a_f32", vecadd_a_f32, n, seed)?;
-        run_vecadd::<bf16>("vecadd_a_bf16", vecadd_a_bf16, n, seed)?;
+        run_vecadd::<f32>("vecadd_a f32", vecadd_a, n, seed)?;
+        run_vecadd::<bf16>("vecadd_a bf16", vecadd_a, n, seed)?;
     }
     Ok(())
 }
@@ -183,9 +147,9 @@ fn vecadd_a_all_dtypes() -> TestResult {
 fn vecadd_b_all_dtypes() -> TestResult {
     for (k, &n) in VEC_SIZES.iter().enumerate() {
         let seed = 100 + 3 * k as u64;
-        run_vecadd::<f16>("vecadd_b_f16", vecadd_b_f16, n, seed)?;
-        run_vecadd::<f32>("vecadd_b_f32", vecadd_b_f32, n, seed)?;
-        run_vecadd::<bf16>("vecadd_b_bf16", vecadd_b_bf16, n, seed)?;
+        run_vecadd::<f16>("vecadd_b f16", vecadd_b, n, seed)?;
+        run_vecadd::<f32>("vecadd_b f32", vecadd_b, n, seed)?;
+        run_vecadd::<bf16>("vecadd_b bf16", vecadd_b, n, seed)?;
     }
     Ok(())
 }
@@ -197,8 +161,8 @@ fn vecadd_forms_agree() -> TestResult {
     let b = random_tensor::<f32>(&[n], 8, dev())?;
     let mut ca = Tensor::full(&[n], f32::NAN, dev())?;
     let mut cb = Tensor::full(&[n], f32::NAN, dev())?;
-    vecadd_a_f32(&a, &b, &mut ca)?;
-    vecadd_b_f32(&a, &b, &mut cb)?;
+    vecadd_a(&a, &b, &mut ca)?;
+    vecadd_b(&a, &b, &mut cb)?;
     assert_eq!(ca.to_vec()?, cb.to_vec()?);
     Ok(())
 }
@@ -209,8 +173,8 @@ fn empty_launch_writes_nothing() -> TestResult {
     let a = Tensor::<f32>::zeros(&[0], dev())?;
     let b = Tensor::<f32>::zeros(&[0], dev())?;
     let mut c = Tensor::<f32>::zeros(&[0], dev())?;
-    vecadd_a_f32(&a, &b, &mut c)?;
-    vecadd_b_f32(&a, &b, &mut c)?;
+    vecadd_a(&a, &b, &mut c)?;
+    vecadd_b(&a, &b, &mut c)?;
     assert!(c.to_vec()?.is_empty());
     Ok(())
 }
@@ -227,7 +191,7 @@ fn repeated_launches_reuse_the_kernel() -> TestResult {
         .collect();
     for _ in 0..5 {
         let mut c = Tensor::full(&[n], f32::NAN, dev())?;
-        vecadd_a_f32(&a, &b, &mut c)?;
+        vecadd_a(&a, &b, &mut c)?;
         check("repeated vecadd", &c, &want, 0.0, 0.0);
     }
     Ok(())

@@ -268,7 +268,7 @@ fn explicit_cpu_stream() -> TestResult {
     let a = Tensor::from_vec(random_vec::<f32>(n, 1, -1.0, 1.0), &[n], dev())?;
     let b = Tensor::from_vec(random_vec::<f32>(n, 2, -1.0, 1.0), &[n], dev())?;
     let mut c = Tensor::full(&[n], f32::NAN, dev())?;
-    vecadd_a_f32::on(&stream).launch(&a, &b, &mut c)?;
+    vecadd_a::on(&stream).launch(&a, &b, &mut c)?;
     stream.synchronize()?;
     let want: Vec<f64> = host(&a)
         .iter()

@@ -7,7 +7,7 @@
 //! [`KernelSpec`] with [`KernelDesc::leak`].
 
 use crate::dtype::DType;
-use crate::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, KernelSpec, ParamSpec};
+use crate::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, KernelSpec, ParamSpec, ScalarSpec};
 
 /// An operator node of a grid expression (the operators of [`GridExpr`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +105,8 @@ pub struct CudaDesc {
 pub struct KernelDesc {
     pub name: String,
     pub params: Vec<ParamDesc>,
+    /// Scalar parameters (name, dtype), in signature order.
+    pub scalars: Vec<(String, DType)>,
     /// Names of the dynamic dims, in ABI order.
     pub dims: Vec<String>,
     /// Grid extents (x, y, z).
@@ -156,6 +158,15 @@ impl KernelDesc {
         let spec = KernelSpec {
             name: leak_str(&self.name),
             params: leak_slice(self.params.iter().map(ParamDesc::leak).collect()),
+            scalars: leak_slice(
+                self.scalars
+                    .iter()
+                    .map(|(n, t)| ScalarSpec {
+                        name: leak_str(n),
+                        dtype: *t,
+                    })
+                    .collect(),
+            ),
             dims: leak_slice(self.dims.iter().map(|d| leak_str(d)).collect()),
             grid: [
                 self.grid[0].leak(),
@@ -195,6 +206,7 @@ mod tests {
                 output: true,
                 align: 8,
             }],
+            scalars: vec![("temp".into(), DType::F32)],
             dims: vec!["N".into()],
             grid: [
                 Grid::Op(GridOp::CeilDiv, n(), c(128)),
@@ -221,6 +233,7 @@ mod tests {
         assert_eq!(spec.params[0].shape, &[DimSpec::Dyn(0), DimSpec::Static(4)]);
         assert_eq!(spec.params[0].dtype, DType::F16);
         assert_eq!(spec.dims, &["N"]);
+        assert_eq!(spec.scalars[0].name, "temp");
         let dims = [1000];
         let grid: Vec<_> = spec.grid.iter().map(|g| g.eval(&dims)).collect();
         assert_eq!(grid, [Some(8), Some(1000), Some(1)]);

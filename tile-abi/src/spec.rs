@@ -10,9 +10,15 @@
 //! ABI of the generated code (both targets take parameters in declaration order):
 //! - CPU: `void sym(void *const *bufs, const int64_t *dims, const int64_t *grid,
 //!   int64_t begin, int64_t end)` runs linear block indices `begin..end`; block
-//!   `l` is `bx = l % gx, by = (l / gx) % gy, bz = l / (gx * gy)`.
-//! - CUDA: `extern "C" __global__ void entry(T *buf0, ..., int dim0, ...)`:
-//!   one device pointer per buffer, then one `int` (i32) per dynamic dim.
+//!   `l` is `bx = l % gx, by = (l / gx) % gy, bz = l / (gx * gy)`. `dims` holds
+//!   the dynamic dims, then one slot per scalar parameter with the value's bytes
+//!   in its low bytes ([`ScalarArg::bits`]).
+//! - CUDA: `extern "C" __global__ void entry(T *buf0, ..., int dim0, ..., S s0, ...)`:
+//!   one device pointer per buffer, then one `int` (i32) per dynamic dim, then
+//!   each scalar parameter by value in its own type.
+//!
+//! Scalars come last on both targets so that a kernel without them has the ABI
+//! it always had.
 
 use crate::dtype::DType;
 use crate::target::Target;
@@ -38,6 +44,22 @@ pub struct ParamSpec {
     /// Byte alignment the generated code assumes for the data pointer
     /// (vector width of its widest vectorized access; element size otherwise).
     pub align: u32,
+}
+
+/// A scalar parameter of the kernel (`temp: f32`), passed by value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScalarSpec {
+    pub name: &'static str,
+    pub dtype: DType,
+}
+
+/// The value of a scalar argument: its dtype and its bytes, zero-extended
+/// into the low bytes of a `u64` (as the host stores them, little-endian on
+/// every target tile runs on), which is what both ABIs read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScalarArg {
+    pub dtype: DType,
+    pub bits: u64,
 }
 
 /// The grid size as an expression over dynamic dims (evaluated at launch).
@@ -166,6 +188,8 @@ pub struct CudaKernel {
 pub struct KernelSpec {
     pub name: &'static str,
     pub params: &'static [ParamSpec],
+    /// Scalar parameters, in signature order (their ABI order).
+    pub scalars: &'static [ScalarSpec],
     /// Names of the dynamic dims, in ABI order.
     pub dims: &'static [&'static str],
     /// Grid extents (x, y, z).

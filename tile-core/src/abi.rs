@@ -42,6 +42,11 @@ pub fn describe(c: &Compiled) -> Result<KernelDesc, String> {
     Ok(KernelDesc {
         name: f.name.clone(),
         params,
+        scalars: f
+            .scalars
+            .iter()
+            .map(|&s| (f.var(s).name.clone(), f.var(s).dtype))
+            .collect(),
         dims: f.dims.iter().map(|&d| f.var(d).name.clone()).collect(),
         grid,
         threads: f.launch.threads as u32,

@@ -18,7 +18,7 @@
 // The example above is a build script, whose `fn main` is the point.
 #![allow(clippy::needless_doctest_main)]
 
-use crate::frontend::{is_kernel_attr, kernel_attr, parse_kernel};
+use crate::frontend::{instances, is_kernel_attr, kernel_attr, parse_kernel_in, Env};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -105,12 +105,19 @@ impl Builder {
                 };
                 let mut item = item.clone();
                 item.attrs.retain(|a| !is_kernel_attr(a));
-                let Ok(def) = parse_kernel(attr, &item) else {
+                let env = Env::for_fn(&file, &item.sig.ident.to_string());
+                // Every instance of a dtype-generic kernel.
+                let Ok(instances) = instances(attr, &item) else {
                     continue;
                 };
-                match crate::compile(def) {
-                    Ok(c) => compiled.push(c),
-                    Err(d) => report.warnings.push(format!("{}: {}", f.display(), d[0])),
+                for i in instances {
+                    let Ok(def) = parse_kernel_in(i.attr, &i.item, &env) else {
+                        continue;
+                    };
+                    match crate::compile(def) {
+                        Ok(c) => compiled.push(c),
+                        Err(d) => report.warnings.push(format!("{}: {}", f.display(), d[0])),
+                    }
                 }
             }
         }

@@ -96,7 +96,7 @@ fn structure(f: &PrimFunc) -> Result<(), String> {
             return v.fail(format!("the name `{name}` is used twice"));
         }
     }
-    for &d in &f.dims {
+    for &d in f.dims.iter().chain(&f.scalars) {
         v.defined.insert(d);
     }
     for &b in &f.params {

@@ -12,14 +12,7 @@ use tile_core::ir::DType;
 use tile_core::Compiled;
 
 pub fn errors(item: &syn::ItemFn, diags: &[tile_core::Diagnostic]) -> TokenStream {
-    let errs = diags.iter().map(|d| {
-        // Two tokens carrying the range's ends: `new_spanned` underlines from
-        // the first to the last.
-        let ends = quote::quote_spanned!(d.span.start=> a)
-            .into_iter()
-            .chain(quote::quote_spanned!(d.span.end=> b));
-        syn::Error::new_spanned(ends.collect::<TokenStream>(), &d.message).to_compile_error()
-    });
+    let errs = diags.iter().map(error_tokens);
     // A fallback launcher with the kernel's signature keeps call sites
     // type-checking, so one mistake in a body is reported once, not again as
     // "wrong number of arguments" wherever the kernel is called.
@@ -33,6 +26,55 @@ pub fn errors(item: &syn::ItemFn, diags: &[tile_core::Diagnostic]) -> TokenStrea
             ::core::unreachable!("this kernel did not compile")
         }
     }
+}
+
+/// The expansion of `#[tile::func]`: its errors, or nothing (the helper
+/// exists only to be inlined into kernels).
+pub fn func_errors(diags: &[tile_core::Diagnostic]) -> TokenStream {
+    diags.iter().map(error_tokens).collect()
+}
+
+fn error_tokens(d: &tile_core::Diagnostic) -> TokenStream {
+    // Two tokens carrying the range's ends: `new_spanned` underlines from
+    // the first to the last.
+    let ends = quote::quote_spanned!(d.span.start=> a)
+        .into_iter()
+        .chain(quote::quote_spanned!(d.span.end=> b));
+    syn::Error::new_spanned(ends.collect::<TokenStream>(), &d.message).to_compile_error()
+}
+
+/// `const` assertions that the values the kernel inlined are Rust's values of
+/// the consts it named (they could differ only if name resolution did).
+pub(crate) fn const_checks(consts: &[tile_core::frontend::UsedConst]) -> TokenStream {
+    use tile_core::ir::ConstVal;
+    consts
+        .iter()
+        .map(|u| {
+            let name = format_ident!("{}", u.name);
+            let msg = format!(
+                "tile: the kernel inlined const `{}` as {}, which is not its value here",
+                u.name, u.value
+            );
+            let cond = match (&u.value, u.dtype) {
+                (ConstVal::Float(v), DType::F32) => {
+                    let bits = (*v as f32).to_bits();
+                    quote!(#name.to_bits() == #bits)
+                }
+                (ConstVal::Float(v), _) => {
+                    let bits = v.to_bits();
+                    quote!(#name.to_bits() == #bits)
+                }
+                (ConstVal::Int(v), t) => {
+                    let lit = syn::LitInt::new(&format!("{v}{}", t.rust_name()), Span::call_site());
+                    quote!(#name == #lit)
+                }
+                (ConstVal::Bool(b), _) => quote!(#name == #b),
+            };
+            quote!(
+                const _: () = ::core::assert!(#cond, #msg);
+            )
+        })
+        .collect()
 }
 
 /// The launcher parameters read straight from the signature, when it is
@@ -56,6 +98,17 @@ fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
             let syn::Type::Path(tp) = &*pt.ty else {
                 return None;
             };
+            let n = &pi.ident;
+            // A scalar; of a type parameter's (or an unknown) type: any value.
+            if let Some(i) = tp.path.get_ident() {
+                return Some(match DType::from_rust_name(&i.to_string()) {
+                    Some(t) => {
+                        let t = elem_type(t, Span::call_site());
+                        quote!(#n: #t)
+                    }
+                    None => quote!(#n: impl ::core::marker::Copy),
+                });
+            }
             let seg = tp.path.segments.last()?;
             let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
                 return None;
@@ -63,18 +116,23 @@ fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
             let Some(syn::GenericArgument::Type(syn::Type::Path(dt))) = ab.args.first() else {
                 return None;
             };
-            let dtype = DType::from_rust_name(&dt.path.get_ident()?.to_string())?;
-            let (n, t) = (&pi.ident, elem_type(dtype, Span::call_site()));
-            match seg.ident.to_string().as_str() {
-                "Tensor" => Some(quote!(#n: &impl ::tile::TensorArg<Elem = #t>)),
-                "TensorMut" => Some(quote!(#n: &mut impl ::tile::TensorArgMut<Elem = #t>)),
+            // The element of a dtype-generic kernel's tensors is any element type.
+            let elem = DType::from_rust_name(&dt.path.get_ident()?.to_string())
+                .map(|t| elem_type(t, Span::call_site()));
+            match (seg.ident.to_string().as_str(), elem) {
+                ("Tensor", Some(t)) => Some(quote!(#n: &impl ::tile::TensorArg<Elem = #t>)),
+                ("TensorMut", Some(t)) => {
+                    Some(quote!(#n: &mut impl ::tile::TensorArgMut<Elem = #t>))
+                }
+                ("Tensor", None) => Some(quote!(#n: &impl ::tile::TensorArg)),
+                ("TensorMut", None) => Some(quote!(#n: &mut impl ::tile::TensorArgMut)),
                 _ => None,
             }
         })
         .collect()
 }
 
-fn elem_type(t: DType, span: Span) -> TokenStream {
+pub(crate) fn elem_type(t: DType, span: Span) -> TokenStream {
     match t {
         DType::F16 => quote_spanned!(span=> ::tile::__private::f16),
         DType::BF16 => quote_spanned!(span=> ::tile::__private::bf16),
@@ -95,42 +153,68 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
     let sig = Signature::new(&c.def.params, &desc);
     let aot = Aot::find(&desc);
     let spec = spec_tokens(&desc, &aot);
-    module(item, &sig, &aot, spec)
+    let checks = const_checks(&c.def.consts);
+    let m = module(item, &sig, &aot, spec);
+    quote!(#checks #m)
 }
 
 /// The launcher's side of the parameters.
-struct Signature {
+pub(crate) struct Signature {
     /// Typed parameters of the launcher (every buffer but the `Output<..>`s).
-    args: Vec<TokenStream>,
+    pub args: Vec<TokenStream>,
     /// Their names, to pass them on.
-    names: Vec<syn::Ident>,
+    pub names: Vec<syn::Ident>,
     /// Outputs the launcher allocates (`Output<..>`), shapes from the inputs.
-    outs: Vec<Output>,
-    /// One argument reference per kernel parameter, in declaration order.
-    refs: Vec<TokenStream>,
+    pub outs: Vec<Output>,
+    /// One argument reference per buffer parameter, in declaration order.
+    pub refs: Vec<TokenStream>,
+    /// One value per scalar parameter, in declaration order.
+    pub scalars: Vec<TokenStream>,
 }
 
-struct Output {
+pub(crate) struct Output {
     name: syn::Ident,
     elem: TokenStream,
     /// The statement allocating it.
-    alloc: TokenStream,
+    pub alloc: TokenStream,
 }
 
 impl Signature {
     fn new(params: &[ParamDef], desc: &KernelDesc) -> Signature {
+        Signature::with_elems(params, desc, |_, pd| elem_type(pd.dtype, pd.ty_span.start))
+    }
+
+    /// The signature with parameter `k`'s element type `elem(k, ..)` (a type
+    /// parameter's name for the generic parameters of a dtype-generic kernel).
+    pub fn with_elems(
+        params: &[ParamDef],
+        desc: &KernelDesc,
+        elem: impl Fn(usize, &ParamDef) -> TokenStream,
+    ) -> Signature {
         let p = quote!(::tile::__private);
         let mut sig = Signature {
             args: Vec::new(),
             names: Vec::new(),
             outs: Vec::new(),
             refs: Vec::new(),
+            scalars: Vec::new(),
         };
-        for (i, pd) in params.iter().enumerate() {
+        // Buffers in declaration order, as `desc.params` lists them.
+        let bufs: Vec<ParamDef> = params.iter().filter(|p| !p.scalar).cloned().collect();
+        let mut i = 0;
+        for (k, pd) in params.iter().enumerate() {
             let n = &pd.name;
-            let t = elem_type(pd.dtype, pd.ty_span.start);
+            let t = elem(k, pd);
+            if pd.scalar {
+                sig.args.push(quote_spanned!(pd.ty_span.start=> #n: #t));
+                sig.scalars.push(quote!(#p::scalar_arg::<#t>(#n)));
+                sig.names.push(n.clone());
+                continue;
+            }
+            i += 1;
+            let i = i - 1;
             if pd.alloc {
-                sig.outs.push(output(params, desc, i, t));
+                sig.outs.push(output(&bufs, desc, i, t));
                 sig.refs.push(quote!(#p::ArgRef::output(&mut #n)));
                 continue;
             }
@@ -152,7 +236,7 @@ impl Signature {
     }
 
     /// The launcher's return type: `()`, one tensor, or a tuple of the outputs.
-    fn ret(&self) -> TokenStream {
+    pub fn ret(&self) -> TokenStream {
         match self.outs.as_slice() {
             [] => quote!(()),
             [o] => {
@@ -167,7 +251,7 @@ impl Signature {
     }
 
     /// The launcher's return value, matching [`ret`](Self::ret).
-    fn ret_val(&self) -> TokenStream {
+    pub fn ret_val(&self) -> TokenStream {
         match self.outs.as_slice() {
             [] => quote!(()),
             [o] => {
@@ -250,8 +334,12 @@ fn dim_tokens(d: DimSpec) -> TokenStream {
 }
 
 /// The `KernelSpec` constant of `desc`, with the ahead-of-time artifacts found.
-fn spec_tokens(desc: &KernelDesc, aot: &Aot) -> TokenStream {
+pub(crate) fn spec_tokens(desc: &KernelDesc, aot: &Aot) -> TokenStream {
     let p = quote!(::tile::__private);
+    let scalars = desc.scalars.iter().map(|(name, t)| {
+        let dt = dtype_tokens(*t);
+        quote!(#p::ScalarSpec { name: #name, dtype: #dt })
+    });
     let params = desc.params.iter().map(|pd| {
         let (name, out, align) = (&pd.name, pd.output, pd.align);
         let dt = dtype_tokens(pd.dtype);
@@ -274,6 +362,7 @@ fn spec_tokens(desc: &KernelDesc, aot: &Aot) -> TokenStream {
         #p::KernelSpec {
             name: #name,
             params: &[#(#params),*],
+            scalars: &[#(#scalars),*],
             dims: &[#(#dims),*],
             grid: [#(&#grid),*],
             threads: #threads,
@@ -294,11 +383,11 @@ fn cuda_tokens(d: &CudaDesc, cubins: &[TokenStream]) -> TokenStream {
 
 /// Ahead-of-time artifacts placed by the crate's build script, if their keys match
 /// this kernel exactly.
-struct Aot {
+pub(crate) struct Aot {
     /// Makes the crate rebuild when the build script's manifest changes.
-    track: TokenStream,
+    pub track: TokenStream,
     /// The declaration of the linked C entry point.
-    c_extern: TokenStream,
+    pub c_extern: TokenStream,
     /// `Some(entry)` or `None`.
     c_entry: TokenStream,
     /// `(arch, bytes)` of each embedded cubin.
@@ -308,7 +397,7 @@ struct Aot {
 }
 
 impl Aot {
-    fn find(desc: &KernelDesc) -> Aot {
+    pub fn find(desc: &KernelDesc) -> Aot {
         let p = quote!(::tile::__private);
         let c_sym = &desc.cpu.symbol;
         let art = tile_core::build::lookup_artifacts(c_sym, &desc.cuda.key);
@@ -360,6 +449,13 @@ fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> 
     let (vis, name) = (&item.vis, &item.sig.ident);
     let doc = format!("Launch helpers and the compiled form of kernel `{name}`.");
     let (args, names, refs) = (&sig.args, &sig.names, &sig.refs);
+    // Kernels without scalars keep the launch call they always had.
+    let launch = match sig.scalars.as_slice() {
+        [] => quote!(#p::launch(&SPEC, &SLOT, stream, &[#(#refs),*])),
+        scalars => {
+            quote!(#p::launch_scalars(&SPEC, &SLOT, stream, &[#(#refs),*], &[#(#scalars),*]))
+        }
+    };
     let allocs = sig.outs.iter().map(|o| &o.alloc);
     let (ret, ret_val) = (sig.ret(), sig.ret_val());
     let (track, c_extern) = (&aot.track, &aot.c_extern);
@@ -384,7 +480,7 @@ fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> 
             #[allow(clippy::too_many_arguments)]
             pub fn launch_on(stream: ::core::option::Option<&::tile::Stream>, #(#args),*) -> ::core::result::Result<#ret, ::tile::Error> {
                 #(#allocs)*
-                #p::launch(&SPEC, &SLOT, stream, &[#(#refs),*])?;
+                #launch?;
                 ::core::result::Result::Ok(#ret_val)
             }
 
@@ -411,31 +507,41 @@ fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> 
 /// The module's functions that read the spec and slot: sources, IR, host side, export
 /// and profiler.
 fn helpers() -> TokenStream {
+    helpers_of(quote!(), quote!(&SPEC), quote!(&SLOT))
+}
+
+/// [`helpers`] over `spec` and `slot`, generic over `generics` (a dtype-generic
+/// kernel's `<D: Dtype>`, whose instance they read).
+pub(crate) fn helpers_of(
+    generics: TokenStream,
+    spec: TokenStream,
+    slot: TokenStream,
+) -> TokenStream {
     let p = quote!(::tile::__private);
     quote! {
         /// The generated device source for a target.
-        pub fn source(target: ::tile::Target) -> &'static str {
-            #p::kernel_source(&SPEC, target)
+        pub fn source #generics(target: ::tile::Target) -> &'static str {
+            #p::kernel_source(#spec, target)
         }
 
         /// The IR script the cache keys are derived from.
-        pub fn ir() -> &'static str {
-            SPEC.ir
+        pub fn ir #generics() -> &'static str {
+            (#spec).ir
         }
 
         /// The host side as readable text: the checks in order, the grid, the launch.
-        pub fn host_source() -> ::std::string::String {
-            #p::host_source(&SPEC)
+        pub fn host_source #generics() -> ::std::string::String {
+            #p::host_source(#spec)
         }
 
         /// Writes the device sources, the host side and the IR into `dir`.
-        pub fn export_sources(dir: impl ::core::convert::AsRef<::std::path::Path>) -> ::core::result::Result<::std::vec::Vec<::std::path::PathBuf>, ::tile::Error> {
-            #p::export_sources(&SPEC, dir.as_ref())
+        pub fn export_sources #generics(dir: impl ::core::convert::AsRef<::std::path::Path>) -> ::core::result::Result<::std::vec::Vec<::std::path::PathBuf>, ::tile::Error> {
+            #p::export_sources(#spec, dir.as_ref())
         }
 
         /// A profiler of this kernel on random inputs (`assert_allclose`, `do_bench`).
-        pub fn profiler() -> ::tile::Profiler {
-            ::tile::Profiler::new(&SPEC, &SLOT)
+        pub fn profiler #generics() -> ::tile::Profiler {
+            ::tile::Profiler::new(#spec, #slot)
         }
     }
 }

@@ -290,6 +290,7 @@ fn check_param<F: Failure>(
             dim,
             expected,
             got,
+            output: param.output,
         }));
     }
     if param.align > 1 && !arg.ptr.is_multiple_of(param.align as usize) {
@@ -297,6 +298,7 @@ fn check_param<F: Failure>(
             kernel,
             buffer,
             align: param.align,
+            output: param.output,
         }));
     }
     if arg.device != device {
@@ -412,6 +414,7 @@ pub(crate) mod tests {
         KernelSpec {
             name,
             params,
+            scalars: &[],
             dims,
             grid: [&ONE, &ONE, &ONE],
             threads: 128,
@@ -576,13 +579,13 @@ pub(crate) mod tests {
         let t = base.transpose(0, 1);
         assert_eq!(
             msg(check_args(&T2, &[ArgRef::input(&t)])),
-            "kernel vecadd input a stride mismatch: dim 1 expected 1, got 6"
+            "kernel vecadd input a stride mismatch: dim 1 expected 1, got 6 (kernels take row-major tensors; `.contiguous()` makes a row-major copy)"
         );
         // A column [4, 1] with strides [6, 1] is not contiguous.
         let col = base.slice(1, 2..3).unwrap();
         assert_eq!(
             msg(check_args(&T2, &[ArgRef::input(&col)])),
-            "kernel vecadd input a stride mismatch: dim 0 expected 1, got 6"
+            "kernel vecadd input a stride mismatch: dim 0 expected 1, got 6 (kernels take row-major tensors; `.contiguous()` makes a row-major copy)"
         );
         // A row seen as [6, 1] with strides [1, 6]: the unit dim's stride is ignored.
         let row = base.slice(0, 2..3).unwrap().transpose(0, 1);
@@ -600,7 +603,7 @@ pub(crate) mod tests {
         every_other.strides = &[2];
         assert_eq!(
             msg(check_args(&V, &[every_other])),
-            "kernel vecadd input a stride mismatch: dim 0 expected 1, got 2"
+            "kernel vecadd input a stride mismatch: dim 0 expected 1, got 2 (kernels take row-major tensors; `.contiguous()` makes a row-major copy)"
         );
     }
 
@@ -614,7 +617,7 @@ pub(crate) mod tests {
                 &VECADD,
                 &[ArgRef::input(&a), ArgRef::input(&b), ArgRef::input(&c)]
             )),
-            "kernel vecadd input a misaligned: data pointer must be aligned to 16 bytes"
+            "kernel vecadd input a misaligned: data pointer must be aligned to 16 bytes (a view that starts inside its allocation; `.contiguous()` makes an aligned copy)"
         );
         let a4 = f32s(&[1004]).slice(0, 4..1004).unwrap();
         assert!(check_args(

@@ -63,11 +63,14 @@ pub enum Error {
         dim: usize,
         expected: isize,
         got: isize,
+        /// The parameter is written (its role in the message: `output`, not `input`).
+        output: bool,
     },
     Misaligned {
         kernel: &'static str,
         buffer: &'static str,
         align: u32,
+        output: bool,
     },
     DeviceMismatch {
         kernel: &'static str,
@@ -260,17 +263,21 @@ impl fmt::Display for Error {
                 dim,
                 expected,
                 got,
+                output,
             } => write!(
                 f,
-                "kernel {kernel} input {buffer} stride mismatch: dim {dim} expected {expected}, got {got}"
+                "kernel {kernel} {} {buffer} stride mismatch: dim {dim} expected {expected}, got {got} (kernels take row-major tensors; `.contiguous()` makes a row-major copy)",
+                role(*output)
             ),
             Error::Misaligned {
                 kernel,
                 buffer,
                 align,
+                output,
             } => write!(
                 f,
-                "kernel {kernel} input {buffer} misaligned: data pointer must be aligned to {align} bytes"
+                "kernel {kernel} {} {buffer} misaligned: data pointer must be aligned to {align} bytes (a view that starts inside its allocation; `.contiguous()` makes an aligned copy)",
+                role(*output)
             ),
             Error::DeviceMismatch {
                 kernel,
@@ -457,5 +464,14 @@ mod tests {
         let e = Error::cache("/x", std::io::Error::other("disk full"));
         assert!(std::error::Error::source(&e).is_some());
         assert_eq!(e.to_string(), "kernel cache I/O error at /x: disk full");
+    }
+}
+
+/// How a message names a parameter: written ones are outputs.
+fn role(output: bool) -> &'static str {
+    if output {
+        "output"
+    } else {
+        "input"
     }
 }

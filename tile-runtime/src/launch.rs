@@ -36,12 +36,13 @@ use crate::config::Config;
 use crate::cpu;
 use crate::cuda;
 use crate::device::Device;
+use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::find::{self, print_done};
 use crate::graph;
 use crate::loaded::CudaLoaded;
 use crate::slot::KernelSlot;
-use crate::spec::{CpuEntry, KernelSpec};
+use crate::spec::{CpuEntry, KernelSpec, ScalarArg};
 use crate::stream::Stream;
 use crate::tensor::{Storage, StorageGuard};
 use tile_abi::Target;
@@ -70,9 +71,37 @@ pub fn launch(
     stream: Option<&Stream>,
     args: &[ArgRef<'_>],
 ) -> Result<()> {
-    match warm::try_cuda(spec, slot, stream, args) {
+    launch_scalars(spec, slot, stream, args, &[])
+}
+
+/// [`launch`] of a kernel with scalar parameters: `scalars` holds their values in
+/// declaration order ([`scalar_arg`]).
+#[inline(always)]
+pub fn launch_scalars(
+    spec: &'static KernelSpec,
+    slot: &'static KernelSlot,
+    stream: Option<&Stream>,
+    args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
+) -> Result<()> {
+    match warm::try_cuda(spec, slot, stream, args, scalars) {
         Some(done) => done,
-        None => launch_general(spec, slot, stream, args),
+        None => launch_general(spec, slot, stream, args, scalars),
+    }
+}
+
+/// The value of a scalar argument as the kernel ABI passes it: its bytes in the low
+/// bytes of a `u64`.
+pub fn scalar_arg<T: Element>(v: T) -> ScalarArg {
+    const { assert!(cfg!(target_endian = "little")) };
+    let mut bytes = [0u8; 8];
+    let n = std::mem::size_of::<T>().min(8);
+    // SAFETY: `Element` types are plain data of `DTYPE.size()` bytes with no padding
+    // (its safety contract), so their first `n <= 8` bytes are initialized.
+    unsafe { std::ptr::copy_nonoverlapping((&v as *const T).cast::<u8>(), bytes.as_mut_ptr(), n) };
+    ScalarArg {
+        dtype: T::DTYPE,
+        bits: u64::from_le_bytes(bytes),
     }
 }
 
@@ -84,10 +113,12 @@ fn launch_general(
     slot: &'static KernelSlot,
     stream: Option<&Stream>,
     args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
 ) -> Result<()> {
-    launch_with(Config::get(), spec, slot, stream, args)
+    launch_with_scalars(Config::get(), spec, slot, stream, args, scalars)
 }
 
+#[cfg(test)]
 pub(crate) fn launch_with(
     cfg: &Config,
     spec: &'static KernelSpec,
@@ -95,27 +126,80 @@ pub(crate) fn launch_with(
     stream: Option<&Stream>,
     args: &[ArgRef<'_>],
 ) -> Result<()> {
+    launch_with_scalars(cfg, spec, slot, stream, args, &[])
+}
+
+pub(crate) fn launch_with_scalars(
+    cfg: &Config,
+    spec: &'static KernelSpec,
+    slot: &KernelSlot,
+    stream: Option<&Stream>,
+    args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
+) -> Result<()> {
     let started = cfg.diagnostics.then(Instant::now);
-    let n = spec.dims.len();
+    // The dims, then the scalars' bits: the CPU ABI's `dims` array.
+    let n = spec.dims.len() + scalars.len();
     if n <= INLINE {
         let mut dims = [0i64; INLINE];
-        launch_dims(cfg, spec, slot, stream, args, &mut dims[..n], started)
+        launch_dims(
+            cfg,
+            spec,
+            slot,
+            stream,
+            args,
+            scalars,
+            &mut dims[..n],
+            started,
+        )
     } else {
         let mut dims = vec![0i64; n];
-        launch_dims(cfg, spec, slot, stream, args, &mut dims, started)
+        launch_dims(cfg, spec, slot, stream, args, scalars, &mut dims, started)
     }
 }
 
+/// The scalars match the spec's count and dtypes (the typed launcher makes sure of it;
+/// the check guards the untyped paths).
+fn check_scalars(spec: &KernelSpec, scalars: &[ScalarArg]) -> Result<()> {
+    if scalars.len() != spec.scalars.len() {
+        return Err(Error::NumArgs {
+            kernel: spec.name,
+            expected: spec.params.len() + spec.scalars.len(),
+            got: spec.params.len() + scalars.len(),
+        });
+    }
+    for (s, a) in spec.scalars.iter().zip(scalars) {
+        if s.dtype != a.dtype {
+            return Err(Error::DtypeMismatch {
+                kernel: spec.name,
+                buffer: s.name,
+                expected: s.dtype,
+                got: a.dtype,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
 fn launch_dims(
     cfg: &Config,
     spec: &'static KernelSpec,
     slot: &KernelSlot,
     stream: Option<&Stream>,
     args: &[ArgRef<'_>],
-    dims: &mut [i64],
+    scalars: &[ScalarArg],
+    vals: &mut [i64],
     started: Option<Instant>,
 ) -> Result<()> {
+    let (dims, scalar_slots) = vals.split_at_mut(spec.dims.len());
     let mut device = check_into(spec, args, dims)?;
+    check_scalars(spec, scalars)?;
+    for (slot, a) in scalar_slots.iter_mut().zip(scalars) {
+        *slot = a.bits as i64;
+    }
+    let vals: &[i64] = vals;
+    let dims = &vals[..spec.dims.len()];
     if args.is_empty() {
         device = stream.map_or(Device::Cpu, Stream::device);
     }
@@ -147,11 +231,11 @@ fn launch_dims(
             let loaded = slot.cpu(spec, cfg)?;
             let workers = cpu::worker_count(cfg.num_threads);
             if let Some(rec) = &capture {
-                rec.record_cpu(loaded, args, dims, grid, workers);
+                rec.record_cpu(loaded, args, vals, grid, workers);
                 return Ok(());
             }
             find::phase(diag, "launch", || {
-                launch_cpu(loaded.entry, dims, grid, args, workers)
+                launch_cpu(loaded.entry, vals, grid, args, workers)
             })
         }
         Device::Cuda(ordinal) => {
@@ -166,7 +250,7 @@ fn launch_dims(
                 rec.record_cuda(&loaded.func, args);
             }
             find::phase(diag, "launch", || {
-                launch_cuda(loaded, stream, dims, grid, args, capturing)
+                launch_cuda(loaded, stream, dims, scalars, grid, args, capturing)
             })
         }
     }
@@ -306,6 +390,7 @@ fn launch_cuda(
     loaded: &CudaLoaded,
     stream: &Arc<CudaStream>,
     dims: &[i64],
+    scalars: &[ScalarArg],
     grid: [i64; 3],
     args: &[ArgRef<'_>],
     capturing: bool,
@@ -318,7 +403,7 @@ fn launch_cuda(
         }
         // Checked: within CUDA's grid limits.
         let grid = [grid[0] as u32, grid[1] as u32, grid[2] as u32];
-        enqueue(loaded, stream, dims, grid, args)
+        enqueue(loaded, stream, dims, scalars, grid, args)
     })
 }
 
@@ -329,12 +414,14 @@ fn enqueue(
     loaded: &CudaLoaded,
     stream: &CudaStream,
     dims: &[i64],
+    scalars: &[ScalarArg],
     grid: [u32; 3],
     args: &[ArgRef<'_>],
 ) -> Result<()> {
-    with_cuda_params(args, dims, |params| {
+    with_cuda_params(args, dims, scalars, |params| {
         // SAFETY: `params` follows the CUDA ABI of the kernel (one device address per
-        // buffer, then one int per dynamic dim) and points at locals alive across the
+        // buffer, one int per dynamic dim, then each scalar, whose value's bytes start
+        // its `u64` slot, as the parameter's type reads them) and points at locals alive across the
         // call; every address is a checked, live, contiguous allocation on this stream's
         // device; the storages are borrowed by `args` (or, in a capture, held by the
         // graph) and were ordered on `stream` by the caller.
@@ -352,40 +439,57 @@ fn enqueue(
 }
 
 /// Calls `f` with the CUDA parameter list of a launch: pointers to one device address
-/// per buffer, then to one `int` per dynamic dim, all locals of this call (on the stack
-/// up to [`INLINE`] of each).
+/// per buffer, to one `int` per dynamic dim, then to each scalar's bits, all locals of
+/// this call (on the stack up to [`INLINE`] buffers and dims and [`INLINE`] scalars).
 #[inline(always)]
 pub(crate) fn with_cuda_params<R>(
     args: &[ArgRef<'_>],
     dims: &[i64],
+    scalars: &[ScalarArg],
     f: impl FnOnce(&mut [*mut c_void]) -> R,
 ) -> R {
-    let (n, m) = (args.len(), dims.len());
-    let fill = |ptrs: &mut [u64], ints: &mut [i32], params: &mut [*mut c_void]| {
-        for (p, a) in ptrs.iter_mut().zip(args) {
-            *p = a.ptr as u64;
-        }
-        // Checked: every dim fits an `int`.
-        for (i, &d) in ints.iter_mut().zip(dims) {
-            *i = d as i32;
-        }
-        let slots = ptrs
-            .iter_mut()
-            .map(|p| (p as *mut u64).cast::<c_void>())
-            .chain(ints.iter_mut().map(|d| (d as *mut i32).cast::<c_void>()));
-        for (slot, p) in params.iter_mut().zip(slots) {
-            *slot = p;
-        }
-        f(params)
-    };
-    if n <= INLINE && m <= INLINE {
+    let (n, m, k) = (args.len(), dims.len(), scalars.len());
+    let fill =
+        |ptrs: &mut [u64], ints: &mut [i32], vals: &mut [u64], params: &mut [*mut c_void]| {
+            for (p, a) in ptrs.iter_mut().zip(args) {
+                *p = a.ptr as u64;
+            }
+            // Checked: every dim fits an `int`.
+            for (i, &d) in ints.iter_mut().zip(dims) {
+                *i = d as i32;
+            }
+            for (v, s) in vals.iter_mut().zip(scalars) {
+                *v = s.bits;
+            }
+            let slots = ptrs
+                .iter_mut()
+                .map(|p| (p as *mut u64).cast::<c_void>())
+                .chain(ints.iter_mut().map(|d| (d as *mut i32).cast::<c_void>()))
+                .chain(vals.iter_mut().map(|v| (v as *mut u64).cast::<c_void>()));
+            for (slot, p) in params.iter_mut().zip(slots) {
+                *slot = p;
+            }
+            f(params)
+        };
+    if n <= INLINE && m <= INLINE && k <= INLINE {
         let mut ptrs = [0u64; INLINE];
         let mut ints = [0i32; INLINE];
-        let mut params = [std::ptr::null_mut(); 2 * INLINE];
-        fill(&mut ptrs[..n], &mut ints[..m], &mut params[..n + m])
+        let mut vals = [0u64; INLINE];
+        let mut params = [std::ptr::null_mut(); 3 * INLINE];
+        fill(
+            &mut ptrs[..n],
+            &mut ints[..m],
+            &mut vals[..k],
+            &mut params[..n + m + k],
+        )
     } else {
-        let mut params = vec![std::ptr::null_mut(); n + m];
-        fill(&mut vec![0u64; n], &mut vec![0i32; m], &mut params)
+        let mut params = vec![std::ptr::null_mut(); n + m + k];
+        fill(
+            &mut vec![0u64; n],
+            &mut vec![0i32; m],
+            &mut vec![0u64; k],
+            &mut params,
+        )
     }
 }
 

@@ -68,7 +68,7 @@ pub use error::{Error, Result};
 pub use find::{binary_key, entry_key};
 pub use graph::Graph;
 pub use host::{export_sources, grid_text, host_source};
-pub use launch::{kernel_source, launch};
+pub use launch::{kernel_source, launch, launch_scalars, scalar_arg};
 pub use loaded::Origin;
 pub use profile::{
     do_bench, AnyTensor, BenchOptions, BenchResult, HostArg, Profiler, L2_FLUSH_BYTES,

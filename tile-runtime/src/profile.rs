@@ -23,9 +23,10 @@ use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::graph::Graph;
-use crate::launch::launch_with;
+use crate::launch::launch_with_scalars;
 use crate::loaded::Origin;
 use crate::slot::KernelSlot;
+use crate::spec::ScalarArg;
 use crate::spec::{DimSpec, KernelSpec};
 use crate::stream::Stream;
 use crate::tensor::Tensor;
@@ -339,6 +340,8 @@ pub struct Profiler {
     slot: &'static KernelSlot,
     device: Option<Device>,
     dims: Vec<Option<usize>>,
+    /// The scalar parameters' values (1 until set with [`Profiler::scalar`]).
+    scalars: Vec<ScalarArg>,
     seed: u64,
     error: Option<String>,
 }
@@ -351,6 +354,11 @@ impl Profiler {
             slot,
             device: None,
             dims: vec![None; spec.dims.len()],
+            scalars: spec
+                .scalars
+                .iter()
+                .map(|s| scalar_of(s.dtype, 1.0))
+                .collect(),
             seed: 0,
             error: None,
         }
@@ -370,6 +378,22 @@ impl Profiler {
                 self.error = Some(format!(
                     "no dynamic dim named {name} (the kernel has {:?})",
                     self.spec.dims
+                ))
+            }
+        }
+        self
+    }
+
+    /// Sets scalar parameter `name` to `value` (converted to its dtype as
+    /// [`Element::from_f64`] does); scalars are 1 until set. A reference given to
+    /// [`assert_allclose`](Self::assert_allclose) uses the values it set.
+    pub fn scalar(mut self, name: &str, value: f64) -> Profiler {
+        match self.spec.scalars.iter().position(|s| s.name == name) {
+            Some(i) => self.scalars[i] = scalar_of(self.spec.scalars[i].dtype, value),
+            None => {
+                let names: Vec<&str> = self.spec.scalars.iter().map(|s| s.name).collect();
+                self.error = Some(format!(
+                    "no scalar parameter named {name} (the kernel has {names:?})"
                 ))
             }
         }
@@ -450,7 +474,17 @@ impl Profiler {
             .zip(self.spec.params)
             .map(|(t, p)| t.arg(p.output))
             .collect();
-        launch_with(Config::get(), self.spec, self.slot, stream, &refs)
+        if let Some(e) = &self.error {
+            return Err(self.err(e.clone()));
+        }
+        launch_with_scalars(
+            Config::get(),
+            self.spec,
+            self.slot,
+            stream,
+            &refs,
+            &self.scalars,
+        )
     }
 
     /// Where the kernel for the profiler's device came from, once it has run.
@@ -522,6 +556,27 @@ impl Profiler {
         let mut args = self.inputs()?;
         let stream = self.resolved_device()?.default_stream()?;
         do_bench(&stream, |s| self.run(Some(s), &mut args), opts)
+    }
+}
+
+/// `v` as a scalar argument of `dtype`.
+fn scalar_of(dtype: DType, v: f64) -> ScalarArg {
+    use crate::launch::scalar_arg;
+    match dtype {
+        DType::Bool => scalar_arg(bool::from_f64(v)),
+        DType::I8 => scalar_arg(i8::from_f64(v)),
+        DType::U8 => scalar_arg(u8::from_f64(v)),
+        DType::I16 => scalar_arg(i16::from_f64(v)),
+        DType::U16 => scalar_arg(u16::from_f64(v)),
+        DType::I32 => scalar_arg(i32::from_f64(v)),
+        DType::U32 => scalar_arg(u32::from_f64(v)),
+        DType::I64 => scalar_arg(i64::from_f64(v)),
+        DType::U64 => scalar_arg(u64::from_f64(v)),
+        DType::F16 => scalar_arg(half::f16::from_f64(v)),
+        DType::BF16 => scalar_arg(half::bf16::from_f64(v)),
+        DType::F32 => scalar_arg(f32::from_f64(v)),
+        // f8 scalars are refused by the compiler; the bits of an f64 are never read.
+        DType::F64 | DType::F8E4M3 | DType::F8E5M2 => scalar_arg(v),
     }
 }
 

@@ -129,7 +129,7 @@ impl<T: Element> Tensor<T> {
         Ok((Arc::new(Storage::alloc(bytes, device, zero)?), numel))
     }
 
-    fn contiguous(storage: Arc<Storage>, shape: &[usize]) -> Tensor<T> {
+    fn row_major(storage: Arc<Storage>, shape: &[usize]) -> Tensor<T> {
         Tensor {
             storage,
             offset: 0,
@@ -152,7 +152,7 @@ impl<T: Element> Tensor<T> {
         }
         let (storage, _) = Self::new_storage(shape, device, false)?;
         storage.write(0, data)?;
-        Ok(Self::contiguous(storage, shape))
+        Ok(Self::row_major(storage, shape))
     }
 
     /// Like [`Tensor::from_slice`], taking the data by value.
@@ -163,14 +163,14 @@ impl<T: Element> Tensor<T> {
     /// A contiguous tensor of zeros.
     pub fn zeros(shape: &[usize], device: Device) -> Result<Tensor<T>> {
         let (storage, _) = Self::new_storage(shape, device, true)?;
-        Ok(Self::contiguous(storage, shape))
+        Ok(Self::row_major(storage, shape))
     }
 
     /// A contiguous tensor with every element equal to `value`.
     pub fn full(shape: &[usize], value: T, device: Device) -> Result<Tensor<T>> {
         let (storage, numel) = Self::new_storage(shape, device, false)?;
         storage.write(0, &vec![value; numel])?;
-        Ok(Self::contiguous(storage, shape))
+        Ok(Self::row_major(storage, shape))
     }
 
     /// A contiguous tensor whose contents are unspecified (zero on the host; left
@@ -178,7 +178,7 @@ impl<T: Element> Tensor<T> {
     pub fn empty(shape: &[usize], device: Device) -> Result<Tensor<T>> {
         let zero = device.is_cpu() || T::DTYPE == crate::DType::Bool;
         let (storage, _) = Self::new_storage(shape, device, zero)?;
-        Ok(Self::contiguous(storage, shape))
+        Ok(Self::row_major(storage, shape))
     }
 
     pub fn shape(&self) -> &[usize] {
@@ -210,6 +210,18 @@ impl<T: Element> Tensor<T> {
     /// checks apply).
     pub fn is_contiguous(&self) -> bool {
         stride_mismatch(&self.shape, &self.strides).is_none()
+    }
+
+    /// The same elements, row-major from the start of an allocation, as launchers take
+    /// them: `self` (sharing its storage) when it already is, else a copy
+    /// (`x.transpose(0, 1).contiguous()`, or a slice that starts inside its
+    /// allocation and so is not aligned for vector access). The copy goes through the
+    /// host for a device tensor.
+    pub fn contiguous(&self) -> Result<Tensor<T>> {
+        if self.is_contiguous() && self.offset == 0 {
+            return Ok(self.clone());
+        }
+        Tensor::from_vec(self.to_vec()?, &self.shape, self.device())
     }
 
     /// Offset of the first element, in elements from the start of the storage.
@@ -297,7 +309,7 @@ impl<T: Element> Tensor<T> {
 
     /// A contiguous tensor of `shape` over `storage` from its start.
     pub(crate) fn over(storage: Arc<Storage>, shape: &[usize]) -> Tensor<T> {
-        Self::contiguous(storage, shape)
+        Self::row_major(storage, shape)
     }
 
     /// A tensor over `storage` with this layout (the caller checked that it fits).
@@ -416,6 +428,24 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<X: Send + Sync>() {}
+
+    #[test]
+    fn contiguous_copies_only_what_is_not_row_major_from_its_start() -> Result<()> {
+        let t = Tensor::from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3], Device::Cpu)?;
+        let same = t.contiguous()?;
+        assert!(
+            Arc::ptr_eq(same.storage(), t.storage()),
+            "already row-major: shared"
+        );
+        let tt = t.transpose(0, 1).contiguous()?;
+        assert!(tt.is_contiguous() && tt.offset() == 0);
+        assert_eq!(tt.shape(), &[3, 2]);
+        assert_eq!(tt.to_vec()?, [1, 4, 2, 5, 3, 6]);
+        let tail = t.reshape(&[6])?.slice(0, 1..6)?.contiguous()?;
+        assert_eq!((tail.offset(), tail.to_vec()?), (0, vec![2, 3, 4, 5, 6]));
+        assert!(!Arc::ptr_eq(tail.storage(), t.storage()));
+        Ok(())
+    }
 
     #[test]
     fn tensor_is_send_sync() {

@@ -15,6 +15,27 @@ pub fn scale_add(x: Tensor<f32, (N,)>, y: Tensor<f32, (N,)>, out: TensorMut<f32,
     });
 }
 
+/// The gain `softsign_scaled` applies (a const the kernel reads: its value is
+/// inlined, and checked against this item when the crate builds).
+pub const GAIN: f32 = 0.5;
+
+/// `x / (1 + |x|)`: a device helper, inlined where a kernel of this module
+/// calls it.
+#[tile::func]
+fn softsign(x: f32) -> f32 {
+    x / (1.0 + T::abs(x))
+}
+
+/// `out = softsign(x) * GAIN * temp` element-wise, `temp` given at each call.
+#[tile::kernel(block_n = 256, threads = 128)]
+pub fn softsign_scaled(x: Tensor<f32, (N,)>, temp: f32, out: TensorMut<f32, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            out[bx * block_n + i] = softsign(x[bx * block_n + i]) * GAIN * temp;
+        }
+    });
+}
+
 /// Kernels in an inline module are found by the build script too.
 pub mod half {
     use tile::prelude::*;

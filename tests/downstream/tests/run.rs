@@ -4,7 +4,7 @@
 
 use tile::prelude::*;
 use tile::testing::{assert_allclose, random_tensor, random_vec};
-use tile_downstream_test::{half, scale_add, ALPHA};
+use tile_downstream_test::{half, scale_add, softsign_scaled, ALPHA, GAIN};
 
 #[test]
 fn kernels_are_linked_ahead_of_time() {
@@ -16,6 +16,26 @@ fn kernels_are_linked_ahead_of_time() {
         half::scale_f16::SPEC.cpu.aot.is_some(),
         "scale_f16 was not linked by build.rs"
     );
+}
+
+#[test]
+fn a_scalar_a_const_and_a_helper() -> Result<(), Box<dyn std::error::Error>> {
+    assert!(
+        softsign_scaled::SPEC.cpu.aot.is_some(),
+        "softsign_scaled was not linked"
+    );
+    let dev = Device::Cpu;
+    let n = 1000;
+    let x = random_tensor::<f32>(&[n], 30, dev)?;
+    let mut out = Tensor::full(&[n], f32::NAN, dev)?;
+    softsign_scaled(&x, 3.0, &mut out)?;
+    let want: Vec<f64> = x
+        .to_vec()?
+        .iter()
+        .map(|&a| (a / (1.0 + a.abs()) * GAIN * 3.0) as f64)
+        .collect();
+    assert_allclose(&out.to_vec()?, &want, 1e-6, 1e-6)?;
+    Ok(())
 }
 
 #[test]

@@ -53,7 +53,28 @@ pub fn generate(f: &PrimFunc, symbol: &str) -> Result<Source, Diagnostic> {
             ident(&f.var(d).name)
         ));
     }
-    for &d in &f.dims {
+    // Scalars follow the dims in `dims`, each value's bytes in its slot's
+    // low bytes (tile-abi's `ScalarArg`).
+    for (k, &s) in f.scalars.iter().enumerate() {
+        let v = f.var(s);
+        let slot = format!("dims[{}]", f.dims.len() + k);
+        let read = match v.dtype {
+            DType::F16 => format!("tl_h2f((uint16_t){slot})"),
+            DType::BF16 => format!("tl_bf2f((uint16_t){slot})"),
+            DType::F32 => {
+                format!("((union {{ uint32_t u; float f; }}){{ .u = (uint32_t){slot} }}).f")
+            }
+            DType::F64 => format!("((union {{ int64_t u; double f; }}){{ .u = {slot} }}).f"),
+            DType::Bool => format!("({slot} != 0)"),
+            t => format!("({}){slot}", mem_type(t)?),
+        };
+        w.line(&format!(
+            "const {} {} = {read};",
+            val_type(v.dtype)?,
+            ident(&v.name)
+        ));
+    }
+    for &d in f.dims.iter().chain(&f.scalars) {
         w.line(&format!("(void){};", ident(&f.var(d).name)));
     }
     w.line("for (int64_t tl_l = begin; tl_l < end; ++tl_l) {");
@@ -333,14 +354,18 @@ impl Writer<'_> {
                 self.expr(b)?
             ),
             Expr::Call(i, args, t) => {
-                let x = self.expr(&args[0])?;
+                let xs = args
+                    .iter()
+                    .map(|a| self.expr(a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let x = xs[0].clone();
                 let d = *t == DType::F64;
                 let rsqrt = if d {
                     format!("(1.0 / sqrt({x}))")
                 } else {
                     format!("(1.0f / sqrtf({x}))")
                 };
-                let r = math_call(*i, &x, d, &rsqrt);
+                let r = math_call(*i, &xs, d, &rsqrt);
                 match t {
                     DType::F16 => format!("tl_rh({r})"),
                     DType::BF16 => format!("tl_rbf({r})"),

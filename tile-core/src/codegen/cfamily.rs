@@ -102,12 +102,15 @@ pub(super) trait CWriter {
     }
 }
 
-/// A math intrinsic of `x` in the C library's spelling, in double precision
-/// when `double` (else the `f` form); `rsqrt` is how the language writes
-/// `1/sqrt` (CUDA has `rsqrtf`, C does not).
-pub(super) fn math_call(i: Intrin, x: &str, double: bool, rsqrt: &str) -> String {
+/// A math intrinsic of `args` in the C library's spelling (CUDA's device
+/// library has the same names), in double precision when `double` (else the
+/// `f` form); `rsqrt` is how the language writes `1/sqrt` (CUDA has
+/// `rsqrtf`, C does not).
+pub(super) fn math_call(i: Intrin, args: &[String], double: bool, rsqrt: &str) -> String {
     let sfx = if double { "" } else { "f" };
     let one = if double { "1.0" } else { "1.0f" };
+    let x = &args[0];
+    let arg = |k: usize| args.get(k).map_or("0", String::as_str);
     match i {
         Intrin::Exp => format!("exp{sfx}({x})"),
         Intrin::Exp2 => format!("exp2{sfx}({x})"),
@@ -118,6 +121,17 @@ pub(super) fn math_call(i: Intrin, x: &str, double: bool, rsqrt: &str) -> String
         Intrin::Abs => format!("fabs{sfx}({x})"),
         Intrin::Tanh => format!("tanh{sfx}({x})"),
         Intrin::Sigmoid => format!("({one} / ({one} + exp{sfx}(-({x}))))"),
+        Intrin::Erf => format!("erf{sfx}({x})"),
+        Intrin::Sin => format!("sin{sfx}({x})"),
+        Intrin::Cos => format!("cos{sfx}({x})"),
+        Intrin::Floor => format!("floor{sfx}({x})"),
+        Intrin::Ceil => format!("ceil{sfx}({x})"),
+        Intrin::Round => format!("round{sfx}({x})"),
+        Intrin::Trunc => format!("trunc{sfx}({x})"),
+        Intrin::Log1p => format!("log1p{sfx}({x})"),
+        Intrin::Expm1 => format!("expm1{sfx}({x})"),
+        Intrin::Pow => format!("pow{sfx}({x}, {})", arg(1)),
+        Intrin::Fma => format!("fma{sfx}({x}, {}, {})", arg(1), arg(2)),
     }
 }
 

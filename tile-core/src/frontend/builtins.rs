@@ -164,6 +164,18 @@ static BUILTINS: &[Builtin] = &[
     row("abs",                exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Abs)),                              "`T::abs(x)`", "the absolute value (floats and signed integers)"),
     row("tanh",               exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Tanh)),                             "`T::tanh(x)`", "the hyperbolic tangent"),
     row("sigmoid",            exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Sigmoid)),                          "`T::sigmoid(x)`", "1 / (1 + e^-x)"),
+    row("erf",                exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Erf)),                              "`T::erf(x)`", "the error function"),
+    row("sin",                exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Sin)),                              "`T::sin(x)`", "the sine (radians)"),
+    row("cos",                exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Cos)),                              "`T::cos(x)`", "the cosine (radians)"),
+    row("pow",                exactly(2),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Pow)),                              "`T::pow(x, y)`", "x to the power y"),
+    row("floor",              exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Floor)),                            "`T::floor(x)`", "the largest integer value not above x"),
+    row("ceil",               exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Ceil)),                             "`T::ceil(x)`", "the smallest integer value not below x"),
+    row("round",              exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Round)),                            "`T::round(x)`", "the nearest integer value, half-way cases away from zero"),
+    row("trunc",              exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Trunc)),                            "`T::trunc(x)`", "the integer part of x (rounds toward zero)"),
+    row("fma",                exactly(3),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Fma)),                              "`T::fma(a, b, c)`", "`a * b + c` with one rounding"),
+    row("log1p",              exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Log1p)),                            "`T::log1p(x)`", "ln(1 + x), accurate near 0"),
+    row("expm1",              exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Expm1)),                            "`T::expm1(x)`", "e^x - 1, accurate near 0"),
+    row("clamp",              exactly(3),     Lower::Value(values::clamp),                                                         "`T::clamp(x, lo, hi)`", "x limited to `lo..=hi` (`T::min(T::max(x, lo), hi)`)"),
     row("if_then_else",       exactly(3),     Lower::Value(values::if_then_else),                                                  "`T::if_then_else(cond, a, b)`", "`a` where `cond` holds, else `b` (as `if cond { a } else { b }`)"),
     row("infinity",           between(0, 1),  Lower::Value(values::infinity),                                                      "`T::infinity::<f32>()`", "positive infinity of a float dtype"),
     row("max_value",          between(0, 1),  Lower::Value(values::max_value),                                                     "`T::max_value::<f16>()`", "the largest finite value of a dtype"),
@@ -226,7 +238,8 @@ pub(super) fn resolve<'a>(cx: &mut Ctx, c: &'a syn::ExprCall) -> Option<Call<'a>
         cx.err(
             range(&c.func),
             format!(
-                "only `T::` functions can be called in a kernel ({})",
+                "only `T::` functions and the `#[tile::func]` helpers of the kernel's module can \
+                 be called in a kernel ({})",
                 function_list()
             ),
         );

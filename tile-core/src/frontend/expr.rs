@@ -254,9 +254,16 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
                         Expr::Neg(Box::new(a), t)
                     }
                 },
+                // `!x` on an integer flips its bits: `x ^ (0 - 1)` in x's
+                // promoted type (all ones), which is C's `~x`.
+                syn::UnOp::Not(_) if a.dtype().is_int() => {
+                    let t = a.dtype();
+                    let ones = Expr::bin(BinOp::Sub, Expr::Int(0, t), Expr::Int(1, t));
+                    Expr::bin(BinOp::BitXor, a, ones)
+                }
                 syn::UnOp::Not(_) => {
                     if a.dtype() != DType::Bool {
-                        cx.err(span, "`!` applies to bool conditions");
+                        cx.err(span, "`!` applies to bool conditions and integers");
                     }
                     match a {
                         Expr::Bool(b) => Expr::Bool(!b),
@@ -315,17 +322,7 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
             select(cx, span, cond, then, els)
         }
         syn::Expr::Block(b) => block_value(cx, &b.block),
-        syn::Expr::MethodCall(m) => {
-            cx.err(
-                range(&m.method),
-                format!(
-                    "method `.{}()` is not supported here; use the `T::` functions ({})",
-                    m.method,
-                    builtins::function_list()
-                ),
-            );
-            Expr::int(0)
-        }
+        syn::Expr::MethodCall(m) => super::methods::lower(cx, m),
         other => {
             cx.err(
                 range(&other),
@@ -393,6 +390,7 @@ fn name(cx: &mut Ctx, n: String, span: At<'_>) -> Expr {
         Some(Sym::Const(ConstVal::Bool(v))) => Expr::Bool(v),
         Some(Sym::Var(v)) | Some(Sym::Mut(v)) => Expr::Var(v, cx.f.var(v).dtype),
         Some(Sym::Poison) => Expr::int(1),
+        Some(Sym::Value(v)) => v,
         Some(Sym::Buf(_)) => {
             cx.err(
                 span,
@@ -400,10 +398,17 @@ fn name(cx: &mut Ctx, n: String, span: At<'_>) -> Expr {
             );
             Expr::int(0)
         }
-        None => {
-            cx.err(span, format!("cannot find `{n}` in this kernel (not a parameter, dim, compile-time parameter or local)"));
-            Expr::int(0)
-        }
+        None => match super::env::const_value(cx, &n) {
+            Some(Ok(v)) => v,
+            Some(Err(why)) => {
+                cx.err(span, why);
+                Expr::int(0)
+            }
+            None => {
+                cx.err(span, format!("cannot find `{n}` in this kernel (not a parameter, dim, compile-time parameter, local, or a const of the kernel's module)"));
+                Expr::int(0)
+            }
+        },
     }
 }
 
@@ -424,6 +429,11 @@ fn binary(cx: &mut Ctx, b: &syn::ExprBinary, e: &syn::Expr) -> Expr {
         B::Ne(_) => BinOp::Ne,
         B::And(_) => BinOp::And,
         B::Or(_) => BinOp::Or,
+        B::BitAnd(_) => BinOp::BitAnd,
+        B::BitOr(_) => BinOp::BitOr,
+        B::BitXor(_) => BinOp::BitXor,
+        B::Shl(_) => BinOp::Shl,
+        B::Shr(_) => BinOp::Shr,
         _ => {
             cx.err(
                 range(&b.op),
@@ -438,6 +448,9 @@ fn binary(cx: &mut Ctx, b: &syn::ExprBinary, e: &syn::Expr) -> Expr {
 }
 
 pub fn arith(cx: &mut Ctx, span: At<'_>, op: BinOp, l: Expr, r: Expr) -> Expr {
+    if op.is_bit() {
+        return bits(cx, span, op, l, r);
+    }
     if op.is_logic() {
         if l.dtype() != DType::Bool || r.dtype() != DType::Bool {
             cx.err(span, format!("`{}` needs bool operands", op.symbol()));
@@ -481,6 +494,56 @@ pub fn arith(cx: &mut Ctx, span: At<'_>, op: BinOp, l: Expr, r: Expr) -> Expr {
     Expr::bin(op, l, r)
 }
 
+/// `& | ^ << >>`: C's bit operations on integers; on bools `&`, `|` and `^`
+/// are the logical operations (without short-circuit, as in Rust).
+fn bits(cx: &mut Ctx, span: At<'_>, op: BinOp, l: Expr, r: Expr) -> Expr {
+    let (tl, tr) = (l.dtype(), r.dtype());
+    if tl == DType::Bool && tr == DType::Bool {
+        let logic = match op {
+            BinOp::BitAnd => BinOp::And,
+            BinOp::BitOr => BinOp::Or,
+            BinOp::BitXor => BinOp::Ne,
+            _ => {
+                cx.err(span, format!("`{}` applies to integers", op.symbol()));
+                return l;
+            }
+        };
+        return Expr::bin(logic, l, r);
+    }
+    if !tl.is_int() || !tr.is_int() {
+        let t = if tl.is_int() { tr } else { tl };
+        cx.err(
+            span,
+            format!(
+                "`{}` applies to integers, got {t} (bit operations have no float form; \
+                 cast with `as` first)",
+                op.symbol()
+            ),
+        );
+        return l;
+    }
+    let (l, r) = if matches!(op, BinOp::Shl | BinOp::Shr) {
+        // The amount's type does not change the result's (C and Rust alike).
+        (l, r.cast(tl))
+    } else {
+        unify(cx, span, l, r)
+    };
+    if let (Expr::Int(x, t), Expr::Int(y, _)) = (&l, &r) {
+        if let Err(NoFold::Undefined(why)) = int_op(op, *x, *t, *y, *t) {
+            cx.err(
+                span,
+                format!(
+                    "{why}: `{x} {} {y}` is undefined in {}, the type it is computed in",
+                    op.symbol(),
+                    if t.bytes() == 8 { *t } else { DType::I32 }
+                ),
+            );
+            return l;
+        }
+    }
+    Expr::bin(op, l, r)
+}
+
 pub fn select(cx: &mut Ctx, span: At<'_>, c: Expr, a: Expr, b: Expr) -> Expr {
     if c.dtype() != DType::Bool {
         cx.err(span, "the condition must be a bool");
@@ -495,6 +558,30 @@ pub fn select(cx: &mut Ctx, span: At<'_>, c: Expr, a: Expr, b: Expr) -> Expr {
 
 /// `buf[i]`, `buf[(i, j)]`, `buf[[i, j]]` → buffer and index expressions.
 pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
+    if let syn::Expr::Index(inner) = strip(&ix.expr) {
+        // `x[i][j]`: a buffer is indexed once, with all its indices.
+        let mut parts = vec![&*ix.index];
+        let mut base = inner;
+        parts.push(&*base.index);
+        while let syn::Expr::Index(i) = strip(&base.expr) {
+            base = i;
+            parts.push(&*base.index);
+        }
+        parts.reverse();
+        let idx: Vec<String> = parts
+            .iter()
+            .map(|p| quote::ToTokens::to_token_stream(p).to_string())
+            .collect();
+        let name = quote::ToTokens::to_token_stream(&base.expr).to_string();
+        cx.err(
+            range(ix),
+            format!(
+                "index a buffer once with all its indices: `{name}[({})]`, not `{name}[..][..]`",
+                idx.join(", ")
+            ),
+        );
+        return (None, Vec::new());
+    }
     let buf = buffer_ref(cx, &ix.expr);
     let parts = elems(&ix.index);
     let mut idx = Vec::new();
@@ -533,6 +620,14 @@ pub fn index(cx: &mut Ctx, ix: &syn::ExprIndex) -> (Option<BufId>, Vec<Expr>) {
         .enumerate()
         .all(|(d, (p, i))| const_index_ok(cx, b, d, i, At::Expr(p)));
     (in_bounds.then_some(b), idx)
+}
+
+fn strip(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => strip(&p.expr),
+        syn::Expr::Group(g) => strip(&g.expr),
+        e => e,
+    }
 }
 
 /// Whether a constant index (or origin) `i` of dim `d` of `b` is in bounds
@@ -579,8 +674,11 @@ pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
     }
 }
 
-/// A call of a builtin in an expression.
+/// A call of a builtin or a `#[tile::func]` helper in an expression.
 fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Expr {
+    if let Some(v) = super::env::call(cx, c) {
+        return v;
+    }
     let Some(k) = builtins::resolve(cx, c) else {
         return Expr::int(0);
     };

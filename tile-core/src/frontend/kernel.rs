@@ -56,8 +56,13 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
         if !e.dtype().is_int() {
             cx.err(range(&g), "grid extents are integers");
         }
+        // The runtime evaluates the grid from the tensors' shapes alone.
         let mut ok = true;
-        e.visit(&mut |x| ok &= !matches!(x, Expr::Load(..)));
+        let scalars = &cx.f.scalars;
+        e.visit(&mut |x| {
+            ok &=
+                !matches!(x, Expr::Load(..)) && !matches!(x, Expr::Var(v, _) if scalars.contains(v))
+        });
         if !ok {
             cx.err(
                 range(&g),

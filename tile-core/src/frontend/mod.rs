@@ -13,17 +13,21 @@
 //! Files: `builtins` is the table of `T::` functions that every call is
 //! resolved through; `signature` reads the attribute and parameters; `kernel`
 //! the `T::kernel` launch; `stmt` statements and `expr` expressions; the
-//! builtins are lowered in `alloc`, `tile_ops`, `loops`, `values` and `misc`;
+//! builtins are lowered in `alloc`, `tile_ops`, `loops`, `values` and `misc`
+//! (`methods` turns `x.exp()` into `T::exp(x)`);
 //! `layout_conflicts` checks the finished IR for fragment layouts that cannot
 //! both hold.
 
 mod alloc;
 mod builtins;
+mod env;
 mod expr;
+mod generic;
 mod kernel;
 mod layout_conflicts;
 mod limits;
 mod loops;
+mod methods;
 mod misc;
 mod signature;
 mod stmt;
@@ -36,11 +40,17 @@ use crate::ir::*;
 use proc_macro2::TokenStream;
 use std::collections::HashMap;
 
+pub use env::{check_func, is_func_attr, Env, UsedConst};
+pub use generic::{instances, Instance};
+
 /// What the macro needs besides the IR to write the typed launcher.
 #[derive(Debug, Clone)]
 pub struct KernelDef {
     pub func: PrimFunc,
     pub params: Vec<ParamDef>,
+    /// The module's consts the body used, with the values inlined (the
+    /// macro checks them against Rust's).
+    pub consts: Vec<UsedConst>,
 }
 
 #[derive(Debug, Clone)]
@@ -52,6 +62,8 @@ pub struct ParamDef {
     pub alloc: bool,
     /// The span of the parameter's type, for launcher type errors.
     pub ty_span: Span,
+    /// A scalar passed by value (`temp: f32`), not a tensor.
+    pub scalar: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -65,6 +77,9 @@ pub(crate) enum Sym {
     /// A name whose definition was already reported as an error; its uses
     /// stay quiet so one mistake is reported once.
     Poison,
+    /// A value bound by name in a `#[tile::func]` helper (a parameter or a
+    /// `let`), inlined where it is used.
+    Value(Expr),
 }
 
 pub(crate) struct Ctx {
@@ -80,6 +95,13 @@ pub(crate) struct Ctx {
     pub loc: Loc,
     /// Bytes of the on-chip buffers allocated so far (`limits`).
     pub cpu_block_bytes: i64,
+    /// The module's consts and helpers.
+    pub env: Env,
+    /// Consts evaluated so far, and those being evaluated (cycles).
+    pub used_consts: Vec<UsedConst>,
+    pub const_stack: Vec<String>,
+    /// Helpers being inlined (recursion).
+    pub helper_stack: Vec<String>,
 }
 
 /// The name an identifier stands for: `r#fn` is `fn` (and `r#x` is `x`, as
@@ -89,6 +111,22 @@ pub(crate) fn name_of(i: &syn::Ident) -> String {
 }
 
 impl Ctx {
+    pub fn new(name: String, env: Env) -> Ctx {
+        Ctx {
+            f: PrimFunc::empty(name, 128),
+            scopes: vec![HashMap::new()],
+            diags: Vec::new(),
+            parallel_depth: 0,
+            nests: HashMap::new(),
+            loc: Loc::NONE,
+            cpu_block_bytes: 0,
+            env,
+            used_consts: Vec::new(),
+            const_stack: Vec::new(),
+            helper_stack: Vec::new(),
+        }
+    }
+
     /// The name a binding (parameter, dim, block index, loop variable, let)
     /// introduces; generated C and CUDA use it, so it must be ASCII.
     pub fn def_name(&mut self, i: &syn::Ident) -> String {
@@ -120,17 +158,20 @@ impl Ctx {
     }
 }
 
-/// Parses the attribute arguments and the function into a kernel definition.
+/// Parses the attribute arguments and the function into a kernel definition
+/// (with no consts or helpers in scope: see [`parse_kernel_in`]).
 pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, Vec<Diagnostic>> {
-    let mut cx = Ctx {
-        f: PrimFunc::empty(name_of(&item.sig.ident), 128),
-        scopes: vec![HashMap::new()],
-        diags: Vec::new(),
-        parallel_depth: 0,
-        nests: HashMap::new(),
-        loc: Loc::NONE,
-        cpu_block_bytes: 0,
-    };
+    parse_kernel_in(attr, item, &Env::default())
+}
+
+/// [`parse_kernel`] with the consts and `#[tile::func]` helpers of the
+/// kernel's module ([`Env`]).
+pub fn parse_kernel_in(
+    attr: TokenStream,
+    item: &syn::ItemFn,
+    env: &Env,
+) -> Result<KernelDef, Vec<Diagnostic>> {
+    let mut cx = Ctx::new(name_of(&item.sig.ident), env.clone());
     cx.def_name(&item.sig.ident);
     signature::parse_attr(&mut cx, attr);
     let params = signature::parse_signature(&mut cx, &item.sig);
@@ -141,7 +182,11 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> Result<KernelDef, 
         if !conflicts.is_empty() {
             return Err(conflicts);
         }
-        Ok(KernelDef { func: cx.f, params })
+        Ok(KernelDef {
+            func: cx.f,
+            params,
+            consts: cx.used_consts,
+        })
     } else {
         Err(cx.diags)
     }
@@ -166,10 +211,11 @@ pub fn builtins() -> impl Iterator<Item = BuiltinDoc> {
 }
 
 /// Convenience for tests and tools: parses `#[tile::kernel(..)] fn ..` source text
-/// holding exactly one kernel.
+/// holding exactly one kernel (the first instance of a dtype-generic one).
 pub fn parse_kernel_source(src: &str) -> Result<KernelDef, Vec<Diagnostic>> {
     let mut file: syn::File = syn::parse_str(src)
         .map_err(|e| vec![Diagnostic::new(e.span(), format!("not valid Rust: {e}"))])?;
+    let env = Env::of_items(&file.items);
     for item in file.items.iter_mut() {
         if let syn::Item::Fn(f) = item {
             if let Some(attr) = kernel_attr(&f.attrs) {
@@ -181,7 +227,11 @@ pub fn parse_kernel_source(src: &str) -> Result<KernelDef, Vec<Diagnostic>> {
                     ),
                 );
                 f.attrs.retain(|a| !is_kernel_attr(a));
-                return parse_kernel(attr, &f);
+                let first = instances(attr, &f)?.into_iter().next();
+                return match first {
+                    Some(i) => parse_kernel_in(i.attr, &i.item, &env),
+                    None => Err(vec![Diagnostic::new(range(&f), "no instance")]),
+                };
             }
         }
     }

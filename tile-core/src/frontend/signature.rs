@@ -115,18 +115,24 @@ pub(super) fn parse_signature(cx: &mut Ctx, sig: &syn::Signature) -> Vec<ParamDe
             continue;
         };
         let name = pi.ident.clone();
-        if let Some(p) = param_type(cx, &pt.ty, &name) {
-            out.push(p);
+        match param_type(cx, &pt.ty, &name) {
+            Some(p) => out.push(p),
+            // Reported once: the body's uses of the name stay quiet.
+            None if cx.lookup(&super::name_of(&name)).is_none() => {
+                cx.bind(&super::name_of(&name), Sym::Poison)
+            }
+            None => {}
         }
     }
     // An output's dynamic dims come from the inputs: the launcher needs them
     // to allocate it before anything runs.
     let params = cx.f.params.clone();
-    for (k, pd) in out.iter().enumerate().filter(|(_, p)| p.alloc) {
+    let bufs: Vec<&ParamDef> = out.iter().filter(|p| !p.scalar).collect();
+    for (k, pd) in bufs.iter().enumerate().filter(|(_, p)| p.alloc) {
         let Some(&b) = params.get(k) else { continue };
         for d in cx.f.buf(b).shape.clone() {
             let Expr::Var(v, _) = d else { continue };
-            let bound = out.iter().zip(&params).any(|(q, &qb)| {
+            let bound = bufs.iter().zip(&params).any(|(q, &qb)| {
                 !q.alloc
                     && cx
                         .f
@@ -167,6 +173,13 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         return None;
     };
     let kind = seg.ident.to_string();
+    if let Some(dtype) = tp
+        .path
+        .get_ident()
+        .and_then(|i| DType::from_rust_name(&i.to_string()))
+    {
+        return scalar_param(cx, ty, name, dtype);
+    }
     let mutable = match kind.as_str() {
         "Tensor" => false,
         "TensorMut" | "Output" => true,
@@ -174,7 +187,8 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
             cx.err(
                 range(&ty),
                 format!(
-                    "unsupported parameter type: {usage} (scalar parameters are not supported yet)"
+                    "unsupported parameter type: {usage}, or a scalar passed by value (`temp: f32`; \
+                     bool, i8, u8, i16, u16, i32, u32, i64, u64, f16, bf16, f32, f64)"
                 ),
             );
             return None;
@@ -254,6 +268,16 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
                 );
                 return None;
             }
+            Some(Sym::Var(v)) if cx.f.scalars.contains(&v) => {
+                cx.err(
+                    range(&d),
+                    format!(
+                        "`{dname}` is a scalar parameter; a dim is a compile-time parameter or a \
+                         dynamic dim name (a dynamic dim is bound from the tensors' shapes)"
+                    ),
+                );
+                return None;
+            }
             Some(Sym::Var(v)) => shape.push(Expr::Var(v, DType::I32)),
             Some(Sym::Poison) => shape.push(Expr::int(1)),
             _ => {
@@ -300,5 +324,37 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         mutable,
         ty_span: range(&ty),
         alloc: kind == "Output",
+        scalar: false,
+    })
+}
+
+/// `temp: f32`: a value the launcher passes by value, a variable of its dtype
+/// in the body (read-only, like an immutable `let`).
+fn scalar_param(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident, dtype: DType) -> Option<ParamDef> {
+    if matches!(dtype, DType::F8E4M3 | DType::F8E5M2) {
+        cx.err(
+            range(&ty),
+            "f8 scalars are not supported by the runtime yet",
+        );
+        return None;
+    }
+    let pname = cx.def_name(name);
+    if cx.lookup(&pname).is_some() {
+        cx.err(
+            range(&name),
+            format!("`{pname}` is already a compile-time parameter or dim name"),
+        );
+        return None;
+    }
+    let v = cx.f.new_var(&pname, dtype);
+    cx.f.scalars.push(v);
+    cx.bind(&pname, Sym::Var(v));
+    Some(ParamDef {
+        name: name.clone(),
+        dtype,
+        mutable: false,
+        ty_span: range(&ty),
+        alloc: false,
+        scalar: true,
     })
 }

@@ -59,6 +59,18 @@ fn lower_stmt_at(cx: &mut Ctx, s: &syn::Stmt, out: &mut Vec<Stmt>) {
     }
 }
 
+/// The names a refused pattern would bind: their uses stay quiet (the
+/// pattern was reported).
+fn poison_names(cx: &mut Ctx, p: &syn::Pat) {
+    match p {
+        syn::Pat::Ident(pi) => cx.bind(&super::name_of(&pi.ident), Sym::Poison),
+        syn::Pat::Tuple(t) => t.elems.iter().for_each(|e| poison_names(cx, e)),
+        syn::Pat::Paren(q) => poison_names(cx, &q.pat),
+        syn::Pat::Type(t) => poison_names(cx, &t.pat),
+        _ => {}
+    }
+}
+
 fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
     let (ident, mutable, ty) = match &l.pat {
         syn::Pat::Ident(pi) => (pi.ident.clone(), pi.mutability.is_some(), None),
@@ -66,11 +78,16 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
             syn::Pat::Ident(pi) => (pi.ident.clone(), pi.mutability.is_some(), Some(&*pt.ty)),
             p => {
                 cx.err(range(&p), "`let` binds one plain name");
+                poison_names(cx, p);
                 return;
             }
         },
         p => {
-            cx.err(range(&p), "`let` binds one plain name");
+            cx.err(
+                range(&p),
+                "`let` binds one plain name (write one `let` per value)",
+            );
+            poison_names(cx, p);
             return;
         }
     };
@@ -125,6 +142,11 @@ fn stmt_expr(cx: &mut Ctx, e: &syn::Expr, out: &mut Vec<Stmt>) {
                 B::MulAssign(_) => BinOp::Mul,
                 B::DivAssign(_) => BinOp::Div,
                 B::RemAssign(_) => BinOp::Rem,
+                B::BitAndAssign(_) => BinOp::BitAnd,
+                B::BitOrAssign(_) => BinOp::BitOr,
+                B::BitXorAssign(_) => BinOp::BitXor,
+                B::ShlAssign(_) => BinOp::Shl,
+                B::ShrAssign(_) => BinOp::Shr,
                 _ => {
                     cx.err(range(&e), "this expression has no effect; statements are stores, loops, `if`, `let` or `T::` tile ops");
                     return;

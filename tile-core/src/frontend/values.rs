@@ -36,9 +36,42 @@ pub(super) fn if_then_else(cx: &mut Ctx, k: &Call) -> Expr {
     select(cx, k.span().into(), c, a, b)
 }
 
-/// `T::exp(x)` and the other one-argument math functions.
+/// `T::clamp(x, lo, hi)`: `T::min(T::max(x, lo), hi)`, for integers and floats.
+pub(super) fn clamp(cx: &mut Ctx, k: &Call) -> Expr {
+    let [x, lo, hi]: [Expr; 3] = operands(cx, k).try_into().expect("arity 3");
+    let span = k.span();
+    let low = arith(cx, span.into(), BinOp::Max, x, lo);
+    arith(cx, span.into(), BinOp::Min, low, hi)
+}
+
+/// `T::exp(x)` and the other math functions of floats (`T::pow(x, y)`,
+/// `T::fma(a, b, c)`): every operand is a float, of one type.
 pub(super) fn math(cx: &mut Ctx, k: &Call, i: Intrin) -> Expr {
-    let [a]: [Expr; 1] = operands(cx, k).try_into().expect("arity 1");
+    let args = operands(cx, k);
+    if args.len() != 1 {
+        if let Some(t) = args.iter().map(Expr::dtype).find(|t| !t.is_float()) {
+            cx.err(
+                k.span(),
+                format!("`T::{}` takes float values, got {t}", k.name()),
+            );
+            return Expr::Float(0.0, DType::F32);
+        }
+        let mut args = args;
+        let first = args.remove(0);
+        let mut out = vec![first];
+        for b in args {
+            let a = out.pop().expect("one operand");
+            let (a, b) = unify(cx, k.span().into(), a, b);
+            // A wider later operand widens the earlier ones too.
+            let t = a.dtype();
+            out = out.into_iter().map(|x| x.cast(t)).collect();
+            out.push(a);
+            out.push(b);
+        }
+        let t = out[0].dtype();
+        return Expr::Call(i, out, t);
+    }
+    let [a]: [Expr; 1] = args.try_into().expect("arity 1");
     let t = a.dtype();
     if i == Intrin::Abs && t.is_int() && t.is_signed() {
         let zero = Expr::Int(0, t);
@@ -55,6 +88,8 @@ pub(super) fn math(cx: &mut Ctx, k: &Call, i: Intrin) -> Expr {
             k.span(),
             format!("`T::{}` takes a float value, got {t}", k.name()),
         );
+        // A float, as meant: its uses report nothing more.
+        return Expr::Float(0.0, DType::F32);
     }
     Expr::Call(i, vec![a], t)
 }

@@ -20,9 +20,46 @@ pub enum BinOp {
     Ne,
     And,
     Or,
+    /// Integer bit operations (C's, on the promoted operands).
+    BitAnd,
+    BitOr,
+    BitXor,
+    /// Shifts: the amount must lie in `0..bits` of the promoted type, and a
+    /// signed left shift must not overflow (C leaves both undefined).
+    Shl,
+    Shr,
 }
 
 impl BinOp {
+    /// Every operator, in the order the script reader tries them.
+    pub const ALL: [BinOp; 20] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Rem,
+        BinOp::Min,
+        BinOp::Max,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+        BinOp::Eq,
+        BinOp::Ne,
+        BinOp::And,
+        BinOp::Or,
+        BinOp::BitAnd,
+        BinOp::BitOr,
+        BinOp::BitXor,
+        BinOp::Shl,
+        BinOp::Shr,
+    ];
+    pub fn is_bit(self) -> bool {
+        matches!(
+            self,
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
+        )
+    }
     pub fn is_cmp(self) -> bool {
         matches!(
             self,
@@ -49,11 +86,17 @@ impl BinOp {
             BinOp::Ne => "!=",
             BinOp::And => "&&",
             BinOp::Or => "||",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
         }
     }
 }
 
-/// Math intrinsics; each takes and returns one float dtype.
+/// Math intrinsics; each takes [`arity`](Intrin::arity) values of one float
+/// dtype and returns that dtype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Intrin {
     Exp,
@@ -65,9 +108,45 @@ pub enum Intrin {
     Abs,
     Tanh,
     Sigmoid,
+    Erf,
+    Sin,
+    Cos,
+    Floor,
+    Ceil,
+    /// Half-way cases away from zero (C's `round`, Rust's `f32::round`).
+    Round,
+    Trunc,
+    Log1p,
+    Expm1,
+    /// `pow(x, y)`.
+    Pow,
+    /// `fma(a, b, c)` = `a * b + c`, rounded once.
+    Fma,
 }
 
 impl Intrin {
+    pub const ALL: [Intrin; 20] = [
+        Intrin::Exp,
+        Intrin::Exp2,
+        Intrin::Log,
+        Intrin::Log2,
+        Intrin::Sqrt,
+        Intrin::Rsqrt,
+        Intrin::Abs,
+        Intrin::Tanh,
+        Intrin::Sigmoid,
+        Intrin::Erf,
+        Intrin::Sin,
+        Intrin::Cos,
+        Intrin::Floor,
+        Intrin::Ceil,
+        Intrin::Round,
+        Intrin::Trunc,
+        Intrin::Log1p,
+        Intrin::Expm1,
+        Intrin::Pow,
+        Intrin::Fma,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             Intrin::Exp => "exp",
@@ -79,21 +158,29 @@ impl Intrin {
             Intrin::Abs => "abs",
             Intrin::Tanh => "tanh",
             Intrin::Sigmoid => "sigmoid",
+            Intrin::Erf => "erf",
+            Intrin::Sin => "sin",
+            Intrin::Cos => "cos",
+            Intrin::Floor => "floor",
+            Intrin::Ceil => "ceil",
+            Intrin::Round => "round",
+            Intrin::Trunc => "trunc",
+            Intrin::Log1p => "log1p",
+            Intrin::Expm1 => "expm1",
+            Intrin::Pow => "pow",
+            Intrin::Fma => "fma",
+        }
+    }
+    /// How many values it takes.
+    pub fn arity(self) -> usize {
+        match self {
+            Intrin::Pow => 2,
+            Intrin::Fma => 3,
+            _ => 1,
         }
     }
     pub fn from_name(s: &str) -> Option<Intrin> {
-        Some(match s {
-            "exp" => Intrin::Exp,
-            "exp2" => Intrin::Exp2,
-            "log" => Intrin::Log,
-            "log2" => Intrin::Log2,
-            "sqrt" => Intrin::Sqrt,
-            "rsqrt" => Intrin::Rsqrt,
-            "abs" => Intrin::Abs,
-            "tanh" => Intrin::Tanh,
-            "sigmoid" => Intrin::Sigmoid,
-            _ => return None,
-        })
+        Intrin::ALL.into_iter().find(|i| i.name() == s)
     }
 }
 

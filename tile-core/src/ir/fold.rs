@@ -124,6 +124,30 @@ pub fn int_op(op: BinOp, x: i64, ta: DType, y: i64, tb: DType) -> Result<IntValu
         BinOp::Rem => x % y,
         BinOp::Min => x.min(y),
         BinOp::Max => x.max(y),
+        // Two's complement bits: exact on the (sign-extended or canonical
+        // unsigned) values, as C computes them in the promoted type.
+        BinOp::BitAnd => x & y,
+        BinOp::BitOr => x | y,
+        BinOp::BitXor => x ^ y,
+        BinOp::Shl | BinOp::Shr => {
+            let bits = match c {
+                CInt::Int | CInt::UInt => 32,
+                CInt::LongLong | CInt::ULongLong => 64,
+            };
+            if !(0..bits).contains(&y) {
+                return Err(NoFold::Undefined("shift amount out of range"));
+            }
+            if op == BinOp::Shr {
+                // Arithmetic for negative signed values (what gcc, clang and
+                // nvcc do; C leaves it to the implementation).
+                x >> y
+            } else if x < 0 {
+                return Err(NoFold::Undefined("left shift of a negative value"));
+            } else {
+                // Signed: overflow is undefined (`in_c` says so); unsigned wraps.
+                x << y
+            }
+        }
         BinOp::And | BinOp::Or => return Err(NoFold::Unrepresentable),
     };
     match in_c(v, c) {

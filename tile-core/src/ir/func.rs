@@ -46,6 +46,9 @@ pub struct PrimFunc {
     pub params: Vec<BufId>,
     /// Dynamic dims (int32 vars), in ABI order.
     pub dims: Vec<VarId>,
+    /// Scalar parameters (vars of their dtype, passed by value), in
+    /// signature order; the ABI passes them after the dims.
+    pub scalars: Vec<VarId>,
     pub vars: Vec<Var>,
     pub buffers: Vec<Buffer>,
     pub launch: Launch,
@@ -92,6 +95,7 @@ impl PrimFunc {
             arch: CudaArch::Any,
             params: Vec::new(),
             dims: Vec::new(),
+            scalars: Vec::new(),
             vars: Vec::new(),
             buffers: Vec::new(),
             launch: Launch {

@@ -71,6 +71,13 @@ impl Printer<'_> {
                 &format!("{} = T.dynamic(\"{}\", {})", v.name, v.name, v.dtype),
             );
         }
+        for &s in &f.scalars {
+            let v = f.var(s);
+            self.line(
+                1,
+                &format!("{} = T.scalar(\"{}\", {})", v.name, v.name, v.dtype),
+            );
+        }
         let grid: Vec<String> = f.launch.grid.iter().map(|e| self.expr(e)).collect();
         let bvars: Vec<String> = f
             .launch

@@ -300,27 +300,38 @@ impl Reader {
         Ok(if neg { -v } else { v })
     }
 
-    /// `M = T.dynamic("M", int32)`
+    /// `M = T.dynamic("M", int32)` or `temp = T.scalar("temp", float32)`
+    /// (dims first, as printed).
     fn dim(&mut self) -> Res<()> {
         let l = self.take_line(1)?;
         let mut c = Cursor::new(&l);
         let name = c.ident()?;
         c.punct("=")?;
-        if c.t_name()? != "dynamic" {
-            c.i -= 1;
-            return c.expected("`dynamic`");
-        }
+        let scalar = match c.t_name()?.as_str() {
+            "dynamic" if self.f.scalars.is_empty() => false,
+            "scalar" => true,
+            _ => {
+                c.i -= 1;
+                return c.expected("`dynamic` or `scalar` (dims first)");
+            }
+        };
         c.punct("(")?;
         if c.string()? != name {
             c.i -= 1;
-            return c.err(format!("a dynamic dim is named as its variable, `{name}`"));
+            return c.err(format!(
+                "a dynamic dim or scalar is named as its variable, `{name}`"
+            ));
         }
         c.punct(",")?;
         let t = c.dtype()?;
         c.punct(")")?;
         c.end()?;
         let v = self.new_var(&c, &name, t)?;
-        self.f.dims.push(v);
+        if scalar {
+            self.f.scalars.push(v);
+        } else {
+            self.f.dims.push(v);
+        }
         Ok(())
     }
 

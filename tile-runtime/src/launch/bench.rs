@@ -38,7 +38,7 @@ fn host_path(a: &Tensor<f32>, b: &Tensor<f32>, c: &mut Tensor<f32>) -> Result<()
         for l in held.iter().flatten() {
             black_box(l.write);
         }
-        with_cuda_params(&args, dims, |params| {
+        with_cuda_params(&args, dims, &[], |params| {
             black_box((params, grid, spec.threads, spec.cuda.shared_bytes));
         });
         Ok(())
@@ -221,14 +221,14 @@ fn launch_path_gpu_decomposed() -> Result<()> {
                     }
                     3 => {
                         let args = [ArgRef::input(&a), ArgRef::input(&b), ArgRef::output(&mut c)];
-                        with_cuda_params(&args, &dims, |p| {
+                        with_cuda_params(&args, &dims, &[], |p| {
                             // SAFETY: as above.
                             unsafe { cuda::launch(&loaded.func, &stream, [1, 1, 1], 256, 0, p) }
                         })
                     }
                     4 => {
                         let args = [ArgRef::input(&a), ArgRef::input(&b), ArgRef::output(&mut c)];
-                        launch_cuda(loaded, &stream, &dims, grid, &args, false)
+                        launch_cuda(loaded, &stream, &dims, &[], grid, &args, false)
                     }
                     5 => launch_with(
                         cfg,
@@ -250,7 +250,7 @@ fn launch_path_gpu_decomposed() -> Result<()> {
                         let mut d = [0i64; 1];
                         assert!(crate::check::accepts(spec, &args, &mut d));
                         let g = super::warm::grid(spec, &d).expect("grid");
-                        super::warm::order_and_enqueue(loaded, &stream, &d, g, &args)
+                        super::warm::order_and_enqueue(loaded, &stream, &d, &[], g, &args)
                     }
                 }
             };

@@ -37,6 +37,7 @@ const fn spec(key: &'static str, cubins: &'static [(&'static str, &'static [u8])
     KernelSpec {
         name: "vecadd",
         params: &PARAMS,
+        scalars: &[],
         dims: &["N"],
         grid: [&BLOCKS, &ONE, &ONE],
         threads: 256,
@@ -82,7 +83,7 @@ fn launch_as_generated(
     stream: Option<&Stream>,
     args: &[ArgRef<'_>],
 ) -> Result<()> {
-    match super::warm::try_cuda(spec, slot, stream, args) {
+    match super::warm::try_cuda(spec, slot, stream, args, &[]) {
         Some(done) => done,
         None => launch_with(cfg, spec, slot, stream, args),
     }
@@ -460,7 +461,7 @@ fn gpu_warm_path_taken_only_where_it_applies() -> Result<()> {
             ArgRef::input(&k.b),
             ArgRef::output(&mut k.c),
         ];
-        super::warm::try_cuda(&VECADD_JIT, slot, stream, &args)
+        super::warm::try_cuda(&VECADD_JIT, slot, stream, &args, &[])
     };
     // Cold slot: declined; the general path finds the kernel.
     assert!(try_warm(&mut k, &slot, None).is_none());
@@ -508,7 +509,7 @@ fn gpu_warm_path_taken_only_where_it_applies() -> Result<()> {
         ArgRef::input(&b),
         ArgRef::output(&mut alias),
     ];
-    assert!(super::warm::try_cuda(&VECADD_JIT, &slot, None, &args).is_none());
+    assert!(super::warm::try_cuda(&VECADD_JIT, &slot, None, &args, &[]).is_none());
     launch_with(&cfg, &VECADD_JIT, &slot, None, &args)?;
     if let Err(m) = assert_allclose(&a.to_vec()?, &want, 0.0, 0.0) {
         panic!("{m}");

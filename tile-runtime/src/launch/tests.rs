@@ -53,6 +53,7 @@ const fn vecadd_spec(
     KernelSpec {
         name: "vecadd",
         params: &PARAMS,
+        scalars: &[],
         dims: &["N"],
         grid: [grid_x, &ONE, &ONE],
         threads: 256,
@@ -588,6 +589,7 @@ fn many_buffers_and_dims_take_the_heap_path() -> Result<()> {
     let spec: &'static KernelSpec = Box::leak(Box::new(KernelSpec {
         name: "sum17",
         params: Box::leak(params.into_boxed_slice()),
+        scalars: &[],
         dims: Box::leak(names.into_boxed_slice()),
         grid: [&ONE, &ONE, &ONE],
         threads: 1,

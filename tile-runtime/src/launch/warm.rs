@@ -30,10 +30,21 @@ pub(super) fn try_cuda(
     slot: &KernelSlot,
     stream: Option<&Stream>,
     args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
 ) -> Option<Result<()>> {
     let Device::Cuda(ordinal) = args.first()?.device else {
         return None;
     };
+    if scalars.len() != spec.scalars.len()
+        || scalars.len() > INLINE
+        || spec
+            .scalars
+            .iter()
+            .zip(scalars)
+            .any(|(s, a)| s.dtype != a.dtype)
+    {
+        return None;
+    }
     let loaded = slot.cuda_loaded(ordinal)?;
     let (n, m) = (spec.dims.len(), args.len());
     if n > INLINE || m > INLINE {
@@ -59,7 +70,7 @@ pub(super) fn try_cuda(
     for (h, a) in held.iter_mut().zip(args) {
         *h = Some(a.storage.try_lock(a.output)?);
     }
-    Some(order_and_enqueue(loaded, stream, dims, grid, args))
+    Some(order_and_enqueue(loaded, stream, dims, scalars, grid, args))
 }
 
 /// With every storage locked: orders each on `stream`, then queues the kernel.
@@ -68,13 +79,14 @@ pub(super) fn order_and_enqueue(
     loaded: &CudaLoaded,
     stream: &Arc<CudaStream>,
     dims: &[i64],
+    scalars: &[ScalarArg],
     grid: [u32; 3],
     args: &[ArgRef<'_>],
 ) -> Result<()> {
     for a in args {
         a.storage.order(stream, a.output)?;
     }
-    enqueue(loaded, stream, dims, grid, args)
+    enqueue(loaded, stream, dims, scalars, grid, args)
 }
 
 /// The grid, if it launches at least one block within CUDA's limits (anything else is

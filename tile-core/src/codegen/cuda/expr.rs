@@ -147,14 +147,21 @@ impl Writer<'_> {
             }
             Expr::Select(c, a, b, _) => format!("({} ? {} : {})", r(c)?, r(a)?, r(b)?),
             Expr::Call(i, args, t) => {
-                let x = r(&args[0])?;
-                let (x, d) = match t {
-                    DType::F64 => (x, true),
-                    DType::F32 => (x, false),
-                    _ => (format!("(float)({x})"), false),
-                };
+                // f16/bf16 compute in float (the math library's precision).
+                let d = *t == DType::F64;
+                let xs = args
+                    .iter()
+                    .map(|a| {
+                        let x = r(a)?;
+                        Ok(match t {
+                            DType::F64 | DType::F32 => x,
+                            _ => format!("(float)({x})"),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, Diagnostic>>()?;
+                let x = &xs[0];
                 let rsqrt = format!("rsqrt{}({x})", if d { "" } else { "f" });
-                let v = math_call(*i, &x, d, &rsqrt);
+                let v = math_call(*i, &xs, d, &rsqrt);
                 match t {
                     DType::F16 | DType::BF16 => format!("(({})({v}))", ty(*t)?),
                     _ => v,

@@ -118,6 +118,10 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     for &d in &f.dims {
         params.push(format!("int {}", ident(&f.var(d).name)));
     }
+    for &s in &f.scalars {
+        let v = f.var(s);
+        params.push(format!("const {} {}", ty(v.dtype)?, ident(&v.name)));
+    }
     let _ = writeln!(
         head,
         "\nextern \"C\" __global__ void __launch_bounds__({}) {entry}({}) {{",

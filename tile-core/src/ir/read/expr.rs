@@ -6,9 +6,10 @@ use super::{Reader, Res};
 use crate::ir::*;
 
 fn binop(p: &str) -> Option<BinOp> {
-    use BinOp::*;
-    [Add, Sub, Mul, Div, Rem, Lt, Le, Gt, Ge, Eq, Ne, And, Or]
+    // `T.min(a, b)` and `T.max(a, b)` are calls, not infix operators.
+    BinOp::ALL
         .into_iter()
+        .filter(|op| !matches!(op, BinOp::Min | BinOp::Max))
         .find(|op| op.symbol() == p)
 }
 

@@ -1,0 +1,148 @@
+//! dtype-generic kernels: `#[tile::kernel(dtype = [f16, bf16], ..)]`.
+//!
+//! An attribute parameter whose value is a list of dtypes is a type
+//! parameter of the kernel: the kernel is one instance per listed dtype, each
+//! the function with the parameter's name replaced by that dtype (in the
+//! signature and the body, as a generic's uses are) and named
+//! `<kernel>_<dtype>`. Every instance is compiled, by the macro and by build
+//! scripts alike, so each is built ahead of time; the macro gives them one
+//! generic launcher whose element type must be one of the list.
+
+use crate::diag::{range, Diagnostic};
+use crate::ir::DType;
+use proc_macro2::{Group, TokenStream, TokenTree};
+use quote::ToTokens;
+
+/// One instance of a kernel: its attribute and function as the frontend
+/// reads them, and the dtype it was made for (`None` for a kernel with no
+/// type parameter, which is its own only instance).
+pub struct Instance {
+    pub dtype: Option<DType>,
+    pub attr: TokenStream,
+    pub item: syn::ItemFn,
+}
+
+/// The instances of a kernel (its attribute arguments and function): one per
+/// dtype of its type parameter, or the kernel itself.
+pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>, Vec<Diagnostic>> {
+    use syn::parse::Parser;
+    let parser =
+        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated;
+    let one = || {
+        Ok(vec![Instance {
+            dtype: None,
+            attr: attr.clone(),
+            item: item.clone(),
+        }])
+    };
+    // A malformed attribute is the frontend's to report.
+    let Ok(args) = parser.parse2(attr.clone()) else {
+        return one();
+    };
+    let mut param = None;
+    let mut rest = Vec::new();
+    let mut diags = Vec::new();
+    for nv in args {
+        let syn::Expr::Array(list) = &nv.value else {
+            rest.push(nv.to_token_stream());
+            continue;
+        };
+        let mut dtypes = Vec::new();
+        for e in &list.elems {
+            match super::expr::dtype_of_name(e) {
+                Some(t) if !dtypes.contains(&t) => dtypes.push(t),
+                Some(_) => diags.push(Diagnostic::new(range(e), "this dtype is listed twice")),
+                None => diags.push(Diagnostic::new(
+                    range(e),
+                    "a type parameter lists dtypes: bool, i8, u8, i16, u16, i32, u32, i64, u64, \
+                     f16, bf16, f32, f64",
+                )),
+            }
+        }
+        if dtypes.is_empty() && diags.is_empty() {
+            diags.push(Diagnostic::new(range(list), "list at least one dtype"));
+        }
+        match (&param, nv.path.get_ident()) {
+            (None, Some(id)) => param = Some((id.clone(), dtypes)),
+            (Some(_), _) => diags.push(Diagnostic::new(
+                range(&nv),
+                "a kernel has at most one type parameter",
+            )),
+            (None, None) => diags.push(Diagnostic::new(
+                range(&nv.path),
+                "a type parameter is named by an identifier (`dtype = [f16, bf16]`)",
+            )),
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let Some((name, dtypes)) = param else {
+        return one();
+    };
+    let attr: TokenStream = quote::quote!(#(#rest),*);
+    Ok(dtypes
+        .into_iter()
+        .map(|t| {
+            let mut item = item.clone();
+            let id = syn::Ident::new(t.rust_name(), name.span());
+            let tokens = replace_ident(item.to_token_stream(), &name, &id);
+            if let Ok(mut f) = syn::parse2::<syn::ItemFn>(tokens) {
+                f.sig.ident = quote::format_ident!("{}_{}", item.sig.ident, t.rust_name());
+                item = f;
+            }
+            Instance {
+                dtype: Some(t),
+                attr: attr.clone(),
+                item,
+            }
+        })
+        .collect())
+}
+
+/// `tokens` with every identifier `from` replaced by `to` (keeping the
+/// original's span, so errors point at the user's code).
+fn replace_ident(tokens: TokenStream, from: &syn::Ident, to: &syn::Ident) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            TokenTree::Ident(i) if i == *from => {
+                let mut n = to.clone();
+                n.set_span(i.span());
+                TokenTree::Ident(n)
+            }
+            TokenTree::Group(g) => {
+                let mut n = Group::new(g.delimiter(), replace_ident(g.stream(), from, to));
+                n.set_span(g.span());
+                TokenTree::Group(n)
+            }
+            t => t,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_instance_per_listed_dtype() {
+        let item: syn::ItemFn = syn::parse_quote! {
+            fn copy_k(a: Tensor<dtype, (N,)>, c: TensorMut<dtype, (N,)>) {
+                T::kernel(1, threads, |bx| { c[0] = a[0] + (1 as dtype); });
+            }
+        };
+        let attr = quote::quote!(threads = 32, dtype = [f16, f32]);
+        let v = instances(attr, &item).unwrap_or_else(|d| panic!("{}", d[0]));
+        let names: Vec<String> = v.iter().map(|i| i.item.sig.ident.to_string()).collect();
+        assert_eq!(names, ["copy_k_f16", "copy_k_f32"]);
+        assert_eq!(v[0].attr.to_string(), "threads = 32");
+        let body = v[1].item.to_token_stream().to_string();
+        assert!(
+            body.contains("Tensor < f32") && body.contains("as f32"),
+            "{body}"
+        );
+        let bad = instances(quote::quote!(dtype = [f16, f17]), &item);
+        assert!(bad.is_err());
+    }
+}
