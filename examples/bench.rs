@@ -102,6 +102,33 @@ pub fn gemm_nn_k32s4(
     );
 }
 
+/// A decode-shaped tile: 16 rows (one `mma.sync` strip; the 4 warps split
+/// the 64 columns) and a deep k128 pipeline, so that small M still spreads
+/// over N/64 blocks streaming B; f16 and bf16.
+#[tile::kernel(dtype = [f16, bf16], block_m = 16, block_n = 64, block_k = 128, stages = 4, threads = 128)]
+pub fn gemm_nn_m16(
+    a: Tensor<dtype, (M, K)>,
+    b: Tensor<dtype, (K, N)>,
+    c: TensorMut<dtype, (M, N)>,
+) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
+            let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
 /// Median milliseconds of `f` over `reps` runs after `warm` runs, by events.
 fn time_ms(
     stream: &Arc<CudaStream>,
@@ -361,6 +388,15 @@ fn main() -> Res<()> {
     for g in [&gemms[0], &gemms[3]] {
         for s in shapes {
             run(g, s, &mut rows)?;
+        }
+    }
+    // The 16-row tile on the decode shapes (and one ragged M).
+    for g in [
+        Gemm::F16("gemm f16 nn (16-row tile)", gemm_nn_m16),
+        Gemm::Bf16("gemm bf16 nn (16-row tile)", gemm_nn_m16),
+    ] {
+        for s in [(16, 8192, 8192), (1, 8192, 8192), (33, 8192, 8192)] {
+            run(&g, s, &mut rows)?;
         }
     }
 
