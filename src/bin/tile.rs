@@ -459,13 +459,14 @@ fn write_sources(
 }
 
 /// The shared beginnings of every generated file of `target`, in order: the prelude, then
-/// (CUDA, for kernels on tensor cores) the GEMM library.
+/// (CUDA, for kernels on tensor cores) the GEMM libraries.
 fn shared_parts(target: TargetArg) -> Vec<&'static str> {
     match target {
         TargetArg::Cuda => vec![
             tile_core::codegen::cuda::PRELUDE,
             tile_core::codegen::cuda::GEMM_HEADER,
             tile_core::codegen::cuda::WGMMA_HEADER,
+            tile_core::codegen::cuda::TMA_HEADER,
         ],
         TargetArg::Cpu => vec![tile_core::codegen::c::PRELUDE],
     }

@@ -114,6 +114,16 @@ template <int UNUSED = 0> __device__ __forceinline__ void wait(Barrier* b, unsig
 #endif
 }
 
+// ---- named barriers ------------------------------------------------------------
+// bar.sync ID, N: the first N threads' barrier when a warp-specialized kernel's producer
+// warpgroup (the threads from N on) has left; ID 0 is __syncthreads()'s.
+template <int ID, int N> __device__ __forceinline__ void bar_sync() {
+  static_assert(ID >= 1 && ID < 16 && N % 32 == 0, "tl::tma::bar_sync: ID in [1, 16), N a multiple of 32");
+#if defined(__CUDA_ARCH__)
+  asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(N) : "memory");
+#endif
+}
+
 // ---- bulk tensor copies ------------------------------------------------------
 // Hint that the tensor map will be used soon (one thread, before the first copy).
 template <int UNUSED = 0> __device__ __forceinline__ void prefetch(const Desc* d) {

@@ -502,6 +502,14 @@ struct MmaAsync {
   using G = detail::Geom<M, N, K, WGS, TRANS_A, TRANS_B>;
   static constexpr int MI = G::MI, KS = G::KS, REGS = G::REGS;
 
+  // Pins the accumulators before the first issue(). Without it ptxas (13.0) may place
+  // their initialization (a T::clear before a warp-specialized split, say) so that it
+  // serializes every wgmma of the function (warning C7515).
+  __device__ __forceinline__ static void begin(float* acc) {
+#if TLWG_SM90A
+    detail::fence_regs<REGS>(acc);
+#endif
+  }
   __device__ __forceinline__ static void issue(const TA* A, const TA* B, float* acc) {
 #if TLWG_SM90A
     const int g = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
