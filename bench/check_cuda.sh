@@ -4,7 +4,8 @@
 # - no spills, no stack frame, no local memory (LDL/STL) in any kernel;
 # - the vectorized element-wise kernel uses 128-bit global loads and stores;
 # - GEMM kernels run on tensor cores (HMMA on sm_80, HGMMA on sm_90a) and the pipelined ones copy with
-#   cp.async (LDGSTS).
+#   cp.async (LDGSTS); on sm_90a the GEMM example's are warp-specialized (UTMALDG bulk tensor
+#   copies, SYNCS mbarriers).
 # Needs: NVCC (path to nvcc) with cuobjdump and nvdisasm beside it. No GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +66,12 @@ done
 for k in gemm_relu gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
   need "$k" 'HGMMA' 'wgmma (HGMMA)' sm_90a
   need "$k" 'FENCE.VIEW.ASYNC.S' 'the async-proxy fence' sm_90a
+done
+# The GEMM example's main loops are warp-specialized on Hopper: a producer warpgroup's
+# bulk tensor copies (UTMALDG; UBLKCP for plain bulk copies) on mbarriers (SYNCS).
+for k in gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
+  need "$k" 'UTMALDG|UBLKCP' 'bulk tensor copies (UTMALDG)' sm_90a
+  need "$k" 'SYNCS' 'mbarrier operations (SYNCS)' sm_90a
 done
 need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
 need gemm_nn_f16 'LDGSTS' 'cp.async copies (LDGSTS)'

@@ -333,21 +333,24 @@ fn enqueue(
     args: &[ArgRef<'_>],
 ) -> Result<()> {
     with_cuda_params(args, dims, |params| {
-        // SAFETY: `params` follows the CUDA ABI of the kernel (one device address per
-        // buffer, then one int per dynamic dim) and points at locals alive across the
-        // call; every address is a checked, live, contiguous allocation on this stream's
-        // device; the storages are borrowed by `args` (or, in a capture, held by the
-        // graph) and were ordered on `stream` by the caller.
-        unsafe {
-            cuda::launch(
-                &loaded.func,
-                stream,
-                grid,
-                loaded.threads,
-                loaded.shared_bytes,
-                params,
-            )
-        }
+        crate::tma::with_maps(loaded.tma.as_deref(), args, params, |params| {
+            // SAFETY: `params` follows the CUDA ABI of the kernel (one device address
+            // per buffer, then one int per dynamic dim, then its tensor maps, if any)
+            // and points at locals alive across the call; every address is a checked,
+            // live, contiguous allocation on this stream's device; the storages are
+            // borrowed by `args` (or, in a capture, held by the graph) and were ordered
+            // on `stream` by the caller.
+            unsafe {
+                cuda::launch(
+                    &loaded.func,
+                    stream,
+                    grid,
+                    loaded.threads,
+                    loaded.shared_bytes,
+                    params,
+                )
+            }
+        })
     })
 }
 

@@ -56,6 +56,7 @@ mod storage;
 mod stream;
 mod sync;
 mod tensor;
+mod tma;
 pub mod testing;
 mod view;
 
