@@ -150,6 +150,61 @@ pub fn gemm_nn_bf16_k32s4(
     );
 }
 
+/// A 128 × 256 × 64 tile over two warpgroups, 3 stages (144 KiB), the
+/// accumulator stored from registers. On Hopper the main loop is
+/// warp-specialized: two consumer warpgroups and a producer warpgroup that
+/// issues the tile copies as bulk tensor copies.
+#[tile::kernel(block_m = 128, block_n = 256, block_k = 64, stages = 3, threads = 256)]
+pub fn gemm_nn_f16_n256(
+    a: Tensor<f16, (M, K)>,
+    b: Tensor<f16, (K, N)>,
+    c: TensorMut<f16, (M, N)>,
+) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            T::use_swizzle(8);
+            let a_s = T::alloc_shared::<f16>([block_m, block_k]);
+            let b_s = T::alloc_shared::<f16>([block_k, block_n]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
+/// The same in bf16.
+#[tile::kernel(block_m = 128, block_n = 256, block_k = 64, stages = 3, threads = 256)]
+pub fn gemm_nn_bf16_n256(
+    a: Tensor<bf16, (M, K)>,
+    b: Tensor<bf16, (K, N)>,
+    c: TensorMut<bf16, (M, N)>,
+) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            T::use_swizzle(8);
+            let a_s = T::alloc_shared::<bf16>([block_m, block_k]);
+            let b_s = T::alloc_shared::<bf16>([block_k, block_n]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
 /// Median milliseconds of `f` over `reps` runs after `warm` runs, by events.
 fn time_ms(
     stream: &Arc<CudaStream>,
@@ -368,6 +423,8 @@ fn main() -> Res<()> {
         Gemm::Bf16("gemm bf16 nn (k32, 48 KiB)", gemm_nn_bf16_k32),
         Gemm::F16("gemm f16 nn (k32, 4 stages)", gemm_nn_f16_k32s4),
         Gemm::Bf16("gemm bf16 nn (k32, 4 stages)", gemm_nn_bf16_k32s4),
+        Gemm::F16("gemm f16 nn (128x256, 2 warpgroups)", gemm_nn_f16_n256),
+        Gemm::Bf16("gemm bf16 nn (128x256, 2 warpgroups)", gemm_nn_bf16_n256),
     ];
     let run = |g: &Gemm, shape, rows: &mut Vec<Row>| match *g {
         Gemm::F16(name, f) => bench_gemm::<f16>(
@@ -406,7 +463,7 @@ fn main() -> Res<()> {
         (16, 8192, 8192),
         (1, 8192, 8192),
     ];
-    for g in [&gemms[0], &gemms[3]] {
+    for g in [&gemms[0], &gemms[3], &gemms[7], &gemms[8]] {
         for s in shapes {
             run(g, s, &mut rows)?;
         }
