@@ -155,11 +155,7 @@ pub fn gemm_nn_bf16_k32s4(
 /// warp-specialized: two consumer warpgroups and a producer warpgroup that
 /// issues the tile copies as bulk tensor copies.
 #[tile::kernel(block_m = 128, block_n = 256, block_k = 64, stages = 3, threads = 256)]
-pub fn gemm_nn_f16_n256(
-    a: Tensor<f16, (M, K)>,
-    b: Tensor<f16, (K, N)>,
-    c: TensorMut<f16, (M, N)>,
-) {
+pub fn gemm_nn_f16_n256(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,

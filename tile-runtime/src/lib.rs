@@ -56,8 +56,8 @@ mod storage;
 mod stream;
 mod sync;
 mod tensor;
-mod tma;
 pub mod testing;
+mod tma;
 mod view;
 
 pub use arg::ArgRef;

@@ -77,7 +77,10 @@ impl CudaLoaded {
         let plan = LaunchPlan::of_source(spec.name, code.source);
         CudaLoaded {
             func,
-            threads: plan.as_ref().and_then(|p| p.threads).unwrap_or(spec.threads),
+            threads: plan
+                .as_ref()
+                .and_then(|p| p.threads)
+                .unwrap_or(spec.threads),
             shared_bytes: code.shared_bytes,
             dev,
             origin: Box::new(origin),

@@ -44,7 +44,8 @@ fn warp_specialized(f: &PrimFunc) -> Option<VarId> {
         return None;
     }
     let mut reduces = false;
-    f.body.visit(&mut |s| reduces |= matches!(s, Stmt::Reduce(_)));
+    f.body
+        .visit(&mut |s| reduces |= matches!(s, Stmt::Reduce(_)));
     if reduces {
         return None;
     }

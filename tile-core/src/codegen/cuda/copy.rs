@@ -60,7 +60,12 @@ impl Writer<'_> {
     /// pointer), completing on the mbarrier `bar`: one box of 64 columns by
     /// all the tile's rows per 128-byte panel, through the kernel's tensor map
     /// of the source tensor with that box (`WsPlan::maps`).
-    pub(super) fn tma_load(&mut self, c: &TileCopy, dst: &str, bar: &str) -> Result<(), Diagnostic> {
+    pub(super) fn tma_load(
+        &mut self,
+        c: &TileCopy,
+        dst: &str,
+        bar: &str,
+    ) -> Result<(), Diagnostic> {
         let f = self.f;
         let shape = f.buf(c.dst).const_shape().unwrap_or_default();
         let map = self

@@ -252,13 +252,7 @@ impl TileCopy {
     /// The tile copy `s` is, if it is one (every `T::copy` that reaches this
     /// backend is).
     fn of(s: &Stmt) -> Option<TileCopy> {
-        let Stmt::Copy {
-            src,
-            dst,
-            inst,
-            ..
-        } = s
-        else {
+        let Stmt::Copy { src, dst, inst, .. } = s else {
             return None;
         };
         let vector_if = match inst {
@@ -337,7 +331,10 @@ impl Writer<'_> {
             self.line("tl::wg::fence_proxy_async();");
         }
         if self.ws_split {
-            self.line(&format!("tl::tma::bar_sync<1, {}>();", self.f.launch.threads));
+            self.line(&format!(
+                "tl::tma::bar_sync<1, {}>();",
+                self.f.launch.threads
+            ));
         } else {
             self.line("__syncthreads();");
         }

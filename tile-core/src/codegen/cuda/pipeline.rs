@@ -29,7 +29,11 @@ pub(super) const WS_PRODUCER_REGS: i64 = 40;
 impl WsPlan {
     /// The kernel's warp-specialized pipeline, if it has one.
     pub(super) fn of(f: &PrimFunc) -> Option<WsPlan> {
-        let (&var, p) = f.schedule.pipelines.iter().find(|(_, p)| p.warp_specialized)?;
+        let (&var, p) = f
+            .schedule
+            .pipelines
+            .iter()
+            .find(|(_, p)| p.warp_specialized)?;
         let mut maps = Vec::new();
         f.body.visit(&mut |s| {
             if let Stmt::For { var: v, body, .. } = s {
@@ -67,11 +71,9 @@ impl WsPlan {
         // uses setmaxnreg), then what the consumers can take once the
         // producer has given back all but WS_PRODUCER_REGS of its registers.
         let cap = (65536 / (min_blocks * threads) / 8 * 8).min(255);
-        let consumer_regs = ((cap * threads - WS_PRODUCER_REGS * PRODUCER_THREADS)
-            / f.launch.threads
-            / 8
-            * 8)
-            .min(240);
+        let consumer_regs =
+            ((cap * threads - WS_PRODUCER_REGS * PRODUCER_THREADS) / f.launch.threads / 8 * 8)
+                .min(240);
         Some(WsPlan {
             var,
             stages: p.stages,
@@ -292,7 +294,11 @@ impl Writer<'_> {
         let threads = f.launch.threads;
         let (pipe_offset, consumer_regs) = match &self.ws {
             Some(p) if p.var == var => (p.pipe_offset, p.consumer_regs),
-            _ => return Err(err("internal error: a warp-specialized pipeline without its plan")),
+            _ => {
+                return Err(err(
+                    "internal error: a warp-specialized pipeline without its plan",
+                ))
+            }
         };
         let name = ident(&f.var(var).name);
         let copies: Vec<TileCopy> = prod
@@ -320,7 +326,9 @@ impl Writer<'_> {
         let pipe = format!("tl::tma::Pipe<{stages}>");
         let (lib, args, _) = self.gemm_shape(g)?;
         if lib != "tl::wg" {
-            return Err(err("internal error: a warp-specialized pipeline needs a wgmma gemm"));
+            return Err(err(
+                "internal error: a warp-specialized pipeline needs a wgmma gemm",
+            ));
         }
         let mma = format!("tl::wg::MmaAsync<{args}>");
         let acc = self.name(g.c);
@@ -334,7 +342,10 @@ impl Writer<'_> {
         self.line(&format!(
             "{pipe}* tl_pipe{k} = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
         ));
-        self.line(&format!("const bool tl_use_tma{k} = {};", cond.join(" && ")));
+        self.line(&format!(
+            "const bool tl_use_tma{k} = {};",
+            cond.join(" && ")
+        ));
         self.line(&format!(
             "if (threadIdx.x == 0) tl_pipe{k}->init({});",
             threads / 32
@@ -344,7 +355,9 @@ impl Writer<'_> {
         self.line(&format!("if (threadIdx.x >= {threads}) {{"));
         self.depth += 1;
         self.line(&format!("tl::tma::setmaxnreg_dec<{WS_PRODUCER_REGS}>();"));
-        self.line(&format!("if (tl_use_tma{k} && threadIdx.x == {threads}) {{"));
+        self.line(&format!(
+            "if (tl_use_tma{k} && threadIdx.x == {threads}) {{"
+        ));
         self.depth += 1;
         self.line(&format!("{pipe}::State tl_st{k};"));
         self.line(&format!(
