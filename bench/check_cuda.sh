@@ -15,9 +15,16 @@ OUT=$(mktemp -d)
 cargo build --release --bin tile -q
 TILE_BIN=${CARGO_TARGET_DIR:-target}/release/tile
 fail=0
+# Hopper-only tiles: the 128x256 bench kernels measure the warp-specialized sm_90a path. On sm_80 a
+# B tile of 256 columns (512-byte rows) has no mma.sync layout (plan_mma), so their portable variant
+# is a loop nest that spills; its machine code is not checked.
+hopper_only=" gemm_nn_f16_n256 gemm_nn_bf16_n256 "
 for ex in examples/*.rs; do
   for k in $(grep -A1 '#\[tile::kernel' "$ex" | grep -oP 'pub fn \K\w+'); do
     for arch in sm_90a sm_80; do
+      if [ "$arch" = sm_80 ] && [[ "$hopper_only" == *" $k "* ]]; then
+        echo "skip $k $arch (a Hopper-only tile)"; continue
+      fi
       n=${arch#sm_}
       log="$OUT/$k.$arch.log"
       # Each arch's own code: the Hopper specialization where there is one.
