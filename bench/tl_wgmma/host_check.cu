@@ -5,7 +5,7 @@
 //      canonical-layout address generation, swizzle included, land on exactly the
 //      smem_offset position of every element every wgmma of every warpgroup reads;
 //  (c) tl::wg::acc_coord is a bijection onto the C tile with (2q, 2q+1) pairs;
-//  (d) NVRTC compiles the pasted prelude + gemm.cuh + wgmma.cuh for sm_90a (with a
+//  (d) NVRTC compiles the pasted prelude + gemm.cuh + wgmma.cuh (+ tma.cuh) for sm_90a (with a
 //      kernel using every entry point) and for sm_80 (pasted, not used).
 // Build and run: see run.sh (--build-only runs it too).
 #include <cuda_bf16.h>
@@ -179,6 +179,56 @@ extern "C" __global__ void __launch_bounds__(256) tl_wg_use(const half* A, const
 static const char* kNoUse = R"(
 extern "C" __global__ void plain(float* p) { p[threadIdx.x] = (float)tl::wg::smem_offset<64, 128>(threadIdx.x, 5); }
 )";
+// Every tl::tma entry point and tl::wg::MmaAsync, as a warp-specialized kernel uses them.
+static const char* kUseTma = R"(
+extern "C" __global__ void __launch_bounds__(256, 1) tl_tma_use(const __grid_constant__ tl::tma::Desc da,
+    const __grid_constant__ tl::tma::Desc dc, float* C) {
+  extern __shared__ __align__(1024) unsigned char sm[];
+  half* sA = (half*)sm; half* sB = sA + 128 * 64;
+  tl::tma::Pipe<2>* pipe = (tl::tma::Pipe<2>*)(sm + 65536);
+  if (threadIdx.x == 0) pipe->init(4);
+  if (threadIdx.x == 128) tl::tma::prefetch(&da);
+  __syncthreads();
+  if (threadIdx.x >= 128) {
+    tl::tma::setmaxnreg_dec<40>();
+    if (threadIdx.x == 128) {
+      tl::tma::Pipe<2>::State st;
+      for (int k = 0; k < 4; ++k) {
+        pipe->producer_acquire(st, 2 * tl::tma::tile_bytes<128, 64>());
+        tl::tma::load_tile<128, 64>(sA + st.stage * 0, &da, pipe->full_bar(st), 0, 64 * k);
+        tl::tma::load_tile<64, 128>(sB, &da, pipe->full_bar(st), 64 * k, 0);
+        st.advance();
+      }
+    }
+    return;
+  }
+  tl::tma::setmaxnreg_inc<232>();
+  using Mma = tl::wg::MmaAsync<half, 128, 128, 64, 1, false, false>;
+  float acc[tl::wg::acc_regs<128, 128, 1>()];
+  for (int i = 0; i < tl::wg::acc_regs<128, 128, 1>(); ++i) acc[i] = 0.f;
+  Mma::begin(acc);
+  tl::tma::Pipe<2>::State st, prev;
+  for (int k = 0; k < 4; ++k) {
+    pipe->consumer_wait(st);
+    Mma::issue(sA, sB, acc);
+    Mma::wait<1>(acc);
+    if (k > 0) pipe->consumer_release(prev);
+    prev = st;
+    st.advance();
+  }
+  Mma::wait<0>(acc);
+  pipe->consumer_release(prev);
+  tl::tma::bar_sync<1, 128>();
+  for (int s = 0; s < tl::wg::acc_regs<128, 128, 1>(); s += 2) {
+    int i, j; tl::wg::acc_coord<128, 128, 1>(s, i, j);
+    *(__half2*)&sA[tl::wg::smem_offset<128, 128>(i, j)] = __floats2half2_rn(acc[s], acc[s + 1]);
+  }
+  tl::tma::fence_proxy_async();
+  tl::tma::bar_sync<1, 128>();
+  if (threadIdx.x == 0) { tl::tma::store_2d(&dc, sA, 0, 0); tl::tma::store_commit(); tl::tma::store_wait_read<0>(); }
+  C[threadIdx.x] = acc[0];
+}
+)";
 static void nvrtc_compile(const std::string& src, const char* arch, const char* inc, bool expect_ok, const char* what) {
   nvrtcProgram prog;
   nvrtcCreateProgram(&prog, src.c_str(), "tl_wg_paste.cu", 0, nullptr, nullptr);
@@ -230,6 +280,13 @@ int main(int argc, char** argv) {
     nvrtc_compile(pasted + kNoUse, "sm_80", argv[2], true, "pasted but unused, sm_80");
     nvrtc_compile(pasted + kNoUse, "sm_90", argv[2], true, "pasted but unused, sm_90");
     nvrtc_compile(pasted + kUse, "sm_90", argv[2], false, "used on sm_90 (must be refused)");
+    // tma.cuh pasted after wgmma.cuh, as a warp-specialized kernel has it.
+    const std::string with_tma = pasted + slurp(dir + "/tma.cuh");
+    EXPECT(with_tma.find("TL_TMA_CUH_") != std::string::npos, "reading tma.cuh from %s", dir.c_str());
+    nvrtc_compile(with_tma + kUseTma, "sm_90a", argv[2], true, "tma.cuh: every entry point, sm_90a");
+    nvrtc_compile(with_tma + kNoUse, "sm_80", argv[2], true, "tma.cuh: pasted but unused, sm_80");
+    nvrtc_compile(with_tma + kNoUse, "sm_90", argv[2], true, "tma.cuh: pasted but unused, sm_90");
+    nvrtc_compile(with_tma + kUseTma, "sm_90", argv[2], false, "tma.cuh: used on sm_90 (must be refused)");
   }
   printf("\n%d passed, %d failed\n", g_checks - g_fail, g_fail);
   return g_fail ? 1 : 0;

@@ -28,7 +28,7 @@ done
 
 # shellcheck source=../common/cuda_env.sh
 . "$here/../common/cuda_env.sh"
-cuda_flags "cuda_fp16.h cublas_v2.h nvrtc.h" "cublas nvrtc" || exit 1
+cuda_flags "cuda_fp16.h cublas_v2.h nvrtc.h cuda.h" "cublas nvrtc" || exit 1
 # The static runtime lives in lib/ (pip wheels) or lib64/ (toolkit).
 if d=$(find_dir libcudart_static.a); then link_flags+=("-L$d"); fi
 # NVRTC loads its builtins library at run time from the library path.
@@ -43,6 +43,11 @@ echo "== arch: $ARCH"
 "$NVCC" -O3 -std=c++17 $ARCH -Xptxas -v -lineinfo "${inc_flags[@]}" "$here/harness.cu" -o "$build/harness" \
   "${link_flags[@]}" 2> "$build/ptxas.log" || { cat "$build/ptxas.log"; exit 1; }
 if grep -iE "warning|serializ" "$build/ptxas.log"; then echo "(ptxas warnings above)"; fi
+# The warp-specialized TMA GEMM (tma_harness.cu; it includes harness.cu's kernels for its fallback).
+# shellcheck disable=SC2086
+"$NVCC" -O3 -std=c++17 $ARCH -Xptxas -v -lineinfo "${inc_flags[@]}" "$here/tma_harness.cu" -o "$build/tma_harness" \
+  "${link_flags[@]}" 2> "$build/ptxas_tma.log" || { cat "$build/ptxas_tma.log"; exit 1; }
+if grep -iE "warning|serializ" "$build/ptxas_tma.log"; then echo "(ptxas warnings above)"; fi
 
 echo "== host checks (no GPU)"
 "$build/host_check" "$tl_dir" "$fp16_dir" | grep -vE ": ok, acc map ok$|matches the rule: ok$"
@@ -65,6 +70,21 @@ if [ -x "$CUOBJDUMP" ]; then
        END { if (name != "") printf "  HGMMA %3d  LDGSTS %3d  BAR %2d  WG.ARRIVE %2d  LDL/STL %d | %s\n", h, l, b, w, s, name }' \
     "$build/sass.txt" | { command -v c++filt > /dev/null && c++filt || cat; } | sed 's/(.*)//'
   grep -m1 -oE "HGMMA\.64x[0-9]+x16\.F32[^;]*" "$build/sass.txt" | head -1 | sed 's/^/  e.g. /'
+  echo "== registers / spills of the warp-specialized kernels (ws_gemm<T,BM,BN,BK,WGS,STAGES,TA,TB,MINB,EPI>)"
+  awk '/Compiling entry function .*ws_gemm/ { match($0, /_Z7ws_gemmI[^ ]*/); name = substr($0, RSTART, RLENGTH) }
+       /spill stores/ && name != "" { spill = $0; sub(/.*: +/, "", spill); sub(/^ +/, "", spill) }
+       /Used [0-9]+ registers/ && name != "" { match($0, /Used [0-9]+ registers/);
+         sub(/\047$/, "", name); printf "  %-4s | %s | %s\n", substr($0, RSTART + 5, RLENGTH - 15), spill, name; name = "" }' \
+    "$build/ptxas_tma.log" | { command -v c++filt > /dev/null && c++filt || cat; } | sed 's/(.*)//'
+  if grep -E "[1-9][0-9]* bytes (spill|stack)" "$build/ptxas_tma.log" > /dev/null; then echo "WARNING: spills or stack"; fi
+  "$CUOBJDUMP" -sass -arch sm_90a "$build/tma_harness" > "$build/sass_tma.txt" 2> /dev/null || true
+  echo "== SASS per ws_gemm kernel (static counts)"
+  awk '/Function : / { if (name != "") printf "  HGMMA %2d  UTMALDG %2d  UTMASTG %d  SYNCS %2d  SETMAXREG %d  LDL/STL %d | %s\n", h, t, u, y, r, s, name;
+                       name = $3; h = t = u = y = r = s = 0; if (name !~ /ws_gemm/) name = "" }
+       name != "" && /HGMMA/ { h++ } name != "" && /UTMALDG/ { t++ } name != "" && /UTMASTG/ { u++ }
+       name != "" && /SYNCS/ { y++ } name != "" && /SETMAXREG/ { r++ } name != "" && /[^A-Z](LDL|STL)[ .]/ { s++ }
+       END { if (name != "") printf "  HGMMA %2d  UTMALDG %2d  UTMASTG %d  SYNCS %2d  SETMAXREG %d  LDL/STL %d | %s\n", h, t, u, y, r, s, name }' \
+    "$build/sass_tma.txt" | { command -v c++filt > /dev/null && c++filt || cat; } | sed 's/(.*)//'
 fi
 [ "$mode" = build ] && exit 0
 

@@ -3,7 +3,8 @@
 # section, so that a fault in one launch cannot hide the other results.
 #   bash run_prebuilt.sh [harness args]      # from a folder holding: harness, tl/{prelude,gemm,wgmma}.cuh
 # Environment: OUT (folder for the per-section logs, default /tmp/tl_wgmma_out),
-# SECTIONS (default: unit unit-extra copy nvrtc gemm gemm-extra bench).
+# SECTIONS (default: unit unit-extra copy nvrtc gemm gemm-extra bench), BIN (default harness;
+# tma_harness has the sections ws-check ws-layouts ws-tune ws-bench ws-small).
 # cuBLAS and NVRTC are found in the machine's CUDA 13 toolkit.
 set -u
 cd "$(dirname "$0")"
@@ -20,7 +21,7 @@ INC=/usr/local/cuda/include
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader | tee "$OUT/env.log"
 for s in ${SECTIONS:-unit unit-extra copy nvrtc gemm gemm-extra bench}; do
   echo "=== section $s"
-  timeout 200 ./harness --headers tl --cuda-include "$INC" --only "$s" "$@" 2>&1 | tee "$OUT/$s.log" | grep -vE "  ok$"
+  timeout 200 ./${BIN:-harness} --headers tl --cuda-include "$INC" --only "$s" "$@" 2>&1 | tee "$OUT/$s.log" | grep -vE "  ok$"
   echo "=== section $s rc=${PIPESTATUS[0]}"
 done
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv,noheader

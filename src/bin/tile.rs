@@ -468,13 +468,14 @@ fn write_sources(
 }
 
 /// The shared beginnings of every generated file of `target`, in order: the prelude, then
-/// (CUDA, for kernels on tensor cores) the GEMM library.
+/// (CUDA, for kernels on tensor cores) the GEMM libraries.
 fn shared_parts(target: TargetArg) -> Vec<&'static str> {
     match target {
         TargetArg::Cuda => vec![
             tile_core::codegen::cuda::PRELUDE,
             tile_core::codegen::cuda::GEMM_HEADER,
             tile_core::codegen::cuda::WGMMA_HEADER,
+            tile_core::codegen::cuda::TMA_HEADER,
         ],
         TargetArg::Cpu => vec![tile_core::codegen::c::PRELUDE],
     }
@@ -506,6 +507,17 @@ fn one_unit(
         let cannot =
             || format!("{name}: its source does not start with the shared prelude; use --out DIR");
         let (_, mut rest) = code.split_once('\n').ok_or_else(cannot)?;
+        // A kernel's launch lines (`// tile:launch ..`, `// tile:tma ..`: what its
+        // launcher adds) stay with its own code.
+        let mut plan = String::new();
+        while let Some((line, r)) = rest
+            .split_once('\n')
+            .filter(|(l, _)| l.starts_with("// tile:"))
+        {
+            plan.push('\n');
+            plan.push_str(line);
+            rest = r;
+        }
         rest = rest.strip_prefix(parts[0]).ok_or_else(cannot)?;
         used[0] = true;
         for (i, part) in parts.iter().enumerate().skip(1) {
@@ -514,7 +526,7 @@ fn one_unit(
                 used[i] = true;
             }
         }
-        bodies.push(format!("\n// kernel `{name}`{rest}"));
+        bodies.push(format!("\n// kernel `{name}`{plan}{rest}"));
     }
     let names: Vec<String> = sources.iter().map(|(n, _)| format!("`{n}`")).collect();
     let mut out = format!(

@@ -11,6 +11,7 @@ fn strip_preludes(code: &str) -> String {
     use tile_core::codegen::{c, cuda};
     code.replace(cuda::GEMM_HEADER, "// <tl/gemm.cuh>\n")
         .replace(cuda::WGMMA_HEADER, "// <tl/wgmma.cuh>\n")
+        .replace(cuda::TMA_HEADER, "// <tl/tma.cuh>\n")
         .replace(cuda::PRELUDE, "// <tile CUDA prelude>\n")
         .replace(c::PRELUDE, "// <tile C prelude>\n")
 }

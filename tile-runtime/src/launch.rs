@@ -419,22 +419,25 @@ fn enqueue(
     args: &[ArgRef<'_>],
 ) -> Result<()> {
     with_cuda_params(args, dims, scalars, |params| {
-        // SAFETY: `params` follows the CUDA ABI of the kernel (one device address per
-        // buffer, one int per dynamic dim, then each scalar, whose value's bytes start
-        // its `u64` slot, as the parameter's type reads them) and points at locals alive across the
-        // call; every address is a checked, live, contiguous allocation on this stream's
-        // device; the storages are borrowed by `args` (or, in a capture, held by the
-        // graph) and were ordered on `stream` by the caller.
-        unsafe {
-            cuda::launch(
-                &loaded.func,
-                stream,
-                grid,
-                loaded.threads,
-                loaded.shared_bytes,
-                params,
-            )
-        }
+        crate::tma::with_maps(loaded.tma.as_deref(), args, params, |params| {
+            // SAFETY: `params` follows the CUDA ABI of the kernel (one device address
+            // per buffer, one int per dynamic dim, then each scalar, whose value's bytes
+            // start its `u64` slot, as the parameter's type reads them, then its tensor
+            // maps, if any) and points at locals alive across the call; every address is
+            // a checked, live, contiguous allocation on this stream's device; the
+            // storages are borrowed by `args` (or, in a capture, held by the graph) and
+            // were ordered on `stream` by the caller.
+            unsafe {
+                cuda::launch(
+                    &loaded.func,
+                    stream,
+                    grid,
+                    loaded.threads,
+                    loaded.shared_bytes,
+                    params,
+                )
+            }
+        })
     })
 }
 

@@ -57,6 +57,7 @@ mod stream;
 mod sync;
 mod tensor;
 pub mod testing;
+mod tma;
 mod view;
 
 pub use arg::ArgRef;

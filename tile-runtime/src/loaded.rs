@@ -10,6 +10,7 @@ use libloading::Library;
 
 use crate::cuda;
 use crate::spec::{CpuEntry, CudaKernel, KernelSpec};
+use crate::tma::LaunchPlan;
 
 /// Where a launcher's kernel binary came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,13 +53,15 @@ pub(crate) struct CpuLoaded {
 #[repr(C)]
 pub(crate) struct CudaLoaded {
     pub func: CudaFunction,
-    /// `spec.threads`.
+    /// `spec.threads`, or the code's own count (`tma`).
     pub threads: u32,
     /// The loaded code's `shared_bytes`.
     pub shared_bytes: u32,
     /// The device's context and default stream.
     pub dev: &'static cuda::DeviceState,
     pub origin: Box<Origin>,
+    /// The tensor maps the code takes (bulk tensor copies; `tma`), if any.
+    pub tma: Option<Box<LaunchPlan>>,
 }
 
 impl CudaLoaded {
@@ -69,12 +72,19 @@ impl CudaLoaded {
         func: CudaFunction,
         origin: Origin,
     ) -> CudaLoaded {
+        // A warp-specialized kernel's block has more threads than the spec's and
+        // takes tensor maps (`tma`).
+        let plan = LaunchPlan::of_source(spec.name, code.source);
         CudaLoaded {
             func,
-            threads: spec.threads,
+            threads: plan
+                .as_ref()
+                .and_then(|p| p.threads)
+                .unwrap_or(spec.threads),
             shared_bytes: code.shared_bytes,
             dev,
             origin: Box::new(origin),
+            tma: plan.filter(|p| !p.maps.is_empty()).map(Box::new),
         }
     }
 }

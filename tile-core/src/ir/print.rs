@@ -221,8 +221,13 @@ impl Printer<'_> {
                             let tiles: Vec<&str> =
                                 p.tiles.iter().map(|&b| f.buf(b).name.as_str()).collect();
                             format!(
-                                "T.Pipelined[num_stages={stages}, producers=({})]",
-                                tiles.join(", ")
+                                "T.Pipelined[num_stages={stages}, producers=({}){}]",
+                                tiles.join(", "),
+                                if p.warp_specialized {
+                                    ", warp_specialized=true"
+                                } else {
+                                    ""
+                                }
                             )
                         }
                     },
@@ -292,6 +297,11 @@ impl Printer<'_> {
                     CopyInst::CpAsyncTile { vector_if: Some(d) } => {
                         let names: Vec<&str> = d.iter().map(|&v| f.var(v).name.as_str()).collect();
                         format!(", inst=\"cp_async_tile\", vector_if=({})", names.join(", "))
+                    }
+                    CopyInst::Tma { vector_if } => {
+                        let names: Vec<&str> =
+                            vector_if.iter().map(|&v| f.var(v).name.as_str()).collect();
+                        format!(", inst=\"tma\", vector_if=({})", names.join(", "))
                     }
                 };
                 let t = format!("T.copy({}, {}{inst})", self.region(src), self.region(dst));

@@ -28,6 +28,12 @@ pub struct Pipeline {
     pub stages: i64,
     /// The tiles the producers fill, in the order of the producers.
     pub tiles: Vec<BufId>,
+    /// Hopper: every producer is a `CopyInst::Tma` copy and the consumer one
+    /// `wgmma` gemm, so the loop becomes a producer warpgroup (one thread
+    /// issuing the bulk tensor copies, `setmaxnreg` giving its registers
+    /// away) and the block's own warpgroups consuming, on a full/empty
+    /// mbarrier pair per stage (`plan_pipelines` says when).
+    pub warp_specialized: bool,
 }
 
 /// The thread partition of a `T::parallel` nest: element `e` of the flattened

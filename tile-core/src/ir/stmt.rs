@@ -89,6 +89,15 @@ pub enum CopyInst {
     /// dims, they are multiples of 8 (both tested at run time); element by
     /// element otherwise, and always when `vector_if` is `None`.
     CpAsyncTile { vector_if: Option<Vec<VarId>> },
+    /// The same tile copy on Hopper (sm_90a) into a `Layout::WgmmaOperand`
+    /// tile of 128-byte panels, from a matrix (rank 2): the bulk tensor copy
+    /// engine can move it as one box per panel (`tl::tma::load_tile`, a tensor
+    /// map the launcher encodes, ragged edges zero-filled by the engine) when
+    /// the tensor is 16-byte aligned and the listed dims are multiples of 8
+    /// (its row stride then is a multiple of 16 bytes), tested at run time. A
+    /// warp-specialized pipeline (`Pipeline::warp_specialized`) issues it so;
+    /// elsewhere, and when the run-time test fails, it runs as `CpAsyncTile`.
+    Tma { vector_if: Vec<VarId> },
 }
 
 /// The instructions a `T::gemm` runs on.

@@ -11,7 +11,9 @@
 //! shared tile (a tensor-core operand) stays a `T::copy`: the backend emits it
 //! as `tl::copy_tile` (16-byte `cp.async` chunks, the tensor's edge as their
 //! predicate, zero fill), which software pipelines overlap with compute. See
-//! [`is_tile_copy`] for exactly which copies.
+//! [`is_tile_copy`] for exactly which copies. On Hopper such a copy into a
+//! `wgmma` operand tile is recorded as a bulk tensor copy where the engine
+//! can move it ([`is_tma_copy`]); `plan_pipelines` decides where it does.
 
 use crate::analysis::access::zero_mod;
 use crate::diag::Diagnostic;
@@ -35,8 +37,9 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
         Stmt::Copy { src, dst, loc, .. }
             if target == Target::Cuda && is_tile_copy(f, &src, &dst) =>
         {
-            let inst = CopyInst::CpAsyncTile {
-                vector_if: vector_if(f, &src),
+            let inst = match vector_if(f, &src) {
+                Some(v) if is_tma_copy(f, &src, &dst) => CopyInst::Tma { vector_if: v },
+                v => CopyInst::CpAsyncTile { vector_if: v },
             };
             Stmt::Copy {
                 loc,
@@ -99,6 +102,25 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
         && cols % 8 == 0
         && threads % (cols / 8) == 0
         && (rows * cols / 8) % threads == 0
+}
+
+/// Whether the tile copy `src` → `dst` (see [`is_tile_copy`]) can also be a
+/// bulk tensor copy (`CopyInst::Tma`): on sm_90a, from a matrix (with leading
+/// dims the engine's zero fill would stop only at the end of the flattened
+/// tensor, not at each matrix's edge) into a `wgmma` operand tile of 128-byte
+/// panels (the engine's 128-byte swizzle writes exactly that layout, one box
+/// of 64 columns by all rows per panel; a box has at most 256 rows).
+pub fn is_tma_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
+    let (g, s) = (f.buf(src.buf), f.buf(dst.buf));
+    let Some(&[rows, cols]) = s.const_shape().as_deref() else {
+        return false;
+    };
+    f.arch == CudaArch::Sm90a
+        && g.shape.len() == 2
+        && s.layout == Some(Layout::WgmmaOperand)
+        && cols % 64 == 0
+        && rows % 8 == 0
+        && rows <= 256
 }
 
 /// The dynamic dims that must be multiples of 8 for every tile of a tile copy

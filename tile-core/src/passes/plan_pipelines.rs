@@ -9,6 +9,10 @@
 //! sees the final producer nests) and before `merge_shared` (which reserves
 //! the extra buffers) and `insert_barriers` (a pipeline ends with a barrier
 //! of its own).
+//!
+//! On Hopper it also decides which pipeline is warp-specialized
+//! (`Pipeline::warp_specialized`): a producer warpgroup added to the block
+//! issues the bulk tensor copies, the block's warpgroups run the `wgmma`s.
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
@@ -16,7 +20,110 @@ use std::collections::BTreeMap;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     f.schedule.pipelines = plan(&f);
+    if let Some(var) = warp_specialized(&f) {
+        if let Some(p) = f.schedule.pipelines.get_mut(&var) {
+            p.warp_specialized = true;
+        }
+    }
     Ok(f)
+}
+
+/// Threads a warp-specialized pipeline adds to the block: its producer warpgroup.
+pub const PRODUCER_THREADS: i64 = 128;
+
+/// The pipelined loop that becomes warp-specialized, if one does (at most one
+/// per kernel). It must be a pipeline whose producers are all bulk tensor
+/// copies (`CopyInst::Tma`) and whose consumer is one `wgmma` gemm of two of
+/// its tiles over all the block's warpgroups; it must stand in the kernel's
+/// top-level sequence, after statements that only bind scalars, declare
+/// buffers or write registers (the producer warpgroup runs those too, then
+/// leaves at the loop); and the kernel must have no block reduction (their
+/// code synchronizes the whole block, which the producer has left).
+fn warp_specialized(f: &PrimFunc) -> Option<VarId> {
+    if f.launch.threads % 128 != 0 || f.launch.threads + PRODUCER_THREADS > 1024 {
+        return None;
+    }
+    let mut reduces = false;
+    f.body
+        .visit(&mut |s| reduces |= matches!(s, Stmt::Reduce(_)));
+    if reduces {
+        return None;
+    }
+    let top: Vec<&Stmt> = match &f.body {
+        Stmt::Seq(v) => v.iter().collect(),
+        x => vec![x],
+    };
+    for (i, s) in top.iter().enumerate() {
+        if let Stmt::For {
+            var,
+            kind: ForKind::Pipelined { stages },
+            body,
+            ..
+        } = s
+        {
+            let prefix_ok = top[..i].iter().all(|x| registers_only(f, x));
+            return (prefix_ok && *stages >= 2 && ws_body(f, body)).then_some(*var);
+        }
+    }
+    None
+}
+
+/// The body of a pipelined loop that a producer warpgroup can feed: bulk
+/// tensor copies, then one `wgmma` gemm over all the block's warpgroups
+/// reading two distinct tiles the copies fill.
+fn ws_body(f: &PrimFunc, body: &Stmt) -> bool {
+    let items: Vec<&Stmt> = match body {
+        Stmt::Seq(v) => v.iter().collect(),
+        x => vec![x],
+    };
+    let tiles: Vec<BufId> = items
+        .iter()
+        .map_while(|x| match x {
+            Stmt::Copy {
+                dst,
+                inst: CopyInst::Tma { .. },
+                ..
+            } => Some(dst.buf),
+            _ => None,
+        })
+        .collect();
+    let rest: Vec<&&Stmt> = items[tiles.len()..]
+        .iter()
+        .filter(|x| !matches!(x, Stmt::Barrier))
+        .collect();
+    let [Stmt::Gemm(g)] = rest.as_slice() else {
+        return false;
+    };
+    matches!(g.inst, GemmInst::Wgmma { wgs } if wgs * 128 == f.launch.threads)
+        && !g.clear
+        && g.a != g.b
+        && tiles.contains(&g.a)
+        && tiles.contains(&g.b)
+}
+
+/// A statement that touches no memory but registers: scalar bindings, buffer
+/// declarations, and loops storing only into fragments or per-thread arrays.
+fn registers_only(f: &PrimFunc, s: &Stmt) -> bool {
+    let mut ok = true;
+    s.visit(&mut |x| match x {
+        Stmt::Seq(_)
+        | Stmt::Let { .. }
+        | Stmt::Local { .. }
+        | Stmt::Assign { .. }
+        | Stmt::Alloc { .. }
+        | Stmt::For { .. }
+        | Stmt::If { .. } => {}
+        Stmt::Store { buf, .. } => {
+            ok &= matches!(f.buf(*buf).scope, Scope::Local | Scope::Fragment)
+        }
+        _ => ok = false,
+    });
+    s.visit_exprs(&mut |e| {
+        if let Expr::Load(b, _, _) = e {
+            ok &= matches!(f.buf(*b).scope, Scope::Local | Scope::Fragment);
+        }
+    });
+    ok
 }
 
 /// The shared tile a pipeline producer fills: a tile copy, or a `T::parallel`
@@ -113,6 +220,7 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
             Pipeline {
                 stages: *stages,
                 tiles: targets,
+                warp_specialized: false,
             },
         );
     });

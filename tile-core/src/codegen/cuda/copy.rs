@@ -1,4 +1,5 @@
-//! Tile copies global → shared as `tl::copy_tile`.
+//! Tile copies global → shared as `tl::copy_tile`, or as bulk tensor copies
+//! (`tl::tma::load_tile`) in a warp-specialized pipeline.
 
 use super::*;
 
@@ -51,6 +52,31 @@ impl Writer<'_> {
             f.launch.threads,
             self.tile_base(c.dst),
             self.name(c.src),
+        ));
+        Ok(())
+    }
+
+    /// One producer tile copy as bulk tensor copies into `dst` (a stage's
+    /// pointer), completing on the mbarrier `bar`: one box of 64 columns by
+    /// all the tile's rows per 128-byte panel, through the kernel's tensor map
+    /// of the source tensor with that box (`WsPlan::maps`).
+    pub(super) fn tma_load(
+        &mut self,
+        c: &TileCopy,
+        dst: &str,
+        bar: &str,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let shape = f.buf(c.dst).const_shape().unwrap_or_default();
+        let map = self
+            .ws
+            .as_ref()
+            .and_then(|p| p.maps.iter().position(|&m| m == (c.src, shape[0])))
+            .ok_or_else(|| err("internal error: a bulk tensor copy without its tensor map"))?;
+        let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);
+        self.line(&format!(
+            "tl::tma::load_tile<{}, {}>({dst}, &tl_tmap{map}, {bar}, {r0}, {c0});",
+            shape[0], shape[1]
         ));
         Ok(())
     }

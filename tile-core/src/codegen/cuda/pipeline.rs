@@ -1,7 +1,94 @@
 //! Software pipelines (`plan_pipelines`): stage buffers, the producer
-//! copies issued ahead, and the GEMM main-loop schedule.
+//! copies issued ahead, and the GEMM main-loop schedule; on Hopper, the
+//! warp-specialized form (a producer warpgroup issuing bulk tensor copies on
+//! mbarriers, `tl/tma.cuh`).
 
 use super::*;
+use crate::passes::plan_pipelines::PRODUCER_THREADS;
+
+/// What the kernel as a whole needs for its warp-specialized pipeline (at most
+/// one, `plan_pipelines`), fixed before the body is written: the signature
+/// takes its tensor maps, the launch bounds and the shared pool grow.
+pub(super) struct WsPlan {
+    pub var: VarId,
+    pub stages: i64,
+    /// One tensor map per (source tensor, box rows), in parameter order
+    /// `tl_tma0, tl_tma1, ..`; every box is 64 columns wide.
+    pub maps: Vec<(BufId, i64)>,
+    /// Byte offset of the pipe's mbarriers (`tl::tma::Pipe`) in the pool.
+    pub pipe_offset: i64,
+    /// Blocks per multiprocessor the launch bounds ask for (1 or 2).
+    pub min_blocks: i64,
+    /// Registers per thread of the consumers after `setmaxnreg` (the producer
+    /// keeps [`WS_PRODUCER_REGS`]).
+    pub consumer_regs: i64,
+}
+
+pub(super) const WS_PRODUCER_REGS: i64 = 40;
+
+impl WsPlan {
+    /// The kernel's warp-specialized pipeline, if it has one.
+    pub(super) fn of(f: &PrimFunc) -> Option<WsPlan> {
+        let (&var, p) = f
+            .schedule
+            .pipelines
+            .iter()
+            .find(|(_, p)| p.warp_specialized)?;
+        let mut maps = Vec::new();
+        f.body.visit(&mut |s| {
+            if let Stmt::For { var: v, body, .. } = s {
+                if *v == var {
+                    body.visit(&mut |x| {
+                        if let Stmt::Copy {
+                            src,
+                            dst,
+                            inst: CopyInst::Tma { .. },
+                            ..
+                        } = x
+                        {
+                            let rows = f.buf(dst.buf).const_shape().unwrap_or_default()[0];
+                            if !maps.contains(&(src.buf, rows)) {
+                                maps.push((src.buf, rows));
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        let pipe_offset = (f.smem.bytes + 7) / 8 * 8;
+        let pool = pipe_offset + 16 * p.stages;
+        let threads = f.launch.threads + PRODUCER_THREADS;
+        // Two blocks per multiprocessor when one warpgroup consumes and two
+        // blocks' shared memory fits (each with 1 KiB of alignment slack and
+        // the 1 KiB the driver reserves): one block's epilogue then overlaps
+        // the other's main loop.
+        let min_blocks = if f.launch.threads == 128 && 2 * (pool + 2048) <= 228 * 1024 {
+            2
+        } else {
+            1
+        };
+        // The register cap at entry (what ptxas allocates when the kernel
+        // uses setmaxnreg), then what the consumers can take once the
+        // producer has given back all but WS_PRODUCER_REGS of its registers.
+        let cap = (65536 / (min_blocks * threads) / 8 * 8).min(255);
+        let consumer_regs =
+            ((cap * threads - WS_PRODUCER_REGS * PRODUCER_THREADS) / f.launch.threads / 8 * 8)
+                .min(240);
+        Some(WsPlan {
+            var,
+            stages: p.stages,
+            maps,
+            pipe_offset,
+            min_blocks,
+            consumer_regs,
+        })
+    }
+
+    /// Bytes of the shared pool with the mbarriers.
+    pub(super) fn pool_bytes(&self) -> i64 {
+        self.pipe_offset + 16 * self.stages
+    }
+}
 
 impl Writer<'_> {
     /// The pipelined loop's consumer when it is one tensor-core gemm reading
@@ -79,6 +166,11 @@ impl Writer<'_> {
         let name = ident(&f.var(var).name);
         let s0 = self.expr(start)?;
         let n = self.expr(extent)?;
+        if f.schedule.pipelines[&var].warp_specialized {
+            if let Some(g) = self.stage_gemm(&cons, &tiles) {
+                return self.pipeline_ws(k, var, &s0, &n, g, stages, prod);
+            }
+        }
         self.line(&format!(
             "// T.Pipelined: {stages} stages, {} producer copies overlapped with compute",
             prod.len()
@@ -172,6 +264,186 @@ impl Writer<'_> {
         self.barrier();
         self.depth -= 1;
         self.line("}");
+        Ok(())
+    }
+
+    /// The warp-specialized form of a pipeline (`Pipeline::warp_specialized`),
+    /// at the kernel's top level: the producer warpgroup (threads
+    /// `launch.threads ..`) gives back its registers and one of its threads
+    /// issues every stage's bulk tensor copies, each stage behind its empty
+    /// mbarrier and completing on its full one; then it leaves the kernel.
+    /// The block's own warpgroups take the registers and run the gemm with
+    /// one `wgmma` group in flight, releasing a stage once the group that
+    /// read it has completed. Barriers after the split are named barriers of
+    /// the consumers alone. When the run-time test of the copies fails (a
+    /// row stride not a multiple of 16 bytes, a misaligned tensor) the
+    /// producer only leaves and the consumers run the element-wise
+    /// `cp.async` pipeline.
+    #[allow(clippy::too_many_arguments)]
+    fn pipeline_ws(
+        &mut self,
+        k: usize,
+        var: VarId,
+        s0: &str,
+        n: &str,
+        g: &Gemm,
+        stages: i64,
+        prod: &[&Stmt],
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let threads = f.launch.threads;
+        let (pipe_offset, consumer_regs) = match &self.ws {
+            Some(p) if p.var == var => (p.pipe_offset, p.consumer_regs),
+            _ => {
+                return Err(err(
+                    "internal error: a warp-specialized pipeline without its plan",
+                ))
+            }
+        };
+        let name = ident(&f.var(var).name);
+        let copies: Vec<TileCopy> = prod
+            .iter()
+            .map(|x| TileCopy::of(x))
+            .collect::<Option<_>>()
+            .ok_or_else(|| err("internal error: a warp-specialized producer is not a tile copy"))?;
+        let mut cond: Vec<String> = copies
+            .iter()
+            .filter_map(|c| self.vec_cond(c))
+            .flatten()
+            .collect::<BTreeSet<String>>()
+            .into_iter()
+            .collect();
+        if cond.is_empty() {
+            cond.push("true".into());
+        }
+        let bytes: i64 = copies
+            .iter()
+            .map(|c| {
+                let d = f.buf(c.dst);
+                d.dtype.bytes() * d.const_shape().unwrap_or_default().iter().product::<i64>()
+            })
+            .sum();
+        let pipe = format!("tl::tma::Pipe<{stages}>");
+        let (lib, args, _) = self.gemm_shape(g)?;
+        if lib != "tl::wg" {
+            return Err(err(
+                "internal error: a warp-specialized pipeline needs a wgmma gemm",
+            ));
+        }
+        let mma = format!("tl::wg::MmaAsync<{args}>");
+        let acc = self.name(g.c);
+        self.line(&format!(
+            "// T.Pipelined: {stages} stages, warp-specialized: a producer warpgroup issues {} bulk tensor copies per stage",
+            prod.len()
+        ));
+        self.line("{");
+        self.depth += 1;
+        self.line(&format!("const int tl_n{k} = {n};"));
+        self.line(&format!(
+            "{pipe}* tl_pipe{k} = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
+        ));
+        self.line(&format!(
+            "const bool tl_use_tma{k} = {};",
+            cond.join(" && ")
+        ));
+        self.line(&format!(
+            "if (threadIdx.x == 0) tl_pipe{k}->init({});",
+            threads / 32
+        ));
+        self.line("__syncthreads();");
+        // The producer warpgroup.
+        self.line(&format!("if (threadIdx.x >= {threads}) {{"));
+        self.depth += 1;
+        self.line(&format!("tl::tma::setmaxnreg_dec<{WS_PRODUCER_REGS}>();"));
+        self.line(&format!(
+            "if (tl_use_tma{k} && threadIdx.x == {threads}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("{pipe}::State tl_st{k};"));
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("const int {name} = {s0} + tl_i{k};"));
+        self.line(&format!("tl_pipe{k}->producer_acquire(tl_st{k}, {bytes});"));
+        for c in &copies {
+            let dst = self.stage_base(c.dst, &format!("tl_st{k}.stage"));
+            self.tma_load(c, &dst, &format!("tl_pipe{k}->full_bar(tl_st{k})"))?;
+        }
+        self.line(&format!("tl_st{k}.advance();"));
+        self.depth -= 1;
+        self.line("}");
+        self.depth -= 1;
+        self.line("}");
+        self.line("return;");
+        self.depth -= 1;
+        self.line("}");
+        // The consumers.
+        self.ws_split = true;
+        self.line(&format!("tl::tma::setmaxnreg_inc<{consumer_regs}>();"));
+        self.line(&format!("if (tl_use_tma{k}) {{"));
+        self.depth += 1;
+        self.line(&format!("{mma}::begin({acc});"));
+        self.line(&format!("{pipe}::State tl_st{k}, tl_prev{k};"));
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("tl_pipe{k}->consumer_wait(tl_st{k});"));
+        let st = format!("tl_st{k}.stage");
+        self.line(&format!(
+            "{mma}::issue({}, {}, {acc});",
+            self.stage_base(g.a, &st),
+            self.stage_base(g.b, &st)
+        ));
+        self.line(&format!("{mma}::wait<1>({acc});"));
+        self.line(&format!(
+            "if (tl_i{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k});"
+        ));
+        self.line(&format!("tl_prev{k} = tl_st{k};"));
+        self.line(&format!("tl_st{k}.advance();"));
+        self.depth -= 1;
+        self.line("}");
+        self.line(&format!("{mma}::wait<0>({acc});"));
+        self.line(&format!(
+            "if (tl_n{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k});"
+        ));
+        self.depth -= 1;
+        self.line("} else {");
+        self.depth += 1;
+        // The fallback: the element-wise cp.async pipeline of the same loop.
+        let emit = |w: &mut Writer, iter: &str| -> Result<(), Diagnostic> {
+            let live = format!("{iter} < tl_n{k}");
+            w.line("{");
+            w.depth += 1;
+            w.line(&format!("const int {name} = {s0} + {iter};"));
+            w.line(&format!("const int tl_stage_p{k} = ({iter}) % {stages};"));
+            for c in &copies {
+                w.stage.insert(c.dst, format!("tl_stage_p{k}"));
+            }
+            w.producer = true;
+            let r = copies
+                .iter()
+                .try_for_each(|c| w.copy_tile(c, "tl::COPY_SCALAR", Some(&live)));
+            w.producer = false;
+            r?;
+            w.depth -= 1;
+            w.line("}");
+            w.line("tl::cp_async_commit();");
+            Ok(())
+        };
+        self.pipeline_gemm(k, g, stages, emit)?;
+        self.line("tl::cp_async_wait<0>();");
+        self.depth -= 1;
+        self.line("}");
+        // Every consumer's wgmma has read its last stage before the tiles'
+        // bytes are reused.
+        self.barrier();
+        self.depth -= 1;
+        self.line("}");
+        for c in &copies {
+            self.stage.remove(&c.dst);
+        }
         Ok(())
     }
 

@@ -486,6 +486,61 @@ struct GemmPipe {
   }
 };
 
+// ---- asynchronous tile GEMM (for mbarrier pipelines) -----------------------------
+// The same product as GemmPipe::run, split at the wait: issue() fences the accumulators,
+// executes wgmma.fence, issues every k16 step of one stage and commits them as one
+// wgmma group, without waiting; wait<P>() returns once at most P of this thread's groups
+// are pending and pins the accumulators again. A consumer that keeps one group in flight
+// calls issue(stage t), wait<1>() and then releases stage t-1 (its wgmma finished), so
+// the tensor cores run while the warp waits for the next stage. The caller's threads are
+// the consumer warpgroups 0 .. WGS-1 (threadIdx.x < 128*WGS); other warpgroups (a
+// producer) must not call. Nothing here touches a barrier.
+template <typename TA, int M, int N, int K, int WGS, bool TRANS_A, bool TRANS_B>
+struct MmaAsync {
+  static_assert(::tl::detail::is_same<TA, half>::value || ::tl::detail::is_same<TA, __nv_bfloat16>::value,
+                "tl::wg::MmaAsync: TA must be half or __nv_bfloat16");
+  using G = detail::Geom<M, N, K, WGS, TRANS_A, TRANS_B>;
+  static constexpr int MI = G::MI, KS = G::KS, REGS = G::REGS;
+
+  // Pins the accumulators before the first issue(). Without it ptxas (13.0) may place
+  // their initialization (a T::clear before a warp-specialized split, say) so that it
+  // serializes every wgmma of the function (warning C7515).
+  __device__ __forceinline__ static void begin(float* acc) {
+#if TLWG_SM90A
+    detail::fence_regs<REGS>(acc);
+#endif
+  }
+  __device__ __forceinline__ static void issue(const TA* A, const TA* B, float* acc) {
+#if TLWG_SM90A
+    const int g = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
+    const unsigned long long da = G::OA::desc(::tl::detail::smem_u32(A) + (unsigned)g * G::A_WG);
+    const unsigned long long db = G::OB::desc(::tl::detail::smem_u32(B));
+    detail::fence_regs<REGS>(acc);
+    detail::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+        detail::Mma<TA, N>::template run<G::TRANS_A_IMM, G::TRANS_B_IMM>(
+            acc + mi * (N / 2), detail::desc_add(da, G::a_off(0, mi, ks)), detail::desc_add(db, G::b_off(ks)));
+    }
+    detail::wgmma_commit();
+#elif TLWG_OTHER_DEVICE
+    static_assert(detail::dependent_false<TA>::value,
+                  "tl::wg::MmaAsync needs sm_90a (-gencode=arch=compute_90a,code=sm_90a)");
+#endif
+  }
+  template <int P>
+  __device__ __forceinline__ static void wait(float* acc) {
+#if TLWG_SM90A
+    detail::wgmma_wait<P>();
+    detail::fence_regs<REGS>(acc);
+#elif TLWG_OTHER_DEVICE
+    static_assert(P < 0 && P >= 0, "tl::wg::MmaAsync needs sm_90a");
+#endif
+  }
+};
+
 // C[M,N] += A[M,K] * B[K,N] over the whole block, one shared stage: GemmPipe without overlap.
 template <typename TA, typename TC, int M, int N, int K, int WGS, bool TRANS_A, bool TRANS_B>
 __device__ __forceinline__ void gemm_ss(const TA* A, const TA* B, TC* acc) {

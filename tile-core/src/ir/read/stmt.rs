@@ -287,7 +287,17 @@ impl Reader {
                         tiles.push(self.buf(c)?);
                     }
                     c.punct(")")?;
-                    producers = Some(Pipeline { stages, tiles });
+                    let mut warp_specialized = false;
+                    if c.eat_punct(",") {
+                        c.kwarg("warp_specialized")?;
+                        c.keyword("true")?;
+                        warp_specialized = true;
+                    }
+                    producers = Some(Pipeline {
+                        stages,
+                        tiles,
+                        warp_specialized,
+                    });
                 }
                 c.punct("]")?;
                 ForKind::Pipelined { stages }
@@ -440,22 +450,29 @@ impl Reader {
                 if c.eat_punct(",") {
                     c.kwarg("inst")?;
                     let name = c.string()?;
-                    if name != "cp_async_tile" {
+                    if name == "tma" {
+                        c.punct(",")?;
+                        c.kwarg("vector_if")?;
+                        inst = CopyInst::Tma {
+                            vector_if: self.var_list(c)?,
+                        };
+                    } else if name == "cp_async_tile" {
+                        let mut vector_if = Some(Vec::new());
+                        if c.eat_punct(",") {
+                            if c.eat_ident("vector") {
+                                c.punct("=")?;
+                                c.keyword("false")?;
+                                vector_if = None;
+                            } else {
+                                c.kwarg("vector_if")?;
+                                vector_if = Some(self.var_list(c)?);
+                            }
+                        }
+                        inst = CopyInst::CpAsyncTile { vector_if };
+                    } else {
                         c.i -= 1;
                         return c.err(format!("unknown copy instruction {name:?}"));
                     }
-                    let mut vector_if = Some(Vec::new());
-                    if c.eat_punct(",") {
-                        if c.eat_ident("vector") {
-                            c.punct("=")?;
-                            c.keyword("false")?;
-                            vector_if = None;
-                        } else {
-                            c.kwarg("vector_if")?;
-                            vector_if = Some(self.var_list(c)?);
-                        }
-                    }
-                    inst = CopyInst::CpAsyncTile { vector_if };
                 }
                 Stmt::Copy {
                     src,

@@ -1,0 +1,272 @@
+// tl/tma.cuh -- Hopper bulk tensor copies (TMA), mbarrier pipelines and warpgroup register
+// reallocation for the CUDA backend (sm_90 / sm_90a).
+//
+// Pasted verbatim into generated CUDA C++ (nvcc or NVRTC), after tl/wgmma.cuh when both are
+// used; it needs no other header and includes none (the tensor map is an opaque 128-byte
+// value here, so neither <cuda.h> nor the driver API is needed on the device side). Public
+// names live in tl::tma. The contract is in README.md next to this file.
+//
+// What is where (PTX ISA sections): "cp.async.bulk.tensor" (TMA loads and stores),
+// "mbarrier" (init, arrive, expect-tx, try_wait.parity), "setmaxnreg" (sm_90a only).
+//
+// Architectures: as in wgmma.cuh, every name is declared in every pass; the bodies exist in a
+// device pass for sm_90 or later (setmaxnreg: sm_90a), and instantiating one in a device pass
+// for an older architecture is a compile-time error. Pasting the header costs nothing there.
+#ifndef TL_TMA_CUH_
+#define TL_TMA_CUH_
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TLTMA_SM90 1
+#else
+#define TLTMA_SM90 0
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TLTMA_SM90A 1
+#else
+#define TLTMA_SM90A 0
+#endif
+#if defined(__CUDA_ARCH__) && !TLTMA_SM90
+#define TLTMA_OLD_DEVICE 1
+#else
+#define TLTMA_OLD_DEVICE 0
+#endif
+
+namespace tl {
+namespace tma {
+
+// The host-encoded tensor map (CUtensorMap: 128 bytes, 64-byte aligned). Kernels take it as a
+// `const __grid_constant__ Desc` parameter and pass its address to the copies; the launcher
+// encodes it with cuTensorMapEncodeTiled (see README.md for the fields the copies assume).
+struct alignas(64) Desc {
+  unsigned long long opaque[16];
+};
+
+// An mbarrier: 8 bytes of shared memory, 8-byte aligned.
+typedef unsigned long long Barrier;
+
+namespace detail {
+template <int X> struct never { static constexpr bool value = false; };
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+}  // namespace detail
+
+// ---- mbarriers -------------------------------------------------------------
+// init(b, n): phase 0, n arrivals expected per phase. One thread initializes; then
+// fence_init() and a __syncthreads() make the barrier visible to the block and to the copy
+// engine before anyone arrives or waits.
+template <int UNUSED = 0> __device__ __forceinline__ void init(Barrier* b, unsigned count) {
+#if TLTMA_SM90
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(detail::smem_addr(b)), "r"(count) : "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+template <int UNUSED = 0> __device__ __forceinline__ void fence_init() {
+#if TLTMA_SM90
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+// One arrival; with expect_tx the arrival also raises the phase's pending transaction count
+// by `bytes`, which the copies that name this barrier pay off as their bytes land.
+template <int UNUSED = 0> __device__ __forceinline__ void arrive(Barrier* b) {
+#if TLTMA_SM90
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(detail::smem_addr(b)) : "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+template <int UNUSED = 0> __device__ __forceinline__ void arrive_expect_tx(Barrier* b, unsigned bytes) {
+#if TLTMA_SM90
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(detail::smem_addr(b)), "r"(bytes)
+               : "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+// Returns once the phase of parity `parity` (0 or 1) has completed. A barrier's current
+// phase counts as incomplete and the one before it as complete, so waiting on parity 1 of a
+// fresh barrier returns at once: a producer waits on its empty barriers with the parity
+// opposite to its consumers' and needs no special first round.
+// With TL_TMA_WAIT_LIMIT defined (tests), a wait that polls that many times traps instead
+// of hanging the device.
+template <int UNUSED = 0> __device__ __forceinline__ void wait(Barrier* b, unsigned parity) {
+#if TLTMA_SM90
+  const unsigned a = detail::smem_addr(b);
+  unsigned done = 0;
+#ifdef TL_TMA_WAIT_LIMIT
+  long long polls = 0;
+#endif
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(a), "r"(parity)
+        : "memory");
+#ifdef TL_TMA_WAIT_LIMIT
+    if (++polls > (long long)(TL_TMA_WAIT_LIMIT)) __trap();
+#endif
+  } while (!done);
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+
+// ---- named barriers ------------------------------------------------------------
+// bar.sync ID, N: the first N threads' barrier when a warp-specialized kernel's producer
+// warpgroup (the threads from N on) has left; ID 0 is __syncthreads()'s.
+template <int ID, int N> __device__ __forceinline__ void bar_sync() {
+  static_assert(ID >= 1 && ID < 16 && N % 32 == 0, "tl::tma::bar_sync: ID in [1, 16), N a multiple of 32");
+#if defined(__CUDA_ARCH__)
+  asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(N) : "memory");
+#endif
+}
+
+// ---- bulk tensor copies ------------------------------------------------------
+// Hint that the tensor map will be used soon (one thread, before the first copy).
+template <int UNUSED = 0> __device__ __forceinline__ void prefetch(const Desc* d) {
+#if TLTMA_SM90
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(d)) : "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+// One box of a 2-D tensor map, global -> shared: the box whose first element is at
+// (x = c0 along the contiguous dimension, y = c1) lands at s (1024-byte aligned for the
+// 128-byte swizzle), and its bytes complete on b. Elements outside the tensor are zeros
+// and still count as transferred bytes.
+template <int UNUSED = 0> __device__ __forceinline__ void load_2d(void* s, const Desc* d, Barrier* b, int c0, int c1) {
+#if TLTMA_SM90
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::
+          "r"(detail::smem_addr(s)),
+      "l"(reinterpret_cast<unsigned long long>(d)), "r"(detail::smem_addr(b)), "r"(c0), "r"(c1)
+      : "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+// One box, shared -> global (the parts outside the tensor are not written). The caller's
+// threads wrote s with ordinary stores: each of them executes fence_proxy_async() (wgmma.cuh,
+// or the one below) before the barrier that precedes this. Completion: store_commit(), then
+// store_wait_read<0>() before s is written again or the block exits.
+template <int UNUSED = 0> __device__ __forceinline__ void store_2d(const Desc* d, const void* s, int c0, int c1) {
+#if TLTMA_SM90
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(d)),
+               "r"(detail::smem_addr(s)), "r"(c0), "r"(c1)
+               : "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+template <int UNUSED = 0> __device__ __forceinline__ void store_commit() {
+#if TLTMA_SM90
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+// Waits until at most N committed store groups still read their shared source.
+template <int N> __device__ __forceinline__ void store_wait_read() {
+#if TLTMA_SM90
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<N>::value && N == N, "tl::tma needs sm_90 or later");
+#endif
+}
+template <int UNUSED = 0> __device__ __forceinline__ void fence_proxy_async() {
+#if TLTMA_SM90
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+
+// A R x C tile of 2-byte elements in the layout of tl::wg::smem_offset<R, C> (C % 64 == 0:
+// panels of 64 columns, 128-byte swizzle), from a row-major matrix through a tensor map whose
+// box is {64, R} with CU_TENSOR_MAP_SWIZZLE_128B: C/64 boxes, panel p from column c0 + 64p.
+// Issued by one thread; the tile's bytes, 2*R*C, complete on b.
+template <int R, int C>
+__device__ __forceinline__ void load_tile(void* s, const Desc* d, Barrier* b, int r0, int c0) {
+  static_assert(C % 64 == 0 && R % 8 == 0 && R <= 256, "tl::tma::load_tile: C % 64 == 0, R % 8 == 0, R <= 256");
+#pragma unroll
+  for (int p = 0; p < C / 64; ++p) load_2d(static_cast<char*>(s) + p * R * 128, d, b, c0 + 64 * p, r0);
+}
+template <int R, int C> __host__ __device__ constexpr unsigned tile_bytes() { return 2u * R * C; }
+
+// ---- warpgroup register reallocation (sm_90a) ----------------------------------
+// setmaxnreg: every thread of a warpgroup executes the same call. The kernel needs a register
+// cap at entry (__launch_bounds__(threads, blocks)); a producer gives registers back with
+// dec<40>() and the consumers take them with inc<N>(): N*128*consumer_wgs + 40*128 must fit in
+// the block's share of the register file, or inc waits for ever.
+template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
+  static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg: a multiple of 8 in [24, 256]");
+#if TLTMA_SM90A
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+#elif defined(__CUDA_ARCH__)
+  static_assert(detail::never<N>::value && N == N, "tl::tma::setmaxnreg needs sm_90a");
+#endif
+}
+template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
+  static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg: a multiple of 8 in [24, 256]");
+#if TLTMA_SM90A
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+#elif defined(__CUDA_ARCH__)
+  static_assert(detail::never<N>::value && N == N, "tl::tma::setmaxnreg needs sm_90a");
+#endif
+}
+
+// ---- a multi-stage pipeline on full/empty mbarrier pairs -----------------------
+// full[s]: one arrival (the producer's arrive_expect_tx) plus the stage's bytes; empty[s]:
+// `consumers` arrivals (one per consumer warp, after its wgmma that read the stage completed).
+// Producer and consumers walk the stages in the same order, each with its own State; a State
+// wraps from stage S-1 to 0 and flips its phase bit then.
+template <int S> struct Pipe {
+  static_assert(S >= 1 && S <= 32, "tl::tma::Pipe: 1 to 32 stages");
+  Barrier full[S];
+  Barrier empty[S];
+
+  struct State {
+    int stage;
+    unsigned phase;
+    __device__ __forceinline__ State() : stage(0), phase(0) {}
+    __device__ __forceinline__ void advance() {
+      if (++stage == S) { stage = 0; phase ^= 1u; }
+    }
+  };
+
+  // One thread, before the block-wide barrier that publishes the pipe.
+  __device__ __forceinline__ void init(unsigned consumers) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      ::tl::tma::init(&full[s], 1);
+      ::tl::tma::init(&empty[s], consumers);
+    }
+    fence_init();
+  }
+  // Producer (the elected thread): waits until the stage is free, then announces `bytes`
+  // on its full barrier; the caller issues the copies that complete on full_bar(st) next.
+  __device__ __forceinline__ void producer_acquire(const State& st, unsigned bytes) {
+    wait(&empty[st.stage], st.phase ^ 1u);
+    arrive_expect_tx(&full[st.stage], bytes);
+  }
+  __device__ __forceinline__ Barrier* full_bar(const State& st) { return &full[st.stage]; }
+  // Consumers: wait until the stage's bytes have landed (visible to wgmma: the copy engine
+  // and wgmma both act through the async proxy).
+  __device__ __forceinline__ void consumer_wait(const State& st) { wait(&full[st.stage], st.phase); }
+  // One arrival per consumer warp (lane 0), once the warp's reads of the stage completed.
+  __device__ __forceinline__ void consumer_release(const State& st) {
+    if ((threadIdx.x & 31) == 0) arrive(&empty[st.stage]);
+  }
+};
+
+}  // namespace tma
+}  // namespace tl
+
+#undef TLTMA_SM90
+#undef TLTMA_SM90A
+#undef TLTMA_OLD_DEVICE
+#endif  // TL_TMA_CUH_

@@ -1,0 +1,384 @@
+//! Tensor maps for kernels that copy tiles with Hopper's bulk tensor copy engine.
+//!
+//! A kernel whose generated CUDA has a warp-specialized pipeline (tile-core's
+//! `plan_pipelines`) says so in its first comment lines, which this module reads once
+//! when the kernel is loaded:
+//!
+//! ```text
+//! // tile:launch threads=256
+//! // tile:tma map=0 param=0 box=64x128 (a)
+//! ```
+//!
+//! The block then has `threads` threads (the spec's plus a producer warpgroup), and the
+//! kernel takes one `CUtensorMap` per `tile:tma` line, by value, after the dynamic dims:
+//! map `i` describes buffer parameter `param` as a row-major matrix (all dims but the
+//! last flattened into rows) of 2-byte elements, read in boxes of `box` (columns x rows)
+//! with the 128-byte swizzle and zero fill past the edges.
+//!
+//! The kernel uses its maps only when its own run-time test passes (the tensor 16-byte
+//! aligned, the row length a multiple of 8 elements, i.e. 16-byte row strides); otherwise
+//! it copies with `cp.async`. A tensor the engine cannot describe therefore gets an
+//! all-zero map, which that test keeps unused, rather than an error. Encoded maps are
+//! cached per (address, rows, columns, box, dtype), so a warm launch costs one hash
+//! lookup per map.
+//!
+//! (The comment lines stand in for fields of the kernel spec that the launcher macro does
+//! not emit yet; moving them there changes nothing else here.)
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Mutex, OnceLock};
+
+use cudarc::driver::sys;
+
+use crate::arg::ArgRef;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+/// What a kernel's generated source asks of its launch beyond the spec.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct LaunchPlan {
+    /// The kernel's name (for errors).
+    pub kernel: &'static str,
+    /// Threads per block, when not the spec's.
+    pub threads: Option<u32>,
+    /// The tensor maps the kernel takes after its dims, in order.
+    pub maps: Vec<MapSpec>,
+}
+
+/// One tensor map parameter: the buffer parameter it describes and its box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct MapSpec {
+    pub param: usize,
+    pub box_cols: u32,
+    pub box_rows: u32,
+}
+
+impl LaunchPlan {
+    /// The plan in `source`'s leading comment lines; `None` when it has none (every
+    /// kernel without bulk tensor copies).
+    pub(crate) fn of_source(kernel: &'static str, source: &str) -> Option<LaunchPlan> {
+        let mut plan = LaunchPlan {
+            kernel,
+            ..LaunchPlan::default()
+        };
+        for line in source.lines().take_while(|l| l.starts_with("//")) {
+            if let Some(rest) = line.strip_prefix("// tile:launch ") {
+                plan.threads = field(rest, "threads").and_then(|v| v.parse().ok());
+            } else if let Some(rest) = line.strip_prefix("// tile:tma ") {
+                let param = field(rest, "param").and_then(|v| v.parse().ok())?;
+                let (c, r) = field(rest, "box")?.split_once('x')?;
+                plan.maps.push(MapSpec {
+                    param,
+                    box_cols: c.parse().ok()?,
+                    box_rows: r.parse().ok()?,
+                });
+            }
+        }
+        (plan.threads.is_some() || !plan.maps.is_empty()).then_some(plan)
+    }
+}
+
+/// The value of `name=value` among the space-separated words of `s`.
+fn field<'s>(s: &'s str, name: &str) -> Option<&'s str> {
+    s.split_whitespace()
+        .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// What `cuTensorMapEncodeTiled` is given for one map: a 2-D view of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Geometry {
+    pub addr: u64,
+    pub f16: bool,
+    /// Columns (contiguous), then rows.
+    pub dims: [u64; 2],
+    /// Bytes from one row to the next.
+    pub row_stride: u64,
+    /// Box columns, then rows.
+    pub boxes: [u32; 2],
+}
+
+/// The geometry of `spec` over a buffer of `dtype` and `shape` at device address `addr`,
+/// or `None` when the engine cannot describe it (the kernel's own test then fails too,
+/// see the module docs): a dtype other than f16/bf16, an address not 16-byte aligned, a
+/// row length that is not a multiple of 8 elements, an empty or oversized tensor, or a
+/// box the 128-byte swizzle does not take.
+pub(crate) fn geometry(
+    dtype: DType,
+    shape: &[usize],
+    addr: u64,
+    spec: MapSpec,
+) -> Option<Geometry> {
+    let f16 = match dtype {
+        DType::F16 => true,
+        DType::BF16 => false,
+        _ => return None,
+    };
+    let (&cols, lead) = shape.split_last()?;
+    let rows = lead.iter().try_fold(1usize, |r, &d| r.checked_mul(d))?;
+    let (cols, rows) = (cols as u64, rows as u64);
+    let row_stride = cols.checked_mul(2)?;
+    let ok = addr.is_multiple_of(16)
+        && cols.is_multiple_of(8)
+        && (1..=1 << 32).contains(&cols)
+        && (1..=1 << 32).contains(&rows)
+        && row_stride < 1 << 40
+        // The 128-byte swizzle: a box row of at most 128 bytes, a multiple of 16.
+        && spec.box_cols >= 8
+        && spec.box_cols * 2 <= 128
+        && spec.box_cols.is_multiple_of(8)
+        && (1..=256).contains(&spec.box_rows);
+    ok.then_some(Geometry {
+        addr,
+        f16,
+        dims: [cols, rows],
+        row_stride,
+        boxes: [spec.box_cols, spec.box_rows],
+    })
+}
+
+/// Encodes `g` (`cuTensorMapEncodeTiled`).
+fn encode(g: &Geometry) -> Result<sys::CUtensorMap> {
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    let data = if g.f16 {
+        sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+    } else {
+        sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+    };
+    let strides = [g.row_stride];
+    let elem = [1u32, 1];
+    // SAFETY: every pointer points at a live local of the sizes the rank (2) implies;
+    // `geometry` checked the limits the driver documents, and the driver only reads the
+    // address (it is not dereferenced on the host).
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            data,
+            2,
+            g.addr as *mut c_void,
+            g.dims.as_ptr(),
+            strides.as_ptr(),
+            g.boxes.as_ptr(),
+            elem.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    match r {
+        sys::CUresult::CUDA_SUCCESS => Ok(map),
+        e => Err(Error::driver(
+            "cuTensorMapEncodeTiled",
+            cudarc::driver::DriverError(e),
+        )),
+    }
+}
+
+/// Encoded maps by geometry. Bounded: cleared when full (a process that keeps launching
+/// on fresh allocations re-encodes, it does not grow).
+const CACHE_ENTRIES: usize = 4096;
+
+fn cache() -> &'static Mutex<HashMap<Geometry, sys::CUtensorMap>> {
+    static CACHE: OnceLock<Mutex<HashMap<Geometry, sys::CUtensorMap>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The map of `spec` for this launch's arguments, from the cache or encoded now.
+pub(crate) fn map_for(
+    kernel: &'static str,
+    args: &[ArgRef<'_>],
+    spec: MapSpec,
+) -> Result<sys::CUtensorMap> {
+    let Some(a) = args.get(spec.param) else {
+        return Err(Error::Spec {
+            kernel,
+            message: format!(
+                "its code asks for a tensor map of parameter {} of {} buffers",
+                spec.param,
+                args.len()
+            ),
+        });
+    };
+    let Some(g) = geometry(a.dtype, a.shape, a.ptr as u64, spec) else {
+        return Ok(sys::CUtensorMap { opaque: [0; 16] });
+    };
+    let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(m) = c.get(&g) {
+        return Ok(*m);
+    }
+    let m = encode(&g)?;
+    if c.len() >= CACHE_ENTRIES {
+        c.clear();
+    }
+    c.insert(g, m);
+    Ok(m)
+}
+
+/// Calls `f` with `params` followed by pointers to the kernel's tensor maps (none
+/// without a plan). The maps are locals of this call, alive until `f` returns; the
+/// driver copies parameters when the launch is queued. Up to [`INLINE_MAPS`] maps and
+/// [`INLINE_PARAMS`] other parameters stay on the stack.
+#[inline(always)]
+pub(crate) fn with_maps<R>(
+    plan: Option<&LaunchPlan>,
+    args: &[ArgRef<'_>],
+    params: &mut [*mut c_void],
+    f: impl FnOnce(&mut [*mut c_void]) -> Result<R>,
+) -> Result<R> {
+    let Some(plan) = plan.filter(|p| !p.maps.is_empty()) else {
+        return f(params);
+    };
+    let (n, m) = (params.len(), plan.maps.len());
+    if n <= INLINE_PARAMS && m <= INLINE_MAPS {
+        let mut maps = [sys::CUtensorMap { opaque: [0; 16] }; INLINE_MAPS];
+        for (slot, &s) in maps.iter_mut().zip(&plan.maps) {
+            *slot = map_for(plan.kernel, args, s)?;
+        }
+        let mut all = [std::ptr::null_mut(); INLINE_PARAMS + INLINE_MAPS];
+        all[..n].copy_from_slice(params);
+        for (slot, map) in all[n..n + m].iter_mut().zip(maps.iter_mut()) {
+            *slot = (map as *mut sys::CUtensorMap).cast::<c_void>();
+        }
+        return f(&mut all[..n + m]);
+    }
+    let mut maps = plan
+        .maps
+        .iter()
+        .map(|&s| map_for(plan.kernel, args, s))
+        .collect::<Result<Vec<_>>>()?;
+    let mut all: Vec<*mut c_void> = params.to_vec();
+    all.extend(
+        maps.iter_mut()
+            .map(|m| (m as *mut sys::CUtensorMap).cast::<c_void>()),
+    );
+    f(&mut all)
+}
+
+/// Tensor maps of a launch kept on the stack.
+const INLINE_MAPS: usize = 4;
+/// Buffer and dim parameters of a launch with tensor maps kept on the stack.
+const INLINE_PARAMS: usize = 32;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GEMM: &str =
+        "// Generated by tile 0.1.0 from kernel `gemm_nn_f16` (target: cuda). Do not edit.\n\
+        // tile:launch threads=256\n\
+        // tile:tma map=0 param=0 box=64x128 (a)\n\
+        // tile:tma map=1 param=1 box=64x64 (b)\n\
+        #include <cuda_fp16.h>\n\
+        // tile:tma map=2 param=2 box=64x64 (not a header line)\n";
+
+    #[test]
+    fn the_plan_is_read_from_the_leading_comment_lines() {
+        let p = LaunchPlan::of_source("gemm", GEMM).expect("a plan");
+        assert_eq!(p.threads, Some(256));
+        assert_eq!(
+            p.maps,
+            vec![
+                MapSpec {
+                    param: 0,
+                    box_cols: 64,
+                    box_rows: 128
+                },
+                MapSpec {
+                    param: 1,
+                    box_cols: 64,
+                    box_rows: 64
+                },
+            ]
+        );
+        assert_eq!(
+            LaunchPlan::of_source("k", "// Generated by tile\n#include <x>\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn maps_follow_the_parameters_and_unusable_tensors_get_zero_maps() {
+        // f32 tensors: no map the engine could use, so no driver call either.
+        let t = crate::tensor::Tensor::<f32>::zeros(&[64, 64], crate::device::Device::Cpu)
+            .expect("a tensor");
+        let args = [ArgRef::input(&t)];
+        let plan = LaunchPlan {
+            kernel: "k",
+            threads: Some(256),
+            maps: vec![
+                MapSpec {
+                    param: 0,
+                    box_cols: 64,
+                    box_rows: 64
+                };
+                2
+            ],
+        };
+        let (mut x, mut y) = (1u64, 2i32);
+        let mut params = [
+            (&mut x as *mut u64).cast::<c_void>(),
+            (&mut y as *mut i32).cast::<c_void>(),
+        ];
+        let first = params[0];
+        let n = with_maps(Some(&plan), &args, &mut params, |p| {
+            assert_eq!(p[0], first);
+            for &m in &p[2..] {
+                // SAFETY: the pointers point at the call's live maps.
+                let map = unsafe { &*(m as *const sys::CUtensorMap) };
+                assert_eq!(map.opaque, [0; 16]);
+            }
+            Ok(p.len())
+        })
+        .expect("launch parameters");
+        assert_eq!(n, 4);
+        // A map of a parameter the kernel does not have is the spec's error.
+        let bad = LaunchPlan {
+            maps: vec![MapSpec {
+                param: 3,
+                box_cols: 64,
+                box_rows: 64,
+            }],
+            ..plan
+        };
+        assert!(with_maps(Some(&bad), &args, &mut params, |p| Ok(p.len())).is_err());
+        assert_eq!(
+            with_maps(None, &args, &mut params, |p| Ok(p.len())).expect("plain"),
+            2
+        );
+    }
+
+    #[test]
+    fn geometry_follows_the_engine_limits() {
+        let s = MapSpec {
+            param: 0,
+            box_cols: 64,
+            box_rows: 128,
+        };
+        let g = geometry(DType::F16, &[4096, 4104], 1 << 20, s).expect("legal");
+        assert_eq!(g.dims, [4104, 4096]);
+        assert_eq!(g.row_stride, 8208);
+        assert_eq!(g.boxes, [64, 128]);
+        // Batch dims flatten into rows.
+        assert_eq!(
+            geometry(DType::BF16, &[3, 5, 64], 0, s)
+                .expect("legal")
+                .dims,
+            [64, 15]
+        );
+        // Row length not a multiple of 8 elements (row stride not a multiple of 16 bytes).
+        assert_eq!(geometry(DType::F16, &[4096, 4099], 0, s), None);
+        // Misaligned address, other dtypes, empty tensors, boxes the swizzle refuses.
+        assert_eq!(geometry(DType::F16, &[64, 64], 8, s), None);
+        assert_eq!(geometry(DType::F32, &[64, 64], 0, s), None);
+        assert_eq!(geometry(DType::F16, &[0, 64], 0, s), None);
+        assert_eq!(
+            geometry(DType::F16, &[64, 64], 0, MapSpec { box_cols: 128, ..s }),
+            None
+        );
+        assert_eq!(
+            geometry(DType::F16, &[64, 64], 0, MapSpec { box_rows: 512, ..s }),
+            None
+        );
+    }
+}
