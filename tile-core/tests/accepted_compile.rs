@@ -143,3 +143,30 @@ fn a_store_and_an_atomic_add_in_one_nest_and_a_local_per_element() {
          }",
     );
 }
+
+/// Found by the fuzzer: an accumulator reduced along its rows in a block
+/// of 33 threads (not whole warps) was given a one-warp tensor-core layout;
+/// it must stay on the portable path and build.
+#[test]
+fn a_row_reduced_accumulator_in_a_block_of_partial_warps() {
+    let src = r#"
+        #[tile::kernel(block_m = 64, n = 64, block_k = 32, threads = 33)]
+        fn k(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, n)>, c: TensorMut<f32, (M,)>) {
+            T::kernel(T::ceildiv(M, block_m), threads, |bx| {
+                let a_s = T::alloc_shared::<f16>([block_m, block_k]);
+                let b_s = T::alloc_shared::<f16>([block_k, n]);
+                let acc = T::alloc_fragment::<f32>([block_m, n]);
+                let mx = T::alloc_fragment::<f32>([block_m]);
+                T::clear(acc);
+                for ko in T::pipelined(T::ceildiv(K, block_k), 2) {
+                    T::copy(a.at([bx * block_m, ko * block_k]), a_s);
+                    T::copy(b.at([ko * block_k, 0]), b_s);
+                    T::gemm(a_s, b_s, acc);
+                }
+                T::reduce_max(acc, mx, 1);
+                T::copy(mx, c.at(bx * block_m));
+            });
+        }"#;
+    let cu = builds("row_reduced_partial_warps", src);
+    assert!(!cu.contains("tl::gemm_ss<"), "{cu}");
+}

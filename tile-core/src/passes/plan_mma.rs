@@ -530,6 +530,10 @@ pub fn wgmma_cols(cols: i64) -> bool {
 
 /// The warp arrangement of a gemm `mma.sync` can run (`tl::gemm_ss`).
 fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)> {
+    // Whole warps only: every arrangement below counts warps.
+    if f.launch.threads % 32 != 0 {
+        return None;
+    }
     let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
     let (sa, sb, sc) = (a.const_shape()?, b.const_shape()?, c.const_shape()?);
     let (m, n) = (sc[0], sc[1]);
