@@ -436,56 +436,6 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
 // the caller waits for its copies, executes fence_proxy_async() and __syncthreads(), and
 // may call first() on the next stage (a no-op here).
 //
-// Where before_last() runs (EARLY_HANDOFF), and what it allows the copies to overwrite:
-// wgmma reads shared memory asynchronously, until wait_group, so the barrier in
-// before_last() proves a stage free only if every thread passed the wait that covers it.
-//   false (default): after wait_group 0. When any thread returns from before_last(),
-//     every wgmma of this call has finished in every warp, so after_first() of the next
-//     call may refill the stage this call read: prefetch distance STAGES - 1, the
-//     schedule of tl::GemmPipe. The tensor cores idle across the barrier.
-//   true: after commit_group, before wait_group 0: the barrier overlaps this call's
-//     wgmma. after_first() of the next call may then refill only a stage read two or
-//     more calls back: prefetch distance <= STAGES - 2.
-template <typename TA, int M, int N, int K, int WGS, bool TRANS_A, bool TRANS_B, bool EARLY_HANDOFF = false>
-struct GemmPipe {
-  static_assert(::tl::detail::is_same<TA, half>::value || ::tl::detail::is_same<TA, __nv_bfloat16>::value,
-                "tl::wg::GemmPipe: TA must be half or __nv_bfloat16");
-  using G = detail::Geom<M, N, K, WGS, TRANS_A, TRANS_B>;
-  static constexpr int MI = G::MI, KS = G::KS, REGS = G::REGS;
-
-  __device__ __forceinline__ GemmPipe() {}
-  // Nothing to prefetch: wgmma reads its operands from shared memory itself.
-  __device__ __forceinline__ void first(const TA*, const TA*) {}
-
-  template <typename F1, typename F2>
-  __device__ __forceinline__ void run(const TA* A, const TA* B, float* acc, F1&& after_first, F2&& before_last) {
-#if TLWG_SM90A
-    // The warpgroup index, made warp-uniform so that the descriptors live in uniform registers.
-    const int g = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
-    const unsigned long long da = G::OA::desc(::tl::detail::smem_u32(A) + (unsigned)g * G::A_WG);
-    const unsigned long long db = G::OB::desc(::tl::detail::smem_u32(B));
-    detail::fence_regs<REGS>(acc);
-    detail::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-        detail::Mma<TA, N>::template run<G::TRANS_A_IMM, G::TRANS_B_IMM>(
-            acc + mi * (N / 2), detail::desc_add(da, G::a_off(0, mi, ks)), detail::desc_add(db, G::b_off(ks)));
-      if (ks == 0) after_first();
-    }
-    detail::wgmma_commit();
-    if (EARLY_HANDOFF) before_last();
-    detail::wgmma_wait<0>();
-    detail::fence_regs<REGS>(acc);
-    if (!EARLY_HANDOFF) before_last();
-#elif TLWG_OTHER_DEVICE
-    static_assert(detail::dependent_false<TA>::value,
-                  "tl::wg::GemmPipe needs sm_90a (-gencode=arch=compute_90a,code=sm_90a)");
-#endif
-  }
-};
-
 // ---- asynchronous tile GEMM (for mbarrier pipelines) -----------------------------
 // The same product as GemmPipe::run, split at the wait: issue() fences the accumulators,
 // executes wgmma.fence, issues every k16 step of one stage and commits them as one
@@ -511,7 +461,14 @@ struct MmaAsync {
 #endif
   }
   __device__ __forceinline__ static void issue(const TA* A, const TA* B, float* acc) {
+    issue(A, B, acc, [] {});
+  }
+  // The same, calling after_first() once the first k16 step is issued (GemmPipe places
+  // the address arithmetic of its next copies there).
+  template <typename F>
+  __device__ __forceinline__ static void issue(const TA* A, const TA* B, float* acc, F&& after_first) {
 #if TLWG_SM90A
+    // The warpgroup index, made warp-uniform so that the descriptors live in uniform registers.
     const int g = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
     const unsigned long long da = G::OA::desc(::tl::detail::smem_u32(A) + (unsigned)g * G::A_WG);
     const unsigned long long db = G::OB::desc(::tl::detail::smem_u32(B));
@@ -523,6 +480,7 @@ struct MmaAsync {
       for (int mi = 0; mi < MI; ++mi)
         detail::Mma<TA, N>::template run<G::TRANS_A_IMM, G::TRANS_B_IMM>(
             acc + mi * (N / 2), detail::desc_add(da, G::a_off(0, mi, ks)), detail::desc_add(db, G::b_off(ks)));
+      if (ks == 0) after_first();
     }
     detail::wgmma_commit();
 #elif TLWG_OTHER_DEVICE
@@ -537,6 +495,42 @@ struct MmaAsync {
     detail::fence_regs<REGS>(acc);
 #elif TLWG_OTHER_DEVICE
     static_assert(P < 0 && P >= 0, "tl::wg::MmaAsync needs sm_90a");
+#endif
+  }
+};
+
+// Where before_last() runs (EARLY_HANDOFF), and what it allows the copies to overwrite:
+// wgmma reads shared memory asynchronously, until wait_group, so the barrier in
+// before_last() proves a stage free only if every thread passed the wait that covers it.
+//   false (default): after wait_group 0. When any thread returns from before_last(),
+//     every wgmma of this call has finished in every warp, so after_first() of the next
+//     call may refill the stage this call read: prefetch distance STAGES - 1, the
+//     schedule of tl::GemmPipe. The tensor cores idle across the barrier.
+//   true: after commit_group, before wait_group 0: the barrier overlaps this call's
+//     wgmma. after_first() of the next call may then refill only a stage read two or
+//     more calls back: prefetch distance <= STAGES - 2.
+template <typename TA, int M, int N, int K, int WGS, bool TRANS_A, bool TRANS_B, bool EARLY_HANDOFF = false>
+struct GemmPipe {
+  static_assert(::tl::detail::is_same<TA, half>::value || ::tl::detail::is_same<TA, __nv_bfloat16>::value,
+                "tl::wg::GemmPipe: TA must be half or __nv_bfloat16");
+  using G = detail::Geom<M, N, K, WGS, TRANS_A, TRANS_B>;
+  static constexpr int MI = G::MI, KS = G::KS, REGS = G::REGS;
+
+  __device__ __forceinline__ GemmPipe() {}
+  // Nothing to prefetch: wgmma reads its operands from shared memory itself.
+  __device__ __forceinline__ void first(const TA*, const TA*) {}
+
+  template <typename F1, typename F2>
+  __device__ __forceinline__ void run(const TA* A, const TA* B, float* acc, F1&& after_first, F2&& before_last) {
+#if TLWG_SM90A
+    // One stage issued as one wgmma group (MmaAsync), then waited for.
+    MmaAsync<TA, M, N, K, WGS, TRANS_A, TRANS_B>::issue(A, B, acc, after_first);
+    if (EARLY_HANDOFF) before_last();
+    MmaAsync<TA, M, N, K, WGS, TRANS_A, TRANS_B>::template wait<0>(acc);
+    if (!EARLY_HANDOFF) before_last();
+#elif TLWG_OTHER_DEVICE
+    static_assert(detail::dependent_false<TA>::value,
+                  "tl::wg::GemmPipe needs sm_90a (-gencode=arch=compute_90a,code=sm_90a)");
 #endif
   }
 };
