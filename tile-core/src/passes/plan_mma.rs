@@ -217,9 +217,6 @@ struct Policy {
     /// Required: a gemm reads or feeds an A operand in registers.
     full_rows_required: bool,
     wgmma: bool,
-    /// `wgmma` only with one 64-row strip per warpgroup (its registers are
-    /// then in the order `mma.sync` reads an A operand in).
-    wgmma_one_strip: bool,
 }
 
 impl Group {
@@ -322,9 +319,7 @@ impl Group {
         Policy {
             full_rows: self.row_tied || rs,
             full_rows_required: rs,
-            // `wgmma` reads A from shared memory here.
-            wgmma: wgmma && !self.reads_register_a,
-            wgmma_one_strip: self.feeds_register_a,
+            wgmma,
         }
     }
 }
@@ -396,6 +391,11 @@ fn eligible(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<Layout> {
         return None;
     }
     if a.scope == Scope::Fragment {
+        if f.arch == CudaArch::Sm90a && policy.wgmma {
+            if let Some(wgs) = wgmma_register_a(f, g) {
+                return Some(Layout::Wgmma { wgs });
+            }
+        }
         return register_a(f, g).map(|wm| Layout::Mma { wm, wn: 1 });
     }
     if a.scope != Scope::Shared {
@@ -408,11 +408,12 @@ fn eligible(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<Layout> {
         return None;
     }
     if f.arch == CudaArch::Sm90a && policy.wgmma {
-        let rows = c.const_shape().map_or(0, |s| s[0]);
+        // A converted accumulator with several 64-row strips per warpgroup
+        // is read as A only by `wgmma` (one strip is also `mma.sync`'s
+        // order); when the reading gemm cannot take `wgmma`, planning
+        // retries with this accumulator off it (see [`run`]).
         if let Some(wgs) = wgmma_warpgroups(f, g) {
-            if !policy.wgmma_one_strip || rows == 64 * wgs {
-                return Some(Layout::Wgmma { wgs });
-            }
+            return Some(Layout::Wgmma { wgs });
         }
     }
     mma_sync_warps(f, g, policy).map(|(wm, wn)| Layout::Mma { wm, wn })
@@ -433,6 +434,42 @@ fn register_a(f: &PrimFunc, g: &Gemm) -> Option<i64> {
         _ => false,
     };
     (same_order && register_a_shape(f, g)).then_some(warps)
+}
+
+/// The warpgroups of a gemm whose A operand is a converted `wgmma`
+/// accumulator in registers (`tl::wg::gemm_rs`): A's registers are those of
+/// an m64 x K product per strip, which are exactly `wgmma`'s A operand
+/// registers for its k16 steps, so A needs the same warpgroups and rows as
+/// the accumulator, and B what any `wgmma` B operand needs.
+fn wgmma_register_a(f: &PrimFunc, g: &Gemm) -> Option<i64> {
+    let a = f.buf(g.a);
+    let Some(Layout::Wgmma { wgs: a_wgs }) = a.layout else {
+        return None;
+    };
+    let wgs = wgmma_register_a_shape(f, g)?;
+    (wgs == a_wgs).then_some(wgs)
+}
+
+/// [`wgmma_register_a`] but for A's layout, which may not be chosen yet.
+fn wgmma_register_a_shape(f: &PrimFunc, g: &Gemm) -> Option<i64> {
+    let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
+    let (sa, sc) = (a.const_shape()?, c.const_shape()?);
+    let lowp = matches!(a.dtype, DType::F16 | DType::BF16);
+    let c_ok = c.scope == Scope::Fragment && c.dtype == DType::F32 && !g.clear;
+    let ok = f.arch == CudaArch::Sm90a
+        && a.scope == Scope::Fragment
+        && lowp
+        && c_ok
+        && a.dtype == b.dtype
+        && b.scope == Scope::Shared
+        && !g.trans_a
+        && sa.len() == 2
+        && sc.len() == 2
+        && sa[0] == sc[0];
+    if !ok {
+        return None;
+    }
+    wgmma_warpgroups(f, g)
 }
 
 /// [`register_a`] but for A's layout, which may not be chosen yet.
@@ -635,7 +672,10 @@ fn owner_only(f: &PrimFunc, b: BufId, s: &Stmt) -> bool {
         Stmt::Copy { src, dst, .. } => whole(src) && whole(dst),
         Stmt::Fill { dst, value, .. } => whole(dst) && !value.visit_uses(b),
         // Read as A in registers by a gemm that can take it so.
-        Stmt::Gemm(g) => g.b != b && (g.a != b || register_a_shape(f, g)),
+        Stmt::Gemm(g) => {
+            g.b != b
+                && (g.a != b || register_a_shape(f, g) || wgmma_register_a_shape(f, g).is_some())
+        }
         // Reduced along its rows into per-row values (`rows_reducible`).
         Stmt::Reduce(r) => r.dst != b && (r.src != b || rows_reducible(f, r)),
         // Added whole into memory: lowered like a copy, each element by its owner.

@@ -179,14 +179,21 @@ impl Writer<'_> {
     }
 
     /// `C += A · B` on tensor cores (`tl::gemm_ss` or `tl::wg::gemm_ss`;
-    /// `tl::gemm_rs` when A is a converted accumulator in registers).
+    /// `tl::gemm_rs` or `tl::wg::gemm_rs` when A is a converted accumulator
+    /// in registers).
     pub(super) fn gemm(&mut self, g: &Gemm) -> Result<(), Diagnostic> {
         let f = self.f;
         if f.buf(g.a).scope == Scope::Fragment {
-            let GemmInst::MmaSync { wm, .. } = g.inst else {
-                return Err(err(
-                    "internal error: an A operand in registers off mma.sync",
-                ));
+            // `tl::gemm_rs` (mma.sync: the warps along M) or `tl::wg::gemm_rs`
+            // (wgmma: the warpgroups); the same arguments otherwise.
+            let (lib, warps) = match g.inst {
+                GemmInst::MmaSync { wm, .. } => ("tl", wm),
+                GemmInst::Wgmma { wgs } => ("tl::wg", wgs),
+                GemmInst::Loops => {
+                    return Err(err(
+                        "internal error: an A operand in registers off tensor cores",
+                    ))
+                }
             };
             let (a, c) = (f.buf(g.a), f.buf(g.c));
             let (sa, sc) = (
@@ -194,7 +201,7 @@ impl Writer<'_> {
                 c.const_shape().unwrap_or_default(),
             );
             self.line(&format!(
-                "tl::gemm_rs<{}, {}, {}, {}, {wm}, {}>({}, {}, {});",
+                "{lib}::gemm_rs<{}, {}, {}, {}, {warps}, {}>({}, {}, {});",
                 ty(a.dtype)?,
                 sc[0],
                 sc[1],

@@ -286,6 +286,62 @@ TLWG_MMA(240, TLWG_D120, 120, 121, 122, 123, 124, TLWG_C120)
 TLWG_MMA(248, TLWG_D124, 124, 125, 126, 127, 128, TLWG_C124)
 TLWG_MMA(256, TLWG_D128, 128, 129, 130, 131, 132, TLWG_C128)
 
+// The same with A from registers ("RS"): a[0..3] is the thread's share of one m64 x k16
+// slice of A, in the register order of mma.sync's m16n8k16 A operand for the rows
+// 16*w .. 16*w+15 of the strip (w: the warp in its warpgroup). B from a descriptor,
+// transpose immediate TRB. A0..A3, DB, SC, TB_: operand numbers, as above.
+template <typename T, int N> struct MmaRs;
+#define TLWG_MMA_RS_T(CT, PT, N, DR, A0, A1, A2, A3, DB, SC, TB_, ...)                                       \
+  template <> struct MmaRs<CT, N> {                                                                           \
+    template <int TRB>                                                                                        \
+    __device__ __forceinline__ static void run(float* d, const unsigned (&a)[4], unsigned long long db) {    \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\n"                                        \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PT "." PT " {" DR "}, {%" #A0 ", %" #A1 \
+                   ", %" #A2 ", %" #A3 "}, %" #DB ", p, 1, 1, %" #TB_ ";\n}\n"                                 \
+                   : __VA_ARGS__                                                                              \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1), "n"(TRB));                 \
+    }                                                                                                         \
+  };
+#define TLWG_MMA_RS(N, DR, ...)                                                          \
+  TLWG_MMA_RS_T(half, "f16", N, DR, __VA_ARGS__)                                         \
+  TLWG_MMA_RS_T(__nv_bfloat16, "bf16", N, DR, __VA_ARGS__)
+
+TLWG_MMA_RS(8, TLWG_D4, 4, 5, 6, 7, 8, 9, 10, TLWG_C4)
+TLWG_MMA_RS(16, TLWG_D8, 8, 9, 10, 11, 12, 13, 14, TLWG_C8)
+TLWG_MMA_RS(24, TLWG_D12, 12, 13, 14, 15, 16, 17, 18, TLWG_C12)
+TLWG_MMA_RS(32, TLWG_D16, 16, 17, 18, 19, 20, 21, 22, TLWG_C16)
+TLWG_MMA_RS(40, TLWG_D20, 20, 21, 22, 23, 24, 25, 26, TLWG_C20)
+TLWG_MMA_RS(48, TLWG_D24, 24, 25, 26, 27, 28, 29, 30, TLWG_C24)
+TLWG_MMA_RS(56, TLWG_D28, 28, 29, 30, 31, 32, 33, 34, TLWG_C28)
+TLWG_MMA_RS(64, TLWG_D32, 32, 33, 34, 35, 36, 37, 38, TLWG_C32)
+TLWG_MMA_RS(72, TLWG_D36, 36, 37, 38, 39, 40, 41, 42, TLWG_C36)
+TLWG_MMA_RS(80, TLWG_D40, 40, 41, 42, 43, 44, 45, 46, TLWG_C40)
+TLWG_MMA_RS(88, TLWG_D44, 44, 45, 46, 47, 48, 49, 50, TLWG_C44)
+TLWG_MMA_RS(96, TLWG_D48, 48, 49, 50, 51, 52, 53, 54, TLWG_C48)
+TLWG_MMA_RS(104, TLWG_D52, 52, 53, 54, 55, 56, 57, 58, TLWG_C52)
+TLWG_MMA_RS(112, TLWG_D56, 56, 57, 58, 59, 60, 61, 62, TLWG_C56)
+TLWG_MMA_RS(120, TLWG_D60, 60, 61, 62, 63, 64, 65, 66, TLWG_C60)
+TLWG_MMA_RS(128, TLWG_D64, 64, 65, 66, 67, 68, 69, 70, TLWG_C64)
+TLWG_MMA_RS(136, TLWG_D68, 68, 69, 70, 71, 72, 73, 74, TLWG_C68)
+TLWG_MMA_RS(144, TLWG_D72, 72, 73, 74, 75, 76, 77, 78, TLWG_C72)
+TLWG_MMA_RS(152, TLWG_D76, 76, 77, 78, 79, 80, 81, 82, TLWG_C76)
+TLWG_MMA_RS(160, TLWG_D80, 80, 81, 82, 83, 84, 85, 86, TLWG_C80)
+TLWG_MMA_RS(168, TLWG_D84, 84, 85, 86, 87, 88, 89, 90, TLWG_C84)
+TLWG_MMA_RS(176, TLWG_D88, 88, 89, 90, 91, 92, 93, 94, TLWG_C88)
+TLWG_MMA_RS(184, TLWG_D92, 92, 93, 94, 95, 96, 97, 98, TLWG_C92)
+TLWG_MMA_RS(192, TLWG_D96, 96, 97, 98, 99, 100, 101, 102, TLWG_C96)
+TLWG_MMA_RS(200, TLWG_D100, 100, 101, 102, 103, 104, 105, 106, TLWG_C100)
+TLWG_MMA_RS(208, TLWG_D104, 104, 105, 106, 107, 108, 109, 110, TLWG_C104)
+TLWG_MMA_RS(216, TLWG_D108, 108, 109, 110, 111, 112, 113, 114, TLWG_C108)
+TLWG_MMA_RS(224, TLWG_D112, 112, 113, 114, 115, 116, 117, 118, TLWG_C112)
+TLWG_MMA_RS(232, TLWG_D116, 116, 117, 118, 119, 120, 121, 122, TLWG_C116)
+TLWG_MMA_RS(240, TLWG_D120, 120, 121, 122, 123, 124, 125, 126, TLWG_C120)
+TLWG_MMA_RS(248, TLWG_D124, 124, 125, 126, 127, 128, 129, 130, TLWG_C124)
+TLWG_MMA_RS(256, TLWG_D128, 128, 129, 130, 131, 132, 133, 134, TLWG_C128)
+
+#undef TLWG_MMA_RS
+#undef TLWG_MMA_RS_T
+
 #undef TLWG_MMA
 #undef TLWG_MMA_T
 #undef TLWG_C4_
@@ -542,6 +598,46 @@ __device__ __forceinline__ void gemm_ss(const TA* A, const TA* B, TC* acc) {
   GemmPipe<TA, M, N, K, WGS, TRANS_A, TRANS_B> p;
   p.first(A, B);
   p.run(A, B, acc, [] {}, [] {});
+}
+
+// C[M,N] += A[M,K] * B[K,N] over the whole block with A in registers: a converted
+// accumulator of the block's [M][K] tile in acc_coord<M, K, WGS> order (the registers
+// wgmma leaves an m64nK product in, one strip after another). Its slots
+// mi*(K/2) + 8*ks + 0..7 are, in pairs, exactly the four A registers of k16 step ks of
+// strip mi (rows g, g+8 x k lo, k hi), so A needs no data movement at all. B and acc as
+// in gemm_ss (B: [K][N], or TRANS_B [N][K]). Synchronous, like gemm_ss.
+template <typename TA, int M, int N, int K, int WGS, bool TRANS_B>
+__device__ __forceinline__ void gemm_rs(const TA* a, const TA* B, float* acc) {
+  static_assert(::tl::detail::is_same<TA, half>::value || ::tl::detail::is_same<TA, __nv_bfloat16>::value,
+                "tl::wg::gemm_rs: TA must be half or __nv_bfloat16");
+  using G = detail::Geom<M, N, K, WGS, false, TRANS_B>;
+  constexpr int MI = G::MI, KS = G::KS, REGS = G::REGS;
+#if TLWG_SM90A
+  const unsigned long long db = G::OB::desc(::tl::detail::smem_u32(B));
+  unsigned ra[MI][KS][4];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const TA* p = a + mi * (K / 2) + 8 * ks;
+#pragma unroll
+      for (int r = 0; r < 4; ++r) ra[mi][ks][r] = ::tl::detail::pack2(p[2 * r], p[2 * r + 1]);
+    }
+  detail::fence_regs<REGS>(acc);
+  detail::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+      detail::MmaRs<TA, N>::template run<G::TRANS_B_IMM>(acc + mi * (N / 2), ra[mi][ks],
+                                                         detail::desc_add(db, G::b_off(ks)));
+  detail::wgmma_commit();
+  detail::wgmma_wait<0>();
+  detail::fence_regs<REGS>(acc);
+#elif TLWG_OTHER_DEVICE
+  static_assert(detail::dependent_false<TA>::value,
+                "tl::wg::gemm_rs needs sm_90a (-gencode=arch=compute_90a,code=sm_90a)");
+#endif
 }
 
 // Which element (i, j) of the block's C[M][N] tile this thread's acc[slot] holds.
