@@ -11,9 +11,10 @@
 //!
 //! The block then has `threads` threads (the spec's plus a producer warpgroup), and the
 //! kernel takes one `CUtensorMap` per `tile:tma` line, by value, after the dynamic dims:
-//! map `i` describes buffer parameter `param` as a row-major matrix (all dims but the
-//! last flattened into rows) of 2-byte elements, read in boxes of `box` (columns x rows)
-//! with the 128-byte swizzle and zero fill past the edges.
+//! map `i` describes buffer parameter `param`, a row-major tensor of 2-byte elements, as
+//! a matrix (rank 2) or, when it has leading dims, as a batch of matrices (rank 3: the
+//! leading dims flattened into the batch), read in boxes of `box` (columns x rows, one
+//! matrix deep) with the 128-byte swizzle and zero fill past each matrix's edges.
 //!
 //! The kernel uses its maps only when its own run-time test passes (the tensor 16-byte
 //! aligned, the row length a multiple of 8 elements, i.e. 16-byte row strides); otherwise
@@ -85,17 +86,20 @@ fn field<'s>(s: &'s str, name: &str) -> Option<&'s str> {
         .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
 }
 
-/// What `cuTensorMapEncodeTiled` is given for one map: a 2-D view of a tensor.
+/// What `cuTensorMapEncodeTiled` is given for one map: a matrix (rank 2) or a batch of
+/// matrices (rank 3) of a tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Geometry {
     pub addr: u64,
     pub f16: bool,
-    /// Columns (contiguous), then rows.
-    pub dims: [u64; 2],
-    /// Bytes from one row to the next.
-    pub row_stride: u64,
-    /// Box columns, then rows.
-    pub boxes: [u32; 2],
+    /// 2 or 3.
+    pub rank: u32,
+    /// Columns (contiguous), rows, then matrices (1 at rank 2).
+    pub dims: [u64; 3],
+    /// Bytes from one row to the next, and from one matrix to the next.
+    pub strides: [u64; 2],
+    /// Box columns, rows, matrices (1).
+    pub boxes: [u32; 3],
 }
 
 /// The geometry of `spec` over a buffer of `dtype` and `shape` at device address `addr`,
@@ -115,14 +119,19 @@ pub(crate) fn geometry(
         _ => return None,
     };
     let (&cols, lead) = shape.split_last()?;
-    let rows = lead.iter().try_fold(1usize, |r, &d| r.checked_mul(d))?;
-    let (cols, rows) = (cols as u64, rows as u64);
+    let (&rows, batch) = lead.split_last()?;
+    let mats = batch.iter().try_fold(1usize, |r, &d| r.checked_mul(d))?;
+    let (cols, rows, mats) = (cols as u64, rows as u64, mats as u64);
     let row_stride = cols.checked_mul(2)?;
+    let mat_stride = row_stride.checked_mul(rows)?;
+    let rank = if batch.is_empty() { 2 } else { 3 };
     let ok = addr.is_multiple_of(16)
         && cols.is_multiple_of(8)
         && (1..=1 << 32).contains(&cols)
         && (1..=1 << 32).contains(&rows)
+        && (1..=1 << 32).contains(&mats)
         && row_stride < 1 << 40
+        && (rank == 2 || mat_stride < 1 << 40)
         // The 128-byte swizzle: a box row of at most 128 bytes, a multiple of 16.
         && spec.box_cols >= 8
         && spec.box_cols * 2 <= 128
@@ -131,9 +140,10 @@ pub(crate) fn geometry(
     ok.then_some(Geometry {
         addr,
         f16,
-        dims: [cols, rows],
-        row_stride,
-        boxes: [spec.box_cols, spec.box_rows],
+        rank,
+        dims: [cols, rows, mats],
+        strides: [row_stride, mat_stride],
+        boxes: [spec.box_cols, spec.box_rows, 1],
     })
 }
 
@@ -145,19 +155,18 @@ fn encode(g: &Geometry) -> Result<sys::CUtensorMap> {
     } else {
         sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
     };
-    let strides = [g.row_stride];
-    let elem = [1u32, 1];
-    // SAFETY: every pointer points at a live local of the sizes the rank (2) implies;
+    let elem = [1u32; 3];
+    // SAFETY: every pointer points at a live local of the sizes the rank (at most 3) implies;
     // `geometry` checked the limits the driver documents, and the driver only reads the
     // address (it is not dereferenced on the host).
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
             data,
-            2,
+            g.rank,
             g.addr as *mut c_void,
             g.dims.as_ptr(),
-            strides.as_ptr(),
+            g.strides.as_ptr(),
             g.boxes.as_ptr(),
             elem.as_ptr(),
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -356,16 +365,12 @@ mod tests {
             box_rows: 128,
         };
         let g = geometry(DType::F16, &[4096, 4104], 1 << 20, s).expect("legal");
-        assert_eq!(g.dims, [4104, 4096]);
-        assert_eq!(g.row_stride, 8208);
-        assert_eq!(g.boxes, [64, 128]);
-        // Batch dims flatten into rows.
-        assert_eq!(
-            geometry(DType::BF16, &[3, 5, 64], 0, s)
-                .expect("legal")
-                .dims,
-            [64, 15]
-        );
+        assert_eq!((g.rank, g.dims), (2, [4104, 4096, 1]));
+        assert_eq!(g.strides[0], 8208);
+        assert_eq!(g.boxes, [64, 128, 1]);
+        // Leading dims flatten into a batch of matrices, each zero-filled at its own edge.
+        let b = geometry(DType::BF16, &[3, 5, 7, 64], 0, s).expect("legal");
+        assert_eq!((b.rank, b.dims, b.strides), (3, [64, 7, 15], [128, 896]));
         // Row length not a multiple of 8 elements (row stride not a multiple of 16 bytes).
         assert_eq!(geometry(DType::F16, &[4096, 4099], 0, s), None);
         // Misaligned address, other dtypes, empty tensors, boxes the swizzle refuses.

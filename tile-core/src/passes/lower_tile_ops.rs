@@ -105,9 +105,9 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
 }
 
 /// Whether the tile copy `src` → `dst` (see [`is_tile_copy`]) can also be a
-/// bulk tensor copy (`CopyInst::Tma`): on sm_90a, from a matrix (with leading
-/// dims the engine's zero fill would stop only at the end of the flattened
-/// tensor, not at each matrix's edge) into a `wgmma` operand tile of 128-byte
+/// bulk tensor copy (`CopyInst::Tma`): on sm_90a, from a matrix or one matrix
+/// of a batch (a tensor with leading dims is a batch of matrices to the
+/// engine, zero-filled at each matrix's edge) into a `wgmma` operand tile of 128-byte
 /// panels (the engine's 128-byte swizzle writes exactly that layout, one box
 /// of 64 columns by all rows per panel; a box has at most 256 rows).
 pub fn is_tma_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
@@ -116,7 +116,7 @@ pub fn is_tma_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
         return false;
     };
     f.arch == CudaArch::Sm90a
-        && g.shape.len() == 2
+        && g.shape.len() >= 2
         && s.layout == Some(Layout::WgmmaOperand)
         && cols % 64 == 0
         && rows % 8 == 0

@@ -33,20 +33,25 @@ pub const PRODUCER_THREADS: i64 = 128;
 
 /// The pipelined loop that becomes warp-specialized, if one does (at most one
 /// per kernel). It must be a pipeline whose producers are all bulk tensor
-/// copies (`CopyInst::Tma`) and whose consumer is one `wgmma` gemm of two of
-/// its tiles over all the block's warpgroups; it must stand in the kernel's
-/// top-level sequence, after statements that only bind scalars, declare
-/// buffers or write registers (the producer warpgroup runs those too, then
-/// leaves at the loop); and the kernel must have no block reduction (their
-/// code synchronizes the whole block, which the producer has left).
+/// copies (`CopyInst::Tma`) and whose consumers run at least one `wgmma` gemm
+/// over all the block's warpgroups reading its tiles (see [`ws_body`]); it
+/// must stand in the kernel's top-level sequence, after statements that only
+/// bind scalars, declare buffers, write registers, or copy tiles into shared
+/// memory with barriers between (the producer warpgroup runs the first kind
+/// too, the consumers alone the copies, then the producer leaves at the
+/// loop); and every reduction of the kernel must stay in registers (the
+/// others synchronize the whole block, which the producer has left).
 fn warp_specialized(f: &PrimFunc) -> Option<VarId> {
     if f.launch.threads % 128 != 0 || f.launch.threads + PRODUCER_THREADS > 1024 {
         return None;
     }
-    let mut reduces = false;
-    f.body
-        .visit(&mut |s| reduces |= matches!(s, Stmt::Reduce(_)));
-    if reduces {
+    let mut block_wide = false;
+    f.body.visit(&mut |s| {
+        if let Stmt::Reduce(r) = s {
+            block_wide |= !in_registers(f, r);
+        }
+    });
+    if block_wide {
         return None;
     }
     let top: Vec<&Stmt> = match &f.body {
@@ -61,17 +66,53 @@ fn warp_specialized(f: &PrimFunc) -> Option<VarId> {
             ..
         } = s
         {
-            let prefix_ok = top[..i].iter().all(|x| registers_only(f, x));
-            return (prefix_ok && *stages >= 2 && ws_body(f, body)).then_some(*var);
+            let prefix_ok = top[..i]
+                .iter()
+                .all(|x| registers_only(f, x) || consumer_tile_copy(f, x));
+            // Every producer of the pipeline must be a bulk tensor copy.
+            let producers = f.schedule.pipelines.get(var).map(|p| p.tiles.len());
+            let ok = prefix_ok && *stages >= 2 && ws_body(f, body) == producers;
+            return ok.then_some(*var);
         }
     }
     None
 }
 
+/// A row reduction of a tensor-core accumulator into per-row registers whose
+/// rows lie within quads (`wgmma`, or `mma.sync` with warps along M only):
+/// partials and shuffles, no barrier.
+pub fn in_registers(f: &PrimFunc, r: &Reduce) -> bool {
+    let (src, dst) = (f.buf(r.src), f.buf(r.dst));
+    let rows_in_quads = matches!(
+        src.layout,
+        Some(Layout::Wgmma { .. }) | Some(Layout::Mma { wn: 1, .. })
+    );
+    rows_in_quads && r.dim == 1 && dst.layout.is_some_and(Layout::is_rows)
+}
+
+/// A statement before the split that the consumers run alone: a tile copy
+/// into shared memory (its barrier is the block's, which the producer still
+/// joins), or a barrier.
+fn consumer_tile_copy(f: &PrimFunc, s: &Stmt) -> bool {
+    match s {
+        Stmt::Barrier => true,
+        Stmt::Copy {
+            src,
+            dst,
+            inst: CopyInst::CpAsyncTile { .. } | CopyInst::Tma { .. },
+            ..
+        } => f.buf(src.buf).scope == Scope::Global && f.buf(dst.buf).scope == Scope::Shared,
+        _ => false,
+    }
+}
+
 /// The body of a pipelined loop that a producer warpgroup can feed: bulk
-/// tensor copies, then one `wgmma` gemm over all the block's warpgroups
-/// reading two distinct tiles the copies fill.
-fn ws_body(f: &PrimFunc, body: &Stmt) -> bool {
+/// tensor copies, then the consumers: statements with at least one `wgmma`
+/// gemm over all the block's warpgroups reading a tile the copies fill, no
+/// gemm that clears its accumulator, and no pipelined loop of their own. Every gemm of the consumers is
+/// synchronous, so a stage is free once its iteration's statements ran.
+/// Returns the number of copies when the body qualifies.
+fn ws_body(f: &PrimFunc, body: &Stmt) -> Option<usize> {
     let items: Vec<&Stmt> = match body {
         Stmt::Seq(v) => v.iter().collect(),
         x => vec![x],
@@ -87,18 +128,26 @@ fn ws_body(f: &PrimFunc, body: &Stmt) -> bool {
             _ => None,
         })
         .collect();
-    let rest: Vec<&&Stmt> = items[tiles.len()..]
-        .iter()
-        .filter(|x| !matches!(x, Stmt::Barrier))
-        .collect();
-    let [Stmt::Gemm(g)] = rest.as_slice() else {
-        return false;
-    };
-    matches!(g.inst, GemmInst::Wgmma { wgs } if wgs * 128 == f.launch.threads)
-        && !g.clear
-        && g.a != g.b
-        && tiles.contains(&g.a)
-        && tiles.contains(&g.b)
+    if tiles.is_empty() {
+        return None;
+    }
+    let (mut wgmma, mut nested) = (false, false);
+    for x in &items[tiles.len()..] {
+        x.visit(&mut |y| match y {
+            Stmt::Gemm(g) => {
+                wgmma |= matches!(g.inst, GemmInst::Wgmma { wgs } if wgs * 128 == f.launch.threads)
+                    && (tiles.contains(&g.a) || tiles.contains(&g.b));
+                // The asynchronous forms only accumulate.
+                nested |= g.clear;
+            }
+            Stmt::For {
+                kind: ForKind::Pipelined { .. },
+                ..
+            } => nested = true,
+            _ => {}
+        });
+    }
+    (wgmma && !nested).then_some(tiles.len())
 }
 
 /// A statement that touches no memory but registers: scalar bindings, buffer

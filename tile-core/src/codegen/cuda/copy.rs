@@ -74,8 +74,21 @@ impl Writer<'_> {
             .and_then(|p| p.maps.iter().position(|&m| m == (c.src, shape[0])))
             .ok_or_else(|| err("internal error: a bulk tensor copy without its tensor map"))?;
         let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);
+        // A tensor with leading dims is a batch of matrices to the engine (a
+        // rank-3 map, the runtime's `tma` module): the leading indices
+        // flatten into the matrix index.
+        let mut z: Option<String> = None;
+        let dims = &f.buf(c.src).shape;
+        for (i, e) in c.lead.iter().enumerate() {
+            let x = self.expr(e)?;
+            z = Some(match z {
+                None => x,
+                Some(z) => format!("({z}) * ({}) + ({x})", self.expr(&dims[i])?),
+            });
+        }
+        let z = z.map(|z| format!(", {z}")).unwrap_or_default();
         self.line(&format!(
-            "tl::tma::load_tile<{}, {}>({dst}, &tl_tmap{map}, {bar}, {r0}, {c0});",
+            "tl::tma::load_tile<{}, {}>({dst}, &tl_tmap{map}, {bar}, {r0}, {c0}{z});",
             shape[0], shape[1]
         ));
         Ok(())

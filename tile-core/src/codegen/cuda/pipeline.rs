@@ -26,6 +26,55 @@ pub(super) struct WsPlan {
 
 pub(super) const WS_PRODUCER_REGS: i64 = 40;
 
+/// A pipelined loop as the `cp.async` forms emit it: its number `k` (names
+/// `tl_n{k}`, `tl_i{k}`, ..), loop variable, start, stages, stage tiles and
+/// producer statements.
+struct Loop<'a, 's> {
+    k: usize,
+    name: &'a str,
+    s0: &'a str,
+    stages: i64,
+    tiles: &'a [BufId],
+    prod: &'a [&'s Stmt],
+}
+
+impl Loop<'_, '_> {
+    /// The producers of iteration `iter` into stage `iter % stages`. `mode`
+    /// (`tl::COPY_VEC`/`_SCALAR`): every producer is a tile copy whose chunk
+    /// alignment was decided before the loop; past the last tile the copies
+    /// still run, with no rows (zero fill of a stage nobody reads), so the
+    /// loop body has no branch.
+    fn producers(&self, w: &mut Writer, iter: &str, mode: Option<&str>) -> Result<(), Diagnostic> {
+        let (k, stages) = (self.k, self.stages);
+        let live = format!("{iter} < tl_n{k}");
+        match mode {
+            Some(_) => w.line("{"),
+            None => w.line(&format!("if ({live}) {{")),
+        }
+        w.depth += 1;
+        w.line(&format!("const int {} = {} + {iter};", self.name, self.s0));
+        w.line(&format!("const int tl_stage_p{k} = ({iter}) % {stages};"));
+        for &t in self.tiles {
+            w.stage.insert(t, format!("tl_stage_p{k}"));
+        }
+        w.producer = true;
+        let r = self
+            .prod
+            .iter()
+            .try_for_each(|x| match (TileCopy::of(x), mode) {
+                (Some(c), Some(m)) => w.copy_tile(&c, m, Some(&live)),
+                (Some(c), None) => w.copy_tile(&c, "tl::COPY_CHECK", None),
+                (None, _) => w.stmt(x),
+            });
+        w.producer = false;
+        r?;
+        w.depth -= 1;
+        w.line("}");
+        w.line("tl::cp_async_commit();");
+        Ok(())
+    }
+}
+
 impl WsPlan {
     /// The kernel's warp-specialized pipeline, if it has one.
     pub(super) fn of(f: &PrimFunc) -> Option<WsPlan> {
@@ -167,9 +216,7 @@ impl Writer<'_> {
         let s0 = self.expr(start)?;
         let n = self.expr(extent)?;
         if f.schedule.pipelines[&var].warp_specialized {
-            if let Some(g) = self.stage_gemm(&cons, &tiles) {
-                return self.pipeline_ws(k, var, &s0, &n, g, stages, prod);
-            }
+            return self.pipeline_ws(k, var, &s0, &n, stages, prod, &cons);
         }
         self.line(&format!(
             "// T.Pipelined: {stages} stages, {} producer copies overlapped with compute",
@@ -178,34 +225,13 @@ impl Writer<'_> {
         self.line("{");
         self.depth += 1;
         self.line(&format!("const int tl_n{k} = {n};"));
-        // The producers of iteration `iter`. `mode` (`tl::COPY_VEC`/`_SCALAR`):
-        // every producer is a tile copy whose chunk alignment was decided before
-        // the loop; past the last tile the copies still run, with no rows (zero
-        // fill of a stage nobody reads), so the loop body has no branch.
-        let emit = |w: &mut Writer, iter: &str, mode: Option<&str>| -> Result<(), Diagnostic> {
-            let live = format!("{iter} < tl_n{k}");
-            match mode {
-                Some(_) => w.line("{"),
-                None => w.line(&format!("if ({live}) {{")),
-            }
-            w.depth += 1;
-            w.line(&format!("const int {name} = {s0} + {iter};"));
-            w.line(&format!("const int tl_stage_p{k} = ({iter}) % {stages};"));
-            for &t in &tiles {
-                w.stage.insert(t, format!("tl_stage_p{k}"));
-            }
-            w.producer = true;
-            let r = prod.iter().try_for_each(|x| match (TileCopy::of(x), mode) {
-                (Some(c), Some(m)) => w.copy_tile(&c, m, Some(&live)),
-                (Some(c), None) => w.copy_tile(&c, "tl::COPY_CHECK", None),
-                (None, _) => w.stmt(x),
-            });
-            w.producer = false;
-            r?;
-            w.depth -= 1;
-            w.line("}");
-            w.line("tl::cp_async_commit();");
-            Ok(())
+        let loop_ = Loop {
+            k,
+            name: &name,
+            s0: &s0,
+            stages,
+            tiles: &tiles,
+            prod,
         };
         if let Some(g) = self.stage_gemm(&cons, &tiles) {
             // All producers tile copies whose chunk alignment can be decided once:
@@ -221,24 +247,38 @@ impl Writer<'_> {
                     let cond: Vec<String> = cond.into_iter().collect();
                     self.line(&format!("if ({}) {{", cond.join(" && ")));
                     self.depth += 1;
-                    self.pipeline_gemm(k, g, stages, |w, it| emit(w, it, Some("tl::COPY_VEC")))?;
+                    self.pipeline_gemm(k, g, stages, |w, it| {
+                        loop_.producers(w, it, Some("tl::COPY_VEC"))
+                    })?;
                     self.depth -= 1;
                     self.line("} else {");
                     self.depth += 1;
-                    self.pipeline_gemm(k, g, stages, |w, it| emit(w, it, Some("tl::COPY_SCALAR")))?;
+                    self.pipeline_gemm(k, g, stages, |w, it| {
+                        loop_.producers(w, it, Some("tl::COPY_SCALAR"))
+                    })?;
                     self.depth -= 1;
                     self.line("}");
                 }
-                None => self.pipeline_gemm(k, g, stages, |w, it| emit(w, it, None))?,
+                None => self.pipeline_gemm(k, g, stages, |w, it| loop_.producers(w, it, None))?,
             }
-            // Drain: no copy may still be in flight when the tiles are reused.
-            self.line("tl::cp_async_wait<0>();");
-            self.barrier();
-            self.depth -= 1;
-            self.line("}");
-            return Ok(());
+        } else {
+            self.pipeline_loop(&loop_, &cons)?;
         }
-        let emit_producers = |w: &mut Writer, iter: &str| emit(w, iter, None);
+        // Drain: no copy may still be in flight when the tiles are reused.
+        self.line("tl::cp_async_wait<0>();");
+        self.barrier();
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// The `cp.async` pipeline's prologue and loop for consumers `cons` (any
+    /// statements): at the top of iteration `i`, wait for its copies and
+    /// pass one barrier, then issue the producers of iteration
+    /// `i + stages - 1` and run the consumers on stage `i % stages`.
+    fn pipeline_loop(&mut self, l: &Loop, cons: &[&Stmt]) -> Result<(), Diagnostic> {
+        let (k, stages) = (l.k, l.stages);
+        let emit_producers = |w: &mut Writer, iter: &str| l.producers(w, iter, None);
         self.pipeline_prologue(k, stages, &emit_producers)?;
         self.line(&format!(
             "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
@@ -247,21 +287,16 @@ impl Writer<'_> {
         self.line(&format!("tl::cp_async_wait<{}>();", stages - 2));
         self.barrier();
         emit_producers(self, &format!("tl_i{k} + {}", stages - 1))?;
-        self.line(&format!("const int {name} = {s0} + tl_i{k};"));
+        self.line(&format!("const int {} = {} + tl_i{k};", l.name, l.s0));
         self.line(&format!("const int tl_stage_c{k} = tl_i{k} % {stages};"));
-        for &t in &tiles {
+        for &t in l.tiles {
             self.stage.insert(t, format!("tl_stage_c{k}"));
         }
         let r = cons.iter().try_for_each(|x| self.stmt(x));
-        for t in &tiles {
+        for t in l.tiles {
             self.stage.remove(t);
         }
         r?;
-        self.depth -= 1;
-        self.line("}");
-        // Drain: no copy may still be in flight when the tiles are reused.
-        self.line("tl::cp_async_wait<0>();");
-        self.barrier();
         self.depth -= 1;
         self.line("}");
         Ok(())
@@ -272,13 +307,16 @@ impl Writer<'_> {
     /// `launch.threads ..`) gives back its registers and one of its threads
     /// issues every stage's bulk tensor copies, each stage behind its empty
     /// mbarrier and completing on its full one; then it leaves the kernel.
-    /// The block's own warpgroups take the registers and run the gemm with
-    /// one `wgmma` group in flight, releasing a stage once the group that
-    /// read it has completed. Barriers after the split are named barriers of
-    /// the consumers alone. When the run-time test of the copies fails (a
-    /// row stride not a multiple of 16 bytes, a misaligned tensor) the
-    /// producer only leaves and the consumers run the element-wise
-    /// `cp.async` pipeline.
+    /// The block's own warpgroups take the registers and run the consumers
+    /// on each stage once its full barrier completes, then release it. A
+    /// consumer that is one gemm of two stage tiles keeps one `wgmma` group
+    /// in flight (a stage is released once the group that read it has
+    /// completed); other consumers run their statements as written (their
+    /// gemms are synchronous) and release the stage after them. Barriers
+    /// after the split are named barriers of the consumers alone. When the
+    /// run-time test of the copies fails (a row stride not a multiple of 16
+    /// bytes, a misaligned tensor) the producer only leaves and the consumers
+    /// run the element-wise `cp.async` pipeline.
     #[allow(clippy::too_many_arguments)]
     fn pipeline_ws(
         &mut self,
@@ -286,9 +324,9 @@ impl Writer<'_> {
         var: VarId,
         s0: &str,
         n: &str,
-        g: &Gemm,
         stages: i64,
         prod: &[&Stmt],
+        cons: &[&Stmt],
     ) -> Result<(), Diagnostic> {
         let f = self.f;
         let threads = f.launch.threads;
@@ -301,6 +339,7 @@ impl Writer<'_> {
             }
         };
         let name = ident(&f.var(var).name);
+        let tiles: Vec<BufId> = f.schedule.pipelines[&var].tiles.clone();
         let copies: Vec<TileCopy> = prod
             .iter()
             .map(|x| TileCopy::of(x))
@@ -324,14 +363,7 @@ impl Writer<'_> {
             })
             .sum();
         let pipe = format!("tl::tma::Pipe<{stages}>");
-        let (lib, args, _) = self.gemm_shape(g)?;
-        if lib != "tl::wg" {
-            return Err(err(
-                "internal error: a warp-specialized pipeline needs a wgmma gemm",
-            ));
-        }
-        let mma = format!("tl::wg::MmaAsync<{args}>");
-        let acc = self.name(g.c);
+        let gemm = self.stage_gemm(cons, &tiles);
         self.line(&format!(
             "// T.Pipelined: {stages} stages, warp-specialized: a producer warpgroup issues {} bulk tensor copies per stage",
             prod.len()
@@ -383,6 +415,50 @@ impl Writer<'_> {
         self.line(&format!("tl::tma::setmaxnreg_inc<{consumer_regs}>();"));
         self.line(&format!("if (tl_use_tma{k}) {{"));
         self.depth += 1;
+        match gemm {
+            Some(g) => self.ws_consume_gemm(k, g, &pipe)?,
+            None => self.ws_consume(k, &name, s0, &pipe, &tiles, cons)?,
+        }
+        self.depth -= 1;
+        self.line("} else {");
+        self.depth += 1;
+        // The fallback: the element-wise cp.async pipeline of the same loop.
+        let loop_ = Loop {
+            k,
+            name: &name,
+            s0,
+            stages,
+            tiles: &tiles,
+            prod,
+        };
+        match gemm {
+            Some(g) => self.pipeline_gemm(k, g, stages, |w, it| {
+                loop_.producers(w, it, Some("tl::COPY_SCALAR"))
+            })?,
+            None => self.pipeline_loop(&loop_, cons)?,
+        }
+        self.line("tl::cp_async_wait<0>();");
+        self.depth -= 1;
+        self.line("}");
+        // Every consumer has read its last stage before the tiles' bytes
+        // are reused.
+        self.barrier();
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// The consumers of a warp-specialized pipeline whose stage is one gemm
+    /// (`stage_gemm`): one `wgmma` group in flight.
+    fn ws_consume_gemm(&mut self, k: usize, g: &Gemm, pipe: &str) -> Result<(), Diagnostic> {
+        let (lib, args, _) = self.gemm_shape(g)?;
+        if lib != "tl::wg" {
+            return Err(err(
+                "internal error: a warp-specialized pipeline needs a wgmma gemm",
+            ));
+        }
+        let mma = format!("tl::wg::MmaAsync<{args}>");
+        let acc = self.name(g.c);
         self.line(&format!("{mma}::begin({acc});"));
         self.line(&format!("{pipe}::State tl_st{k}, tl_prev{k};"));
         self.line(&format!(
@@ -408,42 +484,41 @@ impl Writer<'_> {
         self.line(&format!(
             "if (tl_n{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k});"
         ));
-        self.depth -= 1;
-        self.line("} else {");
+        Ok(())
+    }
+
+    /// The consumers of a warp-specialized pipeline in general: each
+    /// iteration waits for its stage, runs the loop's statements on it and
+    /// releases it (after the warp's lanes all finished: `__syncwarp`).
+    fn ws_consume(
+        &mut self,
+        k: usize,
+        name: &str,
+        s0: &str,
+        pipe: &str,
+        tiles: &[BufId],
+        cons: &[&Stmt],
+    ) -> Result<(), Diagnostic> {
+        self.line(&format!("{pipe}::State tl_st{k};"));
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
         self.depth += 1;
-        // The fallback: the element-wise cp.async pipeline of the same loop.
-        let emit = |w: &mut Writer, iter: &str| -> Result<(), Diagnostic> {
-            let live = format!("{iter} < tl_n{k}");
-            w.line("{");
-            w.depth += 1;
-            w.line(&format!("const int {name} = {s0} + {iter};"));
-            w.line(&format!("const int tl_stage_p{k} = ({iter}) % {stages};"));
-            for c in &copies {
-                w.stage.insert(c.dst, format!("tl_stage_p{k}"));
-            }
-            w.producer = true;
-            let r = copies
-                .iter()
-                .try_for_each(|c| w.copy_tile(c, "tl::COPY_SCALAR", Some(&live)));
-            w.producer = false;
-            r?;
-            w.depth -= 1;
-            w.line("}");
-            w.line("tl::cp_async_commit();");
-            Ok(())
-        };
-        self.pipeline_gemm(k, g, stages, emit)?;
-        self.line("tl::cp_async_wait<0>();");
-        self.depth -= 1;
-        self.line("}");
-        // Every consumer's wgmma has read its last stage before the tiles'
-        // bytes are reused.
-        self.barrier();
-        self.depth -= 1;
-        self.line("}");
-        for c in &copies {
-            self.stage.remove(&c.dst);
+        self.line(&format!("const int {name} = {s0} + tl_i{k};"));
+        self.line(&format!("tl_pipe{k}->consumer_wait(tl_st{k});"));
+        for &t in tiles {
+            self.stage.insert(t, format!("tl_st{k}.stage"));
         }
+        let r = cons.iter().try_for_each(|x| self.stmt(x));
+        for t in tiles {
+            self.stage.remove(t);
+        }
+        r?;
+        self.line("__syncwarp();");
+        self.line(&format!("tl_pipe{k}->consumer_release(tl_st{k});"));
+        self.line(&format!("tl_st{k}.advance();"));
+        self.depth -= 1;
+        self.line("}");
         Ok(())
     }
 

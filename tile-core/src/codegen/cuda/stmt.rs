@@ -190,9 +190,21 @@ impl Writer<'_> {
                 let c = TileCopy::of(s).ok_or_else(|| {
                     err("internal error: a copy that is not a tile copy reached the CUDA backend")
                 })?;
+                // Before a warp-specialized pipeline's split the block also
+                // has the producer warpgroup, which the copy's thread map
+                // does not cover: the consumers copy alone.
+                let guard = self.ws.is_some() && !self.ws_split;
+                if guard {
+                    self.line(&format!("if (threadIdx.x < {}) {{", self.f.launch.threads));
+                    self.depth += 1;
+                }
                 self.copy_tile(&c, "tl::COPY_CHECK", None)?;
                 self.line("tl::cp_async_commit();");
                 self.line("tl::cp_async_wait<0>();");
+                if guard {
+                    self.depth -= 1;
+                    self.line("}");
+                }
             }
             Stmt::AtomicAddTile { .. } | Stmt::Fill { .. } => {
                 return Err(err(

@@ -148,6 +148,19 @@ template <int UNUSED = 0> __device__ __forceinline__ void load_2d(void* s, const
   static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
 #endif
 }
+// One box of a 3-D tensor map, as load_2d with the third coordinate c2.
+template <int UNUSED = 0>
+__device__ __forceinline__ void load_3d(void* s, const Desc* d, Barrier* b, int c0, int c1, int c2) {
+#if TLTMA_SM90
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::
+          "r"(detail::smem_addr(s)),
+      "l"(reinterpret_cast<unsigned long long>(d)), "r"(detail::smem_addr(b)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
 // One box, shared -> global (the parts outside the tensor are not written). The caller's
 // threads wrote s with ordinary stores: each of them executes fence_proxy_async() (wgmma.cuh,
 // or the one below) before the barrier that precedes this. Completion: store_commit(), then
@@ -194,6 +207,14 @@ __device__ __forceinline__ void load_tile(void* s, const Desc* d, Barrier* b, in
   static_assert(C % 64 == 0 && R % 8 == 0 && R <= 256, "tl::tma::load_tile: C % 64 == 0, R % 8 == 0, R <= 256");
 #pragma unroll
   for (int p = 0; p < C / 64; ++p) load_2d(static_cast<char*>(s) + p * R * 128, d, b, c0 + 64 * p, r0);
+}
+// The same from one matrix of a batch: a 3-D tensor map {columns, rows, matrices} with box
+// {64, R, 1}, matrix z. Zero fill then stops at that matrix's edge, not at the batch's.
+template <int R, int C>
+__device__ __forceinline__ void load_tile(void* s, const Desc* d, Barrier* b, int r0, int c0, int z) {
+  static_assert(C % 64 == 0 && R % 8 == 0 && R <= 256, "tl::tma::load_tile: C % 64 == 0, R % 8 == 0, R <= 256");
+#pragma unroll
+  for (int p = 0; p < C / 64; ++p) load_3d(static_cast<char*>(s) + p * R * 128, d, b, c0 + 64 * p, r0, z);
 }
 template <int R, int C> __host__ __device__ constexpr unsigned tile_bytes() { return 2u * R * C; }
 
