@@ -24,7 +24,7 @@ for line in sys.stdin:
         name = m["target"]["name"]
         if name in ("kernels", "examples", "bad_calls", "run", "tile_runtime",
                     "runtime_cache", "runtime_cache_faults", "runtime_graph",
-                    "runtime_keys", "interop_views"):
+                    "runtime_keys", "interop_views", "index_range"):
             print(name, m["executable"])' \
   | while read -r name exe; do cp "$exe" "$DIR/tests/$name"; done
 # The cache tests drive the `tile` command (found through TILE_BIN there).

@@ -157,9 +157,10 @@ pub fn flash_attention_causal(
     });
 }
 
-/// Head dim 128: 128 x 128 tiles over 8 warps. On Hopper the scores take
-/// `wgmma` (two warpgroups of 64 rows, whose registers are in the order the
-/// second product reads P in), the second product `mma.sync` from registers.
+/// Head dim 128: 128 x 128 tiles over 8 warps. On Hopper both products take
+/// `wgmma` (two warpgroups of 64 rows; P is the second one's A operand in
+/// registers) and the K/V loop is warp-specialized (a producer warpgroup
+/// issues bulk tensor copies); elsewhere both run on `mma.sync`.
 #[tile::kernel(dim = 128, block_m = 128, block_n = 128, stages = 2, threads = 256)]
 pub fn flash_attention_d128(
     q: Tensor<f16, (B, H, S, dim)>,

@@ -1,4 +1,5 @@
-//! 32-bit index safety at the edge of the index range, on the CPU.
+//! 32-bit index safety at the edge of the index range, on the CPU and, where
+//! there is one, the GPU.
 //!
 //! Indices are 32-bit `int`s: the runtime admits dims and grid extents up to
 //! `i32::MAX` and the compiler proves the index arithmetic of every bounds
@@ -22,27 +23,34 @@ pub fn fill7(c: TensorMut<u8, (N,)>) {
 const GUARD: usize = 1 << 16;
 const POISON: u8 = 0xAB;
 
-/// Runs `fill7` on the first `n` elements of a buffer of `n + GUARD`;
-/// returns the launch result and the elements from `n - tail` to the end.
-fn run(n: usize, tail: usize) -> (Result<(), Error>, Vec<u8>) {
-    let cpu = Device::Cpu;
-    let big = Tensor::<u8>::full(&[n + GUARD], POISON, cpu).expect("2 GiB buffer");
+/// Runs `fill7` on `dev` on the first `n` elements of a buffer of
+/// `n + GUARD`; returns the launch result and the elements from `n - tail`
+/// to the end.
+fn run(dev: Device, n: usize, tail: usize) -> (Result<(), Error>, Vec<u8>) {
+    let big = Tensor::<u8>::full(&[n + GUARD], POISON, dev).expect("2 GiB buffer");
     let mut c = big.slice(0, 0..n).expect("view");
     let r = fill7(&mut c);
     let end = big.slice(0, n - tail..n + GUARD).expect("view");
     (r, end.to_vec().expect("read back"))
 }
 
-/// One test, so the two 2 GiB buffers are never alive at once.
+/// One test, so the 2 GiB buffers are never alive at once: on the CPU, and
+/// on the GPU where there is one (the same guards in CUDA).
 #[test]
 fn at_two_to_the_31() {
-    just_below_two_to_the_31_writes_nothing_past_the_end();
-    above_two_to_the_31_is_refused_before_anything_is_written();
+    let mut devices = vec![Device::Cpu];
+    if Device::cuda_available() {
+        devices.push(Device::cuda(0).expect("cuda:0"));
+    }
+    for dev in devices {
+        just_below_two_to_the_31_writes_nothing_past_the_end(dev);
+        above_two_to_the_31_is_refused_before_anything_is_written(dev);
+    }
 }
 
-fn just_below_two_to_the_31_writes_nothing_past_the_end() {
+fn just_below_two_to_the_31_writes_nothing_past_the_end(dev: Device) {
     let n = i32::MAX as usize;
-    let (r, end) = run(n, 4096);
+    let (r, end) = run(dev, n, 4096);
     r.expect("launch");
     let (inside, guard) = end.split_at(4096);
     assert!(
@@ -55,9 +63,9 @@ fn just_below_two_to_the_31_writes_nothing_past_the_end() {
     );
 }
 
-fn above_two_to_the_31_is_refused_before_anything_is_written() {
+fn above_two_to_the_31_is_refused_before_anything_is_written(dev: Device) {
     let n = (1usize << 31) + 1000;
-    let (r, end) = run(n, 4096);
+    let (r, end) = run(dev, n, 4096);
     let e = r.expect_err("a dim past i32::MAX");
     assert!(
         e.to_string().contains("32-bit index range"),

@@ -63,6 +63,8 @@ pub struct Outcome {
     pub message: String,
     pub c: String,
     pub cuda: String,
+    /// The Hopper specialization, when the passes made other decisions there.
+    pub cuda_sm90a: Option<String>,
 }
 
 impl Outcome {
@@ -72,6 +74,7 @@ impl Outcome {
             message: message.into(),
             c: String::new(),
             cuda: String::new(),
+            cuda_sm90a: None,
         }
     }
 }
@@ -97,6 +100,7 @@ pub fn compile(src: &str) -> Outcome {
             message: String::new(),
             c: c.c_source,
             cuda: c.cuda_source,
+            cuda_sm90a: c.cuda_sm90a.map(|v| v.source),
         },
         Ok(Err(diags)) => {
             let internal = diags.iter().find(|d| d.message.contains("internal error"));
@@ -230,15 +234,16 @@ pub fn cc(dir: &Path, c: &str) -> Result<(), String> {
     run_tool(cmd, Duration::from_secs(60))
 }
 
-/// Builds generated CUDA with `nvcc` for sm_80 (the limit reports a compile
-/// that takes unreasonably long).
-pub fn nvcc(nvcc: &str, dir: &Path, cuda: &str) -> Result<(), String> {
+/// Builds generated CUDA with `nvcc` for `arch` (`80`, or `90a` for the
+/// Hopper specialization; the limit reports a compile that takes
+/// unreasonably long).
+pub fn nvcc(nvcc: &str, dir: &Path, cuda: &str, arch: &str) -> Result<(), String> {
     let file = dir.join("input.cu");
     std::fs::write(&file, cuda).map_err(|e| e.to_string())?;
     let mut cmd = Command::new(nvcc);
     cmd.args([
         "-cubin",
-        "-gencode=arch=compute_80,code=sm_80",
+        &format!("-gencode=arch=compute_{arch},code=sm_{arch}"),
         "-std=c++17",
         "-O3",
         "-o",

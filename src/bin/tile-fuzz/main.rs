@@ -88,6 +88,8 @@ struct Tally {
     /// How often each refusal message (digits removed, shortened) came up.
     refusals: BTreeMap<String, u64>,
     cc_checked: u64,
+    /// Accepted kernels whose CUDA went through nvcc (sm_80, and sm_90a for
+    /// a Hopper specialization).
     nvcc_checked: u64,
 }
 
@@ -208,9 +210,19 @@ fn main() {
             }
             if let Some(nv) = &nvcc {
                 if accepted % args.nvcc_every == 0 {
+                    // The portable code for sm_80, and the Hopper
+                    // specialization (when there is one) for sm_90a.
                     tally.nvcc_checked += 1;
-                    if let Err(e) = check::nvcc(nv, &scratch, &o.cuda) {
-                        tally.add(Class::NvccRejects, &e, &src, &args.out);
+                    let hopper = o.cuda_sm90a.iter().map(|c| (c, "90a"));
+                    for (cuda, arch) in std::iter::once((&o.cuda, "80")).chain(hopper) {
+                        if let Err(e) = check::nvcc(nv, &scratch, cuda, arch) {
+                            tally.add(
+                                Class::NvccRejects,
+                                &format!("sm_{arch}: {e}"),
+                                &src,
+                                &args.out,
+                            );
+                        }
                     }
                 }
             }
