@@ -233,12 +233,25 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
       asm volatile("" : "+l"(p));
     }
   } else {
+    // Element by element, in batches of up to four chunks whose loads are all issued
+    // before the batch's stores (one memory latency per batch, not per chunk).
+    struct alignas(16) Chunk { T e[8]; };
+    constexpr int BATCH = ITERS % 4 == 0 ? 4 : ITERS % 2 == 0 ? 2 : 1;
 #pragma unroll 1
-    for (int it = 0; it < ITERS; ++it) {
-      const int r = it * RSTEP + r_t;
-      T* d = s + smem_offset<R, C>(r, c_t);
+    for (int it0 = 0; it0 < ITERS; it0 += BATCH) {
+      Chunk v[BATCH];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) d[e] = (r < rows && c_t + e < cols) ? g[(long long)r * ld + c_t + e] : detail::zero<T>();
+      for (int b = 0; b < BATCH; ++b) {
+        const int r = (it0 + b) * RSTEP + r_t;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          v[b].e[e] = (r < rows && c_t + e < cols) ? g[(long long)r * ld + c_t + e] : detail::zero<T>();
+      }
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) {
+        const int r = (it0 + b) * RSTEP + r_t;
+        *reinterpret_cast<Chunk*>(s + smem_offset<R, C>(r, c_t)) = v[b];
+      }
     }
   }
 }

@@ -463,16 +463,28 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
       asm volatile("" : "+l"(p));
     }
   } else {
+    // Element by element, in batches of up to four chunks whose loads are all issued
+    // before the batch's stores: one memory latency per batch rather than per chunk
+    // (a store to shared memory may alias the source as far as the compiler knows, so
+    // it would not move a later chunk's loads above it).
     struct alignas(16) Chunk { T e[8]; };
+    constexpr int BATCH = ITERS % 4 == 0 ? 4 : ITERS % 2 == 0 ? 2 : 1;
 #pragma unroll 1
-    for (int it = 0; it < ITERS; ++it) {
-      const int r = it * RSTEP + r_t;
-      T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C>(r, c_t);
-      Chunk v;
+    for (int it0 = 0; it0 < ITERS; it0 += BATCH) {
+      Chunk v[BATCH];
 #pragma unroll
-      for (int e = 0; e < 8; ++e)
-        v.e[e] = (r < rows && c_t + e < cols) ? g[(long long)r * ld + c_t + e] : ::tl::detail::zero<T>();
-      *reinterpret_cast<Chunk*>(d) = v;
+      for (int b = 0; b < BATCH; ++b) {
+        const int r = (it0 + b) * RSTEP + r_t;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          v[b].e[e] = (r < rows && c_t + e < cols) ? g[(long long)r * ld + c_t + e] : ::tl::detail::zero<T>();
+      }
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) {
+        const int it = it0 + b, r = it * RSTEP + r_t;
+        T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C>(r, c_t);
+        *reinterpret_cast<Chunk*>(d) = v[b];
+      }
     }
   }
 }
