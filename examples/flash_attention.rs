@@ -1,6 +1,6 @@
 //! FlashAttention forward, TileLang's flagship example in tile:
 //! `O = softmax(Q Kᵀ / √d) V` for `B` batches of `H` query heads over `S`
-//! positions, f16 in and out, f32 accumulation. Keys and values have `HKV`
+//! positions, f16 or bf16 in and out, f32 accumulation. Keys and values have `HKV`
 //! heads, each shared by `H / HKV` query heads (grouped-query attention;
 //! `HKV = H` is plain multi-head attention). Each block owns `block_m` query
 //! rows of one head; it walks the keys in tiles of `block_n` with an online
@@ -31,20 +31,20 @@ use tile::prelude::*;
 /// with another head dim and tiling, or the causal mask and loop bound:
 /// the build reads kernels from the source file, so a macro cannot stamp
 /// them out (compile-time variants of one kernel are planned).
-#[tile::kernel(dim = 64, block_m = 128, block_n = 64, stages = 2, threads = 128)]
+#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 2, threads = 128)]
 pub fn flash_attention(
-    q: Tensor<f16, (B, H, S, dim)>,
-    k: Tensor<f16, (B, HKV, S, dim)>,
-    v: Tensor<f16, (B, HKV, S, dim)>,
-    o: TensorMut<f16, (B, H, S, dim)>,
+    q: Tensor<dtype, (B, H, S, dim)>,
+    k: Tensor<dtype, (B, HKV, S, dim)>,
+    v: Tensor<dtype, (B, HKV, S, dim)>,
+    o: TensorMut<dtype, (B, H, S, dim)>,
 ) {
     T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
         let kv_head = by / (H / HKV);
-        let q_s = T::alloc_shared::<f16>([block_m, dim]);
-        let k_s = T::alloc_shared::<f16>([block_n, dim]);
-        let v_s = T::alloc_shared::<f16>([block_n, dim]);
+        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
+        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
         let s = T::alloc_fragment::<f32>([block_m, block_n]);
-        let p = T::alloc_fragment::<f16>([block_m, block_n]);
+        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
         let acc = T::alloc_fragment::<f32>([block_m, dim]);
         let m = T::alloc_fragment::<f32>([block_m]);
         let m_prev = T::alloc_fragment::<f32>([block_m]);
@@ -94,20 +94,20 @@ pub fn flash_attention(
 }
 
 /// Causal attention, head dim 64: query `i` sees keys `j ≤ i`.
-#[tile::kernel(dim = 64, block_m = 128, block_n = 64, stages = 2, threads = 128)]
+#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 2, threads = 128)]
 pub fn flash_attention_causal(
-    q: Tensor<f16, (B, H, S, dim)>,
-    k: Tensor<f16, (B, HKV, S, dim)>,
-    v: Tensor<f16, (B, HKV, S, dim)>,
-    o: TensorMut<f16, (B, H, S, dim)>,
+    q: Tensor<dtype, (B, H, S, dim)>,
+    k: Tensor<dtype, (B, HKV, S, dim)>,
+    v: Tensor<dtype, (B, HKV, S, dim)>,
+    o: TensorMut<dtype, (B, H, S, dim)>,
 ) {
     T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
         let kv_head = by / (H / HKV);
-        let q_s = T::alloc_shared::<f16>([block_m, dim]);
-        let k_s = T::alloc_shared::<f16>([block_n, dim]);
-        let v_s = T::alloc_shared::<f16>([block_n, dim]);
+        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
+        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
         let s = T::alloc_fragment::<f32>([block_m, block_n]);
-        let p = T::alloc_fragment::<f16>([block_m, block_n]);
+        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
         let acc = T::alloc_fragment::<f32>([block_m, dim]);
         let m = T::alloc_fragment::<f32>([block_m]);
         let m_prev = T::alloc_fragment::<f32>([block_m]);
@@ -161,20 +161,20 @@ pub fn flash_attention_causal(
 /// `wgmma` (two warpgroups of 64 rows; P is the second one's A operand in
 /// registers) and the K/V loop is warp-specialized (a producer warpgroup
 /// issues bulk tensor copies); elsewhere both run on `mma.sync`.
-#[tile::kernel(dim = 128, block_m = 128, block_n = 128, stages = 2, threads = 256)]
+#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 2, threads = 256)]
 pub fn flash_attention_d128(
-    q: Tensor<f16, (B, H, S, dim)>,
-    k: Tensor<f16, (B, HKV, S, dim)>,
-    v: Tensor<f16, (B, HKV, S, dim)>,
-    o: TensorMut<f16, (B, H, S, dim)>,
+    q: Tensor<dtype, (B, H, S, dim)>,
+    k: Tensor<dtype, (B, HKV, S, dim)>,
+    v: Tensor<dtype, (B, HKV, S, dim)>,
+    o: TensorMut<dtype, (B, H, S, dim)>,
 ) {
     T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
         let kv_head = by / (H / HKV);
-        let q_s = T::alloc_shared::<f16>([block_m, dim]);
-        let k_s = T::alloc_shared::<f16>([block_n, dim]);
-        let v_s = T::alloc_shared::<f16>([block_n, dim]);
+        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
+        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
         let s = T::alloc_fragment::<f32>([block_m, block_n]);
-        let p = T::alloc_fragment::<f16>([block_m, block_n]);
+        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
         let acc = T::alloc_fragment::<f32>([block_m, dim]);
         let m = T::alloc_fragment::<f32>([block_m]);
         let m_prev = T::alloc_fragment::<f32>([block_m]);
@@ -224,20 +224,20 @@ pub fn flash_attention_d128(
 }
 
 /// Causal attention, head dim 128.
-#[tile::kernel(dim = 128, block_m = 128, block_n = 128, stages = 2, threads = 256)]
+#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 2, threads = 256)]
 pub fn flash_attention_d128_causal(
-    q: Tensor<f16, (B, H, S, dim)>,
-    k: Tensor<f16, (B, HKV, S, dim)>,
-    v: Tensor<f16, (B, HKV, S, dim)>,
-    o: TensorMut<f16, (B, H, S, dim)>,
+    q: Tensor<dtype, (B, H, S, dim)>,
+    k: Tensor<dtype, (B, HKV, S, dim)>,
+    v: Tensor<dtype, (B, HKV, S, dim)>,
+    o: TensorMut<dtype, (B, H, S, dim)>,
 ) {
     T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
         let kv_head = by / (H / HKV);
-        let q_s = T::alloc_shared::<f16>([block_m, dim]);
-        let k_s = T::alloc_shared::<f16>([block_n, dim]);
-        let v_s = T::alloc_shared::<f16>([block_n, dim]);
+        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
+        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
         let s = T::alloc_fragment::<f32>([block_m, block_n]);
-        let p = T::alloc_fragment::<f16>([block_m, block_n]);
+        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
         let acc = T::alloc_fragment::<f32>([block_m, dim]);
         let m = T::alloc_fragment::<f32>([block_m]);
         let m_prev = T::alloc_fragment::<f32>([block_m]);
@@ -329,7 +329,7 @@ impl std::fmt::Display for Shape {
 
 /// `O = softmax(Q Kᵀ / √d) V` per head, in f64 (query head `h` reads
 /// key/value head `h / (H / HKV)`; causal: query `i` sees keys `j ≤ i`).
-fn reference(q: &[f16], k: &[f16], v: &[f16], sh: Shape) -> Vec<f64> {
+fn reference<E: Elem>(q: &[E], k: &[E], v: &[E], sh: Shape) -> Vec<f64> {
     let Shape {
         b,
         h,
@@ -369,14 +369,34 @@ fn reference(q: &[f16], k: &[f16], v: &[f16], sh: Shape) -> Vec<f64> {
     o
 }
 
+/// The element types every kernel of this file is built for (each kernel is
+/// one source over `dtype`, compiled once per type ahead of time).
+pub trait Elem:
+    Element
+    + flash_attention::Dtype
+    + flash_attention_causal::Dtype
+    + flash_attention_d128::Dtype
+    + flash_attention_d128_causal::Dtype
+{
+    /// The check's tolerance against the f64 reference (absolute, relative):
+    /// P and the output are rounded to this type.
+    const TOL: (f64, f64);
+}
+impl Elem for f16 {
+    const TOL: (f64, f64) = (2e-3, 2e-2);
+}
+impl Elem for bf16 {
+    const TOL: (f64, f64) = (1e-2, 2e-2);
+}
+
 /// Launches the kernel for `sh` (head dim and causality pick it) on `st`.
-fn launch(
+fn launch<E: Elem>(
     st: &tile::Stream,
     sh: Shape,
-    q: &Tensor<f16>,
-    k: &Tensor<f16>,
-    v: &Tensor<f16>,
-    o: &mut Tensor<f16>,
+    q: &Tensor<E>,
+    k: &Tensor<E>,
+    v: &Tensor<E>,
+    o: &mut Tensor<E>,
 ) -> Result<(), tile::Error> {
     match (sh.d, sh.causal) {
         (64, false) => flash_attention::on(st).launch(q, k, v, o),
@@ -387,21 +407,31 @@ fn launch(
     }
 }
 
-/// Checks the kernel for `sh` against the host reference on `dev`; returns
-/// the summary line. `main` and `tests/examples.rs` call it.
+/// Checks the kernel for `sh` in f16 and in bf16 against the host reference
+/// on `dev`; returns the summary lines. `main` and `tests/examples.rs` call it.
 pub fn run(dev: Device, sh: Shape) -> Result<String, Box<dyn std::error::Error>> {
-    let q = tile::testing::random_tensor::<f16>(&[sh.b, sh.h, sh.s, sh.d], 31, dev)?;
-    let k = tile::testing::random_tensor::<f16>(&[sh.b, sh.hkv, sh.s, sh.d], 32, dev)?;
-    let v = tile::testing::random_tensor::<f16>(&[sh.b, sh.hkv, sh.s, sh.d], 33, dev)?;
-    let mut o = Tensor::full(&[sh.b, sh.h, sh.s, sh.d], f16::NAN, dev)?;
+    Ok(format!(
+        "{}\n{}",
+        run_as::<f16>(dev, sh)?,
+        run_as::<bf16>(dev, sh)?
+    ))
+}
+
+/// [`run`] in element type `E`.
+pub fn run_as<E: Elem>(dev: Device, sh: Shape) -> Result<String, Box<dyn std::error::Error>> {
+    let q = tile::testing::random_tensor::<E>(&[sh.b, sh.h, sh.s, sh.d], 31, dev)?;
+    let k = tile::testing::random_tensor::<E>(&[sh.b, sh.hkv, sh.s, sh.d], 32, dev)?;
+    let v = tile::testing::random_tensor::<E>(&[sh.b, sh.hkv, sh.s, sh.d], 33, dev)?;
+    let mut o = Tensor::full(&[sh.b, sh.h, sh.s, sh.d], E::from_f64(f64::NAN), dev)?;
     let t = Instant::now();
     launch(&dev.default_stream()?, sh, &q, &k, &v, &mut o)?;
     dev.synchronize()?;
     let el = t.elapsed();
     let want = reference(&q.to_vec()?, &k.to_vec()?, &v.to_vec()?, sh);
-    let report = tile::testing::assert_allclose(&o.to_vec()?, &want, 2e-3, 2e-2)?;
+    let report = tile::testing::assert_allclose(&o.to_vec()?, &want, E::TOL.0, E::TOL.1)?;
     Ok(format!(
-        "flash_attention: device={dev} {sh} max_abs_err={:.3e} time={:.3} ms (first call)",
+        "flash_attention: device={dev} {sh} {} max_abs_err={:.3e} time={:.3} ms (first call)",
+        E::DTYPE,
         report.max_abs,
         el.as_secs_f64() * 1e3
     ))
@@ -409,18 +439,23 @@ pub fn run(dev: Device, sh: Shape) -> Result<String, Box<dyn std::error::Error>>
 
 /// Median time of the kernel for `sh` on random inputs (L2 flushed between
 /// runs), as a summary line with TFLOP/s ([`Shape::flops`]).
-pub fn bench(dev: Device, sh: Shape) -> Result<String, Box<dyn std::error::Error>> {
-    let q = tile::testing::random_tensor::<f16>(&[sh.b, sh.h, sh.s, sh.d], 41, dev)?;
-    let k = tile::testing::random_tensor::<f16>(&[sh.b, sh.hkv, sh.s, sh.d], 42, dev)?;
-    let v = tile::testing::random_tensor::<f16>(&[sh.b, sh.hkv, sh.s, sh.d], 43, dev)?;
-    let mut o = Tensor::<f16>::empty(&[sh.b, sh.h, sh.s, sh.d], dev)?;
+pub fn bench<E: Elem>(dev: Device, sh: Shape) -> Result<String, Box<dyn std::error::Error>> {
+    let q = tile::testing::random_tensor::<E>(&[sh.b, sh.h, sh.s, sh.d], 41, dev)?;
+    let k = tile::testing::random_tensor::<E>(&[sh.b, sh.hkv, sh.s, sh.d], 42, dev)?;
+    let v = tile::testing::random_tensor::<E>(&[sh.b, sh.hkv, sh.s, sh.d], 43, dev)?;
+    let mut o = Tensor::<E>::empty(&[sh.b, sh.h, sh.s, sh.d], dev)?;
     let r = tile::do_bench(
         &dev.default_stream()?,
         |st| launch(st, sh, &q, &k, &v, &mut o),
         &tile::BenchOptions::default(),
     )?;
     Ok(format!(
-        "flash_attention {sh}: {:.3} ms, {:.1} TFLOP/s ({})",
+        "flash_attention {sh}{}: {:.3} ms, {:.1} TFLOP/s ({})",
+        if E::DTYPE == tile::DType::F16 {
+            ""
+        } else {
+            " bf16"
+        },
         r.median_ms,
         sh.flops() / (r.median_ms * 1e-3) / 1e12,
         r.method
@@ -508,7 +543,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if timed {
         for sh in BENCH_SHAPES {
-            println!("{}", bench(dev, sh)?);
+            println!("{}", bench::<f16>(dev, sh)?);
+        }
+        // bf16 at the first (D128) shape, causal and not.
+        for sh in &BENCH_SHAPES[..2] {
+            println!("{}", bench::<bf16>(dev, *sh)?);
         }
     }
     Ok(())
