@@ -48,6 +48,16 @@ for b, h, hkv, sq, skv, d, causal in SHAPES:
         f"{t * 1e3:.3f} ms, {flops / t / 1e12:.1f} TFLOP/s"
     )
 
+# bf16 at the D128 shapes (the example times bf16 there too).
+for b, h, hkv, sq, skv, d, causal in SHAPES[:2]:
+    q, k, v = (torch.randn(b, h, sq, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    t = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+    flops = 4 * b * h * sq * skv * d / (2 if causal else 1)
+    print(
+        f"torch SDPA bf16 b={b} h={h} hkv={hkv} sq={sq} skv={skv} d={d}{' causal' if causal else ''}: "
+        f"{t * 1e3:.3f} ms, {flops / t / 1e12:.1f} TFLOP/s"
+    )
+
 # Backward (dQ, dK, dV) of SDPA: the time of out.backward(dO) alone; FLOPs
 # 2.5x the forward's (the FlashAttention convention).
 for b, h, s, d in [(1, 64, 4096, 64), (4, 32, 4096, 128)]:
