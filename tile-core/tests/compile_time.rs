@@ -140,7 +140,8 @@ fn fifty_attention_bodies() {
     // The block body of the example's kernel, between its launch and the end.
     let start = example.find("|bx, by, bz| {").expect("launch") + "|bx, by, bz| {".len();
     let end = example[start..].find("\n    });").expect("end of launch") + start;
-    let body = &example[start..end];
+    // The example is generic over `dtype`; this kernel is its f16 instance.
+    let body = example[start..end].replace("<dtype>", "<f16>");
     let copies: String = (0..50).map(|_| format!("{{ {body} }}\n")).collect();
     let src = format!(
         "#[tile::kernel(dim = 64, block_m = 128, block_n = 64, stages = 2, threads = 128)]

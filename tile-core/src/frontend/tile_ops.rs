@@ -163,6 +163,7 @@ pub(super) fn gemm(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
         trans_a: false,
         trans_b: false,
         clear: false,
+        why: None,
     };
     for kw in &k.args[3..] {
         let syn::Expr::Assign(a) = kw else {

@@ -322,6 +322,10 @@ impl Printer<'_> {
                     GemmInst::MmaSync { wm, wn } => format!(", inst=\"mma_sync({wm}x{wn})\""),
                     GemmInst::Wgmma { wgs } => format!(", inst=\"wgmma({wgs})\""),
                 };
+                let inst = match &g.why {
+                    Some(w) => format!("{inst}, why={w:?}"),
+                    None => inst,
+                };
                 let t = format!(
                     "T.gemm({}, {}, {}, transpose_A={}, transpose_B={}, clear_accum={}{inst})",
                     f.buf(g.a).name,

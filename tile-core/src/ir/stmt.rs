@@ -125,6 +125,10 @@ pub struct Gemm {
     pub trans_a: bool,
     pub trans_b: bool,
     pub clear: bool,
+    /// Why `plan_mma` did not choose a faster instruction for this target
+    /// (`wgmma` on sm_90a, tensor cores anywhere), in words for `tile
+    /// inspect`; `None` when it has the fastest or has not been planned.
+    pub why: Option<String>,
 }
 
 /// Where a statement came from in the user's source, so that an error found

@@ -47,6 +47,19 @@ struct Avoid {
     excluded: BTreeSet<BufId>,
     /// Not on `wgmma`.
     no_wgmma: BTreeSet<BufId>,
+    /// Why an accumulator is in `excluded` or `no_wgmma` (for `Gemm::why`).
+    why: std::collections::BTreeMap<BufId, String>,
+}
+
+impl Avoid {
+    /// Adds `b` to `no_wgmma` (with `why`); whether it was new.
+    fn no_wgmma(&mut self, b: BufId, why: String) -> bool {
+        let new = self.no_wgmma.insert(b);
+        if new {
+            self.why.insert(b, why);
+        }
+        new
+    }
 }
 
 pub fn run(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
@@ -67,36 +80,50 @@ pub fn run(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         if let Some(x) = stranded {
             // Off `wgmma` first (its order may not be the one `mma.sync`
             // reads A in), then off tensor cores.
-            if matches!(g.buf(x.a).layout, Some(Layout::Wgmma { .. })) && avoid.no_wgmma.insert(x.a)
-            {
+            let (a, c) = (&g.buf(x.a).name, &g.buf(x.c).name);
+            let why = format!(
+                "`{a}` is the A operand in registers of a gemm into `{c}`, which cannot take wgmma"
+            );
+            if matches!(g.buf(x.a).layout, Some(Layout::Wgmma { .. })) && avoid.no_wgmma(x.a, why) {
                 continue;
             }
             avoid.excluded.insert(x.a);
+            avoid.why.insert(
+                x.a,
+                format!("`{a}` is the A operand in registers of a gemm into `{c}`, which cannot run on tensor cores"),
+            );
             continue;
         }
         // A shared tile read by `wgmma` and by `mma.sync` would need two
         // layouts: the `wgmma` side moves to `mma.sync`.
         let (_, clash) = operand_layouts(&g);
-        let off_wgmma: Vec<BufId> = gemms(&g)
+        let off_wgmma: Vec<(BufId, BufId)> = gemms(&g)
             .iter()
-            .filter(|x| clash.contains(&x.a) || clash.contains(&x.b))
             .filter(|x| matches!(g.buf(x.c).layout, Some(Layout::Wgmma { .. })))
-            .map(|x| x.c)
+            .filter_map(|x| {
+                let t = [x.a, x.b].into_iter().find(|t| clash.contains(t))?;
+                Some((x.c, t))
+            })
             .collect();
-        if off_wgmma
-            .into_iter()
-            .fold(false, |new, c| avoid.no_wgmma.insert(c) | new)
-        {
+        if off_wgmma.into_iter().fold(false, |new, (c, t)| {
+            let why = format!(
+                "shared tile `{}` is also read by an mma.sync gemm",
+                g.buf(t).name
+            );
+            avoid.no_wgmma(c, why) | new
+        }) {
             continue;
         }
         match rows::assign(&mut g)? {
             rows::Outcome::Done => {}
             rows::Outcome::NoWgmma(b) => {
-                avoid.no_wgmma.insert(b);
+                let why =
+                    "its per-row fragments are tied to an mma.sync accumulator too".to_string();
+                avoid.no_wgmma(b, why);
                 continue;
             }
         }
-        return Ok(finish(g));
+        return Ok(finish(g, &avoid));
     }
 }
 
@@ -141,8 +168,9 @@ fn plan_accumulators(f: &mut PrimFunc, avoid: &Avoid) {
 }
 
 /// Every gemm that runs on tensor cores reads its shared operands in the
-/// layout of its instruction; the choice is recorded on each gemm.
-fn finish(mut f: PrimFunc) -> PrimFunc {
+/// layout of its instruction; the choice is recorded on each gemm, with the
+/// reason when it is not the fastest for the target (`Gemm::why`).
+fn finish(mut f: PrimFunc, avoid: &Avoid) -> PrimFunc {
     // A gemm that does not qualify, or whose operand another tensor-core
     // gemm wants in another layout, but accumulates into a tensor-core
     // accumulator stays portable: its loop nest visits the accumulator's
@@ -164,17 +192,132 @@ fn finish(mut f: PrimFunc) -> PrimFunc {
             Some(Layout::Wgmma { wgs }) => GemmInst::Wgmma { wgs },
             _ => GemmInst::Loops,
         };
-        inst.insert(key(&g), chosen);
+        let why = match chosen {
+            GemmInst::Wgmma { .. } => None,
+            GemmInst::MmaSync { .. } if f.arch != CudaArch::Sm90a => None,
+            GemmInst::MmaSync { .. } => avoid
+                .why
+                .get(&g.c)
+                .cloned()
+                .or_else(|| wgmma_refusal(&f, &g))
+                .map(|w| format!("not wgmma: {w}")),
+            GemmInst::Loops => Some(format!(
+                "not on tensor cores: {}",
+                if clashes {
+                    "an operand is read by another tensor-core gemm in another layout".to_string()
+                } else {
+                    avoid
+                        .why
+                        .get(&g.c)
+                        .cloned()
+                        .or_else(|| tensor_core_refusal(&f, &g))
+                        .unwrap_or_else(|| {
+                            format!(
+                                "`{}` is used where its elements would have to move between threads",
+                                f.buf(g.c).name
+                            )
+                        })
+                }
+            )),
+        };
+        inst.insert(key(&g), (chosen, why));
     }
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     f.body = body.fold(&mut |s| match s {
         Stmt::Gemm(mut g) => {
-            g.inst = inst.get(&key(&g)).copied().unwrap_or_default();
+            (g.inst, g.why) = inst.get(&key(&g)).cloned().unwrap_or_default();
             Stmt::Gemm(g)
         }
         s => s,
     });
     f
+}
+
+/// Why gemm `g` cannot take `wgmma` on sm_90a, from its shapes and the
+/// block (the first condition of [`wgmma_warpgroups`] it fails), if any.
+fn wgmma_refusal(f: &PrimFunc, g: &Gemm) -> Option<String> {
+    let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
+    let (Some(sa), Some(sb), Some(sc)) = (a.const_shape(), b.const_shape(), c.const_shape()) else {
+        return Some("a tile's shape is not constant".into());
+    };
+    let threads = f.launch.threads;
+    let (m, n) = (sc[0], sc[1]);
+    let k = if g.trans_a { sa[0] } else { sa[1] };
+    if threads % 128 != 0 {
+        return Some(format!(
+            "the block's {threads} threads are not whole warpgroups of 128"
+        ));
+    }
+    let wgs = threads / 128;
+    if m % (64 * wgs) != 0 {
+        return Some(format!(
+            "{m} rows over {wgs} warpgroup(s) are not whole 64-row strips per warpgroup"
+        ));
+    }
+    if n % 8 != 0 || n > 256 {
+        return Some(format!("N = {n} is not a multiple of 8 up to 256"));
+    }
+    if k % 16 != 0 {
+        return Some(format!("K = {k} is not a multiple of 16"));
+    }
+    for (t, s) in [(a, &sa), (b, &sb)] {
+        if s.len() == 2 && !(s[0] % 8 == 0 && wgmma_cols(s[1])) {
+            return Some(format!(
+                "`{}` has {} rows of {} elements: wgmma's swizzles need whole 8-row groups of 16, 32 or a multiple of 64",
+                t.name, s[0], s[1]
+            ));
+        }
+    }
+    if a.scope == Scope::Fragment && !matches!(a.layout, Some(Layout::Wgmma { .. })) {
+        return Some(format!(
+            "its A operand `{}` is in registers of an mma.sync accumulator",
+            a.name
+        ));
+    }
+    None
+}
+
+/// Why gemm `g` cannot run on tensor cores at all, from its operands, if a
+/// reason of its own shows.
+fn tensor_core_refusal(f: &PrimFunc, g: &Gemm) -> Option<String> {
+    let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
+    if !matches!(a.dtype, DType::F16 | DType::BF16) || a.dtype != b.dtype || c.dtype != DType::F32 {
+        return Some("tensor cores take f16 or bf16 operands into an f32 accumulator".into());
+    }
+    if g.clear {
+        return Some("clear_accum = true".into());
+    }
+    if b.scope != Scope::Shared || c.scope != Scope::Fragment {
+        return Some("B must be a shared tile and the accumulator a fragment".into());
+    }
+    if !matches!(a.scope, Scope::Shared | Scope::Fragment) {
+        return Some("A must be a shared tile or a converted accumulator".into());
+    }
+    let (Some(sa), Some(sb), Some(sc)) = (a.const_shape(), b.const_shape(), c.const_shape()) else {
+        return Some("a tile's shape is not constant".into());
+    };
+    let pow2 = |x: i64| matches!(x, 16 | 32 | 64 | 128 | 256);
+    if f.launch.threads % 32 != 0 {
+        return Some(format!(
+            "the block's {} threads are not whole warps",
+            f.launch.threads
+        ));
+    }
+    if !pow2(sc[0]) || !pow2(sc[1]) {
+        return Some(format!(
+            "the accumulator's {}x{} is not 16 to 256 by 16 to 256 in powers of two",
+            sc[0], sc[1]
+        ));
+    }
+    for (t, s) in [(a, &sa), (b, &sb)] {
+        if t.scope == Scope::Shared && !swizzle_ok(s) {
+            return Some(format!(
+                "`{}` has {} rows of {} elements: the swizzle needs whole 8-row groups of 16 to 256 (a power of two)",
+                t.name, s[0], s[1]
+            ));
+        }
+    }
+    None
 }
 
 /// The layout each shared operand of a tensor-core gemm needs, and the

@@ -536,8 +536,13 @@ impl Reader {
                     c.kwarg(name)?;
                     *flag = c.boolean()?;
                 }
-                let mut inst = GemmInst::Loops;
-                if c.eat_punct(",") {
+                let (mut inst, mut why) = (GemmInst::Loops, None);
+                while c.eat_punct(",") {
+                    if why.is_none() && c.eat_ident("why") {
+                        c.punct("=")?;
+                        why = Some(c.string()?);
+                        continue;
+                    }
                     c.kwarg("inst")?;
                     let name = c.string()?;
                     let Some(i) = gemm_inst_named(&name) else {
@@ -555,6 +560,7 @@ impl Reader {
                     trans_a: flags[0],
                     trans_b: flags[1],
                     clear: flags[2],
+                    why,
                 })
             }
             "print" => {
