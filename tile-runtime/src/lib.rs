@@ -27,6 +27,7 @@
 //! `TILE_DISABLE_CACHE`, `TILE_NO_AOT`, `TILE_JIT_DIAGNOSTICS`, `TILE_NUM_THREADS`, `CC`,
 //! and `CUDA_HOME`/`CUDA_PATH`/`CUDA_ROOT` for NVRTC's headers.
 
+pub mod autotune;
 pub mod cache;
 #[cfg(feature = "candle")]
 pub mod candle;
