@@ -33,6 +33,10 @@ pub use tile_runtime::{
     Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
 };
 
+/// Kernel variants and the autotuner: tuning reports, and the policies a launch of a
+/// kernel with a variant space chooses by.
+pub use tile_runtime::autotune;
+
 /// cudarc, the CUDA driver bindings tile uses (for views of `CudaSlice`s).
 pub use tile_runtime::cudarc;
 
@@ -63,4 +67,5 @@ pub mod __private {
         bf16, export_sources, f16, host_source, kernel_source, launch, launch_scalars, scalar_arg,
         ArgRef, DType, KernelSlot, TensorArg, TensorArgMut,
     };
+    pub use tile_runtime::autotune::{pick, Pick, TuneReport, VariantSet};
 }

@@ -206,6 +206,11 @@ fn cache(args: &Cache) -> Result<(), String> {
                     .unwrap_or_default()
             ),
             EntryKind::CudaBinary => "cubin".to_string(),
+            EntryKind::Tuned => format!(
+                "{} {}",
+                e.kernel.as_deref().unwrap_or("?"),
+                e.choice.as_deref().unwrap_or("?")
+            ),
             EntryKind::Staging => "build in progress or left by a killed process".to_string(),
         };
         let status = match &e.damage {
