@@ -221,8 +221,11 @@ fn child_main() {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
+    let n: usize = std::env::var("TILE_AUTOTUNE_TEST_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4096);
     let run = || -> Result<String, Error> {
-        let n = 4096;
         let a = Tensor::from_slice(&ramp(n, 1.0), &[n], Device::Cpu)?;
         let b = Tensor::from_slice(&ramp(n, 3.0), &[n], Device::Cpu)?;
         let mut c = Tensor::<f32>::zeros(&[n], Device::Cpu)?;
@@ -237,8 +240,25 @@ fn child_main() {
         }
         let warm = t.elapsed() / 100;
         let r = tuned_axpy::reports().into_iter().next().expect("a report");
+        // A plain call looks the choice up; `with` names it (no lookup).
+        let fixed = tuned_axpy::with(tuned_axpy::CONFIGS[r.chosen]);
+        // Alternating batches, the fastest batch of each (noise only adds time).
+        let (mut fixed_ns, mut looked_up_ns) = (u128::MAX, u128::MAX);
+        for _ in 0..20 {
+            let t = Instant::now();
+            for _ in 0..100 {
+                fixed.launch(&a, &b, &mut c)?;
+            }
+            fixed_ns = fixed_ns.min(t.elapsed().as_nanos() / 100);
+            let t = Instant::now();
+            for _ in 0..100 {
+                tuned_axpy(&a, &b, &mut c)?;
+            }
+            looked_up_ns = looked_up_ns.min(t.elapsed().as_nanos() / 100);
+        }
         Ok(format!(
-            "chosen={} cached={} first_us={} warm_us={} timing_ms={:.3} first_launch_ms={:.3}",
+            "chosen={} cached={} first_us={} warm_us={} timing_ms={:.3} first_launch_ms={:.3} \
+             fixed_ns={fixed_ns} looked_up_ns={looked_up_ns}",
             r.chosen,
             r.from_cache,
             first.as_micros(),
@@ -364,6 +384,10 @@ fn a_damaged_choice_is_removed_and_tuned_again() {
         assert_eq!(field(&again, "cached"), "false", "{what}: tuned again");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("autotune-cache tuned_axpy") && stderr.contains("miss"), "{what}: {stderr}");
+        // The tuning phase's lines: start, one per variant, done with the choice.
+        assert!(stderr.contains("tile phase start: autotune tuned_axpy variants=4"), "{stderr}");
+        assert_eq!(stderr.matches("tile autotune tuned_axpy variant ").count(), 4, "{stderr}");
+        assert!(stderr.contains("tile phase done: autotune tuned_axpy elapsed="), "{stderr}");
         let entries = tuned_entries(&root);
         assert_eq!(entries.len(), 1, "{what}: {entries:?}");
         assert!(entries[0].damage.is_none(), "{what}: rebuilt sound");
@@ -407,22 +431,44 @@ fn sixteen_processes_tuning_at_once_agree_on_one_choice() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+#[test]
+fn power_of_two_buckets_share_a_choice() {
+    let root = temp_root("pow2");
+    let pow2 = |n: &str| {
+        let mut c = child(&root);
+        c.env("TILE_AUTOTUNE_BUCKET", "pow2").env("TILE_AUTOTUNE_TEST_N", n);
+        child_ok(&run(&mut c))
+    };
+    assert_eq!(field(&pow2("3000"), "cached"), "false");
+    // 4000 rounds up to 4096 as 3000 does: the same entry.
+    assert_eq!(field(&pow2("4000"), "cached"), "true");
+    assert_eq!(field(&pow2("5000"), "cached"), "false");
+    // Exact dims (the default) are keyed apart.
+    let exact = child_ok(&run(child(&root).env("TILE_AUTOTUNE_TEST_N", "4000")));
+    assert_eq!(field(&exact, "cached"), "false");
+    let choices: Vec<String> = tuned_entries(&root).iter().filter_map(|e| e.choice.clone()).collect();
+    assert_eq!(choices.len(), 3, "{choices:?}");
+    assert!(choices.iter().any(|c| c.contains("[[4096], [4096], [4096]]")), "{choices:?}");
+    assert!(choices.iter().any(|c| c.contains("[[4000], [4000], [4000]]")), "{choices:?}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// Tuning overhead on the CPU backend: the first (tuning) call against a warm call,
 /// printed for the record (`cargo test --test autotune -- --nocapture overhead`).
 #[test]
 fn tuning_overhead_on_the_cpu() {
     let root = temp_root("overhead");
-    let f = child_ok(&run(&mut child(&root)));
-    let g = child_ok(&run(&mut child(&root)));
+    let f = child_ok(&run(child(&root).env("TILE_AUTOTUNE_TEST_N", "256")));
+    let g = child_ok(&run(child(&root).env("TILE_AUTOTUNE_TEST_N", "256")));
     println!(
-        "tuned_axpy, 4 variants, N=4096, 1 worker: tuning call {} us (timing {} ms, first launches {} ms), \
-         cached-choice first call {} us, warm call {} us / {} us",
+        "tuned_axpy, 4 variants, N=256, 1 worker: tuning call {} us (timing {} ms, first launches {} ms), \
+         cached-choice first call {} us; warm call with the choice looked up {} ns, named with `with` {} ns",
         field(&f, "first_us"),
         field(&f, "timing_ms"),
         field(&f, "first_launch_ms"),
         field(&g, "first_us"),
-        field(&f, "warm_us"),
-        field(&g, "warm_us"),
+        field(&g, "looked_up_ns"),
+        field(&g, "fixed_ns"),
     );
     let first: u128 = field(&f, "first_us").parse().unwrap_or(0);
     let cached: u128 = field(&g, "first_us").parse().unwrap_or(u128::MAX);

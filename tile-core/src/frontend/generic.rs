@@ -227,4 +227,30 @@ mod tests {
         let bad = instances(quote::quote!(dtype = [f16, f17]), &item);
         assert!(bad.is_err());
     }
+
+    #[test]
+    fn dtypes_times_variants_dtype_outermost() {
+        let item: syn::ItemFn = syn::parse_quote! {
+            fn k(a: Tensor<dtype, (N,)>, c: TensorMut<dtype, (N,)>) {
+                T::kernel(1, threads, |bx| { c[0] = a[0]; });
+            }
+        };
+        let attr = quote::quote!(dtype = [f16, f32], bn = [64, 128], threads = [32, 64], filter = bn >= 2 * threads);
+        let v = instances(attr, &item).unwrap_or_else(|d| panic!("{}", d[0]));
+        let names: Vec<String> = v.iter().map(|i| i.item.sig.ident.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "k_f16__bn64_threads32",
+                "k_f16__bn128_threads32",
+                "k_f16__bn128_threads64",
+                "k_f32__bn64_threads32",
+                "k_f32__bn128_threads32",
+                "k_f32__bn128_threads64",
+            ]
+        );
+        assert_eq!(v[2].attr.to_string(), "bn = 128 , threads = 64");
+        assert_eq!(v[5].variant.as_ref().map(|x| x.index), Some(2));
+        assert!(instances(quote::quote!(bn = [64, f16]), &item).is_err());
+    }
 }

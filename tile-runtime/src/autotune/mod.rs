@@ -399,7 +399,7 @@ fn bench_options() -> BenchOptions {
         warmup: Duration::from_millis(10),
         rep: Duration::from_millis(40),
         min_samples: 3,
-        max_samples: 1000,
+        max_samples: 200,
         flush_l2: true,
         graph: false,
         calls_per_sample: 0,
