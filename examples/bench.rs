@@ -236,7 +236,11 @@ struct Tuned {
 }
 
 impl Tuned {
-    fn new(what: String, report: std::sync::Arc<tile::autotune::TuneReport>, wall_ms: f64) -> Tuned {
+    fn new(
+        what: String,
+        report: std::sync::Arc<tile::autotune::TuneReport>,
+        wall_ms: f64,
+    ) -> Tuned {
         Tuned {
             what,
             report,
@@ -263,7 +267,11 @@ fn tune_gemm<E: gemm::gemm_nn::Dtype>(
         .into_iter()
         .find(|r| r.shapes == [vec![m, k], vec![k, n], vec![m, n]])
         .ok_or("no tuning report")?;
-    Ok(Tuned::new(format!("gemm {dtype} nn {m}x{n}x{k}"), report, wall_ms))
+    Ok(Tuned::new(
+        format!("gemm {dtype} nn {m}x{n}x{k}"),
+        report,
+        wall_ms,
+    ))
 }
 
 /// cuBLAS `C = A · B` for row-major f16/bf16 matrices (computed as
@@ -418,8 +426,12 @@ fn main() -> Res<()> {
         ("rmsnorm", |x, y| {
             rmsnorm::rmsnorm::with(rmsnorm::rmsnorm::Config::DEFAULT).launch(x, y)
         }),
-        ("softmax (tuned)", |x, y| softmax::softmax::tune().launch(x, y)),
-        ("rmsnorm (tuned)", |x, y| rmsnorm::rmsnorm::tune().launch(x, y)),
+        ("softmax (tuned)", |x, y| {
+            softmax::softmax::tune().launch(x, y)
+        }),
+        ("rmsnorm (tuned)", |x, y| {
+            rmsnorm::rmsnorm::tune().launch(x, y)
+        }),
     ];
     for (name, f) in row_kernels {
         let t = time_ms(&stream, 3, 50, || Ok(f(&x, &mut y)?))?;
@@ -513,8 +525,12 @@ fn main() -> Res<()> {
     // The example's GEMM tuned per shape (every variant timed on the shape),
     // then timed against cuBLAS like the rows above.
     let tuned_gemms = [
-        Gemm::F16("gemm f16 nn (tuned)", |a, b, c| gemm::gemm_nn::tune().launch(a, b, c)),
-        Gemm::Bf16("gemm bf16 nn (tuned)", |a, b, c| gemm::gemm_nn::tune().launch(a, b, c)),
+        Gemm::F16("gemm f16 nn (tuned)", |a, b, c| {
+            gemm::gemm_nn::tune().launch(a, b, c)
+        }),
+        Gemm::Bf16("gemm bf16 nn (tuned)", |a, b, c| {
+            gemm::gemm_nn::tune().launch(a, b, c)
+        }),
     ];
     for s in std::iter::once((4096, 4096, 4096)).chain(shapes) {
         tuned.push(tune_gemm::<f16>("f16", dev, s)?);
@@ -546,12 +562,28 @@ fn main() -> Res<()> {
     println!();
     println!(
         "{:<30} {:>9} {:>10} {:>7} {:>6} {:>10} {:>10} {:>9} {:>6}  chosen",
-        "autotune", "tuned ms", "default ms", "speedup", "ok", "timing ms", "first ms", "wall ms", "cached"
+        "autotune",
+        "tuned ms",
+        "default ms",
+        "speedup",
+        "ok",
+        "timing ms",
+        "first ms",
+        "wall ms",
+        "cached"
     );
     for t in &tuned {
         let r = &t.report;
-        let chosen = r.rows.get(r.chosen).and_then(|x| x.median_ms()).unwrap_or(f64::NAN);
-        let default = r.rows.first().and_then(|x| x.median_ms()).unwrap_or(f64::NAN);
+        let chosen = r
+            .rows
+            .get(r.chosen)
+            .and_then(|x| x.median_ms())
+            .unwrap_or(f64::NAN);
+        let default = r
+            .rows
+            .first()
+            .and_then(|x| x.median_ms())
+            .unwrap_or(f64::NAN);
         let ok = r.rows.iter().filter(|x| x.median_ms().is_some()).count();
         println!(
             "{:<30} {:>9.4} {:>10.4} {:>6.2}x {:>6} {:>10.1} {:>10.1} {:>9.1} {:>6}  {}",

@@ -178,13 +178,20 @@ pub fn run(
         s,
         (false, false),
     )?);
-    if let Some(r) = gemm_nn::reports::<bf16>().iter().find(|r| r.shapes[2] == [m, n]) {
+    if let Some(r) = gemm_nn::reports::<bf16>()
+        .iter()
+        .find(|r| r.shapes[2] == [m, n])
+    {
         lines.push(format!(
             "gemm_nn_bf16 tuned: chose `{}` ({} variants, timing {:.1} ms{})",
             r.chosen_label,
             r.rows.len(),
             r.timing_ms,
-            if r.from_cache { ", from the disk cache" } else { "" }
+            if r.from_cache {
+                ", from the disk cache"
+            } else {
+                ""
+            }
         ));
     }
     Ok(format!(

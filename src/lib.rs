@@ -62,10 +62,10 @@ pub mod build {
 
 #[doc(hidden)]
 pub mod __private {
+    pub use tile_runtime::autotune::{pick, Pick, TuneReport, VariantSet};
     pub use tile_runtime::spec::*;
     pub use tile_runtime::{
         bf16, export_sources, f16, host_source, kernel_source, launch, launch_scalars, scalar_arg,
         ArgRef, DType, KernelSlot, TensorArg, TensorArgMut,
     };
-    pub use tile_runtime::autotune::{pick, Pick, TuneReport, VariantSet};
 }

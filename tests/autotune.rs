@@ -101,21 +101,36 @@ fn explicit_selection_runs_the_named_variant() -> Result<(), Error> {
     let a = Tensor::from_slice(&ramp(n, 1.0), &[n], dev())?;
     let mut c = Tensor::<f32>::zeros(&[n], dev())?;
     use which_variant::Config;
-    which_variant::with(Config { wrong: true, block_n: 256 }).launch(&a, &mut c)?;
+    which_variant::with(Config {
+        wrong: true,
+        block_n: 256,
+    })
+    .launch(&a, &mut c)?;
     let got = c.to_vec()?;
     assert!(got.iter().zip(ramp(n, 1.0)).all(|(g, x)| *g == x + 1.0));
     // The default is the first listed: `wrong = false`.
     which_variant::with(Config::DEFAULT).launch(&a, &mut c)?;
     assert_eq!(c.to_vec()?, ramp(n, 1.0));
     // A configuration that is not a variant fails at launch, naming the variants.
-    let err = which_variant::with(Config { wrong: false, block_n: 96 })
-        .launch(&a, &mut c)
-        .expect_err("not a variant");
+    let err = which_variant::with(Config {
+        wrong: false,
+        block_n: 96,
+    })
+    .launch(&a, &mut c)
+    .expect_err("not a variant");
     let msg = err.to_string();
-    assert!(msg.contains("is not a variant") && msg.contains("wrong=true, block_n=256"), "{msg}");
+    assert!(
+        msg.contains("is not a variant") && msg.contains("wrong=true, block_n=256"),
+        "{msg}"
+    );
     // On an explicit stream, and for one dtype of a generic kernel.
     let s = dev().default_stream()?;
-    which_variant::with(Config { wrong: true, block_n: 64 }).on(&s).launch(&a, &mut c)?;
+    which_variant::with(Config {
+        wrong: true,
+        block_n: 64,
+    })
+    .on(&s)
+    .launch(&a, &mut c)?;
     s.synchronize()?;
     assert_eq!(c.to_vec()?[5], 6.0);
     let a64 = Tensor::from_slice(&[1.5f64; 300], &[300], dev())?;
@@ -132,7 +147,11 @@ fn tuning_skips_a_variant_that_mismatches() -> Result<(), Error> {
     let a = Tensor::from_slice(&ramp(n, 0.5), &[n], dev())?;
     let mut c = Tensor::<f32>::zeros(&[n], dev())?;
     which_variant::tune().launch(&a, &mut c)?;
-    assert_eq!(c.to_vec()?, ramp(n, 0.5), "the chosen variant is a right one");
+    assert_eq!(
+        c.to_vec()?,
+        ramp(n, 0.5),
+        "the chosen variant is a right one"
+    );
     let reports = which_variant::reports();
     let r = reports
         .iter()
@@ -177,15 +196,27 @@ fn tuning_inside_a_capture_is_an_error_and_a_tuned_choice_captures() -> Result<(
     let a = Tensor::from_slice(&ramp(n, 1.0), &[n], Device::Cpu)?;
     let b = Tensor::from_slice(&ramp(n, 2.0), &[n], Device::Cpu)?;
     let mut c = Tensor::<f32>::zeros(&[n], Device::Cpu)?;
-    let err = Graph::capture(&Stream::Cpu, |s| tuned_axpy::tune().on(s).launch(&a, &b, &mut c))
-        .err()
-        .expect("tuning while capturing fails");
-    assert!(err.to_string().contains("cannot tune inside a graph capture"), "{err}");
+    let err = Graph::capture(&Stream::Cpu, |s| {
+        tuned_axpy::tune().on(s).launch(&a, &b, &mut c)
+    })
+    .err()
+    .expect("tuning while capturing fails");
+    assert!(
+        err.to_string()
+            .contains("cannot tune inside a graph capture"),
+        "{err}"
+    );
     tuned_axpy::tune().launch(&a, &b, &mut c)?;
     let mut d = Tensor::<f32>::zeros(&[n], Device::Cpu)?;
-    let g = Graph::capture(&Stream::Cpu, |s| tuned_axpy::tune().on(s).launch(&a, &b, &mut d))?;
+    let g = Graph::capture(&Stream::Cpu, |s| {
+        tuned_axpy::tune().on(s).launch(&a, &b, &mut d)
+    })?;
     g.replay()?;
-    let want: Vec<f32> = ramp(n, 1.0).iter().zip(ramp(n, 2.0)).map(|(x, y)| x * 2.0 + y).collect();
+    let want: Vec<f32> = ramp(n, 1.0)
+        .iter()
+        .zip(ramp(n, 2.0))
+        .map(|(x, y)| x * 2.0 + y)
+        .collect();
     assert_eq!(d.to_vec()?, want);
     Ok(())
 }
@@ -232,7 +263,11 @@ fn child_main() {
         let t = Instant::now();
         tuned_axpy(&a, &b, &mut c)?;
         let first = t.elapsed();
-        let want: Vec<f32> = ramp(n, 1.0).iter().zip(ramp(n, 3.0)).map(|(x, y)| x * 2.0 + y).collect();
+        let want: Vec<f32> = ramp(n, 1.0)
+            .iter()
+            .zip(ramp(n, 3.0))
+            .map(|(x, y)| x * 2.0 + y)
+            .collect();
         assert_eq!(c.to_vec()?, want);
         let t = Instant::now();
         for _ in 0..100 {
@@ -316,7 +351,10 @@ fn child_ok(out: &std::process::Output) -> Vec<(String, String)> {
 }
 
 fn field<'a>(f: &'a [(String, String)], k: &str) -> &'a str {
-    f.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str()).unwrap_or("")
+    f.iter()
+        .find(|(n, _)| n == k)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("")
 }
 
 fn tuned_entries(root: &Path) -> Vec<tile::cache::CacheEntry> {
@@ -339,14 +377,21 @@ fn a_tuned_choice_is_published_and_reused_by_the_next_process() {
     let entries = tuned_entries(&root);
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert!(entries[0].damage.is_none(), "{:?}", entries[0].damage);
-    assert!(entries[0].choice.as_deref().unwrap_or("").contains("[[4096], [4096], [4096]]"));
+    assert!(entries[0]
+        .choice
+        .as_deref()
+        .unwrap_or("")
+        .contains("[[4096], [4096], [4096]]"));
     // The next process reads the choice and times nothing.
     let out = run(child(&root).env("TILE_JIT_DIAGNOSTICS", "1"));
     let second = child_ok(&out);
     assert_eq!(field(&second, "cached"), "true");
     assert_eq!(field(&first, "chosen"), field(&second, "chosen"));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("autotune-cache tuned_axpy") && stderr.contains("hit chosen="), "{stderr}");
+    assert!(
+        stderr.contains("autotune-cache tuned_axpy") && stderr.contains("hit chosen="),
+        "{stderr}"
+    );
     assert!(!stderr.contains("tile phase start: autotune"), "{stderr}");
     let _ = std::fs::remove_dir_all(&root);
 }
@@ -378,16 +423,32 @@ fn a_damaged_choice_is_removed_and_tuned_again() {
         let entries = tuned_entries(&root);
         assert_eq!(entries.len(), 1, "{what}: {entries:?}");
         hurt(&entries[0].path);
-        assert!(tuned_entries(&root)[0].damage.is_some(), "{what}: the damage shows");
+        assert!(
+            tuned_entries(&root)[0].damage.is_some(),
+            "{what}: the damage shows"
+        );
         let out = run(child(&root).env("TILE_JIT_DIAGNOSTICS", "1"));
         let again = child_ok(&out);
         assert_eq!(field(&again, "cached"), "false", "{what}: tuned again");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("autotune-cache tuned_axpy") && stderr.contains("miss"), "{what}: {stderr}");
+        assert!(
+            stderr.contains("autotune-cache tuned_axpy") && stderr.contains("miss"),
+            "{what}: {stderr}"
+        );
         // The tuning phase's lines: start, one per variant, done with the choice.
-        assert!(stderr.contains("tile phase start: autotune tuned_axpy variants=4"), "{stderr}");
-        assert_eq!(stderr.matches("tile autotune tuned_axpy variant ").count(), 4, "{stderr}");
-        assert!(stderr.contains("tile phase done: autotune tuned_axpy elapsed="), "{stderr}");
+        assert!(
+            stderr.contains("tile phase start: autotune tuned_axpy variants=4"),
+            "{stderr}"
+        );
+        assert_eq!(
+            stderr.matches("tile autotune tuned_axpy variant ").count(),
+            4,
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("tile phase done: autotune tuned_axpy elapsed="),
+            "{stderr}"
+        );
         let entries = tuned_entries(&root);
         assert_eq!(entries.len(), 1, "{what}: {entries:?}");
         assert!(entries[0].damage.is_none(), "{what}: rebuilt sound");
@@ -420,13 +481,19 @@ fn sixteen_processes_tuning_at_once_agree_on_one_choice() {
     assert_eq!(entries.len(), 1, "one entry: {entries:?}");
     assert!(entries[0].damage.is_none());
     let choice = entries[0].choice.clone().unwrap_or_default();
-    let chosen: std::collections::HashSet<&str> = fields.iter().map(|f| field(f, "chosen")).collect();
+    let chosen: std::collections::HashSet<&str> =
+        fields.iter().map(|f| field(f, "chosen")).collect();
     assert_eq!(chosen.len(), 1, "every process uses one choice: {fields:?}");
     let label = tuned_axpy::LABELS[field(&fields[0], "chosen").parse::<usize>().expect("index")];
-    assert!(choice.ends_with(&format!("`{label}`")), "{choice} vs {label}");
+    assert!(
+        choice.ends_with(&format!("`{label}`")),
+        "{choice} vs {label}"
+    );
     // Nothing is left in staging.
     let staging = CacheDir::at(&root).namespace().join(".staging");
-    let left: Vec<_> = std::fs::read_dir(&staging).map(|d| d.flatten().collect()).unwrap_or_default();
+    let left: Vec<_> = std::fs::read_dir(&staging)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
     let _ = std::fs::remove_dir_all(&root);
 }
@@ -436,7 +503,8 @@ fn power_of_two_buckets_share_a_choice() {
     let root = temp_root("pow2");
     let pow2 = |n: &str| {
         let mut c = child(&root);
-        c.env("TILE_AUTOTUNE_BUCKET", "pow2").env("TILE_AUTOTUNE_TEST_N", n);
+        c.env("TILE_AUTOTUNE_BUCKET", "pow2")
+            .env("TILE_AUTOTUNE_TEST_N", n);
         child_ok(&run(&mut c))
     };
     assert_eq!(field(&pow2("3000"), "cached"), "false");
@@ -446,10 +514,23 @@ fn power_of_two_buckets_share_a_choice() {
     // Exact dims (the default) are keyed apart.
     let exact = child_ok(&run(child(&root).env("TILE_AUTOTUNE_TEST_N", "4000")));
     assert_eq!(field(&exact, "cached"), "false");
-    let choices: Vec<String> = tuned_entries(&root).iter().filter_map(|e| e.choice.clone()).collect();
+    let choices: Vec<String> = tuned_entries(&root)
+        .iter()
+        .filter_map(|e| e.choice.clone())
+        .collect();
     assert_eq!(choices.len(), 3, "{choices:?}");
-    assert!(choices.iter().any(|c| c.contains("[[4096], [4096], [4096]]")), "{choices:?}");
-    assert!(choices.iter().any(|c| c.contains("[[4000], [4000], [4000]]")), "{choices:?}");
+    assert!(
+        choices
+            .iter()
+            .any(|c| c.contains("[[4096], [4096], [4096]]")),
+        "{choices:?}"
+    );
+    assert!(
+        choices
+            .iter()
+            .any(|c| c.contains("[[4000], [4000], [4000]]")),
+        "{choices:?}"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 

@@ -300,12 +300,24 @@ fn inspect_shows_one_variant_of_a_variant_space() {
     assert_eq!(ir.matches("def tuned_axpy__").count(), 1, "{ir}");
     // A subset of the parameters keeps every variant it matches.
     let ir = stdout_of(&[
-        "inspect", "tests/autotune.rs", "--kernel", "tuned_axpy", "--variant", "threads=32", "--emit", "ir",
+        "inspect",
+        "tests/autotune.rs",
+        "--kernel",
+        "tuned_axpy",
+        "--variant",
+        "threads=32",
+        "--emit",
+        "ir",
     ]);
     assert_eq!(ir.matches("def tuned_axpy__").count(), 3, "{ir}");
     // A variant the filter dropped is not there.
     let out = tile(&[
-        "inspect", "tests/autotune.rs", "--kernel", "tuned_axpy", "--variant", "block_n=64,threads=64",
+        "inspect",
+        "tests/autotune.rs",
+        "--kernel",
+        "tuned_axpy",
+        "--variant",
+        "block_n=64,threads=64",
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("with a variant block_n=64,threads=64"));

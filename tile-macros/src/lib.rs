@@ -89,11 +89,21 @@ fn with_variants(
     let mut built = Vec::new();
     let mut failed: Vec<(String, tile_core::Diagnostic)> = Vec::new();
     for i in instances {
-        let (dtype, variant) = (i.dtype, i.variant.clone().unwrap_or_else(|| {
-            tile_core::frontend::Variant { index: 0, values: Vec::new() }
-        }));
+        let (dtype, variant) = (
+            i.dtype,
+            i.variant
+                .clone()
+                .unwrap_or_else(|| tile_core::frontend::Variant {
+                    index: 0,
+                    values: Vec::new(),
+                }),
+        );
         match build(i) {
-            Ok(compiled) => built.push(variants::Built { dtype, variant, compiled }),
+            Ok(compiled) => built.push(variants::Built {
+                dtype,
+                variant,
+                compiled,
+            }),
             Err(d) => failed.extend(d.into_iter().map(|x| (variant.label(), x))),
         }
     }

@@ -155,7 +155,9 @@ pub fn launcher(item: &syn::ItemFn, built: &[Built]) -> TokenStream {
                     pub static SLOT: #p::KernelSlot = #p::KernelSlot::new();
                 }
             });
-            arms.push(quote!(#i => #p::launch_scalars(&#m::SPEC, &#m::SLOT, stream, args, scalars)));
+            arms.push(
+                quote!(#i => #p::launch_scalars(&#m::SPEC, &#m::SLOT, stream, args, scalars)),
+            );
             specs.push(quote!(&#m::SPEC));
             slots.push(quote!(&#m::SLOT));
         }
@@ -267,9 +269,8 @@ pub fn launcher(item: &syn::ItemFn, built: &[Built]) -> TokenStream {
         }
         false => quote!(),
     };
-    let doc = format!(
-        "Launch helpers, the variants ({n}) and the tuned choices of kernel `{name}`."
-    );
+    let doc =
+        format!("Launch helpers, the variants ({n}) and the tuned choices of kernel `{name}`.");
     let listed = labels.join("; ");
     let fn_doc = format!(
         "Launches kernel `{name}`: the variant tuned for these shapes in this process, else \

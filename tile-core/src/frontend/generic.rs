@@ -8,8 +8,8 @@
 //! scripts alike, so each is built ahead of time; the macro gives them one
 //! generic launcher whose element type must be one of the list.
 
-use crate::diag::{range, Diagnostic};
 use super::variants::{self, Variant};
+use crate::diag::{range, Diagnostic};
 use crate::ir::{ConstVal, DType};
 use proc_macro2::{Group, TokenStream, TokenTree};
 use quote::ToTokens;
@@ -67,7 +67,11 @@ pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>,
             continue;
         };
         // A list of literals is a variant parameter; a list of dtypes, the type parameter.
-        if list.elems.first().is_some_and(|e| variants::literal(e).is_some()) {
+        if list
+            .elems
+            .first()
+            .is_some_and(|e| variants::literal(e).is_some())
+        {
             let Some(id) = nv.path.get_ident() else {
                 diags.push(Diagnostic::new(
                     range(&nv.path),
@@ -112,7 +116,10 @@ pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>,
             }
         }
         if dtypes.is_empty() && diags.is_empty() {
-            diags.push(Diagnostic::new(range(list), "list at least one dtype or value"));
+            diags.push(Diagnostic::new(
+                range(list),
+                "list at least one dtype or value",
+            ));
         }
         match (&param, nv.path.get_ident()) {
             (None, Some(id)) => param = Some((id.clone(), dtypes)),
@@ -145,7 +152,10 @@ pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>,
     };
     let dtypes: Vec<Option<(syn::Ident, DType)>> = match param {
         None => vec![None],
-        Some((name, dtypes)) => dtypes.into_iter().map(|t| Some((name.clone(), t))).collect(),
+        Some((name, dtypes)) => dtypes
+            .into_iter()
+            .map(|t| Some((name.clone(), t)))
+            .collect(),
     };
     if combos == [None] && dtypes == [None] {
         return one();
@@ -235,7 +245,12 @@ mod tests {
                 T::kernel(1, threads, |bx| { c[0] = a[0]; });
             }
         };
-        let attr = quote::quote!(dtype = [f16, f32], bn = [64, 128], threads = [32, 64], filter = bn >= 2 * threads);
+        let attr = quote::quote!(
+            dtype = [f16, f32],
+            bn = [64, 128],
+            threads = [32, 64],
+            filter = bn >= 2 * threads
+        );
         let v = instances(attr, &item).unwrap_or_else(|d| panic!("{}", d[0]));
         let names: Vec<String> = v.iter().map(|i| i.item.sig.ident.to_string()).collect();
         assert_eq!(

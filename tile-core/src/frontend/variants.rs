@@ -154,7 +154,9 @@ pub(super) fn combinations(
         out.push((Variant { index, values }, exprs));
     }
     if out.is_empty() {
-        let at = filter.map(range).unwrap_or_else(crate::diag::SpanRange::call_site);
+        let at = filter
+            .map(range)
+            .unwrap_or_else(crate::diag::SpanRange::call_site);
         return Err(vec![Diagnostic::new(
             at,
             format!("the filter drops every one of the {total} combinations of the variant space"),
@@ -172,7 +174,9 @@ fn eval(e: &syn::Expr, env: &dyn Fn(&str) -> Option<ConstVal>) -> Result<ConstVa
     match e {
         Expr::Paren(p) => eval(&p.expr, env),
         Expr::Group(g) => eval(&g.expr, env),
-        Expr::Lit(_) => literal(e).ok_or_else(|| err("a filter reads integer, float and bool literals".into())),
+        Expr::Lit(_) => {
+            literal(e).ok_or_else(|| err("a filter reads integer, float and bool literals".into()))
+        }
         Expr::Path(p) => {
             let Some(id) = p.path.get_ident() else {
                 return Err(err("a filter names the attribute's parameters".into()));
@@ -185,7 +189,10 @@ fn eval(e: &syn::Expr, env: &dyn Fn(&str) -> Option<ConstVal>) -> Result<ConstVa
         }
         Expr::Unary(u) => match (&u.op, eval(&u.expr, env)?) {
             (UnOp::Not(_), Bool(b)) => Ok(Bool(!b)),
-            (UnOp::Neg(_), Int(v)) => v.checked_neg().map(Int).ok_or_else(|| err("overflow".into())),
+            (UnOp::Neg(_), Int(v)) => v
+                .checked_neg()
+                .map(Int)
+                .ok_or_else(|| err("overflow".into())),
             (UnOp::Neg(_), Float(v)) => Ok(Float(-v)),
             _ => Err(err("this operator does not apply to this value".into())),
         },
@@ -270,7 +277,15 @@ mod tests {
         let ps = [param("bm", &[64, 128]), param("t", &[128, 256])];
         let all = combinations(&ps, &[], None).unwrap_or_else(|d| panic!("{}", d[0]));
         let labels: Vec<String> = all.iter().map(|(v, _)| v.label()).collect();
-        assert_eq!(labels, ["bm=64, t=128", "bm=64, t=256", "bm=128, t=128", "bm=128, t=256"]);
+        assert_eq!(
+            labels,
+            [
+                "bm=64, t=128",
+                "bm=64, t=256",
+                "bm=128, t=128",
+                "bm=128, t=256"
+            ]
+        );
         let fixed = [("bk".to_string(), ConstVal::Int(64))];
         let f: syn::Expr = syn::parse_quote!(bm * bk <= 4096 || t == 256);
         let some = combinations(&ps, &fixed, Some(&f)).unwrap_or_else(|d| panic!("{}", d[0]));

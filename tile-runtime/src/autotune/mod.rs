@@ -518,7 +518,10 @@ impl<'a> Saved<'a> {
     fn take(args: &'a [ArgRef<'a>]) -> Result<Saved<'a>> {
         let mut bufs: Vec<(&ArgRef<'_>, Vec<u8>)> = Vec::new();
         for a in args.iter().filter(|a| a.output) {
-            if bufs.iter().any(|(b, _)| b.ptr == a.ptr && b.storage_addr() == a.storage_addr()) {
+            if bufs
+                .iter()
+                .any(|(b, _)| b.ptr == a.ptr && b.storage_addr() == a.storage_addr())
+            {
                 continue;
             }
             bufs.push((a, read_bytes(a)?));
@@ -622,7 +625,11 @@ fn run_variants(
                 Outcome::Failed(e) => format!("failed: {e}"),
                 Outcome::Mismatch(e) => format!("mismatch: {e}"),
             };
-            eprintln!("tile autotune {name} variant {}/{} `{label}`: {what}", i + 1, set.len());
+            eprintln!(
+                "tile autotune {name} variant {}/{} `{label}`: {what}",
+                i + 1,
+                set.len()
+            );
         }
         if let Some(b) = &bar {
             let best_text = best
@@ -716,7 +723,9 @@ fn compare(saved: &Saved<'_>, want: &[Vec<u8>], got: &[Vec<u8>]) -> Option<Strin
             DType::F8E4M3 | DType::F8E5M2 => 0.15,
             _ => 0.0,
         };
-        let scale = w.iter().fold(0f64, |m, v| if v.is_finite() { m.max(v.abs()) } else { m });
+        let scale = w
+            .iter()
+            .fold(0f64, |m, v| if v.is_finite() { m.max(v.abs()) } else { m });
         let atol = tol * scale.max(f64::MIN_POSITIVE);
         for (k, (x, y)) in w.iter().zip(&g).enumerate() {
             let same = (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= atol;

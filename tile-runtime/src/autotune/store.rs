@@ -96,5 +96,7 @@ impl<'s> Store<'s> {
 /// manifest: for listing), if its `choice.json` reads.
 pub(crate) fn read_report(dir: &std::path::Path) -> Option<TuneReport> {
     let bytes = crate::cache::read_small(&dir.join(CHOICE))?;
-    serde_json::from_slice::<ChoiceFile>(&bytes).ok().map(|c| c.report)
+    serde_json::from_slice::<ChoiceFile>(&bytes)
+        .ok()
+        .map(|c| c.report)
 }
