@@ -400,7 +400,8 @@ fn a_tuned_choice_is_published_and_reused_by_the_next_process() {
 fn a_damaged_choice_is_removed_and_tuned_again() {
     let root = temp_root("damage");
     child_ok(&run(&mut child(&root)));
-    let damage: [(&str, fn(&Path)); 3] = [
+    type Hurt = fn(&Path);
+    let damage: [(&str, Hurt); 3] = [
         ("corrupt choice", |dir| {
             let p = dir.join("choice.json");
             let mut b = std::fs::read(&p).expect("choice.json");
