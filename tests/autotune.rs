@@ -199,8 +199,7 @@ fn tuning_inside_a_capture_is_an_error_and_a_tuned_choice_captures() -> Result<(
     let err = Graph::capture(&Stream::Cpu, |s| {
         tuned_axpy::tune().on(s).launch(&a, &b, &mut c)
     })
-    .err()
-    .expect("tuning while capturing fails");
+    .expect_err("tuning while capturing fails");
     assert!(
         err.to_string()
             .contains("cannot tune inside a graph capture"),
