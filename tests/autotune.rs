@@ -54,6 +54,16 @@ pub fn generic_scale(a: Tensor<dtype, (N,)>, c: TensorMut<dtype, (N,)>) {
     });
 }
 
+/// Variants of a dtype-generic kernel with scalars and an output the launcher allocates.
+#[tile::kernel(dtype = [f32, f64], block_n = [64, 128], threads = [32, 64])]
+pub fn axpb_tuned(x: Tensor<dtype, (N,)>, alpha: dtype, beta: f32, y: Output<dtype, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            y[bx * block_n + i] = x[bx * block_n + i] * alpha + beta as dtype;
+        }
+    });
+}
+
 fn dev() -> Device {
     Device::from_env().expect("a device")
 }
@@ -229,6 +239,42 @@ fn a_dtype_generic_kernel_tunes_per_dtype() -> Result<(), Error> {
     assert!(c.to_vec()?.iter().all(|&v| v == 6.0));
     assert_eq!(generic_scale::reports::<f32>().len(), 1);
     assert!(generic_scale::reports::<f64>().is_empty());
+    Ok(())
+}
+
+#[test]
+fn tuning_checks_the_arguments_first() -> Result<(), Error> {
+    tile::cache::disable();
+    let a = Tensor::from_slice(&ramp(100, 1.0), &[100], dev())?;
+    let b = Tensor::from_slice(&ramp(99, 1.0), &[99], dev())?;
+    let mut c = Tensor::from_slice(&[7.0f32; 100], &[100], dev())?;
+    let err = tuned_axpy::tune()
+        .launch(&a, &b, &mut c)
+        .expect_err("a shape mismatch");
+    let plain = tuned_axpy(&a, &b, &mut c).expect_err("a shape mismatch");
+    assert_eq!(err.to_string(), plain.to_string());
+    assert!(c.to_vec()?.iter().all(|&v| v == 7.0), "nothing written");
+    Ok(())
+}
+
+#[test]
+fn scalars_and_allocated_outputs_through_every_policy() -> Result<(), Error> {
+    tile::cache::disable();
+    let x = Tensor::from_slice(&ramp(300, 1.0), &[300], dev())?;
+    let want: Vec<f32> = ramp(300, 1.0).iter().map(|v| v * 2.0 + 0.5).collect();
+    let y = axpb_tuned(&x, 2.0f32, 0.5)?;
+    assert_eq!(y.to_vec()?, want);
+    let y = axpb_tuned::tune().launch(&x, 2.0f32, 0.5)?;
+    assert_eq!(y.to_vec()?, want);
+    let r = &axpb_tuned::reports::<f32>()[0];
+    assert_eq!(r.dtypes, "float32,float32,float32,float32");
+    assert!(r.rows.iter().all(|row| row.median_ms().is_some()), "{r:?}");
+    let c = axpb_tuned::Config {
+        block_n: 128,
+        threads: 64,
+    };
+    let y = axpb_tuned::with(c).launch(&x, 2.0f32, 0.5)?;
+    assert_eq!(y.to_vec()?, want);
     Ok(())
 }
 

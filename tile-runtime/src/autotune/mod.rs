@@ -467,6 +467,21 @@ fn measure(
             ),
         });
     }
+    // The arguments are checked as a launch checks them before anything is read
+    // or written (a variant whose static shapes differ is checked when it runs).
+    if let Some(Err(e)) = set
+        .specs
+        .iter()
+        .map(|spec| crate::check::check_args(spec, args))
+        .find(|r| r.is_ok())
+        .or_else(|| {
+            set.specs
+                .first()
+                .map(|spec| crate::check::check_args(spec, args))
+        })
+    {
+        return Err(e);
+    }
     let owned;
     let s = match stream {
         Some(s) => s,
