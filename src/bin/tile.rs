@@ -1,6 +1,6 @@
 //! `tile`: tools that need no GPU and no nvcc.
 //!
-//! `tile inspect FILE.rs [--kernel NAME] [--variant P=V,..] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all|passes] [--out DIR]`
+//! `tile inspect FILE.rs [--kernel NAME] [--variant P=V,..] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all|passes|names] [--out DIR]`
 //! prints the IR script, the lowered IR, the generated source, the host side
 //! (the launcher's checks, grid and launch) and the key fields of the kernels
 //! in a Rust file. `--emit passes` prints the IR after every pass instead
@@ -89,6 +89,9 @@ enum Emit {
     All,
     /// The IR after each pass
     Passes,
+    /// The kernels' names, one a line (each instance of a dtype-generic kernel and each
+    /// variant of a variant space, as `--kernel` takes them)
+    Names,
 }
 
 #[derive(Args)]
@@ -305,6 +308,12 @@ fn inspect(args: &Inspect) -> Result<(), String> {
     };
     let kernels = kernels_of(&args.file, args.kernel.as_deref(), args.variant.as_deref())?;
     let target = args.target.unwrap_or(TargetArg::Cuda);
+    if emit == Emit::Names {
+        for (name, _) in &kernels {
+            println!("{name}");
+        }
+        return Ok(());
+    }
     if emit == Emit::Passes {
         for (name, def) in &kernels {
             print_passes(name, def, args.target, &args.arch)?;

@@ -52,8 +52,6 @@ use crate::slot::KernelSlot;
 use crate::spec::{KernelSpec, ScalarArg};
 use crate::stream::Stream;
 
-pub(crate) use store::read_report;
-
 /// How a launch of a kernel with variants chooses one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pick {

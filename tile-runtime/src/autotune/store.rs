@@ -7,8 +7,7 @@ use super::{TuneReport, VariantSet};
 use crate::cache::{DiskCache, Lookup};
 use crate::config::Config;
 
-const AUTOTUNE: &str = "autotune";
-pub(crate) const CHOICE: &str = "choice.json";
+use crate::cache::{AUTOTUNE, CHOICE};
 const FORMAT: u32 = 1;
 
 /// `choice.json`: the report, and what it was tuned for (checked on every read).
@@ -90,13 +89,4 @@ impl<'s> Store<'s> {
         }
         let _ = staging.publish(&self.cache, &Store::rel(key));
     }
-}
-
-/// The report of the tuned-choice entry at `dir` (not verified against its
-/// manifest: for listing), if its `choice.json` reads.
-pub(crate) fn read_report(dir: &std::path::Path) -> Option<TuneReport> {
-    let bytes = crate::cache::read_small(&dir.join(CHOICE))?;
-    serde_json::from_slice::<ChoiceFile>(&bytes)
-        .ok()
-        .map(|c| c.report)
 }

@@ -218,12 +218,9 @@ fn describe(kind: EntryKind, namespace: &str, path: PathBuf) -> CacheEntry {
     let modified = meta.and_then(|m| m.modified().ok());
     let mut choice = None;
     if kind == EntryKind::Tuned {
-        if let Some(r) = crate::autotune::read_report(&path) {
-            params.kernel = Some(r.kernel.clone());
-            choice = Some(format!(
-                "{} {} {:?} -> `{}`",
-                r.device, r.dtypes, r.shapes, r.chosen_label
-            ));
+        if let Some((kernel, text)) = tuned_summary(&path) {
+            params.kernel = Some(kernel);
+            choice = Some(text);
         }
     }
     CacheEntry {
@@ -239,4 +236,25 @@ fn describe(kind: EntryKind, namespace: &str, path: PathBuf) -> CacheEntry {
         choice,
         path,
     }
+}
+
+/// The kernel and `<device> <dtypes> <shapes> -> `<variant>`` of a tuned-choice entry
+/// (its `choice.json`, written by `crate::autotune`; read as plain JSON so that the
+/// cache does not depend on the tuner).
+fn tuned_summary(dir: &Path) -> Option<(String, String)> {
+    let bytes = super::read_small(&dir.join(super::CHOICE))?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let r = v.get("report")?;
+    let s = |k: &str| r.get(k).and_then(|x| x.as_str()).unwrap_or("?").to_string();
+    let shapes = r.get("shapes").map(|x| x.to_string()).unwrap_or_default();
+    let shapes = shapes.replace(',', ", ");
+    Some((
+        s("kernel"),
+        format!(
+            "{} {} {shapes} -> `{}`",
+            s("device"),
+            s("dtypes"),
+            s("chosen_label")
+        ),
+    ))
 }

@@ -80,7 +80,9 @@ pub(crate) const PARAMS: &str = "params.json";
 const STAGING: &str = ".staging";
 const KERNELS: &str = "kernels";
 const CUDA_BINARIES: &str = "cuda-binaries";
-const AUTOTUNE: &str = "autotune";
+pub(crate) const AUTOTUNE: &str = "autotune";
+/// The file of a tuned-choice entry (see `crate::autotune`).
+pub(crate) const CHOICE: &str = "choice.json";
 const STALE_AFTER: Duration = Duration::from_secs(3600);
 
 /// The bytes of a small regular file (at most 1 MiB; not through a symlink, never
