@@ -556,9 +556,10 @@ fn main() -> Res<()> {
     }
     // Per tuned shape: the chosen variant, its median and the default's (both
     // from the tuning run, L2 flushed), variants that ran and matched, the
-    // time spent timing and on first launches (module loads, correctness
-    // runs), the tuning call's wall time, and whether the choice came from the
-    // disk cache (then nothing was timed: the times are the earlier run's).
+    // time spent timing, on first launches (module loads) and on checking
+    // (saving, restoring and comparing outputs through the host), the tuning
+    // call's wall time, and whether the choice came from the disk cache (then
+    // nothing was timed: the times are the earlier run's).
     println!();
     println!(
         "{:<30} {:>9} {:>10} {:>7} {:>6} {:>10} {:>10} {:>9} {:>6}  chosen",
@@ -586,7 +587,7 @@ fn main() -> Res<()> {
             .unwrap_or(f64::NAN);
         let ok = r.rows.iter().filter(|x| x.median_ms().is_some()).count();
         println!(
-            "{:<30} {:>9.4} {:>10.4} {:>6.2}x {:>6} {:>10.1} {:>10.1} {:>9.1} {:>6}  {}",
+            "{:<30} {:>9.4} {:>10.4} {:>6.2}x {:>6} {:>10.1} {:>9.1} {:>9.1} {:>9.1} {:>6}  {}",
             t.what,
             chosen,
             default,
@@ -594,6 +595,7 @@ fn main() -> Res<()> {
             format!("{ok}/{}", r.rows.len()),
             r.timing_ms,
             r.first_launch_ms,
+            r.check_ms,
             t.wall_ms,
             if r.from_cache { "yes" } else { "no" },
             r.chosen_label

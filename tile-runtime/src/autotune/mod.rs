@@ -103,10 +103,14 @@ pub struct TuneReport {
     /// The chosen variant (an index into `rows`) and its label.
     pub chosen: usize,
     pub chosen_label: String,
-    /// Time spent timing variants, and separately on their first launches (module
-    /// loads, JIT compiles, the correctness runs and their copies).
+    /// Time spent timing variants (`do_bench`, L2 flushes included); on each variant's
+    /// first launch (module loads, JIT compiles when there are no ahead-of-time
+    /// artifacts); and checking (saving, restoring, reading back and comparing the
+    /// outputs).
     pub timing_ms: f64,
     pub first_launch_ms: f64,
+    #[serde(default)]
+    pub check_ms: f64,
     /// Which process measured it (`pid <pid> at <unix time>`).
     pub measured_by: String,
     /// Read from the disk cache rather than measured by this process.
@@ -579,19 +583,26 @@ fn run_variants(
     let saved = Saved::take(args)?;
     let bar = progress_bar(&name, set.len());
     let opts = bench_options();
-    let (mut timing, mut first_launches) = (Duration::ZERO, Duration::ZERO);
+    let (mut timing, mut first_launches, mut checks) =
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let mut rows = Vec::with_capacity(set.len());
     let mut reference: Option<(usize, Vec<Vec<u8>>)> = None;
     let mut best: Option<(usize, f64)> = None;
     for (i, (spec, slot)) in set.specs.iter().zip(set.slots).enumerate() {
         let label = set.labels.get(i).copied().unwrap_or("?");
         let launch = |s: &Stream| launch_with_scalars(cfg, spec, slot, Some(s), args, scalars);
+        // The correctness run: restore the outputs, launch (the variant's first launch:
+        // module load, or JIT without ahead-of-time artifacts), read back, compare.
         let t = Instant::now();
-        let ran = saved
-            .restore()
+        let restored = saved.restore();
+        checks += t.elapsed();
+        let t = Instant::now();
+        let launched = restored
             .and_then(|()| launch(stream))
-            .and_then(|()| stream.synchronize())
-            .and_then(|()| saved.current());
+            .and_then(|()| stream.synchronize());
+        first_launches += t.elapsed();
+        let t = Instant::now();
+        let ran = launched.and_then(|()| saved.current());
         let outcome = match ran {
             Err(e) => Outcome::Failed(e.to_string()),
             Ok(out) => match &reference {
@@ -611,7 +622,7 @@ fn run_variants(
                 },
             },
         };
-        first_launches += t.elapsed();
+        checks += t.elapsed();
         let outcome = match outcome {
             Outcome::Timed { .. } => {
                 let t = Instant::now();
@@ -675,10 +686,11 @@ fn run_variants(
             &format!("autotune {name}"),
             started,
             &format!(
-                "chosen=`{}` timing={:.3}ms first-launches={:.3}ms",
+                "chosen=`{}` timing={:.3}ms first-launches={:.3}ms checks={:.3}ms",
                 set.labels[chosen],
                 timing.as_secs_f64() * 1e3,
-                first_launches.as_secs_f64() * 1e3
+                first_launches.as_secs_f64() * 1e3,
+                checks.as_secs_f64() * 1e3
             ),
         );
     }
@@ -693,6 +705,7 @@ fn run_variants(
         chosen_label: set.labels[chosen].to_string(),
         timing_ms: timing.as_secs_f64() * 1e3,
         first_launch_ms: first_launches.as_secs_f64() * 1e3,
+        check_ms: checks.as_secs_f64() * 1e3,
         measured_by: format!(
             "pid {} at {}",
             std::process::id(),
@@ -724,10 +737,10 @@ fn progress_bar(name: &str, n: usize) -> Option<indicatif::ProgressBar> {
 /// Why `got` differs from `want` (the saved buffers' dtypes say how to read them), or
 /// `None` when every element is close: `|a - b| <= tol * max|want|` with `tol` by dtype
 /// (1e-2 for f16, 3e-2 for bf16, 1e-3 for f32, 1e-9 for f64, exact for integers), since
-/// variants sum in different orders.
+/// variants sum in different orders. Reads the bytes in place (no copies: outputs can
+/// be large).
 fn compare(saved: &Saved<'_>, want: &[Vec<u8>], got: &[Vec<u8>]) -> Option<String> {
     for (((a, _), w), g) in saved.bufs.iter().zip(want).zip(got) {
-        let (w, g) = (values(a.dtype, w), values(a.dtype, g));
         let tol = match a.dtype {
             DType::F16 => 1e-2,
             DType::BF16 => 3e-2,
@@ -736,20 +749,17 @@ fn compare(saved: &Saved<'_>, want: &[Vec<u8>], got: &[Vec<u8>]) -> Option<Strin
             DType::F8E4M3 | DType::F8E5M2 => 0.15,
             _ => 0.0,
         };
-        let scale = w
-            .iter()
-            .fold(0f64, |m, v| if v.is_finite() { m.max(v.abs()) } else { m });
+        let scale = values(a.dtype, w)
+            .filter(|v| v.is_finite())
+            .fold(0f64, |m, v| m.max(v.abs()));
         let atol = tol * scale.max(f64::MIN_POSITIVE);
-        for (k, (x, y)) in w.iter().zip(&g).enumerate() {
+        for (k, (x, y)) in values(a.dtype, w).zip(values(a.dtype, g)).enumerate() {
             let same = (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= atol;
             if !same {
+                let shape: Vec<String> = a.shape.iter().map(|d| d.to_string()).collect();
                 return Some(format!(
                     "output {} element {k} is {y}, expected {x} (tolerance {atol:.3e})",
-                    a.shape
-                        .iter()
-                        .map(|d| d.to_string())
-                        .collect::<Vec<_>>()
-                        .join("x")
+                    shape.join("x")
                 ));
             }
         }
@@ -758,32 +768,29 @@ fn compare(saved: &Saved<'_>, want: &[Vec<u8>], got: &[Vec<u8>]) -> Option<Strin
 }
 
 /// The elements of `bytes` as `f64`s (gaps of a strided buffer included).
-fn values(dtype: DType, bytes: &[u8]) -> Vec<f64> {
-    let size = dtype.size().max(1);
-    bytes
-        .chunks_exact(size)
-        .map(|c| {
-            let mut b = [0u8; 8];
-            b[..size.min(8)].copy_from_slice(&c[..size.min(8)]);
-            let u = u64::from_le_bytes(b);
-            match dtype {
-                DType::Bool | DType::U8 => u as u8 as f64,
-                DType::I8 => u as u8 as i8 as f64,
-                DType::I16 => u as u16 as i16 as f64,
-                DType::U16 => u as u16 as f64,
-                DType::I32 => u as u32 as i32 as f64,
-                DType::U32 => u as u32 as f64,
-                DType::I64 => u as i64 as f64,
-                DType::U64 => u as f64,
-                DType::F16 => half::f16::from_bits(u as u16).to_f64(),
-                DType::BF16 => half::bf16::from_bits(u as u16).to_f64(),
-                DType::F32 => f32::from_bits(u as u32) as f64,
-                DType::F64 => f64::from_bits(u),
-                // Compared bit for bit.
-                DType::F8E4M3 | DType::F8E5M2 => u as u8 as f64,
-            }
-        })
-        .collect()
+fn values(dtype: DType, bytes: &[u8]) -> impl Iterator<Item = f64> + '_ {
+    let size = dtype.size().clamp(1, 8);
+    bytes.chunks_exact(size).map(move |c| {
+        let mut b = [0u8; 8];
+        b[..size].copy_from_slice(c);
+        let u = u64::from_le_bytes(b);
+        match dtype {
+            DType::Bool | DType::U8 => u as u8 as f64,
+            DType::I8 => u as u8 as i8 as f64,
+            DType::I16 => u as u16 as i16 as f64,
+            DType::U16 => u as u16 as f64,
+            DType::I32 => u as u32 as i32 as f64,
+            DType::U32 => u as u32 as f64,
+            DType::I64 => u as i64 as f64,
+            DType::U64 => u as f64,
+            DType::F16 => half::f16::from_bits(u as u16).to_f64(),
+            DType::BF16 => half::bf16::from_bits(u as u16).to_f64(),
+            DType::F32 => f32::from_bits(u as u32) as f64,
+            DType::F64 => f64::from_bits(u),
+            // Compared bit for bit.
+            DType::F8E4M3 | DType::F8E5M2 => u as u8 as f64,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -793,11 +800,12 @@ mod tests {
     #[test]
     fn values_read_each_dtype() {
         let h = half::f16::from_f32(1.5).to_bits().to_le_bytes();
-        assert_eq!(values(DType::F16, &h), [1.5]);
-        assert_eq!(values(DType::I16, &(-3i16).to_le_bytes()), [-3.0]);
-        assert_eq!(values(DType::F32, &2.25f32.to_le_bytes()), [2.25]);
+        let all = |t, b: &[u8]| values(t, b).collect::<Vec<f64>>();
+        assert_eq!(all(DType::F16, &h), [1.5]);
+        assert_eq!(all(DType::I16, &(-3i16).to_le_bytes()), [-3.0]);
+        assert_eq!(all(DType::F32, &2.25f32.to_le_bytes()), [2.25]);
         let two: Vec<u8> = [7i32, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
-        assert_eq!(values(DType::I32, &two), [7.0, -1.0]);
+        assert_eq!(all(DType::I32, &two), [7.0, -1.0]);
     }
 
     #[test]
