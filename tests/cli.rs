@@ -310,6 +310,29 @@ fn inspect_shows_one_variant_of_a_variant_space() {
         "ir",
     ]);
     assert_eq!(ir.matches("def tuned_axpy__").count(), 3, "{ir}");
+    // `--emit names`: each variant as `--kernel` takes it.
+    let names = stdout_of(&[
+        "inspect",
+        "tests/autotune.rs",
+        "--kernel",
+        "tuned_axpy",
+        "--emit",
+        "names",
+    ]);
+    assert_eq!(
+        names,
+        "tuned_axpy__block_n64_threads32\ntuned_axpy__block_n128_threads32\n\
+         tuned_axpy__block_n128_threads64\ntuned_axpy__block_n256_threads32\n"
+    );
+    let one = stdout_of(&[
+        "inspect",
+        "tests/autotune.rs",
+        "--kernel",
+        "tuned_axpy__block_n128_threads64",
+        "--emit",
+        "names",
+    ]);
+    assert_eq!(one, "tuned_axpy__block_n128_threads64\n");
     // A variant the filter dropped is not there.
     let out = tile(&[
         "inspect",
