@@ -16,8 +16,9 @@
 //!
 //! Invariants:
 //! - Nothing is timed unless tuning is asked for (`tune()` or `TILE_AUTOTUNE=1`); a
-//!   plain call costs one atomic load more than a kernel without variants until a
-//!   choice exists in the process, then a hash of the shapes and a read lock.
+//!   plain call costs two loads more than a kernel without variants (whether a choice
+//!   exists in the process, whether `TILE_AUTOTUNE` is set) until a choice exists,
+//!   then a hash of the shapes and a read lock.
 //! - Tuning never changes what the call computes: the buffers the kernel writes are
 //!   saved first and restored before each variant runs and after the last one, so the
 //!   chosen variant's final launch sees exactly what the caller passed (kernels that
