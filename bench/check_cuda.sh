@@ -17,12 +17,14 @@ TILE_BIN=${CARGO_TARGET_DIR:-target}/release/tile
 fail=0
 # The kernels of a file as `tile inspect` names them: a dtype-generic kernel
 # (`#[tile::kernel(dtype = [f16, bf16], ..)] pub fn gemm_nn`) is one kernel per
-# dtype (`gemm_nn_f16`, `gemm_nn_bf16`).
+# dtype (`gemm_nn_f16`, `gemm_nn_bf16`), and a kernel with a variant space one per
+# variant (`gemm_nn_f16__block_m128_block_n128_block_k64_stages3_threads128`).
 kernels_of() {
-  perl -0ne 'while (/#\[tile::kernel\((.*?)\)\]\s*(?:#\[.*?\]\s*)*pub fn (\w+)/g) {
-    my ($attr, $name) = ($1, $2);
-    if ($attr =~ /\w+\s*=\s*\[([^\]]*)\]/) { print "${name}_$_\n" for map { s/\s//gr } split /,/, $1 }
-    else { print "$name\n" } }' "$1"
+  "$TILE_BIN" inspect "$1" --emit names
+}
+# The default variant of a kernel with a variant space (the kernel itself otherwise).
+default_of() { # default_of FILE KERNEL
+  "$TILE_BIN" inspect "$1" --emit names | grep -E "^$2(__|\$)" | head -1
 }
 for ex in examples/*.rs; do
   for k in $(kernels_of "$ex"); do
@@ -66,25 +68,27 @@ need() { # need KERNEL PATTERN WHAT [ARCHS]
     fi
   done
 }
+NN_F16=$(default_of examples/gemm.rs gemm_nn_f16)
+NN_BF16=$(default_of examples/gemm.rs gemm_nn_bf16)
 need vecadd 'LDG\.E\.128' '128-bit global loads (LDG.E.128)'
 need vecadd 'STG\.E\.128' '128-bit global stores (STG.E.128)'
-for k in gemm_relu gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
+for k in gemm_relu $NN_F16 $NN_BF16 gemm_nt_f16 gemm_tn_f16; do
   need "$k" 'HMMA' 'tensor-core instructions (HMMA)' sm_80
 done
 # On Hopper the GEMM examples run wgmma (HGMMA), fenced for the async proxy.
-for k in gemm_relu gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
+for k in gemm_relu $NN_F16 $NN_BF16 gemm_nt_f16 gemm_tn_f16; do
   need "$k" 'HGMMA' 'wgmma (HGMMA)' sm_90a
   need "$k" 'FENCE.VIEW.ASYNC.S' 'the async-proxy fence' sm_90a
 done
 # The GEMM example's main loops are warp-specialized on Hopper: a producer warpgroup's
 # bulk tensor copies (UTMALDG; UBLKCP for plain bulk copies) on mbarriers (SYNCS).
-for k in gemm_nn_f16 gemm_nn_bf16 gemm_nt_f16 gemm_tn_f16; do
+for k in $NN_F16 $NN_BF16 gemm_nt_f16 gemm_tn_f16; do
   need "$k" 'UTMALDG|UBLKCP' 'bulk tensor copies (UTMALDG)' sm_90a
   need "$k" 'SYNCS' 'mbarrier operations (SYNCS)' sm_90a
 done
 need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
 # (On sm_90a gemm_nn_f16's tile copies are bulk tensor copies; its fallback for unaligned
 # tensors copies element by element.)
-need gemm_nn_f16 'LDGSTS' 'cp.async copies (LDGSTS)' sm_80
+need "$NN_F16" 'LDGSTS' 'cp.async copies (LDGSTS)' sm_80
 rm -rf "$OUT"
 exit $fail

@@ -3,7 +3,14 @@
 //! f16/bf16 in and out, f32 compute), softmax and rmsnorm against the
 //! device-to-device copy bandwidth. Random inputs, CUDA-event timing, median
 //! of many runs after warm-up (a GEMM and its cuBLAS baseline alternate run
-//! by run). Prints a table last.
+//! by run). The example GEMM (`gemm_nn`, a space of 12 tile configurations
+//! per dtype) and the row kernels (a space of block sizes) appear twice: the
+//! default variant, and the variant tuned for each shape in this process
+//! (`kernel::tune()`: every variant timed on the shape, L2 flushed; the
+//! choice is kept in the disk cache, so a second run reads it and times
+//! nothing). Prints the table last, then the tuning table: per shape the
+//! chosen configuration, its time and the default's (from the tuning run),
+//! and the time tuning took.
 //!
 //! `cargo run --release --example bench` (needs a CUDA device)
 
@@ -220,6 +227,53 @@ struct Row {
     ratio: f64,
 }
 
+/// One tuning of one kernel on one shape.
+struct Tuned {
+    what: String,
+    report: std::sync::Arc<tile::autotune::TuneReport>,
+    /// Wall time of the tuning call (first launches included).
+    wall_ms: f64,
+}
+
+impl Tuned {
+    fn new(
+        what: String,
+        report: std::sync::Arc<tile::autotune::TuneReport>,
+        wall_ms: f64,
+    ) -> Tuned {
+        Tuned {
+            what,
+            report,
+            wall_ms,
+        }
+    }
+}
+
+/// Tunes `gemm_nn::<E>` on fresh `m × k` and `k × n` inputs (a shape's choice
+/// is kept for the rest of the process and in the disk cache).
+fn tune_gemm<E: gemm::gemm_nn::Dtype>(
+    dtype: &str,
+    dev: Device,
+    (m, n, k): (usize, usize, usize),
+) -> Res<Tuned> {
+    let a = tile::testing::random_tensor::<E>(&[m, k], 51, dev)?;
+    let b = tile::testing::random_tensor::<E>(&[k, n], 52, dev)?;
+    let mut c = Tensor::<E>::zeros(&[m, n], dev)?;
+    let t = std::time::Instant::now();
+    gemm::gemm_nn::tune().launch(&a, &b, &mut c)?;
+    dev.synchronize()?;
+    let wall_ms = t.elapsed().as_secs_f64() * 1e3;
+    let report = gemm::gemm_nn::reports::<E>()
+        .into_iter()
+        .find(|r| r.shapes == [vec![m, k], vec![k, n], vec![m, n]])
+        .ok_or("no tuning report")?;
+    Ok(Tuned::new(
+        format!("gemm {dtype} nn {m}x{n}x{k}"),
+        report,
+        wall_ms,
+    ))
+}
+
 /// cuBLAS `C = A · B` for row-major f16/bf16 matrices (computed as
 /// `Cᵀ = Bᵀ · Aᵀ` in column-major), f32 accumulation.
 #[allow(clippy::too_many_arguments)]
@@ -345,17 +399,48 @@ fn main() -> Res<()> {
     let x = tile::testing::random_tensor::<f16>(&[m, n], 41, dev)?;
     let mut y = Tensor::full(&[m, n], f16::NAN, dev)?;
     let moved = 2.0 * (m * n * 2) as f64;
-    for (name, f) in [
-        (
-            "softmax",
-            softmax::softmax as fn(&Tensor<f16>, &mut Tensor<f16>) -> Result<(), tile::Error>,
-        ),
-        ("rmsnorm", rmsnorm::rmsnorm),
-    ] {
+    type RowKernel = fn(&Tensor<f16>, &mut Tensor<f16>) -> Result<(), tile::Error>;
+    let mut tuned: Vec<Tuned> = Vec::new();
+    for (name, kernel) in [("softmax", 0), ("rmsnorm", 1)] {
+        let t0 = std::time::Instant::now();
+        if kernel == 0 {
+            softmax::softmax::tune().launch(&x, &mut y)?;
+        } else {
+            rmsnorm::rmsnorm::tune().launch(&x, &mut y)?;
+        }
+        dev.synchronize()?;
+        let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let report = match kernel {
+            0 => softmax::softmax::reports(),
+            _ => rmsnorm::rmsnorm::reports(),
+        }
+        .into_iter()
+        .find(|r| r.shapes[0] == [m, n])
+        .ok_or("no tuning report")?;
+        tuned.push(Tuned::new(format!("{name} {m}x{n} f16"), report, wall_ms));
+    }
+    let row_kernels: [(&str, RowKernel); 4] = [
+        ("softmax", |x, y| {
+            softmax::softmax::with(softmax::softmax::Config::DEFAULT).launch(x, y)
+        }),
+        ("rmsnorm", |x, y| {
+            rmsnorm::rmsnorm::with(rmsnorm::rmsnorm::Config::DEFAULT).launch(x, y)
+        }),
+        ("softmax (tuned)", |x, y| {
+            softmax::softmax::tune().launch(x, y)
+        }),
+        ("rmsnorm (tuned)", |x, y| {
+            rmsnorm::rmsnorm::tune().launch(x, y)
+        }),
+    ];
+    for (name, f) in row_kernels {
         let t = time_ms(&stream, 3, 50, || Ok(f(&x, &mut y)?))?;
         let bw = moved / t / 1e6;
         rows.push(Row {
-            what: format!("{name} {m}x{n} f16"),
+            what: match name.strip_suffix(" (tuned)") {
+                Some(k) => format!("{k} {m}x{n} f16 (tuned)"),
+                None => format!("{name} {m}x{n} f16"),
+            },
             tile: format!("{bw:.0} GB/s ({t:.3} ms)"),
             base: format!("copy {copy_bw:.0} GB/s"),
             ratio: bw / copy_bw,
@@ -368,11 +453,17 @@ fn main() -> Res<()> {
         F16(&'static str, Launch<f16>),
         Bf16(&'static str, Launch<bf16>),
     }
+    // The example's default variant, named explicitly: a plain call would use
+    // a choice tuned earlier in this process.
     let gemms = [
-        Gemm::F16("gemm f16 nn (k64, 96 KiB)", gemm::gemm_nn),
+        Gemm::F16("gemm f16 nn (k64, 96 KiB)", |a, b, c| {
+            gemm::gemm_nn::with(gemm::gemm_nn::Config::DEFAULT).launch(a, b, c)
+        }),
         Gemm::F16("gemm f16 nn (k32, 8 warps)", gemm_nn_f16_w8),
         Gemm::F16("gemm f16 nn (k32, 48 KiB)", gemm_nn_k32),
-        Gemm::Bf16("gemm bf16 nn (k64, 96 KiB)", gemm::gemm_nn),
+        Gemm::Bf16("gemm bf16 nn (k64, 96 KiB)", |a, b, c| {
+            gemm::gemm_nn::with(gemm::gemm_nn::Config::DEFAULT).launch(a, b, c)
+        }),
         Gemm::Bf16("gemm bf16 nn (k32, 48 KiB)", gemm_nn_k32),
         Gemm::F16("gemm f16 nn (k32, 4 stages)", gemm_nn_k32s4),
         Gemm::Bf16("gemm bf16 nn (k32, 4 stages)", gemm_nn_k32s4),
@@ -431,6 +522,24 @@ fn main() -> Res<()> {
         }
     }
 
+    // The example's GEMM tuned per shape (every variant timed on the shape),
+    // then timed against cuBLAS like the rows above.
+    let tuned_gemms = [
+        Gemm::F16("gemm f16 nn (tuned)", |a, b, c| {
+            gemm::gemm_nn::tune().launch(a, b, c)
+        }),
+        Gemm::Bf16("gemm bf16 nn (tuned)", |a, b, c| {
+            gemm::gemm_nn::tune().launch(a, b, c)
+        }),
+    ];
+    for s in std::iter::once((4096, 4096, 4096)).chain(shapes) {
+        tuned.push(tune_gemm::<f16>("f16", dev, s)?);
+        tuned.push(tune_gemm::<bf16>("bf16", dev, s)?);
+        for g in &tuned_gemms {
+            run(g, s, &mut rows)?;
+        }
+    }
+
     println!();
     println!(
         "{:<46} {:>26} {:>26} {:>7}",
@@ -443,6 +552,53 @@ fn main() -> Res<()> {
             r.tile,
             r.base,
             100.0 * r.ratio
+        );
+    }
+    // Per tuned shape: the chosen variant, its median and the default's (both
+    // from the tuning run, L2 flushed), variants that ran and matched, the
+    // time spent timing, on first launches (module loads) and on checking
+    // (saving, restoring and comparing outputs through the host), the tuning
+    // call's wall time, and whether the choice came from the disk cache (then
+    // nothing was timed: the times are the earlier run's).
+    println!();
+    println!(
+        "{:<30} {:>9} {:>10} {:>7} {:>6} {:>10} {:>10} {:>9} {:>6}  chosen",
+        "autotune",
+        "tuned ms",
+        "default ms",
+        "speedup",
+        "ok",
+        "timing ms",
+        "first ms",
+        "wall ms",
+        "cached"
+    );
+    for t in &tuned {
+        let r = &t.report;
+        let chosen = r
+            .rows
+            .get(r.chosen)
+            .and_then(|x| x.median_ms())
+            .unwrap_or(f64::NAN);
+        let default = r
+            .rows
+            .first()
+            .and_then(|x| x.median_ms())
+            .unwrap_or(f64::NAN);
+        let ok = r.rows.iter().filter(|x| x.median_ms().is_some()).count();
+        println!(
+            "{:<30} {:>9.4} {:>10.4} {:>6.2}x {:>6} {:>10.1} {:>9.1} {:>9.1} {:>9.1} {:>6}  {}",
+            t.what,
+            chosen,
+            default,
+            default / chosen,
+            format!("{ok}/{}", r.rows.len()),
+            r.timing_ms,
+            r.first_launch_ms,
+            r.check_ms,
+            t.wall_ms,
+            if r.from_cache { "yes" } else { "no" },
+            r.chosen_label
         );
     }
     Ok(())

@@ -10,9 +10,33 @@
 use std::time::Instant;
 use tile::prelude::*;
 
-/// NN, written once over the element type: `gemm_nn::<f16>` and
-/// `gemm_nn::<bf16>` (each instance built ahead of time).
-#[tile::kernel(dtype = [f16, bf16], block_m = 128, block_n = 128, block_k = 64, stages = 3, threads = 128)]
+/// NN, written once over the element type and over a space of tile
+/// configurations: `gemm_nn::<f16>` and `gemm_nn::<bf16>`, each built ahead
+/// of time in every variant the filter keeps (12). A plain call runs the
+/// default (the first value of every list: 128 × 128 × 64, 3 stages, 4
+/// warps) unless these shapes were tuned in this process;
+/// `gemm_nn::tune().launch(..)` (or `TILE_AUTOTUNE=1`) times the variants on
+/// the call's shapes and remembers the fastest, on disk too;
+/// `gemm_nn::with(Config { .. })` runs one.
+///
+/// The filter keeps: the 16-row decode tile only as 16 × 64 × 128 with 4
+/// warps (small M spreads over N/64 blocks streaming B); otherwise k64
+/// tiles of 64 or 128 rows and 128 or 256 columns, at most 128 accumulator
+/// floats per thread (registers), and 8 warps only for 128-row tiles (two
+/// 64-row warpgroups on Hopper).
+#[tile::kernel(
+    dtype = [f16, bf16],
+    block_m = [128, 64, 16],
+    block_n = [128, 256, 64],
+    block_k = [64, 128],
+    stages = [3, 4],
+    threads = [128, 256],
+    filter = (block_m == 16) == (block_n == 64)
+        && (block_m == 16) == (block_k == 128)
+        && (block_m != 16 || threads == 128)
+        && block_m * block_n / threads <= 128
+        && (threads == 128 || block_m == 128)
+)]
 pub fn gemm_nn(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
@@ -93,7 +117,7 @@ pub type Launch<E> = fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), ti
 
 fn check_one<E: Element>(
     name: &str,
-    launch: Launch<E>,
+    launch: impl Fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), tile::Error>,
     dev: Device,
     (m, n, k): (usize, usize, usize),
     (at, bt): (bool, bool),
@@ -129,12 +153,47 @@ pub fn run(
     k: usize,
 ) -> Result<String, Box<dyn std::error::Error>> {
     let s = (m, n, k);
-    let lines = [
+    let mut lines = vec![
         check_one::<f16>("gemm_nn_f16", gemm_nn, dev, s, (false, false))?,
         check_one::<bf16>("gemm_nn_bf16", gemm_nn, dev, s, (false, false))?,
         check_one::<f16>("gemm_nt_f16", gemm_nt_f16, dev, s, (false, true))?,
         check_one::<f16>("gemm_tn_f16", gemm_tn_f16, dev, s, (true, false))?,
     ];
+    // Every variant of the space, by name (f16; bf16 builds the same tiles).
+    for (config, label) in gemm_nn::CONFIGS.iter().zip(gemm_nn::LABELS) {
+        lines.push(check_one::<f16>(
+            &format!("gemm_nn_f16 [{label}]"),
+            |a, b, c| gemm_nn::with(*config).launch(a, b, c),
+            dev,
+            s,
+            (false, false),
+        )?);
+    }
+    // Tuned on these shapes (every variant timed; the caller's output is the
+    // chosen variant's), then the table of variants and times.
+    lines.push(check_one::<bf16>(
+        "gemm_nn_bf16 tuned",
+        |a, b, c| gemm_nn::tune().launch(a, b, c),
+        dev,
+        s,
+        (false, false),
+    )?);
+    if let Some(r) = gemm_nn::reports::<bf16>()
+        .iter()
+        .find(|r| r.shapes[2] == [m, n])
+    {
+        lines.push(format!(
+            "gemm_nn_bf16 tuned: chose `{}` ({} variants, timing {:.1} ms{})",
+            r.chosen_label,
+            r.rows.len(),
+            r.timing_ms,
+            if r.from_cache {
+                ", from the disk cache"
+            } else {
+                ""
+            }
+        ));
+    }
     Ok(format!(
         "gemm: device={dev} m={m} n={n} k={k}\n  {}",
         lines.join("\n  ")

@@ -6,7 +6,10 @@
 use std::time::Instant;
 use tile::prelude::*;
 
-#[tile::kernel(n = 8192, threads = 256)]
+/// A space of block sizes (the first, 256 threads, is the default; the
+/// compiler gives each thread `8192 / threads` elements and picks the vector
+/// width that divides them): `rmsnorm::tune()` times them on the call's shape.
+#[tile::kernel(n = 8192, threads = [256, 128, 512, 1024])]
 pub fn rmsnorm(x: Tensor<f16, (M, n)>, y: TensorMut<f16, (M, n)>) {
     T::kernel(M, threads, |bx| {
         let row = T::alloc_fragment::<f32>([1, n]);
@@ -44,9 +47,21 @@ pub fn run(dev: Device, m: usize) -> Result<String, Box<dyn std::error::Error>> 
             want[r * n + c] = v.to_f64() * s;
         }
     }
-    let report = tile::testing::assert_allclose(&y.to_vec()?, &want, 1e-3, 1e-2)?;
+    const ATOL: f64 = 1e-3;
+    const RTOL: f64 = 1e-2;
+    let report = tile::testing::assert_allclose(&y.to_vec()?, &want, ATOL, RTOL)?;
+    // Every variant, through tuning (each is run and compared with the
+    // default's output before it is timed), then the chosen one again.
+    let mut y2 = Tensor::full(&[m, n], f16::NAN, dev)?;
+    rmsnorm::tune().launch(&x, &mut y2)?;
+    tile::testing::assert_allclose(&y2.to_vec()?, &want, ATOL, RTOL)?;
+    let chosen = rmsnorm::reports()
+        .iter()
+        .find(|r| r.shapes[0] == [m, n])
+        .map(|r| r.chosen_label.clone())
+        .unwrap_or_default();
     Ok(format!(
-        "rmsnorm: device={dev} m={m} n={n} max_abs_err={:.3e} time={:.3} ms (first call)",
+        "rmsnorm: device={dev} m={m} n={n} max_abs_err={:.3e} time={:.3} ms (first call); tuned: {chosen}",
         report.max_abs,
         el.as_secs_f64() * 1e3
     ))

@@ -33,6 +33,10 @@ pub use tile_runtime::{
     Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
 };
 
+/// Kernel variants and the autotuner: tuning reports, and the policies a launch of a
+/// kernel with a variant space chooses by.
+pub use tile_runtime::autotune;
+
 /// cudarc, the CUDA driver bindings tile uses (for views of `CudaSlice`s).
 pub use tile_runtime::cudarc;
 
@@ -58,6 +62,7 @@ pub mod build {
 
 #[doc(hidden)]
 pub mod __private {
+    pub use tile_runtime::autotune::{pick, Pick, TuneReport, VariantSet};
     pub use tile_runtime::spec::*;
     pub use tile_runtime::{
         bf16, export_sources, f16, host_source, kernel_source, launch, launch_scalars, scalar_arg,

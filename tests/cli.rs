@@ -283,3 +283,65 @@ fn deeply_nested_input_is_read_or_refused_never_a_crash() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn inspect_shows_one_variant_of_a_variant_space() {
+    let ir = stdout_of(&[
+        "inspect",
+        "tests/autotune.rs",
+        "--kernel",
+        "tuned_axpy",
+        "--variant",
+        "block_n=128,threads=64",
+        "--emit",
+        "ir",
+    ]);
+    assert!(ir.contains("consts(block_n=128, threads=64)"), "{ir}");
+    assert_eq!(ir.matches("def tuned_axpy__").count(), 1, "{ir}");
+    // A subset of the parameters keeps every variant it matches.
+    let ir = stdout_of(&[
+        "inspect",
+        "tests/autotune.rs",
+        "--kernel",
+        "tuned_axpy",
+        "--variant",
+        "threads=32",
+        "--emit",
+        "ir",
+    ]);
+    assert_eq!(ir.matches("def tuned_axpy__").count(), 3, "{ir}");
+    // `--emit names`: each variant as `--kernel` takes it.
+    let names = stdout_of(&[
+        "inspect",
+        "tests/autotune.rs",
+        "--kernel",
+        "tuned_axpy",
+        "--emit",
+        "names",
+    ]);
+    assert_eq!(
+        names,
+        "tuned_axpy__block_n64_threads32\ntuned_axpy__block_n128_threads32\n\
+         tuned_axpy__block_n128_threads64\ntuned_axpy__block_n256_threads32\n"
+    );
+    let one = stdout_of(&[
+        "inspect",
+        "tests/autotune.rs",
+        "--kernel",
+        "tuned_axpy__block_n128_threads64",
+        "--emit",
+        "names",
+    ]);
+    assert_eq!(one, "tuned_axpy__block_n128_threads64\n");
+    // A variant the filter dropped is not there.
+    let out = tile(&[
+        "inspect",
+        "tests/autotune.rs",
+        "--kernel",
+        "tuned_axpy",
+        "--variant",
+        "block_n=64,threads=64",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("with a variant block_n=64,threads=64"));
+}

@@ -1,6 +1,6 @@
 //! `tile`: tools that need no GPU and no nvcc.
 //!
-//! `tile inspect FILE.rs [--kernel NAME] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all|passes] [--out DIR]`
+//! `tile inspect FILE.rs [--kernel NAME] [--variant P=V,..] [--target cuda|cpu] [--arch sm_90a] [--emit ir|lowered|source|host|key|all|passes|names] [--out DIR]`
 //! prints the IR script, the lowered IR, the generated source, the host side
 //! (the launcher's checks, grid and launch) and the key fields of the kernels
 //! in a Rust file. `--emit passes` prints the IR after every pass instead
@@ -9,8 +9,8 @@
 //! kernels the file has; `--out DIR` writes one source file per kernel instead.
 //!
 //! `tile cache [show|clear] [--dir DIR]` lists the disk cache (every entry with
-//! its kernel, target, size and whether it matches its manifest) or removes
-//! it. `DIR` defaults to `TILE_CACHE_DIR`, else `~/.cache/tile`.
+//! its kernel, target, size and whether it matches its manifest; tuned choices
+//! with their device, shapes and variant) or removes it. `DIR` defaults to `TILE_CACHE_DIR`, else `~/.cache/tile`.
 //!
 //! The work runs on a thread with a large stack: parsing and lowering recurse
 //! once per level of nesting of the input.
@@ -48,6 +48,10 @@ struct Inspect {
     /// Only the kernel of this name
     #[arg(long, value_name = "NAME")]
     kernel: Option<String>,
+    /// Only the variants of a kernel with a variant space whose listed parameters have
+    /// these values (`block_m=64,threads=128`; a subset of the parameters is enough)
+    #[arg(long, value_name = "PARAM=VALUE,..")]
+    variant: Option<String>,
     /// The target of the lowered IR, source and key [default: cuda; for --emit passes:
     /// every target the kernel is built for]
     #[arg(long, value_enum)]
@@ -85,6 +89,9 @@ enum Emit {
     All,
     /// The IR after each pass
     Passes,
+    /// The kernels' names, one a line (each instance of a dtype-generic kernel and each
+    /// variant of a variant space, as `--kernel` takes them)
+    Names,
 }
 
 #[derive(Args)]
@@ -206,6 +213,11 @@ fn cache(args: &Cache) -> Result<(), String> {
                     .unwrap_or_default()
             ),
             EntryKind::CudaBinary => "cubin".to_string(),
+            EntryKind::Tuned => format!(
+                "{} {}",
+                e.kernel.as_deref().unwrap_or("?"),
+                e.choice.as_deref().unwrap_or("?")
+            ),
             EntryKind::Staging => "build in progress or left by a killed process".to_string(),
         };
         let status = match &e.damage {
@@ -225,7 +237,11 @@ fn cache(args: &Cache) -> Result<(), String> {
 }
 
 /// The kernels of `file` (those named `only`, when given), parsed.
-fn kernels_of(file: &Path, only: Option<&str>) -> Result<Vec<(String, KernelDef)>, String> {
+fn kernels_of(
+    file: &Path,
+    only: Option<&str>,
+    variant: Option<&str>,
+) -> Result<Vec<(String, KernelDef)>, String> {
     let shown = file.display();
     let text = std::fs::read_to_string(file).map_err(|e| format!("{shown}: {e}"))?;
     let depth = nesting(&text);
@@ -261,14 +277,23 @@ fn kernels_of(file: &Path, only: Option<&str>) -> Result<Vec<(String, KernelDef)
             if only.is_some_and(|k| f.sig.ident != k && name != k) {
                 continue;
             }
+            // `--variant` keeps the variants it names (and no kernel without variants).
+            if let Some(v) = variant {
+                if !i.variant.as_ref().is_some_and(|x| x.matches(v)) {
+                    continue;
+                }
+            }
             let def = parse_kernel_in(i.attr, &i.item, &env).map_err(shown_diags)?;
             out.push((name, def));
         }
     }
     if out.is_empty() {
         return Err(format!(
-            "no #[tile::kernel] function{} in {shown}",
-            only.map(|k| format!(" named {k}")).unwrap_or_default()
+            "no #[tile::kernel] function{}{} in {shown}",
+            only.map(|k| format!(" named {k}")).unwrap_or_default(),
+            variant
+                .map(|v| format!(" with a variant {v}"))
+                .unwrap_or_default()
         ));
     }
     Ok(out)
@@ -281,8 +306,14 @@ fn inspect(args: &Inspect) -> Result<(), String> {
         (Some(e), None) => e,
         (None, None) => Emit::All,
     };
-    let kernels = kernels_of(&args.file, args.kernel.as_deref())?;
+    let kernels = kernels_of(&args.file, args.kernel.as_deref(), args.variant.as_deref())?;
     let target = args.target.unwrap_or(TargetArg::Cuda);
+    if emit == Emit::Names {
+        for (name, _) in &kernels {
+            println!("{name}");
+        }
+        return Ok(());
+    }
     if emit == Emit::Passes {
         for (name, def) in &kernels {
             print_passes(name, def, args.target, &args.arch)?;

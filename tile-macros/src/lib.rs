@@ -5,6 +5,7 @@
 
 mod expand;
 mod generic;
+mod variants;
 
 use proc_macro::TokenStream;
 
@@ -35,6 +36,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let build = |i: tile_core::frontend::Instance| {
         tile_core::frontend::parse_kernel_in(i.attr, &i.item, &env).and_then(tile_core::compile)
     };
+    if instances.iter().any(|i| i.variant.is_some()) {
+        return with_variants(&item, instances, build);
+    }
     let mut instances = instances.into_iter();
     let generic = match instances.next() {
         Some(i) if i.dtype.is_none() => {
@@ -53,11 +57,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
             Ok(c) => compiled.push((dtype, c)),
             Err(d) => {
                 for x in d {
-                    let seen = diags.iter().any(|y| {
-                        y.message == x.message
-                            && format!("{:?}", y.span.start) == format!("{:?}", x.span.start)
-                    });
-                    if !seen {
+                    if !diags.iter().any(|y| same_diag(y, &x)) {
                         diags.push(x);
                     }
                 }
@@ -68,6 +68,65 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         return expand::errors(&item, &diags).into();
     }
     generic::launcher(&item, &compiled).into()
+}
+
+fn same_diag(a: &tile_core::Diagnostic, b: &tile_core::Diagnostic) -> bool {
+    a.message == b.message && format!("{:?}", a.span.start) == format!("{:?}", b.span.start)
+}
+
+/// A kernel with a variant space: every variant (of every dtype) is compiled. A mistake
+/// every instance makes is reported once, as it is; one that only some variants make
+/// (shared memory over the limit for the largest tiles, say) is reported for each of
+/// them, naming the variant.
+fn with_variants(
+    item: &syn::ItemFn,
+    instances: Vec<tile_core::frontend::Instance>,
+    build: impl Fn(
+        tile_core::frontend::Instance,
+    ) -> Result<tile_core::Compiled, Vec<tile_core::Diagnostic>>,
+) -> TokenStream {
+    let total = instances.len();
+    let mut built = Vec::new();
+    let mut failed: Vec<(String, tile_core::Diagnostic)> = Vec::new();
+    for i in instances {
+        let (dtype, variant) = (
+            i.dtype,
+            i.variant
+                .clone()
+                .unwrap_or_else(|| tile_core::frontend::Variant {
+                    index: 0,
+                    values: Vec::new(),
+                }),
+        );
+        match build(i) {
+            Ok(compiled) => built.push(variants::Built {
+                dtype,
+                variant,
+                compiled,
+            }),
+            Err(d) => failed.extend(d.into_iter().map(|x| (variant.label(), x))),
+        }
+    }
+    if failed.is_empty() {
+        return variants::launcher(item, &built).into();
+    }
+    let name = &item.sig.ident;
+    let mut diags: Vec<tile_core::Diagnostic> = Vec::new();
+    for (label, d) in &failed {
+        let everywhere = failed.iter().filter(|(_, x)| same_diag(x, d)).count() == total;
+        let mut d = d.clone();
+        if !everywhere {
+            d.message = format!(
+                "variant `{label}` of kernel `{name}`: {} (leave this variant out with \
+                 `filter = ..` in the attribute)",
+                d.message
+            );
+        }
+        if !diags.iter().any(|y| same_diag(y, &d)) {
+            diags.push(d);
+        }
+    }
+    expand::errors(item, &diags).into()
 }
 
 /// A device helper for kernels: inlined where a kernel of the same module

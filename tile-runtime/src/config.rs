@@ -24,6 +24,12 @@ pub(crate) struct Config {
     pub num_threads: Option<usize>,
     /// `CC`: the C compiler command (may carry leading arguments, e.g. `ccache cc`).
     pub cc: Option<String>,
+    /// `TILE_AUTOTUNE=1`: a launch of a kernel with variants and no choice for its
+    /// shapes tunes them (otherwise only `kernel::tune()` does).
+    pub autotune: bool,
+    /// `TILE_AUTOTUNE_BUCKET=pow2`: tuned choices are shared by the shapes whose dims
+    /// round up to the same powers of two (default: exact dims).
+    pub autotune_pow2: bool,
 }
 
 impl Config {
@@ -50,6 +56,8 @@ impl Config {
                 .and_then(|s| s.trim().parse::<usize>().ok())
                 .filter(|&n| n > 0),
             cc: var("CC").filter(|s| !s.trim().is_empty()),
+            autotune: flag(var("TILE_AUTOTUNE")),
+            autotune_pow2: var("TILE_AUTOTUNE_BUCKET").is_some_and(|v| v.trim() == "pow2"),
         }
     }
 
@@ -63,6 +71,8 @@ impl Config {
             diagnostics: false,
             num_threads: None,
             cc: None,
+            autotune: false,
+            autotune_pow2: false,
         }
     }
 }

@@ -176,6 +176,12 @@ pub enum Error {
         kernel: &'static str,
         message: String,
     },
+    /// Choosing among a kernel's variants: an explicit configuration that is not one of
+    /// them, tuning inside a graph capture, or no variant that ran and matched.
+    Tune {
+        kernel: &'static str,
+        message: String,
+    },
 }
 
 impl Error {
@@ -417,6 +423,7 @@ impl fmt::Display for Error {
                 "kernel {kernel} output {buffer} does not match the reference: {message}"
             ),
             Error::Profile { kernel, message } => write!(f, "kernel {kernel}: profiler: {message}"),
+            Error::Tune { kernel, message } => write!(f, "kernel {kernel}: autotune: {message}"),
         }
     }
 }

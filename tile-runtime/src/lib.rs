@@ -16,7 +16,8 @@
 //! in-process cache level), `find` (the cold path and its keys), `loaded` (what finding
 //! produces), `cache` (disk levels, public inspection API), `cc`/`nvrtc` (JITs), `cpu`
 //! (the worker pool), `cuda` (driver access), `device` (the device type), `select`
-//! (choosing a device), `sync` (cross-stream ordering), `graph`, `profile`, `host`
+//! (choosing a device), `sync` (cross-stream ordering), `graph`, `profile`, `autotune`
+//! (kernel variants: choosing one, tuning, the tuned choices in memory and on disk), `host`
 //! (`host_source`, `export_sources`), `storage` (tile's allocations and memory owned
 //! elsewhere), `view` (borrowed views and the launcher's argument traits), `dlpack`,
 //! `candle` (feature `candle`). The module dependency graph is acyclic. The kernel
@@ -24,9 +25,11 @@
 //! here as `DType`, `Target` and `spec`.
 //!
 //! Settings come from the environment, read once: `TILE_DEVICE`, `TILE_CACHE_DIR`,
-//! `TILE_DISABLE_CACHE`, `TILE_NO_AOT`, `TILE_JIT_DIAGNOSTICS`, `TILE_NUM_THREADS`, `CC`,
+//! `TILE_DISABLE_CACHE`, `TILE_NO_AOT`, `TILE_JIT_DIAGNOSTICS`, `TILE_NUM_THREADS`,
+//! `TILE_AUTOTUNE`, `TILE_AUTOTUNE_BUCKET`, `CC`,
 //! and `CUDA_HOME`/`CUDA_PATH`/`CUDA_ROOT` for NVRTC's headers.
 
+pub mod autotune;
 pub mod cache;
 #[cfg(feature = "candle")]
 pub mod candle;

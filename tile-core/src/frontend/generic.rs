@@ -8,22 +8,27 @@
 //! scripts alike, so each is built ahead of time; the macro gives them one
 //! generic launcher whose element type must be one of the list.
 
+use super::variants::{self, Variant};
 use crate::diag::{range, Diagnostic};
-use crate::ir::DType;
+use crate::ir::{ConstVal, DType};
 use proc_macro2::{Group, TokenStream, TokenTree};
 use quote::ToTokens;
 
 /// One instance of a kernel: its attribute and function as the frontend
-/// reads them, and the dtype it was made for (`None` for a kernel with no
-/// type parameter, which is its own only instance).
+/// reads them, the dtype it was made for (`None` for a kernel with no
+/// type parameter) and the variant it is (`None` for a kernel with no
+/// variant space, see [`super::variants`]). A kernel with neither is its own
+/// only instance.
 pub struct Instance {
     pub dtype: Option<DType>,
+    pub variant: Option<Variant>,
     pub attr: TokenStream,
     pub item: syn::ItemFn,
 }
 
 /// The instances of a kernel (its attribute arguments and function): one per
-/// dtype of its type parameter, or the kernel itself.
+/// dtype of its type parameter and valid combination of its variant
+/// parameters (dtype outermost), or the kernel itself.
 pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>, Vec<Diagnostic>> {
     use syn::parse::Parser;
     let parser =
@@ -31,6 +36,7 @@ pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>,
     let one = || {
         Ok(vec![Instance {
             dtype: None,
+            variant: None,
             attr: attr.clone(),
             item: item.clone(),
         }])
@@ -41,12 +47,62 @@ pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>,
     };
     let mut param = None;
     let mut rest = Vec::new();
+    let mut fixed = Vec::new();
+    let mut varying: Vec<variants::Param> = Vec::new();
+    let mut filter = None;
     let mut diags = Vec::new();
     for nv in args {
+        if nv.path.is_ident(variants::FILTER) {
+            match filter {
+                None => filter = Some(nv.value.clone()),
+                Some(_) => diags.push(Diagnostic::new(range(&nv), "a kernel has one `filter`")),
+            }
+            continue;
+        }
         let syn::Expr::Array(list) = &nv.value else {
+            if let (Some(id), Some(v)) = (nv.path.get_ident(), variants::literal(&nv.value)) {
+                fixed.push((id.to_string(), v));
+            }
             rest.push(nv.to_token_stream());
             continue;
         };
+        // A list of literals is a variant parameter; a list of dtypes, the type parameter.
+        if list
+            .elems
+            .first()
+            .is_some_and(|e| variants::literal(e).is_some())
+        {
+            let Some(id) = nv.path.get_ident() else {
+                diags.push(Diagnostic::new(
+                    range(&nv.path),
+                    "a variant parameter is named by an identifier (`block_m = [64, 128]`)",
+                ));
+                continue;
+            };
+            let mut values: Vec<(ConstVal, syn::Expr)> = Vec::new();
+            for e in &list.elems {
+                match variants::literal(e) {
+                    Some(v) if !values.iter().any(|(w, _)| *w == v) => values.push((v, e.clone())),
+                    Some(_) => diags.push(Diagnostic::new(range(e), "this value is listed twice")),
+                    None => diags.push(Diagnostic::new(
+                        range(e),
+                        "a variant parameter lists literals (integers, floats or bools), all of one kind",
+                    )),
+                }
+            }
+            let kinds = values.iter().map(|(v, _)| std::mem::discriminant(v));
+            if kinds.clone().any(|k| Some(k) != kinds.clone().next()) {
+                diags.push(Diagnostic::new(
+                    range(list),
+                    "a variant parameter lists values of one kind (integers, floats or bools)",
+                ));
+            }
+            varying.push(variants::Param {
+                name: id.clone(),
+                values,
+            });
+            continue;
+        }
         let mut dtypes = Vec::new();
         for e in &list.elems {
             match super::expr::dtype_of_name(e) {
@@ -55,12 +111,15 @@ pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>,
                 None => diags.push(Diagnostic::new(
                     range(e),
                     "a type parameter lists dtypes: bool, i8, u8, i16, u16, i32, u32, i64, u64, \
-                     f16, bf16, f32, f64",
+                     f16, bf16, f32, f64 (a variant parameter lists literals: `block_m = [64, 128]`)",
                 )),
             }
         }
         if dtypes.is_empty() && diags.is_empty() {
-            diags.push(Diagnostic::new(range(list), "list at least one dtype"));
+            diags.push(Diagnostic::new(
+                range(list),
+                "list at least one dtype or value",
+            ));
         }
         match (&param, nv.path.get_ident()) {
             (None, Some(id)) => param = Some((id.clone(), dtypes)),
@@ -74,30 +133,63 @@ pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>,
             )),
         }
     }
+    if let (Some(f), true) = (&filter, varying.is_empty()) {
+        diags.push(Diagnostic::new(
+            range(f),
+            "`filter` selects among the variants of a variant space, and this kernel lists no values \
+             (`block_m = [64, 128]`)",
+        ));
+    }
     if !diags.is_empty() {
         return Err(diags);
     }
-    let Some((name, dtypes)) = param else {
-        return one();
+    let combos = match varying.is_empty() {
+        true => vec![None],
+        false => variants::combinations(&varying, &fixed, filter.as_ref())?
+            .into_iter()
+            .map(Some)
+            .collect(),
     };
-    let attr: TokenStream = quote::quote!(#(#rest),*);
-    Ok(dtypes
-        .into_iter()
-        .map(|t| {
-            let mut item = item.clone();
+    let dtypes: Vec<Option<(syn::Ident, DType)>> = match param {
+        None => vec![None],
+        Some((name, dtypes)) => dtypes
+            .into_iter()
+            .map(|t| Some((name.clone(), t)))
+            .collect(),
+    };
+    if combos == [None] && dtypes == [None] {
+        return one();
+    }
+    let mut out = Vec::new();
+    for t in &dtypes {
+        let mut base = item.clone();
+        if let Some((name, t)) = t {
             let id = syn::Ident::new(t.rust_name(), name.span());
-            let tokens = replace_ident(item.to_token_stream(), &name, &id);
+            let tokens = replace_ident(base.to_token_stream(), name, &id);
             if let Ok(mut f) = syn::parse2::<syn::ItemFn>(tokens) {
                 f.sig.ident = quote::format_ident!("{}_{}", item.sig.ident, t.rust_name());
-                item = f;
+                base = f;
             }
-            Instance {
-                dtype: Some(t),
-                attr: attr.clone(),
+        }
+        for c in &combos {
+            let mut item = base.clone();
+            let mut attr = rest.clone();
+            if let Some((v, exprs)) = c {
+                item.sig.ident = quote::format_ident!("{}__{}", base.sig.ident, v.suffix());
+                for (p, e) in varying.iter().zip(exprs) {
+                    let n = &p.name;
+                    attr.push(quote::quote!(#n = #e));
+                }
+            }
+            out.push(Instance {
+                dtype: t.as_ref().map(|(_, t)| *t),
+                variant: c.as_ref().map(|(v, _)| v.clone()),
+                attr: quote::quote!(#(#attr),*),
                 item,
-            }
-        })
-        .collect())
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// `tokens` with every identifier `from` replaced by `to` (keeping the
@@ -144,5 +236,36 @@ mod tests {
         );
         let bad = instances(quote::quote!(dtype = [f16, f17]), &item);
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn dtypes_times_variants_dtype_outermost() {
+        let item: syn::ItemFn = syn::parse_quote! {
+            fn k(a: Tensor<dtype, (N,)>, c: TensorMut<dtype, (N,)>) {
+                T::kernel(1, threads, |bx| { c[0] = a[0]; });
+            }
+        };
+        let attr = quote::quote!(
+            dtype = [f16, f32],
+            bn = [64, 128],
+            threads = [32, 64],
+            filter = bn >= 2 * threads
+        );
+        let v = instances(attr, &item).unwrap_or_else(|d| panic!("{}", d[0]));
+        let names: Vec<String> = v.iter().map(|i| i.item.sig.ident.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "k_f16__bn64_threads32",
+                "k_f16__bn128_threads32",
+                "k_f16__bn128_threads64",
+                "k_f32__bn64_threads32",
+                "k_f32__bn128_threads32",
+                "k_f32__bn128_threads64",
+            ]
+        );
+        assert_eq!(v[2].attr.to_string(), "bn = 128 , threads = 64");
+        assert_eq!(v[5].variant.as_ref().map(|x| x.index), Some(2));
+        assert!(instances(quote::quote!(bn = [64, f16]), &item).is_err());
     }
 }

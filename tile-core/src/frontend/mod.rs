@@ -33,6 +33,7 @@ mod signature;
 mod stmt;
 mod tile_ops;
 mod values;
+mod variants;
 
 use crate::diag::Diagnostic;
 use crate::diag::{range, SpanRange as Span};
@@ -42,6 +43,7 @@ use std::collections::HashMap;
 
 pub use env::{check_func, is_func_attr, Env, UsedConst};
 pub use generic::{instances, Instance};
+pub use variants::Variant;
 
 /// What the macro needs besides the IR to write the typed launcher.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use super::files::{kind_of, read_text_or_empty, remove_any};
 use super::manifest::verify;
 use super::params::Summary;
 use super::staging::remove_stale_staging;
-use super::{namespace_name, CUDA_BINARIES, KERNELS, PARAMS, STAGING};
+use super::{namespace_name, AUTOTUNE, CUDA_BINARIES, KERNELS, PARAMS, STAGING};
 use crate::config::Config;
 use crate::error::{Error, Result};
 
@@ -21,6 +21,8 @@ pub enum EntryKind {
     Kernel,
     /// `cuda-binaries/<key>`: a cubin by source, arch and options.
     CudaBinary,
+    /// `autotune/<key>`: the variant tuned for one kernel, device and shape bucket.
+    Tuned,
     /// `.staging/<name>`: a build in progress, or left by a killed process.
     Staging,
 }
@@ -30,6 +32,7 @@ impl std::fmt::Display for EntryKind {
         f.write_str(match self {
             EntryKind::Kernel => "kernel",
             EntryKind::CudaBinary => "cuda-binary",
+            EntryKind::Tuned => "tuned",
             EntryKind::Staging => "staging",
         })
     }
@@ -55,6 +58,8 @@ pub struct CacheEntry {
     pub arch: Option<String>,
     /// Last modification time of the directory.
     pub modified: Option<SystemTime>,
+    /// A tuned choice (`autotune` entries): the device, the shapes and the variant.
+    pub choice: Option<String>,
 }
 
 /// What [`CacheDir::clear`] removed.
@@ -96,7 +101,7 @@ impl CacheDir {
         let mut out = Vec::new();
         for version in read_dirs(&self.root) {
             for platform in read_dirs(&version) {
-                let has_cache = [KERNELS, CUDA_BINARIES, STAGING]
+                let has_cache = [KERNELS, CUDA_BINARIES, AUTOTUNE, STAGING]
                     .iter()
                     .any(|d| platform.join(d).is_dir());
                 if has_cache {
@@ -116,6 +121,7 @@ impl CacheDir {
             for (kind, sub) in [
                 (EntryKind::Kernel, KERNELS),
                 (EntryKind::CudaBinary, CUDA_BINARIES),
+                (EntryKind::Tuned, AUTOTUNE),
                 (EntryKind::Staging, STAGING),
             ] {
                 for path in read_entries(&ns.join(sub)) {
@@ -146,7 +152,7 @@ impl CacheDir {
             }
         }
         for (_, ns) in self.namespaces() {
-            for sub in [KERNELS, CUDA_BINARIES, STAGING] {
+            for sub in [KERNELS, CUDA_BINARIES, AUTOTUNE, STAGING] {
                 let _ = fs::remove_dir(ns.join(sub));
             }
             let _ = fs::remove_dir(&ns);
@@ -208,8 +214,15 @@ fn describe(kind: EntryKind, namespace: &str, path: PathBuf) -> CacheEntry {
         (_, Some(m)) if !is_dir => Some(format!("the entry is {}", kind_of(m))),
         _ => verify(&path, &key, &[]).err(),
     };
-    let params = Summary::of(&read_text_or_empty(&path.join(PARAMS)));
+    let mut params = Summary::of(&read_text_or_empty(&path.join(PARAMS)));
     let modified = meta.and_then(|m| m.modified().ok());
+    let mut choice = None;
+    if kind == EntryKind::Tuned {
+        if let Some((kernel, text)) = tuned_summary(&path) {
+            params.kernel = Some(kernel);
+            choice = Some(text);
+        }
+    }
     CacheEntry {
         kind,
         namespace: namespace.to_string(),
@@ -220,6 +233,28 @@ fn describe(kind: EntryKind, namespace: &str, path: PathBuf) -> CacheEntry {
         target: params.target,
         arch: params.arch,
         modified,
+        choice,
         path,
     }
+}
+
+/// The kernel and `<device> <dtypes> <shapes> -> `<variant>`` of a tuned-choice entry
+/// (its `choice.json`, written by `crate::autotune`; read as plain JSON so that the
+/// cache does not depend on the tuner).
+fn tuned_summary(dir: &Path) -> Option<(String, String)> {
+    let bytes = super::read_small(&dir.join(super::CHOICE))?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let r = v.get("report")?;
+    let s = |k: &str| r.get(k).and_then(|x| x.as_str()).unwrap_or("?").to_string();
+    let shapes = r.get("shapes").map(|x| x.to_string()).unwrap_or_default();
+    let shapes = shapes.replace(',', ", ");
+    Some((
+        s("kernel"),
+        format!(
+            "{} {} {shapes} -> `{}`",
+            s("device"),
+            s("dtypes"),
+            s("chosen_label")
+        ),
+    ))
 }

@@ -12,6 +12,8 @@
 //!     manifest.json                            size and sha256 of every other file
 //!   cuda-binaries/<sha256>/                    level 3: source + arch + options → cubin
 //!     kernel.cubin, manifest.json
+//!   autotune/<sha256>/                         tuned choices (see `crate::autotune`)
+//!     choice.json, manifest.json
 //!   .staging/                                  private build directories
 //! ```
 //!
@@ -78,7 +80,16 @@ pub(crate) const PARAMS: &str = "params.json";
 const STAGING: &str = ".staging";
 const KERNELS: &str = "kernels";
 const CUDA_BINARIES: &str = "cuda-binaries";
+pub(crate) const AUTOTUNE: &str = "autotune";
+/// The file of a tuned-choice entry (see `crate::autotune`).
+pub(crate) const CHOICE: &str = "choice.json";
 const STALE_AFTER: Duration = Duration::from_secs(3600);
+
+/// The bytes of a small regular file (at most 1 MiB; not through a symlink, never
+/// blocking on a FIFO), or `None`.
+pub(crate) fn read_small(path: &std::path::Path) -> Option<Vec<u8>> {
+    files::read_regular(path, files::MAX_TEXT).ok()
+}
 
 /// `0`: follow `TILE_DISABLE_CACHE`; `1`: enabled; `2`: disabled (see [`enable`]).
 static OVERRIDE: AtomicU8 = AtomicU8::new(0);

@@ -1,0 +1,819 @@
+//! Kernel variants and the autotuner.
+//!
+//! A kernel whose attribute lists values (`block_m = [64, 128]`) is built once per
+//! valid combination, each a kernel with its own spec and slot; the launcher hands
+//! the runtime a [`VariantSet`] and asks [`pick`] which one to launch:
+//!
+//! - [`Pick::Fixed`]: the variant the caller named (`kernel::with(Config { .. })`);
+//! - [`Pick::Auto`] (a plain call): the choice tuned for these shapes earlier in the
+//!   process if there is one, else variant 0 (the default); with `TILE_AUTOTUNE=1`,
+//!   as [`Pick::Tune`];
+//! - [`Pick::Tune`] (`kernel::tune()`): the choice in memory, else the one on disk,
+//!   else every variant is run once on the call's arguments (its output compared with
+//!   the first variant that ran), timed with [`do_bench`](crate::do_bench) (L2
+//!   flushed), and the fastest that matched is chosen, published to the disk cache and
+//!   remembered.
+//!
+//! Invariants:
+//! - Nothing is timed unless tuning is asked for (`tune()` or `TILE_AUTOTUNE=1`); a
+//!   plain call costs two loads more than a kernel without variants (whether a choice
+//!   exists in the process, whether `TILE_AUTOTUNE` is set) until a choice exists,
+//!   then a hash of the shapes and a read lock.
+//! - Tuning never changes what the call computes: the buffers the kernel writes are
+//!   saved first and restored before each variant runs and after the last one, so the
+//!   chosen variant's final launch sees exactly what the caller passed (kernels that
+//!   accumulate into their outputs included).
+//! - Tuning inside a graph capture is an error (nothing can be timed while capturing);
+//!   a choice that exists is captured like any launch.
+//! - The disk entry (`autotune/<key>/choice.json`) is keyed by the variant set (every
+//!   variant's keys), the device (name and compute capability), the dtype signature and
+//!   the shape bucket; it is published and verified as kernel entries are
+//!   ([`crate::cache`]). A damaged entry is removed and the shapes tuned again; when
+//!   several processes tune at once, every one of them ends up with the published
+//!   entry's choice.
+
+mod store;
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::arg::ArgRef;
+use crate::config::Config;
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::launch::launch_with_scalars;
+use crate::profile::{do_bench, BenchOptions};
+use crate::slot::KernelSlot;
+use crate::spec::{KernelSpec, ScalarArg};
+use crate::stream::Stream;
+
+/// How a launch of a kernel with variants chooses one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// A plain call: the choice tuned for these shapes in this process, else variant 0;
+    /// tunes when `TILE_AUTOTUNE=1`.
+    Auto,
+    /// Tune if no choice exists for these shapes (in memory or on disk).
+    Tune,
+    /// This variant, never tuned.
+    Fixed(usize),
+}
+
+/// The variants of one instance of a kernel (one dtype of a dtype-generic kernel), as
+/// the launcher's expansion declares them: `'static` tables plus the choices tuned in
+/// this process.
+pub struct VariantSet {
+    /// The kernel's name (`gemm`), and the dtype of this instance (`f16`, or empty).
+    pub kernel: &'static str,
+    pub dtype: &'static str,
+    /// Each variant as users name it (`block_m=64, threads=128`), variant 0 first.
+    pub labels: &'static [&'static str],
+    pub specs: &'static [&'static KernelSpec],
+    pub slots: &'static [&'static KernelSlot],
+    /// Whether any choice was recorded (the one load a plain call makes until then).
+    any: AtomicBool,
+    choices: RwLock<Option<HashMap<u64, Vec<Choice>>>>,
+    key: OnceLock<String>,
+}
+
+struct Choice {
+    device: Device,
+    dims: Vec<usize>,
+    index: usize,
+    report: Arc<TuneReport>,
+}
+
+/// What tuning found for one call's shapes: every variant's outcome, and the choice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneReport {
+    pub kernel: String,
+    /// `cuda:0 NVIDIA H200 (sm_90)` or `cpu x86_64`.
+    pub device: String,
+    /// The dtypes of the buffers and scalars, in parameter order.
+    pub dtypes: String,
+    /// The shape of every buffer, after bucketing (`exact` or `pow2`).
+    pub shapes: Vec<Vec<usize>>,
+    pub bucket: String,
+    pub rows: Vec<TuneRow>,
+    /// The chosen variant (an index into `rows`) and its label.
+    pub chosen: usize,
+    pub chosen_label: String,
+    /// Time spent timing variants (`do_bench`, L2 flushes included); on each variant's
+    /// first launch (module loads, JIT compiles when there are no ahead-of-time
+    /// artifacts); and checking (saving, restoring, reading back and comparing the
+    /// outputs).
+    pub timing_ms: f64,
+    pub first_launch_ms: f64,
+    #[serde(default)]
+    pub check_ms: f64,
+    /// Which process measured it (`pid <pid> at <unix time>`).
+    pub measured_by: String,
+    /// Read from the disk cache rather than measured by this process.
+    #[serde(skip)]
+    pub from_cache: bool,
+}
+
+/// One variant's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneRow {
+    pub variant: String,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Ran, matched and was timed (milliseconds per call).
+    Timed { median_ms: f64, min_ms: f64 },
+    /// Failed to build, load or launch on this device.
+    Failed(String),
+    /// Ran but its output differs from the first variant's.
+    Mismatch(String),
+}
+
+impl TuneRow {
+    /// The median time, if the variant was timed.
+    pub fn median_ms(&self) -> Option<f64> {
+        match self.outcome {
+            Outcome::Timed { median_ms, .. } => Some(median_ms),
+            _ => None,
+        }
+    }
+}
+
+impl VariantSet {
+    pub const fn new(
+        kernel: &'static str,
+        dtype: &'static str,
+        labels: &'static [&'static str],
+        specs: &'static [&'static KernelSpec],
+        slots: &'static [&'static KernelSlot],
+    ) -> VariantSet {
+        VariantSet {
+            kernel,
+            dtype,
+            labels,
+            specs,
+            slots,
+            any: AtomicBool::new(false),
+            choices: RwLock::new(None),
+            key: OnceLock::new(),
+        }
+    }
+
+    /// The number of variants.
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// The kernel's name with its dtype (`gemm[f16]`), for messages.
+    fn name(&self) -> String {
+        match self.dtype {
+            "" => self.kernel.to_string(),
+            t => format!("{}[{t}]", self.kernel),
+        }
+    }
+
+    /// The identity of the set: every variant's label and keys (a change to any
+    /// variant makes earlier choices stale).
+    fn key(&self) -> &str {
+        self.key.get_or_init(|| {
+            let mut parts = vec![self.kernel, self.dtype];
+            for (l, s) in self.labels.iter().zip(self.specs) {
+                parts.push(l);
+                parts.push(s.cpu.key);
+                parts.push(s.cuda.key);
+                if let Some(h) = &s.cuda_sm90a {
+                    parts.push(h.key);
+                }
+            }
+            crate::cache::key_of(&parts)
+        })
+    }
+
+    /// Every report of this process: tuned here, or read from disk.
+    pub fn reports(&self) -> Vec<Arc<TuneReport>> {
+        let map = self.choices.read().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<Arc<TuneReport>> = map
+            .iter()
+            .flat_map(|m| m.values())
+            .flatten()
+            .map(|c| c.report.clone())
+            .collect();
+        out.sort_by(|a, b| a.shapes.cmp(&b.shapes));
+        out
+    }
+
+    /// The choice recorded for `args` on `device`, if any.
+    fn lookup(&self, device: Device, args: &[ArgRef<'_>], pow2: bool) -> Option<usize> {
+        let h = shape_hash(device, args, pow2);
+        let map = self.choices.read().unwrap_or_else(|e| e.into_inner());
+        let list = map.as_ref()?.get(&h)?;
+        list.iter()
+            .find(|c| c.device == device && same_dims(&c.dims, args, pow2))
+            .map(|c| c.index)
+    }
+
+    fn record(&self, device: Device, args: &[ArgRef<'_>], pow2: bool, report: Arc<TuneReport>) {
+        let h = shape_hash(device, args, pow2);
+        let mut map = self.choices.write().unwrap_or_else(|e| e.into_inner());
+        let list = map.get_or_insert_with(HashMap::new).entry(h).or_default();
+        list.retain(|c| !(c.device == device && same_dims(&c.dims, args, pow2)));
+        list.push(Choice {
+            device,
+            dims: bucketed(args, pow2),
+            index: report.chosen,
+            report,
+        });
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// Forgets the choices of this process (the disk cache is left alone).
+    pub fn forget(&self) {
+        let mut map = self.choices.write().unwrap_or_else(|e| e.into_inner());
+        *map = None;
+        self.any.store(false, Ordering::Release);
+    }
+
+    /// The index of the variant whose label is `label`.
+    pub fn index_of(&self, label: &str) -> Option<usize> {
+        self.labels.iter().position(|l| *l == label)
+    }
+}
+
+/// The variant a launch of `set` runs (see [`Pick`]); tunes when asked to and no
+/// choice exists.
+#[inline]
+pub fn pick(
+    set: &'static VariantSet,
+    how: Pick,
+    stream: Option<&Stream>,
+    args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
+) -> Result<usize> {
+    match how {
+        Pick::Fixed(i) if i < set.len() => Ok(i),
+        Pick::Auto if !set.any.load(Ordering::Acquire) && !Config::get().autotune => Ok(0),
+        _ => pick_slow(Config::get(), set, how, stream, args, scalars),
+    }
+}
+
+#[inline(never)]
+fn pick_slow(
+    cfg: &Config,
+    set: &'static VariantSet,
+    how: Pick,
+    stream: Option<&Stream>,
+    args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
+) -> Result<usize> {
+    if let Pick::Fixed(i) = how {
+        return Err(Error::Tune {
+            kernel: set.kernel,
+            message: format!("no variant {i}: it has {}", set.len()),
+        });
+    }
+    let device = device_of(stream, args);
+    let pow2 = cfg.autotune_pow2;
+    if let Some(i) = set.lookup(device, args, pow2) {
+        return Ok(i);
+    }
+    if how == Pick::Auto && !cfg.autotune {
+        return Ok(0);
+    }
+    tune_with(cfg, set, stream, args, scalars).map(|r| r.chosen)
+}
+
+/// Tunes `set` on these arguments now (even if a choice exists: it is replaced) and
+/// returns the report; the caller's buffers are left as they were.
+pub fn retune(
+    set: &'static VariantSet,
+    stream: Option<&Stream>,
+    args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
+) -> Result<Arc<TuneReport>> {
+    measure(Config::get(), set, stream, args, scalars, true)
+}
+
+/// The choice for these arguments: in memory, else on disk, else measured.
+fn tune_with(
+    cfg: &Config,
+    set: &'static VariantSet,
+    stream: Option<&Stream>,
+    args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
+) -> Result<Arc<TuneReport>> {
+    measure(cfg, set, stream, args, scalars, false)
+}
+
+fn device_of(stream: Option<&Stream>, args: &[ArgRef<'_>]) -> Device {
+    match (stream, args.first()) {
+        (Some(s), _) => s.device(),
+        (None, Some(a)) => a.device,
+        (None, None) => Device::Cpu,
+    }
+}
+
+fn bucket(d: usize, pow2: bool) -> usize {
+    match pow2 {
+        true => d.checked_next_power_of_two().unwrap_or(d),
+        false => d,
+    }
+}
+
+/// Each argument's rank, then its dims (bucketed), in one list.
+fn bucketed(args: &[ArgRef<'_>], pow2: bool) -> Vec<usize> {
+    let mut out = Vec::new();
+    for a in args {
+        out.push(a.shape.len());
+        out.extend(a.shape.iter().map(|&d| bucket(d, pow2)));
+    }
+    out
+}
+
+fn same_dims(dims: &[usize], args: &[ArgRef<'_>], pow2: bool) -> bool {
+    let mut it = dims.iter();
+    for a in args {
+        if it.next() != Some(&a.shape.len()) {
+            return false;
+        }
+        for &d in a.shape {
+            if it.next() != Some(&bucket(d, pow2)) {
+                return false;
+            }
+        }
+    }
+    it.next().is_none()
+}
+
+/// FNV-1a over the device and the bucketed dims (no allocation: a warm lookup).
+fn shape_hash(device: Device, args: &[ArgRef<'_>], pow2: bool) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |v: u64| {
+        h ^= v;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    eat(match device {
+        Device::Cpu => u64::MAX,
+        Device::Cuda(n) => n as u64,
+    });
+    for a in args {
+        eat(a.shape.len() as u64);
+        for &d in a.shape {
+            eat(bucket(d, pow2) as u64);
+        }
+    }
+    h
+}
+
+/// `cuda:0 NVIDIA H200 (sm_90)`, or `cpu x86_64`.
+fn device_label(device: Device) -> String {
+    match device {
+        Device::Cpu => format!("cpu {}", std::env::consts::ARCH),
+        Device::Cuda(n) => match crate::cuda::device(n) {
+            Ok(d) => {
+                let name = d.ctx.name().unwrap_or_else(|_| "?".into());
+                format!("cuda:{n} {name} (sm_{}{})", d.cc.0, d.cc.1)
+            }
+            Err(_) => format!("cuda:{n}"),
+        },
+    }
+}
+
+fn dtype_signature(args: &[ArgRef<'_>], scalars: &[ScalarArg]) -> String {
+    let mut parts: Vec<String> = args.iter().map(|a| a.dtype.to_string()).collect();
+    parts.extend(scalars.iter().map(|s| s.dtype.to_string()));
+    parts.join(",")
+}
+
+/// The bench settings of tuning: shorter than the profiler's defaults (each variant
+/// is timed on the real shapes, the differences that matter are large).
+fn bench_options() -> BenchOptions {
+    BenchOptions {
+        warmup: Duration::from_millis(10),
+        rep: Duration::from_millis(40),
+        min_samples: 3,
+        max_samples: 200,
+        flush_l2: true,
+        graph: false,
+        calls_per_sample: 0,
+    }
+}
+
+fn measure(
+    cfg: &Config,
+    set: &'static VariantSet,
+    stream: Option<&Stream>,
+    args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
+    force: bool,
+) -> Result<Arc<TuneReport>> {
+    let device = device_of(stream, args);
+    let pow2 = cfg.autotune_pow2;
+    let name = set.name();
+    if !force {
+        if let Some(i) = set.lookup(device, args, pow2) {
+            if let Some(r) = set.reports().into_iter().find(|r| r.chosen == i) {
+                return Ok(r);
+            }
+        }
+    }
+    let dev_label = device_label(device);
+    let dtypes = dtype_signature(args, scalars);
+    let shapes: Vec<Vec<usize>> = args
+        .iter()
+        .map(|a| a.shape.iter().map(|&d| bucket(d, pow2)).collect())
+        .collect();
+    let bucket_name = if pow2 { "pow2" } else { "exact" };
+    let key = crate::cache::key_of(&[
+        "autotune",
+        set.key(),
+        &dev_label,
+        &dtypes,
+        bucket_name,
+        &format!("{shapes:?}"),
+    ]);
+    let store = store::Store::open(cfg, set);
+    if !force {
+        let t = Instant::now();
+        let found = store.as_ref().and_then(|s| s.read(&key));
+        if cfg.diagnostics {
+            let outcome = match &found {
+                Some(r) => format!("hit chosen={}", r.chosen_label),
+                None => "miss".to_string(),
+            };
+            crate::find::print_done(&format!("autotune-cache {name}"), t, &outcome);
+        }
+        if let Some(r) = found {
+            let r = Arc::new(r);
+            set.record(device, args, pow2, r.clone());
+            return Ok(r);
+        }
+    }
+    if crate::graph::capture_for(stream, device).is_some() {
+        return Err(Error::Tune {
+            kernel: set.kernel,
+            message: format!(
+                "cannot tune inside a graph capture (nothing runs while capturing); tune \
+                 these shapes first, outside the capture (`{}::tune()` or TILE_AUTOTUNE=1), \
+                 then capture: the choice is used",
+                set.kernel
+            ),
+        });
+    }
+    // The arguments are checked as a launch checks them before anything is read
+    // or written (a variant whose static shapes differ is checked when it runs).
+    if let Some(Err(e)) = set
+        .specs
+        .iter()
+        .map(|spec| crate::check::check_args(spec, args))
+        .find(|r| r.is_ok())
+        .or_else(|| {
+            set.specs
+                .first()
+                .map(|spec| crate::check::check_args(spec, args))
+        })
+    {
+        return Err(e);
+    }
+    let owned;
+    let s = match stream {
+        Some(s) => s,
+        None => {
+            owned = device.default_stream()?;
+            &owned
+        }
+    };
+    let mut report = run_variants(cfg, set, s, args, scalars)?;
+    report.device = dev_label;
+    report.dtypes = dtypes;
+    report.shapes = shapes;
+    report.bucket = bucket_name.to_string();
+    // Publish, then adopt whatever the cache holds: when processes race, every one of
+    // them uses the entry that won.
+    if let Some(store) = &store {
+        store.publish(&key, &report);
+        if let Some(mut won) = store.read(&key) {
+            won.from_cache = won.measured_by != report.measured_by;
+            report = won;
+        }
+    }
+    let report = Arc::new(report);
+    set.record(device, args, pow2, report.clone());
+    Ok(report)
+}
+
+/// Saved copies of the buffers a launch writes.
+struct Saved<'a> {
+    bufs: Vec<(&'a ArgRef<'a>, Vec<u8>)>,
+}
+
+/// `(first byte from the storage's base, byte count)` of the memory `a` spans.
+fn byte_span(a: &ArgRef<'_>) -> (usize, usize) {
+    if a.shape.contains(&0) {
+        return (a.ptr - a.storage.base(), 0);
+    }
+    let last: isize = a
+        .shape
+        .iter()
+        .zip(a.strides)
+        .map(|(&d, &s)| (d as isize - 1) * s.max(0))
+        .sum();
+    let size = a.dtype.size();
+    (a.ptr - a.storage.base(), (last as usize + 1) * size)
+}
+
+impl<'a> Saved<'a> {
+    fn take(args: &'a [ArgRef<'a>]) -> Result<Saved<'a>> {
+        let mut bufs: Vec<(&ArgRef<'_>, Vec<u8>)> = Vec::new();
+        for a in args.iter().filter(|a| a.output) {
+            if bufs
+                .iter()
+                .any(|(b, _)| b.ptr == a.ptr && b.storage_addr() == a.storage_addr())
+            {
+                continue;
+            }
+            bufs.push((a, read_bytes(a)?));
+        }
+        Ok(Saved { bufs })
+    }
+
+    fn restore(&self) -> Result<()> {
+        for (a, bytes) in &self.bufs {
+            let (first, _) = byte_span(a);
+            a.storage.write::<u8>(first, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The current contents of the same buffers.
+    fn current(&self) -> Result<Vec<Vec<u8>>> {
+        self.bufs.iter().map(|(a, _)| read_bytes(a)).collect()
+    }
+}
+
+fn read_bytes(a: &ArgRef<'_>) -> Result<Vec<u8>> {
+    let (first, len) = byte_span(a);
+    a.storage.read::<u8>(first, len)
+}
+
+/// Runs, checks and times every variant, leaving the written buffers as they were.
+fn run_variants(
+    cfg: &Config,
+    set: &'static VariantSet,
+    stream: &Stream,
+    args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
+) -> Result<TuneReport> {
+    let name = set.name();
+    let started = Instant::now();
+    if cfg.diagnostics {
+        eprintln!("tile phase start: autotune {name} variants={}", set.len());
+    }
+    // Reborrow with one lifetime for the saved copies.
+    let args: &[ArgRef<'_>] = args;
+    let saved = Saved::take(args)?;
+    let bar = progress_bar(&name, set.len());
+    let opts = bench_options();
+    let (mut timing, mut first_launches, mut checks) =
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let mut rows = Vec::with_capacity(set.len());
+    let mut reference: Option<(usize, Vec<Vec<u8>>)> = None;
+    let mut best: Option<(usize, f64)> = None;
+    for (i, (spec, slot)) in set.specs.iter().zip(set.slots).enumerate() {
+        let label = set.labels.get(i).copied().unwrap_or("?");
+        let launch = |s: &Stream| launch_with_scalars(cfg, spec, slot, Some(s), args, scalars);
+        // The correctness run: restore the outputs, launch (the variant's first launch:
+        // module load, or JIT without ahead-of-time artifacts), read back, compare.
+        let t = Instant::now();
+        let restored = saved.restore();
+        checks += t.elapsed();
+        let t = Instant::now();
+        let launched = restored
+            .and_then(|()| launch(stream))
+            .and_then(|()| stream.synchronize());
+        first_launches += t.elapsed();
+        let t = Instant::now();
+        let ran = launched.and_then(|()| saved.current());
+        let outcome = match ran {
+            Err(e) => Outcome::Failed(e.to_string()),
+            Ok(out) => match &reference {
+                None => {
+                    reference = Some((i, out));
+                    Outcome::Timed {
+                        median_ms: f64::NAN,
+                        min_ms: f64::NAN,
+                    }
+                }
+                Some((r, want)) => match compare(&saved, want, &out) {
+                    Some(why) => Outcome::Mismatch(format!("{why} (against `{}`)", set.labels[*r])),
+                    None => Outcome::Timed {
+                        median_ms: f64::NAN,
+                        min_ms: f64::NAN,
+                    },
+                },
+            },
+        };
+        checks += t.elapsed();
+        let outcome = match outcome {
+            Outcome::Timed { .. } => {
+                let t = Instant::now();
+                let r = do_bench(stream, launch, &opts);
+                timing += t.elapsed();
+                match r {
+                    Ok(b) => Outcome::Timed {
+                        median_ms: b.median_ms,
+                        min_ms: b.min_ms,
+                    },
+                    Err(e) => Outcome::Failed(e.to_string()),
+                }
+            }
+            other => other,
+        };
+        if let Outcome::Timed { median_ms, .. } = outcome {
+            if best.is_none_or(|(_, b)| median_ms < b) {
+                best = Some((i, median_ms));
+            }
+        }
+        if cfg.diagnostics {
+            let what = match &outcome {
+                Outcome::Timed { median_ms, .. } => format!("median={median_ms:.4}ms"),
+                Outcome::Failed(e) => format!("failed: {e}"),
+                Outcome::Mismatch(e) => format!("mismatch: {e}"),
+            };
+            eprintln!(
+                "tile autotune {name} variant {}/{} `{label}`: {what}",
+                i + 1,
+                set.len()
+            );
+        }
+        if let Some(b) = &bar {
+            let best_text = best
+                .map(|(j, t)| format!("best {t:.4} ms `{}`", set.labels[j]))
+                .unwrap_or_default();
+            b.set_message(best_text);
+            b.inc(1);
+        }
+        rows.push(TuneRow {
+            variant: label.to_string(),
+            outcome,
+        });
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    saved.restore()?;
+    let Some((chosen, _)) = best else {
+        let why: Vec<String> = rows
+            .iter()
+            .map(|r| format!("`{}`: {:?}", r.variant, r.outcome))
+            .collect();
+        return Err(Error::Tune {
+            kernel: set.kernel,
+            message: format!("no variant ran: {}", why.join("; ")),
+        });
+    };
+    if cfg.diagnostics {
+        crate::find::print_done(
+            &format!("autotune {name}"),
+            started,
+            &format!(
+                "chosen=`{}` timing={:.3}ms first-launches={:.3}ms checks={:.3}ms",
+                set.labels[chosen],
+                timing.as_secs_f64() * 1e3,
+                first_launches.as_secs_f64() * 1e3,
+                checks.as_secs_f64() * 1e3
+            ),
+        );
+    }
+    Ok(TuneReport {
+        kernel: name,
+        device: String::new(),
+        dtypes: String::new(),
+        shapes: Vec::new(),
+        bucket: String::new(),
+        rows,
+        chosen,
+        chosen_label: set.labels[chosen].to_string(),
+        timing_ms: timing.as_secs_f64() * 1e3,
+        first_launch_ms: first_launches.as_secs_f64() * 1e3,
+        check_ms: checks.as_secs_f64() * 1e3,
+        measured_by: format!(
+            "pid {} at {}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ),
+        from_cache: false,
+    })
+}
+
+/// A progress bar on stderr while tuning, when stderr is a terminal.
+fn progress_bar(name: &str, n: usize) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(n as u64);
+    let style = indicatif::ProgressStyle::with_template(
+        "tile autotune {prefix} [{bar:24}] {pos}/{len} {msg}",
+    )
+    .map(|s| s.progress_chars("=> "))
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_prefix(name.to_string());
+    Some(bar)
+}
+
+/// Why `got` differs from `want` (the saved buffers' dtypes say how to read them), or
+/// `None` when every element is close: `|a - b| <= tol * max|want|` with `tol` by dtype
+/// (1e-2 for f16, 3e-2 for bf16, 1e-3 for f32, 1e-9 for f64, exact for integers), since
+/// variants sum in different orders. Reads the bytes in place (no copies: outputs can
+/// be large).
+fn compare(saved: &Saved<'_>, want: &[Vec<u8>], got: &[Vec<u8>]) -> Option<String> {
+    for (((a, _), w), g) in saved.bufs.iter().zip(want).zip(got) {
+        let tol = match a.dtype {
+            DType::F16 => 1e-2,
+            DType::BF16 => 3e-2,
+            DType::F32 => 1e-3,
+            DType::F64 => 1e-9,
+            DType::F8E4M3 | DType::F8E5M2 => 0.15,
+            _ => 0.0,
+        };
+        let scale = values(a.dtype, w)
+            .filter(|v| v.is_finite())
+            .fold(0f64, |m, v| m.max(v.abs()));
+        let atol = tol * scale.max(f64::MIN_POSITIVE);
+        for (k, (x, y)) in values(a.dtype, w).zip(values(a.dtype, g)).enumerate() {
+            let same = (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= atol;
+            if !same {
+                let shape: Vec<String> = a.shape.iter().map(|d| d.to_string()).collect();
+                return Some(format!(
+                    "output {} element {k} is {y}, expected {x} (tolerance {atol:.3e})",
+                    shape.join("x")
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The elements of `bytes` as `f64`s (gaps of a strided buffer included).
+fn values(dtype: DType, bytes: &[u8]) -> impl Iterator<Item = f64> + '_ {
+    let size = dtype.size().clamp(1, 8);
+    bytes.chunks_exact(size).map(move |c| {
+        let mut b = [0u8; 8];
+        b[..size].copy_from_slice(c);
+        let u = u64::from_le_bytes(b);
+        match dtype {
+            DType::Bool | DType::U8 => u as u8 as f64,
+            DType::I8 => u as u8 as i8 as f64,
+            DType::I16 => u as u16 as i16 as f64,
+            DType::U16 => u as u16 as f64,
+            DType::I32 => u as u32 as i32 as f64,
+            DType::U32 => u as u32 as f64,
+            DType::I64 => u as i64 as f64,
+            DType::U64 => u as f64,
+            DType::F16 => half::f16::from_bits(u as u16).to_f64(),
+            DType::BF16 => half::bf16::from_bits(u as u16).to_f64(),
+            DType::F32 => f32::from_bits(u as u32) as f64,
+            DType::F64 => f64::from_bits(u),
+            // Compared bit for bit.
+            DType::F8E4M3 | DType::F8E5M2 => u as u8 as f64,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_read_each_dtype() {
+        let h = half::f16::from_f32(1.5).to_bits().to_le_bytes();
+        let all = |t, b: &[u8]| values(t, b).collect::<Vec<f64>>();
+        assert_eq!(all(DType::F16, &h), [1.5]);
+        assert_eq!(all(DType::I16, &(-3i16).to_le_bytes()), [-3.0]);
+        assert_eq!(all(DType::F32, &2.25f32.to_le_bytes()), [2.25]);
+        let two: Vec<u8> = [7i32, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(all(DType::I32, &two), [7.0, -1.0]);
+    }
+
+    #[test]
+    fn buckets() {
+        assert_eq!(bucket(100, false), 100);
+        assert_eq!(bucket(100, true), 128);
+        assert_eq!(bucket(128, true), 128);
+        assert_eq!(bucket(0, true), 1);
+    }
+}
