@@ -27,6 +27,13 @@ for line in sys.stdin:
                     "runtime_keys", "interop_views", "index_range"):
             print(name, m["executable"])' \
   | while read -r name exe; do cp "$exe" "$DIR/tests/$name"; done
+# The Python example's extension (pyo3, abi3: any CPython >= 3.9 there) for its
+# torch test, unless NO_PYTHON is set.
+if [ -z "${NO_PYTHON:-}" ]; then
+  (cd examples/python && cargo build --release)
+  mkdir -p "$DIR/py"
+  cp examples/python/target/release/libtile_example.so "$DIR/py/tile_example.abi3.so"
+fi
 # The cache tests drive the `tile` command (found through TILE_BIN there).
 cargo build --release --bin tile
 cp "$TGT/release/tile" "$DIR/tile"

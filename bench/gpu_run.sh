@@ -66,6 +66,12 @@ print(f"torch SDPA fp16 64 heads x 4096, d=64: {t_sdpa * 1e3:.3f} ms, {4 * 64 * 
 PY
   # The attention benchmark's shapes (examples/flash_attention.rs, BENCH_SHAPES).
   run torch_sdpa python3 "$(dirname "$0")/sdpa.py"
+  # The Python example on torch CUDA tensors (zero copy, torch's stream), and
+  # its vecadd against torch.add, when the bundle has the extension.
+  if ls "$B"/py/tile_example*.so > /dev/null 2>&1; then
+    run python_torch env PYTHONPATH="$B/py" python3 "$(dirname "$0")/../examples/python/tests/test_torch.py"
+    run python_torch_bench env PYTHONPATH="$B/py" python3 "$(dirname "$0")/../examples/python/tests/bench_torch.py"
+  fi
 fi
 # compute-sanitizer on every example at a ragged size (each example checks
 # its output against a host reference; --error-exitcode makes a finding FAIL).
