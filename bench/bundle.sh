@@ -24,7 +24,7 @@ for line in sys.stdin:
         name = m["target"]["name"]
         if name in ("kernels", "examples", "bad_calls", "run", "tile_runtime",
                     "runtime_cache", "runtime_cache_faults", "runtime_graph",
-                    "runtime_keys", "interop_views", "index_range"):
+                    "runtime_keys", "interop_views", "index_range", "autotune"):
             print(name, m["executable"])' \
   | while read -r name exe; do cp "$exe" "$DIR/tests/$name"; done
 # The Python example's extension (pyo3, abi3: any CPython >= 3.9 there) for its

@@ -71,6 +71,24 @@ fn names_that_escape_into_each_other_or_are_raw() {
     );
 }
 
+/// Found by the fuzzer: a dim named like a math function the intrinsics call
+/// (`expm1`) shadowed the function in the generated C.
+#[test]
+fn names_of_the_math_the_intrinsics_call() {
+    builds(
+        "math_names",
+        "#[tile::kernel(threads = 128)]
+         fn k(h: Tensor<f32, (expm1,)>, c: TensorMut<f32, (expm1,)>) {
+             T::kernel(1, threads, |bx| {
+                 let erff = h[bx];
+                 let pow = 2.0f32;
+                 c[bx] = T::expm1(erff) + T::erf(erff) + T::pow(erff, pow) + T::fma(erff, pow, 1.0)
+                     + T::floor(erff) + T::sin(erff) + T::log1p(T::abs(erff));
+             });
+         }",
+    );
+}
+
 #[test]
 fn a_print_label_with_quotes_newlines_and_percent_signs() {
     builds(
