@@ -81,8 +81,13 @@ fn cuda_stream_handle(py: Python<'_>, ordinal: usize, stream: Option<usize>) -> 
 
 /// Imports `obj` through `__dlpack__` as a tile tensor on `stream` (no copy).
 fn import(py: Python<'_>, obj: &Bound<'_, PyAny>, stream: &Stream, handle: usize) -> PyResult<tile::Tensor<f32>> {
+    // A producer on another device than the stream's is asked for its capsule without
+    // a stream (torch refuses a stream for a CPU tensor): tile's import then refuses the
+    // pair with its own error, naming both devices.
+    let other_device = device_of(obj)? != stream.device();
     let capsule = match stream {
         Stream::Cpu => obj.call_method0("__dlpack__")?,
+        Stream::Cuda(_) if other_device => obj.call_method0("__dlpack__")?,
         Stream::Cuda(_) => {
             // DLPack's stream argument: 1 names the legacy default stream (0 is not
             // allowed); the producer orders its pending work before the stream given.
