@@ -188,3 +188,19 @@ fn a_row_reduced_accumulator_in_a_block_of_partial_warps() {
     let cu = builds("row_reduced_partial_warps", src);
     assert!(!cu.contains("tl::gemm_ss<"), "{cu}");
 }
+
+/// Found by the fuzzer: a variant list on a parameter with a raw identifier
+/// name (`r#match`) made an invalid kernel name and panicked.
+#[test]
+fn a_variant_parameter_with_a_raw_name() {
+    let src = "#[tile::kernel(r#match = [64, 128], threads = 128)]
+         fn k(a: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
+             T::kernel(T::ceildiv(N, r#match), threads, |bx| {
+                 for i in T::parallel(r#match) {
+                     c[bx * r#match + i] = a[bx * r#match + i];
+                 }
+             });
+         }";
+    let def = tile_core::frontend::parse_kernel_source(src).unwrap_or_else(|d| panic!("{}", d[0]));
+    tile_core::compile(def).unwrap_or_else(|d| panic!("{}", d[0]));
+}

@@ -11,11 +11,18 @@ pub(super) fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
     use syn::parse::Parser;
     let parser =
         syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated;
+    // "Unexpected end of input" has no location of its own: the attribute's
+    // last token stands in for it.
+    let last = attr.clone().into_iter().last().map(|t| t.span());
     let args = match parser.parse2(attr) {
         Ok(a) => a,
         Err(e) => {
+            let at = match last {
+                Some(l) if e.to_string().starts_with("unexpected end of input") => l,
+                _ => e.span(),
+            };
             cx.err(
-                Span::from(e.span()),
+                Span::from(at),
                 format!(
                     "expected compile-time parameters as `name = literal, ...` \
                      (e.g. `#[tile::kernel(block_n = 256, threads = 128)]`): {e}"

@@ -55,7 +55,8 @@ impl Variant {
                         _ => '_',
                     })
                     .collect();
-                format!("{n}{v}")
+                // A raw identifier (`r#match`) names the parameter `match`.
+                format!("{}{v}", n.trim_start_matches("r#"))
             })
             .collect();
         parts.join("_")
