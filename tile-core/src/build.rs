@@ -14,6 +14,14 @@
 //! default `sm_90a,sm_80`). `manifest.txt` lists them; the `#[tile::kernel]`
 //! macro reads it and links or embeds exactly the artifacts whose key matches
 //! the kernel it expands, so a stale artifact can never be used.
+//!
+//! Rebuilds are incremental: every artifact is named by its key (a hash of the
+//! kernel's IR and the compile options), so an artifact that the previous
+//! build's manifest lists, and that is still on disk, is reused; only new keys
+//! are compiled. Cubins are reused only when the nvcc that built them is the
+//! one found now (its path, size and modification time are in the manifest).
+//! A failed C or nvcc compile is a cargo warning naming the kernel and its
+//! `file:line`; with [`Builder::strict`] it fails the build instead.
 
 // The example above is a build script, whose `fn main` is the point.
 #![allow(clippy::needless_doctest_main)]
@@ -26,6 +34,7 @@ use std::process::Command;
 pub struct Builder {
     files: Vec<PathBuf>,
     archs: Option<Vec<String>>,
+    strict: bool,
 }
 
 /// What a build produced.
@@ -36,6 +45,8 @@ pub struct Report {
     pub cubins: usize,
     pub nvcc: Option<PathBuf>,
     pub warnings: Vec<String>,
+    /// Artifacts (C libraries and cubins) reused from the previous build.
+    pub reused: usize,
 }
 
 impl Builder {
@@ -67,6 +78,14 @@ impl Builder {
         self
     }
 
+    /// Any kernel that fails to compile (frontend, C or nvcc) makes
+    /// [`Builder::compile`] return `Err` listing every failure, instead of a
+    /// cargo warning: for crates whose tests need every kernel linked.
+    pub fn strict(mut self, on: bool) -> Self {
+        self.strict = on;
+        self
+    }
+
     /// Builds every kernel found. Kernels with errors are skipped here: the
     /// macro reports them with their spans when the crate compiles.
     pub fn compile(self) -> Result<Report, String> {
@@ -89,7 +108,12 @@ impl Builder {
             nvcc: nvcc.clone(),
             ..Report::default()
         };
+        let old = Previous::read(&dir.join("manifest.txt"));
+        let nvcc_id = nvcc.as_deref().map(tool_identity);
         let mut compiled = Vec::new();
+        // Where each kernel is defined, for messages: symbol -> "file:line".
+        let mut place = std::collections::HashMap::new();
+        let mut frontend_errors = Vec::new();
         for f in &self.files {
             println!("cargo:rerun-if-changed={}", f.display());
             let text =
@@ -106,17 +130,37 @@ impl Builder {
                 let mut item = item.clone();
                 item.attrs.retain(|a| !is_kernel_attr(a));
                 let env = Env::for_fn(&file, &item.sig.ident.to_string());
+                let at = format!("{}:{}", f.display(), item.sig.ident.span().start().line);
                 // Every instance of a dtype-generic kernel.
-                let Ok(instances) = instances(attr, &item) else {
-                    continue;
+                // A kernel the frontend rejects is skipped: the macro reports
+                // it at its spans when the crate compiles. Strict builds list
+                // it too, since they stop before that.
+                let rejected = |d: Vec<crate::diag::Diagnostic>| {
+                    let line = d.first().map_or(0, |d| d.span.start.start().line);
+                    let msg = d.first().map(|d| d.message.clone()).unwrap_or_default();
+                    format!("{}:{line}: {msg}", f.display())
+                };
+                let instances = match instances(attr, &item) {
+                    Ok(v) => v,
+                    Err(d) => {
+                        frontend_errors.push(rejected(d));
+                        continue;
+                    }
                 };
                 for i in instances {
-                    let Ok(def) = parse_kernel_in(i.attr, &i.item, &env) else {
-                        continue;
+                    let def = match parse_kernel_in(i.attr, &i.item, &env) {
+                        Ok(def) => def,
+                        Err(d) => {
+                            frontend_errors.push(rejected(d));
+                            continue;
+                        }
                     };
                     match crate::compile(def) {
-                        Ok(c) => compiled.push(c),
-                        Err(d) => report.warnings.push(format!("{}: {}", f.display(), d[0])),
+                        Ok(c) => {
+                            place.insert(c.c_symbol.clone(), at.clone());
+                            compiled.push(c)
+                        }
+                        Err(d) => report.warnings.push(format!("{at}: {}", d[0])),
                     }
                 }
             }
@@ -126,18 +170,25 @@ impl Builder {
         compiled.retain(|c| seen.insert(c.c_symbol.clone()));
         report.kernels = compiled.len();
         let mut manifest = String::new();
-        // C: one static library per kernel, compiled in parallel.
-        let c_jobs: Vec<(String, String, String)> = compiled
-            .iter()
-            .filter(|c| !c.c_source.is_empty())
-            .map(|c| {
-                (
-                    c.c_symbol.clone(),
-                    c.c_source.clone(),
-                    c.def.func.name.clone(),
-                )
-            })
-            .collect();
+        if let Some(id) = &nvcc_id {
+            manifest.push_str(&format!("nvcc {id}\n"));
+        }
+        let at = |sym: &str| place.get(sym).cloned().unwrap_or_default();
+        // C: one static library per kernel, compiled in parallel; a library
+        // the previous build made for the same symbol (symbols carry the key)
+        // is reused.
+        let mut c_jobs: Vec<(String, String, String)> = Vec::new();
+        for c in compiled.iter().filter(|c| !c.c_source.is_empty()) {
+            let lib = dir.join(format!("lib{}.a", c.c_symbol));
+            if old.c.contains(&c.c_symbol) && lib.is_file() {
+                manifest.push_str(&format!("c {}\n", c.c_symbol));
+                report.c_libs += 1;
+                report.reused += 1;
+                continue;
+            }
+            let who = format!("{} ({})", c.def.func.name, at(&c.c_symbol));
+            c_jobs.push((c.c_symbol.clone(), c.c_source.clone(), who));
+        }
         let results = parallel_map(&c_jobs, |(sym, code, name)| {
             let src = dir.join(format!("{sym}.c"));
             std::fs::write(&src, code).map_err(|e| e.to_string())?;
@@ -165,23 +216,30 @@ impl Builder {
         if let Some(nvcc) = &nvcc {
             // Each arch gets the code specialized for it when there is one,
             // else the portable code.
-            let jobs: Vec<(String, String, String, String)> = compiled
-                .iter()
-                .flat_map(|c| {
-                    archs.iter().map(move |a| {
-                        let (key, source) = match &c.cuda_sm90a {
-                            Some(v) if a == v.arch.name() => (&v.key, &v.source),
-                            _ => (&c.cuda_key, &c.cuda_source),
-                        };
-                        (
-                            key.clone(),
-                            source.clone(),
-                            c.def.func.name.clone(),
-                            a.clone(),
-                        )
-                    })
-                })
-                .collect();
+            let mut jobs: Vec<(String, String, String, String)> = Vec::new();
+            let same_nvcc = old.nvcc.is_some() && old.nvcc == nvcc_id;
+            let mut queued = std::collections::HashSet::new();
+            for c in &compiled {
+                for a in &archs {
+                    let (key, source) = match &c.cuda_sm90a {
+                        Some(v) if a == v.arch.name() => (&v.key, &v.source),
+                        _ => (&c.cuda_key, &c.cuda_source),
+                    };
+                    if !queued.insert((key.clone(), a.clone())) {
+                        continue;
+                    }
+                    let bin = dir.join(format!("{key}.{a}.cubin"));
+                    if same_nvcc && old.cubins.contains(&(key.clone(), a.clone())) && bin.is_file()
+                    {
+                        manifest.push_str(&format!("cubin {key} {a} {}\n", bin.display()));
+                        report.cubins += 1;
+                        report.reused += 1;
+                        continue;
+                    }
+                    let who = format!("{} ({})", c.def.func.name, at(&c.c_symbol));
+                    jobs.push((key.clone(), source.clone(), who, a.clone()));
+                }
+            }
             let results = parallel_map(&jobs, |(key, code, name, arch)| {
                 let src = dir.join(format!("{key}.{arch}.cu"));
                 std::fs::write(&src, code).map_err(|e| e.to_string())?;
@@ -216,11 +274,71 @@ impl Builder {
         let mpath = dir.join("manifest.txt");
         std::fs::write(&mpath, manifest)
             .map_err(|e| format!("writing {}: {e}", mpath.display()))?;
+        if self.strict && !(report.warnings.is_empty() && frontend_errors.is_empty()) {
+            let all: Vec<String> = frontend_errors.into_iter().chain(report.warnings).collect();
+            return Err(format!(
+                "{} kernel build failure(s):\n{}",
+                all.len(),
+                all.join("\n")
+            ));
+        }
         for w in &report.warnings {
             println!("cargo:warning=tile: {}", w.lines().next().unwrap_or(""));
         }
         Ok(report)
     }
+}
+
+/// What the previous build's manifest lists.
+#[derive(Default)]
+struct Previous {
+    nvcc: Option<String>,
+    c: std::collections::HashSet<String>,
+    cubins: std::collections::HashSet<(String, String)>,
+}
+
+impl Previous {
+    /// A missing or unreadable manifest means nothing is reused.
+    fn read(path: &Path) -> Previous {
+        let mut p = Previous::default();
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return p;
+        };
+        for line in text.lines() {
+            match line.split_once(' ') {
+                Some(("nvcc", id)) => p.nvcc = Some(id.to_string()),
+                Some(("c", sym)) => {
+                    p.c.insert(sym.to_string());
+                }
+                Some(("cubin", rest)) => {
+                    let mut it = rest.splitn(3, ' ');
+                    if let (Some(k), Some(a)) = (it.next(), it.next()) {
+                        p.cubins.insert((k.to_string(), a.to_string()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        p
+    }
+}
+
+/// A compiler's identity for reuse: its path, size and modification time
+/// (a new nvcc at the same path has a different size or time).
+fn tool_identity(path: &Path) -> String {
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let (len, mtime) = std::fs::metadata(&resolved)
+        .map(|m| {
+            let t = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs());
+            (m.len(), t)
+        })
+        .unwrap_or((0, 0));
+    // Spaces would split the manifest line; paths with them still compare equal.
+    format!("{}|{len}|{mtime}", resolved.display()).replace(' ', "%20")
 }
 
 fn collect_fns<'a>(items: &'a [syn::Item], out: &mut Vec<&'a syn::ItemFn>) {

@@ -1,0 +1,96 @@
+//! The build API reuses every artifact whose key the previous build made, and
+//! compiles only new keys; strict mode turns a kernel that fails into an
+//! error naming it and its `file:line`.
+//!
+//! One test: it sets `OUT_DIR` and `TILE_NO_NVCC` for the whole process.
+
+use tile_core::build::Builder;
+
+const KERNEL: &str = r#"
+#[tile::kernel(block_n = 64, threads = 64)]
+pub fn scale(x: Tensor<f32, (N,)>, y: TensorMut<f32, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for i in T::parallel(block_n) {
+            y[bx * block_n + i] = x[bx * block_n + i] * FACTOR;
+        }
+    });
+}
+"#;
+
+const OTHER: &str = r#"
+#[tile::kernel(threads = 32)]
+pub fn copy1(x: Tensor<f32, (N,)>, y: TensorMut<f32, (N,)>) {
+    T::kernel(N, threads, |bx| {
+        y[bx] = x[bx];
+    });
+}
+"#;
+
+fn source(factor: &str, extra: &str) -> String {
+    format!(
+        "// a comment\nuse tile::prelude::*;\n{extra}\n{}\n{OTHER}",
+        KERNEL.replace("FACTOR", factor)
+    )
+}
+
+#[test]
+fn rebuild_reuses_artifacts_by_key() {
+    let root = std::env::temp_dir().join(format!("tile-build-incr-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let out = root.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::env::set_var("OUT_DIR", &out);
+    std::env::set_var("TILE_NO_NVCC", "1");
+    // What cargo gives a build script, which the C compiler driver reads.
+    let vv = std::process::Command::new(std::env::var("RUSTC").unwrap_or("rustc".into()))
+        .arg("-vV")
+        .output()
+        .unwrap();
+    let host = String::from_utf8_lossy(&vv.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .unwrap();
+    std::env::set_var("TARGET", &host);
+    std::env::set_var("HOST", &host);
+    let file = root.join("kernels.rs");
+    let build = |strict: bool| Builder::new().file(&file).strict(strict).compile();
+
+    std::fs::write(&file, source("2.0", "")).unwrap();
+    let r = build(false).unwrap();
+    assert_eq!((r.kernels, r.c_libs, r.reused), (2, 2, 0), "{r:?}");
+
+    // Only comments and blank lines change: every key is the same.
+    std::fs::write(&file, source("2.0", "// edited\n\n")).unwrap();
+    let r = build(false).unwrap();
+    assert_eq!((r.kernels, r.c_libs, r.reused), (2, 2, 2), "{r:?}");
+
+    // One kernel changes: it alone is compiled.
+    std::fs::write(&file, source("3.0", "")).unwrap();
+    let r = build(false).unwrap();
+    assert_eq!((r.kernels, r.c_libs, r.reused), (2, 2, 1), "{r:?}");
+
+    // A library that vanished (a cleaned directory) is compiled again, even
+    // though the manifest lists it.
+    for e in std::fs::read_dir(out.join("tile")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with("libtile_copy1_") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let r = build(false).unwrap();
+    assert_eq!((r.c_libs, r.reused), (2, 1), "{r:?}");
+
+    // A kernel the frontend rejects: skipped in lenient mode (the macro
+    // reports it at its spans when the crate compiles), an error naming the
+    // file and line in strict mode.
+    let broken = "#[tile::kernel(threads = 32)]\npub fn broken(x: Tensor<f32, (N,)>) {\n    T::kernel(N, threads, |bx| { let v = undefined_name; });\n}\n";
+    std::fs::write(&file, source("3.0", broken)).unwrap();
+    let r = build(false).unwrap();
+    assert_eq!((r.kernels, r.reused), (2, 2), "{r:?}");
+    assert!(r.warnings.is_empty(), "{r:?}");
+    let at = format!("{}:5", file.display());
+    let e = build(true).unwrap_err();
+    assert!(e.contains(&at) && e.contains("undefined_name"), "{e}");
+
+    let _ = std::fs::remove_dir_all(&root);
+}
