@@ -18,11 +18,17 @@
 #[path = "gemm.rs"]
 mod gemm;
 #[allow(dead_code)]
+#[path = "gemv.rs"]
+mod gemv;
+#[allow(dead_code)]
 #[path = "rmsnorm.rs"]
 mod rmsnorm;
 #[allow(dead_code)]
 #[path = "softmax.rs"]
 mod softmax;
+#[allow(dead_code)]
+#[path = "transpose.rs"]
+mod transpose;
 
 use gemm::Launch;
 use std::sync::Arc;
@@ -249,6 +255,83 @@ impl Tuned {
     }
 }
 
+/// GEMV (f16, bf16, W4A16) and transpose at 8192 × 8192 against the copy
+/// bandwidth. The GEMVs rotate over four weight matrices, so that no run
+/// finds its weights in L2 (the W4 matrix is 32 MiB, L2 50 MB); bytes moved
+/// count every operand once.
+fn memory_bound(
+    dev: Device,
+    stream: &Arc<CudaStream>,
+    copy_bw: f64,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let (n, k) = (8192usize, 8192usize);
+    let mut push = |what: String, t: f64, bytes: f64| {
+        let bw = bytes / t / 1e6;
+        rows.push(Row {
+            what,
+            tile: format!("{bw:.0} GB/s ({:.1} us)", t * 1e3),
+            base: format!("copy {copy_bw:.0} GB/s"),
+            ratio: bw / copy_bw,
+        });
+    };
+    let x = tile::testing::random_tensor::<f16>(&[k], 81, dev)?;
+    let mut y = Tensor::full(&[n], f16::NAN, dev)?;
+    let a: Vec<Tensor<f16>> = (0..4)
+        .map(|i| tile::testing::random_tensor::<f16>(&[n, k], 82 + i, dev))
+        .collect::<Result<_, _>>()?;
+    let mut i = 0;
+    let t_f16 = time_ms(stream, 8, 200, || {
+        i += 1;
+        Ok(gemv::gemv(&a[i % 4], &x, &mut y)?)
+    })?;
+    push(
+        format!("gemv f16 {n}x{k}"),
+        t_f16,
+        ((n * k + k + n) * 2) as f64,
+    );
+    drop(a);
+    let xb = tile::testing::random_tensor::<bf16>(&[k], 86, dev)?;
+    let mut yb = Tensor::full(&[n], bf16::NAN, dev)?;
+    let ab: Vec<Tensor<bf16>> = (0..4)
+        .map(|i| tile::testing::random_tensor::<bf16>(&[n, k], 87 + i, dev))
+        .collect::<Result<_, _>>()?;
+    let t = time_ms(stream, 8, 200, || {
+        i += 1;
+        Ok(gemv::gemv(&ab[i % 4], &xb, &mut yb)?)
+    })?;
+    push(
+        format!("gemv bf16 {n}x{k}"),
+        t,
+        ((n * k + k + n) * 2) as f64,
+    );
+    drop(ab);
+    let group = 128;
+    let w: Vec<(Tensor<u32>, Tensor<f16>)> = (0..4)
+        .map(|i| gemv::quantized(dev, n, k, group, 91 + i).map(|(w, s, _)| (w, s)))
+        .collect::<Result<_, _>>()?;
+    let t_w4 = time_ms(stream, 8, 200, || {
+        i += 1;
+        let (w, s) = &w[i % 4];
+        Ok(gemv::gemv_w4a16(w, s, &x, &mut y)?)
+    })?;
+    let bytes = n * k / 2 + n * (k / group) * 2 + (k + n) * 2;
+    push(
+        format!(
+            "gemv w4a16 {n}x{k} (g{group}; {:.2}x the f16 gemv's speed)",
+            t_f16 / t_w4
+        ),
+        t_w4,
+        bytes as f64,
+    );
+    drop(w);
+    let xt = tile::testing::random_tensor::<f16>(&[n, k], 95, dev)?;
+    let mut yt = Tensor::full(&[k, n], f16::NAN, dev)?;
+    let t = time_ms(stream, 5, 100, || Ok(transpose::transpose(&xt, &mut yt)?))?;
+    push(format!("transpose f16 {n}x{k}"), t, (2 * n * k * 2) as f64);
+    Ok(())
+}
+
 /// Tunes `gemm_nn::<E>` on fresh `m × k` and `k × n` inputs (a shape's choice
 /// is kept for the rest of the process and in the disk cache).
 fn tune_gemm<E: gemm::gemm_nn::Dtype>(
@@ -447,6 +530,7 @@ fn main() -> Res<()> {
         });
     }
     drop((x, y));
+    memory_bound(dev, &stream, copy_bw, &mut rows)?;
 
     // In table order: the example's kernels and the variants above.
     enum Gemm {

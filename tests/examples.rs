@@ -185,3 +185,35 @@ fn flash_attention_example() -> TestResult {
     }
     Ok(())
 }
+
+#[allow(dead_code)]
+#[path = "../examples/gemv.rs"]
+mod gemv;
+
+#[allow(dead_code)]
+#[path = "../examples/transpose.rs"]
+mod transpose;
+
+#[allow(dead_code)]
+#[path = "../examples/gelu_bias.rs"]
+mod gelu_bias;
+
+#[test]
+fn memory_bound_examples() -> TestResult {
+    // Sizes that divide the tiles, ragged ones, one row.
+    for (n, k) in [(64, 1024), (37, 1000), (1, 513)] {
+        println!("{}", gemv::run(Device::default(), n, k)?);
+    }
+    for (m, n) in [(128, 64), (100, 129), (1, 70)] {
+        println!("{}", transpose::run(Device::default(), m, n)?);
+    }
+    Ok(())
+}
+
+#[test]
+fn gelu_bias_example() -> TestResult {
+    for (m, n, k) in [(128, 128, 64), (67, 130, 72), (1, 8, 8)] {
+        println!("{}", gelu_bias::run(Device::default(), m, n, k)?);
+    }
+    Ok(())
+}

@@ -13,9 +13,11 @@
 //! the nest's indices is split into `if (whole tile in bounds) { unguarded
 //! nest } else { guarded nest }`. Every full tile then runs the vectorizable
 //! form and only the ragged edge pays for the checks (with dynamic shapes,
-//! this is what keeps an element-wise kernel at full bandwidth). Nests that
-//! touch fragments are not split: both branches would have to agree on the
-//! fragment's register layout.
+//! this is what keeps an element-wise kernel at full bandwidth). Nests over
+//! plain fragments split too (`vectorize` gives both branches the fragment's
+//! one chunk width, and the edge does its accesses lane by lane); nests over
+//! an accumulator or a per-row fragment do not (their layouts come from the
+//! gemm, and their epilogues have a paired-store form of their own).
 
 use crate::analysis::range::Env;
 use crate::diag::Diagnostic;
@@ -187,21 +189,25 @@ impl Pass {
         else {
             return guarded;
         };
-        let touches_fragment = {
+        let own_layout = |b: BufId| {
+            let b = self.f.buf(b);
+            b.scope == Scope::Fragment && b.layout.is_some()
+        };
+        let touches_laid_out = {
             let mut t = false;
             orig.visit_exprs(&mut |x| {
                 if let Expr::Load(b, _, _) = x {
-                    t |= self.f.buf(*b).scope == Scope::Fragment;
+                    t |= own_layout(*b);
                 }
             });
             orig.visit(&mut |x| {
                 if let Stmt::Store { buf, .. } = x {
-                    t |= self.f.buf(*buf).scope == Scope::Fragment;
+                    t |= own_layout(*buf);
                 }
             });
             t
         };
-        if touches_fragment || vars.is_empty() {
+        if touches_laid_out || vars.is_empty() {
             return guarded;
         }
         // Guards may only be hoisted above the nest if every variable they use

@@ -3,17 +3,24 @@
 //!
 //! Nests are partitioned in contiguous chunks of `V` elements: element `e`
 //! belongs to thread `(e / V) % threads`, in iteration `e / (V * threads)`.
-//! `V` is the widest power of two with `V * elem_bytes <= 16` that divides
-//! the innermost extent and keeps every contiguous access aligned; a nest
-//! with bounds guards uses `V = 1` (the bounds-checked form). A nest whose
-//! accesses would be aligned at a wider width if some dynamic dims were
-//! multiples of it also records that width: the backend tests the dims at run
-//! time and runs the wider form when they are.
+//! For a nest over memory only, `V` is the widest power of two with
+//! `V * elem_bytes <= 16` that divides the innermost extent and keeps every
+//! contiguous access aligned; a nest with bounds guards uses `V = 1` (the
+//! bounds-checked form). A nest whose accesses would be aligned at a wider
+//! width if some dynamic dims were multiples of it also records that width:
+//! the backend tests the dims at run time and runs the wider form when they
+//! are.
 //!
 //! Fragments are distributed with the same rule, so a fragment is only ever
 //! touched by the thread that owns an element: every nest over a fragment uses
 //! one `V`, the minimum any of them allows (found by a fixed point, since
-//! nests share fragments).
+//! nests share fragments). For these nests `V` is only the ownership: it comes
+//! from the memory dtypes (registers have no width limit) and the extents,
+//! never from guards or alignment. Each access is then a vector where it is
+//! aligned at `V` (unconditionally, or under a run-time test of the dynamic
+//! dims it needs, which picks between two forms with the same ownership), and
+//! lane by lane where not, so a guarded edge and an unaligned shape keep the
+//! fragment's layout.
 //!
 //! Runs last: it must see the final nests (`inject_bounds` splits some into
 //! interior and edge, `insert_barriers` adds none inside them).
@@ -97,16 +104,30 @@ fn plan(f: &PrimFunc) -> Schedule {
     let mut nest_cond: HashMap<VarId, (i64, Vec<VarId>)> = HashMap::new();
     for n in &nests {
         let (bufs, guarded) = bufs_in(n.body);
+        let frags: Vec<BufId> = bufs
+            .iter()
+            .copied()
+            .filter(|&b| f.buf(b).scope == Scope::Fragment)
+            .collect();
         let max_bytes = bufs
             .iter()
+            .filter(|&&b| frags.is_empty() || f.buf(b).scope != Scope::Fragment)
             .map(|&b| f.buf(b).dtype.bytes())
             .max()
-            .unwrap_or(4)
+            .unwrap_or(2)
             .max(1);
         let mut v = (16 / max_bytes).max(1);
         let inner_ext = *n.extents.last().unwrap_or(&1);
         while v > 1 && inner_ext % v != 0 {
             v /= 2;
+        }
+        if !frags.is_empty() {
+            infos.push(Info {
+                key: n.vars[0],
+                natural: v,
+                frags,
+            });
+            continue;
         }
         if guarded {
             v = 1;
@@ -152,21 +173,13 @@ fn plan(f: &PrimFunc) -> Schedule {
             }
             wide /= 2;
         }
-        let frags: Vec<BufId> = bufs
-            .into_iter()
-            .filter(|&b| f.buf(b).scope == Scope::Fragment)
-            .collect();
-        let touches_fragment = bufs_in(n.body)
-            .0
-            .iter()
-            .any(|&b| f.buf(b).scope == Scope::Fragment);
-        if wide > v && !need.is_empty() && !guarded && !touches_fragment {
+        if wide > v && !need.is_empty() && !guarded {
             nest_cond.insert(n.vars[0], (wide, need.iter().copied().collect()));
         }
         infos.push(Info {
             key: n.vars[0],
             natural: v,
-            frags,
+            frags: Vec::new(),
         });
     }
     let mut frag_v: HashMap<BufId, i64> = HashMap::new();
@@ -197,8 +210,11 @@ fn plan(f: &PrimFunc) -> Schedule {
                 .iter()
                 .filter_map(|b| frag_v.get(b))
                 .fold(i.natural, |a, &b| a.min(b));
-            let wide = nest_cond.remove(&i.key);
             let n = nests.iter().find(|n| n.vars[0] == i.key);
+            let wide = match n {
+                Some(n) if !i.frags.is_empty() => same_width_test(f, n, vector),
+                _ => nest_cond.remove(&i.key),
+            };
             let none = BTreeSet::new();
             let vectorized = n.map_or(Vec::new(), |n| vector_accesses(f, n, vector, &none));
             let wide_vectorized = match (&wide, n) {
@@ -224,6 +240,30 @@ fn plan(f: &PrimFunc) -> Schedule {
         nests: plans,
         fragments: frag_v.into_iter().collect(),
     }
+}
+
+/// For a nest over fragments, chunked at `v`: the dynamic dims that, when
+/// multiples of `v`, make more of its accesses vectors at `v` (tested at run
+/// time; both forms own the same elements).
+fn same_width_test(f: &PrimFunc, n: &Nest<'_>, v: i64) -> Option<(i64, Vec<VarId>)> {
+    let (_, guarded) = bufs_in(n.body);
+    if v == 1 || guarded {
+        return None;
+    }
+    let lets = lets_in(n.body);
+    let inner = *n.vars.last()?;
+    let mut need = BTreeSet::new();
+    for (b, idx) in accesses(n.body) {
+        if !matches!(f.buf(b).scope, Scope::Global | Scope::Shared)
+            || f.buf(b).dtype.bytes() * v > 16
+        {
+            continue;
+        }
+        if let Some(d) = aligned_dims(f, b, &idx, &lets, inner, v) {
+            need.extend(d);
+        }
+    }
+    (!need.is_empty()).then(|| (v, need.into_iter().collect()))
 }
 
 /// The accesses of nest `n` done as vectors at width `v`, assuming the dims
@@ -275,7 +315,10 @@ fn vector_accesses(
     }
     let mut out: Vec<(BufId, Vec<Expr>)> = Vec::new();
     for (b, idx) in candidates {
+        // A chunk wider than 16 bytes (an f32 access in a nest chunked for
+        // f16 fragments) stays lane by lane.
         let ok = matches!(f.buf(b).scope, Scope::Global | Scope::Shared)
+            && f.buf(b).dtype.bytes() * v <= 16
             && aligned_dims(f, b, &idx, &lets, inner, v).is_some_and(|d| d.is_subset(assume));
         if ok && !out.iter().any(|(x, y)| *x == b && *y == idx) {
             out.push((b, idx));

@@ -25,21 +25,24 @@ __host__ __device__ constexpr bool is_pow2(int x) { return x > 0 && (x & (x - 1)
 //
 // A tile row of COLS 2-byte elements is CPR = COLS/8 chunks of 16 bytes. Chunk
 // g = r*CPR + c/8 of the row-major tile is stored at chunk position
-//     g ^ ((g >> S) & 7),     S = log2(max(CPR, 8)),
+//     g ^ (((g >> S) ^ (g >> (S + 3))) & 7),     S = log2(max(CPR, 8)),
 // i.e. inside every aligned group of eight chunks (128 bytes = the 32 banks) the
-// chunk index is XORed with the number of the 128-byte line (CPR <= 8) or with the
-// row (CPR >= 8). Any eight consecutive rows at one chunk column -- what one 8x8
-// ldmatrix matrix reads -- land in eight distinct 16-byte bank groups, and eight
-// consecutive chunks of the row-major order (what eight consecutive threads store)
-// are a permutation of one 128-byte line. The map only permutes bits 0..2 of g, so
-// it is a bijection and it is XOR-linear: swz(a ^ b) = swz(a) ^ swz(b).
+// chunk index is XORed with the number L of the 128-byte line (CPR <= 8) or the
+// row L (CPR >= 8), folded as (L ^ L/8) mod 8. Any eight consecutive rows at one
+// chunk column -- what one 8x8 ldmatrix matrix reads -- land in eight distinct
+// 16-byte bank groups, and so do eight rows 8 apart (a column of a tile read by
+// threads that each hold eight consecutive rows: a transpose); eight consecutive
+// chunks of the row-major order (what eight consecutive threads store) are a
+// permutation of one 128-byte line. The map only changes bits 0..2 of g by a
+// linear function of higher bits, so it is a bijection and it is XOR-linear:
+// swz(a ^ b) = swz(a) ^ swz(b).
 // ---------------------------------------------------------------------------
 template <int COLS> struct Swz {
   static_assert(COLS % 8 == 0 && is_pow2(COLS / 8),
                 "tl: tile COLS must be 8 * 2^k elements (row of 16 * 2^k bytes)");
   static constexpr int CPR = COLS / 8;
   static constexpr int S = CPR >= 8 ? ilog2(CPR) : 3;
-  static TL_HD int apply(int g) { return g ^ ((g >> S) & 7); }
+  static TL_HD int apply(int g) { return g ^ (((g >> S) ^ (g >> (S + 3))) & 7); }
 };
 
 // ---------------------------------------------------------------------------

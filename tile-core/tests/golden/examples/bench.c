@@ -74,11 +74,20 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         }
       }
     }
-    for (int32_t i_4 = 0; i_4 < 128; ++i_4) {
-      #pragma GCC ivdep
-      for (int32_t j_4 = 0; j_4 < 128; ++j_4) {
-        if (((((((int64_t)(by_swizzled)) * 128) + i_4) < M) && (((((int64_t)(bx_swizzled)) * 128) + j_4) < N))) {
+    if (((((((int64_t)(by_swizzled)) * 128) + 127) < M) && (((((int64_t)(bx_swizzled)) * 128) + 127) < N))) {
+      for (int32_t i_4 = 0; i_4 < 128; ++i_4) {
+        #pragma GCC ivdep
+        for (int32_t j_4 = 0; j_4 < 128; ++j_4) {
           c[((((by_swizzled * 128) + i_4) * N) + ((bx_swizzled * 128) + j_4))] = tl_f2h(tl_rh((float)(acc[((i_4 * 128) + j_4)])));
+        }
+      }
+    } else {
+      for (int32_t i_4_1 = 0; i_4_1 < 128; ++i_4_1) {
+        #pragma GCC ivdep
+        for (int32_t j_4_1 = 0; j_4_1 < 128; ++j_4_1) {
+          if (((((((int64_t)(by_swizzled)) * 128) + i_4_1) < M) && (((((int64_t)(bx_swizzled)) * 128) + j_4_1) < N))) {
+            c[((((by_swizzled * 128) + i_4_1) * N) + ((bx_swizzled * 128) + j_4_1))] = tl_f2h(tl_rh((float)(acc[((i_4_1 * 128) + j_4_1)])));
+          }
         }
       }
     }

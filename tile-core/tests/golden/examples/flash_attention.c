@@ -178,11 +178,20 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         acc[((i_5 * 64) + j_3)] = (acc[((i_5 * 64) + j_3)] / l[i_5]);
       }
     }
-    for (int32_t i_19 = 0; i_19 < 128; ++i_19) {
-      #pragma GCC ivdep
-      for (int32_t j_12 = 0; j_12 < 64; ++j_12) {
-        if ((((bx * 128) + i_19) < S)) {
+    if ((((bx * 128) + 127) < S)) {
+      for (int32_t i_19 = 0; i_19 < 128; ++i_19) {
+        #pragma GCC ivdep
+        for (int32_t j_12 = 0; j_12 < 64; ++j_12) {
           o[((((((bz * H) + by) * S) + ((bx * 128) + i_19)) * 64) + j_12)] = tl_f2h(tl_rh((float)(acc[((i_19 * 64) + j_12)])));
+        }
+      }
+    } else {
+      for (int32_t i_19_1 = 0; i_19_1 < 128; ++i_19_1) {
+        #pragma GCC ivdep
+        for (int32_t j_12_1 = 0; j_12_1 < 64; ++j_12_1) {
+          if ((((bx * 128) + i_19_1) < S)) {
+            o[((((((bz * H) + by) * S) + ((bx * 128) + i_19_1)) * 64) + j_12_1)] = tl_f2h(tl_rh((float)(acc[((i_19_1 * 64) + j_12_1)])));
+          }
         }
       }
     }

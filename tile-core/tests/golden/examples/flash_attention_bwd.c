@@ -176,18 +176,34 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         acc[((i_5 * 64) + j_3)] = (acc[((i_5 * 64) + j_3)] / l[i_5]);
       }
     }
-    for (int32_t i_20 = 0; i_20 < 128; ++i_20) {
-      #pragma GCC ivdep
-      for (int32_t j_12 = 0; j_12 < 64; ++j_12) {
-        if ((((bx * 128) + i_20) < S)) {
+    if ((((bx * 128) + 127) < S)) {
+      for (int32_t i_20 = 0; i_20 < 128; ++i_20) {
+        #pragma GCC ivdep
+        for (int32_t j_12 = 0; j_12 < 64; ++j_12) {
           o[((((((bz * H) + by) * S) + ((bx * 128) + i_20)) * 64) + j_12)] = tl_f2h(tl_rh((float)(acc[((i_20 * 64) + j_12)])));
         }
       }
+    } else {
+      for (int32_t i_20_1 = 0; i_20_1 < 128; ++i_20_1) {
+        #pragma GCC ivdep
+        for (int32_t j_12_1 = 0; j_12_1 < 64; ++j_12_1) {
+          if ((((bx * 128) + i_20_1) < S)) {
+            o[((((((bz * H) + by) * S) + ((bx * 128) + i_20_1)) * 64) + j_12_1)] = tl_f2h(tl_rh((float)(acc[((i_20_1 * 64) + j_12_1)])));
+          }
+        }
+      }
     }
-    #pragma GCC ivdep
-    for (int32_t i_6 = 0; i_6 < 128; ++i_6) {
-      if ((((bx * 128) + i_6) < S)) {
+    if ((((bx * 128) + 127) < S)) {
+      #pragma GCC ivdep
+      for (int32_t i_6 = 0; i_6 < 128; ++i_6) {
         lse[((((bz * H) + by) * S) + ((bx * 128) + i_6))] = (m[i_6] + log2f(l[i_6]));
+      }
+    } else {
+      #pragma GCC ivdep
+      for (int32_t i_6_1 = 0; i_6_1 < 128; ++i_6_1) {
+        if ((((bx * 128) + i_6_1) < S)) {
+          lse[((((bz * H) + by) * S) + ((bx * 128) + i_6_1))] = (m[i_6_1] + log2f(l[i_6_1]));
+        }
       }
     }
   }

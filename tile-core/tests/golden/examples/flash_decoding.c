@@ -176,21 +176,41 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         }
       }
     }
-    for (int32_t i_5 = 0; i_5 < 16; ++i_5) {
-      #pragma GCC ivdep
-      for (int32_t j_3 = 0; j_3 < 128; ++j_3) {
-        if ((i_5 < group)) {
-          if ((((((int64_t)(bh)) * group) + i_5) < H)) {
+    if ((((((int64_t)(bh)) * group) + 15) < H)) {
+      for (int32_t i_5 = 0; i_5 < 16; ++i_5) {
+        #pragma GCC ivdep
+        for (int32_t j_3 = 0; j_3 < 128; ++j_3) {
+          if ((i_5 < group)) {
             o_part[((((((bb * H) + ((bh * group) + i_5)) * 8) + bs) * 128) + j_3)] = ((l[i_5] > 0.0f) ? (acc[((i_5 * 128) + j_3)] / l[i_5]) : 0.0f);
           }
         }
       }
+    } else {
+      for (int32_t i_5_1 = 0; i_5_1 < 16; ++i_5_1) {
+        #pragma GCC ivdep
+        for (int32_t j_3_1 = 0; j_3_1 < 128; ++j_3_1) {
+          if ((i_5_1 < group)) {
+            if ((((((int64_t)(bh)) * group) + i_5_1) < H)) {
+              o_part[((((((bb * H) + ((bh * group) + i_5_1)) * 8) + bs) * 128) + j_3_1)] = ((l[i_5_1] > 0.0f) ? (acc[((i_5_1 * 128) + j_3_1)] / l[i_5_1]) : 0.0f);
+            }
+          }
+        }
+      }
     }
-    #pragma GCC ivdep
-    for (int32_t i_6 = 0; i_6 < 16; ++i_6) {
-      if ((i_6 < group)) {
-        if ((((((int64_t)(bh)) * group) + i_6) < H)) {
+    if ((((((int64_t)(bh)) * group) + 15) < H)) {
+      #pragma GCC ivdep
+      for (int32_t i_6 = 0; i_6 < 16; ++i_6) {
+        if ((i_6 < group)) {
           lse[((((bb * H) + ((bh * group) + i_6)) * 8) + bs)] = ((l[i_6] > 0.0f) ? (m[i_6] + log2f(l[i_6])) : -INFINITY);
+        }
+      }
+    } else {
+      #pragma GCC ivdep
+      for (int32_t i_6_1 = 0; i_6_1 < 16; ++i_6_1) {
+        if ((i_6_1 < group)) {
+          if ((((((int64_t)(bh)) * group) + i_6_1) < H)) {
+            lse[((((bb * H) + ((bh * group) + i_6_1)) * 8) + bs)] = ((l[i_6_1] > 0.0f) ? (m[i_6_1] + log2f(l[i_6_1])) : -INFINITY);
+          }
         }
       }
     }

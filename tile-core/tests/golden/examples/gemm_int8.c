@@ -67,11 +67,20 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         }
       }
     }
-    for (int32_t i_4 = 0; i_4 < 64; ++i_4) {
-      #pragma GCC ivdep
-      for (int32_t j_4 = 0; j_4 < 64; ++j_4) {
-        if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
+    if (((((by * 64) + 63) < M) && (((bx * 64) + 63) < N))) {
+      for (int32_t i_4 = 0; i_4 < 64; ++i_4) {
+        #pragma GCC ivdep
+        for (int32_t j_4 = 0; j_4 < 64; ++j_4) {
           c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = acc[((i_4 * 64) + j_4)];
+        }
+      }
+    } else {
+      for (int32_t i_4_1 = 0; i_4_1 < 64; ++i_4_1) {
+        #pragma GCC ivdep
+        for (int32_t j_4_1 = 0; j_4_1 < 64; ++j_4_1) {
+          if (((((by * 64) + i_4_1) < M) && (((bx * 64) + j_4_1) < N))) {
+            c[((((by * 64) + i_4_1) * N) + ((bx * 64) + j_4_1))] = acc[((i_4_1 * 64) + j_4_1)];
+          }
         }
       }
     }

@@ -7,14 +7,18 @@ extern "C" __global__ void __launch_bounds__(128) gemm_int8_kernel(const signed 
   const int by = (int)blockIdx.y;
   signed char* __restrict__ a_s = reinterpret_cast<signed char*>(tl_smem + 0);  // 2048 elements
   signed char* __restrict__ b_s = reinterpret_cast<signed char*>(tl_smem + 2048);  // 2048 elements
-  int acc[32];  // fragment: 4096 elements, 1 per chunk
-  // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
+  int acc[32];  // fragment: 4096 elements, 4 per chunk
+  // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
   #pragma unroll
-  for (int tl_it0 = 0; tl_it0 < 32; ++tl_it0) {
-    const int tl_flat0 = tl_it0 * 128 + (int)threadIdx.x;
+  for (int tl_it0 = 0; tl_it0 < 8; ++tl_it0) {
+    const int tl_flat0 = (tl_it0 * 128 + (int)threadIdx.x) * 4;
     const int i = tl_flat0 / 64;
-    const int j = tl_flat0 % 64;
-    acc[tl_it0] = 0;
+    const int tl_base0 = tl_flat0 % 64;
+    #pragma unroll
+    for (int tl_v = 0; tl_v < 4; ++tl_v) {
+      const int j = tl_base0 + tl_v;
+      acc[tl_it0 * 4 + tl_v] = 0;
+    }
   }
   for (int ko = 0; ko < (((K + 32) - 1) / 32); ++ko) {
     if (((((by * 64) + 63) < M) && (((ko * 32) + 31) < K))) {
@@ -92,28 +96,68 @@ extern "C" __global__ void __launch_bounds__(128) gemm_int8_kernel(const signed 
       }
     }
     __syncthreads();
-    // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
+    // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
     #pragma unroll
-    for (int tl_it7 = 0; tl_it7 < 32; ++tl_it7) {
-      const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
+    for (int tl_it7 = 0; tl_it7 < 8; ++tl_it7) {
+      const int tl_flat7 = (tl_it7 * 128 + (int)threadIdx.x) * 4;
       const int i_3 = tl_flat7 / 64;
-      const int j_3 = tl_flat7 % 64;
-      int acc_1 = acc[tl_it7];
-      for (int k = 0; k < 32; ++k) {
-        acc_1 = (acc_1 + (((int)(a_s[((i_3 * 32) + k)])) * ((int)(b_s[((k * 64) + j_3)]))));
+      const int tl_base7 = tl_flat7 % 64;
+      #pragma unroll
+      for (int tl_v = 0; tl_v < 4; ++tl_v) {
+        const int j_3 = tl_base7 + tl_v;
+        int acc_1 = acc[tl_it7 * 4 + tl_v];
+        for (int k = 0; k < 32; ++k) {
+          acc_1 = (acc_1 + (((int)(a_s[((i_3 * 32) + k)])) * ((int)(b_s[((k * 64) + j_3)]))));
+        }
+        acc[tl_it7 * 4 + tl_v] = acc_1;
       }
-      acc[tl_it7] = acc_1;
     }
     __syncthreads();
   }
-  // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-  #pragma unroll
-  for (int tl_it8 = 0; tl_it8 < 32; ++tl_it8) {
-    const int tl_flat8 = tl_it8 * 128 + (int)threadIdx.x;
-    const int i_4 = tl_flat8 / 64;
-    const int j_4 = tl_flat8 % 64;
-    if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
-      c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = acc[tl_it8];
+  if (((((by * 64) + 63) < M) && (((bx * 64) + 63) < N))) {
+    if (N % 4 == 0) {
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it8 = 0; tl_it8 < 8; ++tl_it8) {
+        const int tl_flat8 = (tl_it8 * 128 + (int)threadIdx.x) * 4;
+        const int i_4 = tl_flat8 / 64;
+        const int tl_base8 = tl_flat8 % 64;
+        tl::vec<int, 4> tl_st8;
+        #pragma unroll
+        for (int tl_v = 0; tl_v < 4; ++tl_v) {
+          const int j_4 = tl_base8 + tl_v;
+          tl_st8.x[tl_v] = acc[tl_it8 * 4 + tl_v];
+        }
+        *(tl::vec<int, 4>*)(&c[((((by * 64) + i_4) * N) + ((bx * 64) + tl_base8))]) = tl_st8;
+      }
+    } else {
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it9 = 0; tl_it9 < 8; ++tl_it9) {
+        const int tl_flat9 = (tl_it9 * 128 + (int)threadIdx.x) * 4;
+        const int i_4 = tl_flat9 / 64;
+        const int tl_base9 = tl_flat9 % 64;
+        #pragma unroll
+        for (int tl_v = 0; tl_v < 4; ++tl_v) {
+          const int j_4 = tl_base9 + tl_v;
+          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = acc[tl_it9 * 4 + tl_v];
+        }
+      }
+    }
+  } else {
+    // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
+    #pragma unroll
+    for (int tl_it10 = 0; tl_it10 < 8; ++tl_it10) {
+      const int tl_flat10 = (tl_it10 * 128 + (int)threadIdx.x) * 4;
+      const int i_4_1 = tl_flat10 / 64;
+      const int tl_base10 = tl_flat10 % 64;
+      #pragma unroll
+      for (int tl_v = 0; tl_v < 4; ++tl_v) {
+        const int j_4_1 = tl_base10 + tl_v;
+        if (((((by * 64) + i_4_1) < M) && (((bx * 64) + j_4_1) < N))) {
+          c[((((by * 64) + i_4_1) * N) + ((bx * 64) + j_4_1))] = acc[tl_it10 * 4 + tl_v];
+        }
+      }
     }
   }
 }

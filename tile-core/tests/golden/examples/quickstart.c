@@ -73,11 +73,20 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         acc[((i * 64) + j)] = fmaxf(acc[((i * 64) + j)], 0.0f);
       }
     }
-    for (int32_t i_5 = 0; i_5 < 64; ++i_5) {
-      #pragma GCC ivdep
-      for (int32_t j_5 = 0; j_5 < 64; ++j_5) {
-        if (((((by * 64) + i_5) < M) && (((bx * 64) + j_5) < N))) {
+    if (((((by * 64) + 63) < M) && (((bx * 64) + 63) < N))) {
+      for (int32_t i_5 = 0; i_5 < 64; ++i_5) {
+        #pragma GCC ivdep
+        for (int32_t j_5 = 0; j_5 < 64; ++j_5) {
           c[((((by * 64) + i_5) * N) + ((bx * 64) + j_5))] = tl_f2h(tl_rh((float)(acc[((i_5 * 64) + j_5)])));
+        }
+      }
+    } else {
+      for (int32_t i_5_1 = 0; i_5_1 < 64; ++i_5_1) {
+        #pragma GCC ivdep
+        for (int32_t j_5_1 = 0; j_5_1 < 64; ++j_5_1) {
+          if (((((by * 64) + i_5_1) < M) && (((bx * 64) + j_5_1) < N))) {
+            c[((((by * 64) + i_5_1) * N) + ((bx * 64) + j_5_1))] = tl_f2h(tl_rh((float)(acc[((i_5_1 * 64) + j_5_1)])));
+          }
         }
       }
     }

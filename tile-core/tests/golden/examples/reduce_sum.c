@@ -18,10 +18,19 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
       acc[i] = 0.0f;
     }
     for (int32_t k = 0; k < (((N + 1024) - 1) / 1024); ++k) {
-      for (int32_t i_1 = 0; i_1 < 4; ++i_1) {
-        #pragma GCC ivdep
-        for (int32_t j = 0; j < 1024; ++j) {
-          tile[((i_1 * 1024) + j)] = (((((bx * 4) + i_1) < M) && (((k * 1024) + j) < N)) ? x[((((bx * 4) + i_1) * N) + ((k * 1024) + j))] : 0.0f);
+      if (((((bx * 4) + 3) < M) && (((k * 1024) + 1023) < N))) {
+        for (int32_t i_1 = 0; i_1 < 4; ++i_1) {
+          #pragma GCC ivdep
+          for (int32_t j = 0; j < 1024; ++j) {
+            tile[((i_1 * 1024) + j)] = x[((((bx * 4) + i_1) * N) + ((k * 1024) + j))];
+          }
+        }
+      } else {
+        for (int32_t i_1_1 = 0; i_1_1 < 4; ++i_1_1) {
+          #pragma GCC ivdep
+          for (int32_t j_1 = 0; j_1 < 1024; ++j_1) {
+            tile[((i_1_1 * 1024) + j_1)] = (((((bx * 4) + i_1_1) < M) && (((k * 1024) + j_1) < N)) ? x[((((bx * 4) + i_1_1) * N) + ((k * 1024) + j_1))] : 0.0f);
+          }
         }
       }
       #pragma GCC ivdep
@@ -33,10 +42,17 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         acc[i_2] = acc_1;
       }
     }
-    #pragma GCC ivdep
-    for (int32_t i_3 = 0; i_3 < 4; ++i_3) {
-      if ((((bx * 4) + i_3) < M)) {
+    if ((((bx * 4) + 3) < M)) {
+      #pragma GCC ivdep
+      for (int32_t i_3 = 0; i_3 < 4; ++i_3) {
         y[((bx * 4) + i_3)] = acc[i_3];
+      }
+    } else {
+      #pragma GCC ivdep
+      for (int32_t i_3_1 = 0; i_3_1 < 4; ++i_3_1) {
+        if ((((bx * 4) + i_3_1) < M)) {
+          y[((bx * 4) + i_3_1)] = acc[i_3_1];
+        }
       }
     }
   }

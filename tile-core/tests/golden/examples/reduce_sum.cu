@@ -4,7 +4,7 @@
 extern "C" __global__ void __launch_bounds__(256) row_sum_kernel(const float* __restrict__ x, float* __restrict__ y, int M, int N) {
   __shared__ __align__(128) unsigned char tl_smem[128];
   const int bx = (int)blockIdx.x;
-  float tile[16];  // fragment: 4096 elements, 1 per chunk
+  float tile[16];  // fragment: 4096 elements, 4 per chunk
   float* __restrict__ acc = reinterpret_cast<float*>(tl_smem + 0);  // 4 elements
   // T.Parallel[4]: 4 elements over 256 threads, 4 per chunk
   #pragma unroll
@@ -23,34 +23,69 @@ extern "C" __global__ void __launch_bounds__(256) row_sum_kernel(const float* __
   }
   __syncthreads();
   for (int k = 0; k < (((N + 1024) - 1) / 1024); ++k) {
-    // T.Parallel[4, 1024]: 4096 elements over 256 threads, 1 per chunk
-    #pragma unroll
-    for (int tl_it1 = 0; tl_it1 < 16; ++tl_it1) {
-      const int tl_flat1 = tl_it1 * 256 + (int)threadIdx.x;
-      const int i_1 = tl_flat1 / 1024;
-      const int j = tl_flat1 % 1024;
-      tile[tl_it1] = (((((bx * 4) + i_1) < M) && (((k * 1024) + j) < N)) ? x[((((bx * 4) + i_1) * N) + ((k * 1024) + j))] : 0.0f);
+    if (((((bx * 4) + 3) < M) && (((k * 1024) + 1023) < N))) {
+      if (N % 4 == 0) {
+        // T.Parallel[4, 1024]: 4096 elements over 256 threads, 4 per chunk
+        #pragma unroll
+        for (int tl_it1 = 0; tl_it1 < 4; ++tl_it1) {
+          const int tl_flat1 = (tl_it1 * 256 + (int)threadIdx.x) * 4;
+          const int i_1 = tl_flat1 / 1024;
+          const int tl_base1 = tl_flat1 % 1024;
+          const tl::vec<float, 4> tl_ld1_0 = *(const tl::vec<float, 4>*)(&x[((((bx * 4) + i_1) * N) + ((k * 1024) + tl_base1))]);
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 4; ++tl_v) {
+            const int j = tl_base1 + tl_v;
+            tile[tl_it1 * 4 + tl_v] = tl_ld1_0.x[tl_v];
+          }
+        }
+      } else {
+        // T.Parallel[4, 1024]: 4096 elements over 256 threads, 4 per chunk
+        #pragma unroll
+        for (int tl_it2 = 0; tl_it2 < 4; ++tl_it2) {
+          const int tl_flat2 = (tl_it2 * 256 + (int)threadIdx.x) * 4;
+          const int i_1 = tl_flat2 / 1024;
+          const int tl_base2 = tl_flat2 % 1024;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 4; ++tl_v) {
+            const int j = tl_base2 + tl_v;
+            tile[tl_it2 * 4 + tl_v] = x[((((bx * 4) + i_1) * N) + ((k * 1024) + j))];
+          }
+        }
+      }
+    } else {
+      // T.Parallel[4, 1024]: 4096 elements over 256 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it3 = 0; tl_it3 < 4; ++tl_it3) {
+        const int tl_flat3 = (tl_it3 * 256 + (int)threadIdx.x) * 4;
+        const int i_1_1 = tl_flat3 / 1024;
+        const int tl_base3 = tl_flat3 % 1024;
+        #pragma unroll
+        for (int tl_v = 0; tl_v < 4; ++tl_v) {
+          const int j_1 = tl_base3 + tl_v;
+          tile[tl_it3 * 4 + tl_v] = (((((bx * 4) + i_1_1) < M) && (((k * 1024) + j_1) < N)) ? x[((((bx * 4) + i_1_1) * N) + ((k * 1024) + j_1))] : 0.0f);
+        }
+      }
     }
     // T.reduce_sum: 4 outputs of 1024 elements
     {
       #pragma unroll
-      for (int tl_p3 = 0; tl_p3 < 4; ++tl_p3) {
-        float tl_acc3 = 0.0f;
+      for (int tl_p5 = 0; tl_p5 < 4; ++tl_p5) {
+        float tl_acc5 = 0.0f;
         #pragma unroll
         for (int tl_r = 0; tl_r < 4; ++tl_r) {
-          tl_acc3 = tl_acc3 + ((float)(tile[tl_p3 * 4 + tl_r]));
+          tl_acc5 = tl_acc5 + ((float)(tile[tl_p5 * 4 + tl_r]));
         }
         #pragma unroll
-        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc3 = tl_acc3 + __shfl_xor_sync(0xffffffffu, tl_acc3, tl_o);
-        __shared__ float tl_red4[8];
-        if ((int)threadIdx.x % 32 == 0) tl_red4[(int)threadIdx.x / 32] = tl_acc3;
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc5 = tl_acc5 + __shfl_xor_sync(0xffffffffu, tl_acc5, tl_o);
+        __shared__ float tl_red6[8];
+        if ((int)threadIdx.x % 32 == 0) tl_red6[(int)threadIdx.x / 32] = tl_acc5;
         __syncthreads();
         if ((int)threadIdx.x % 256 == 0) {
-          for (int tl_w = 1; tl_w < 8; ++tl_w) tl_acc3 = tl_acc3 + tl_red4[(int)threadIdx.x / 32 + tl_w];
+          for (int tl_w = 1; tl_w < 8; ++tl_w) tl_acc5 = tl_acc5 + tl_red6[(int)threadIdx.x / 32 + tl_w];
         }
         __syncthreads();
         if (threadIdx.x == 0) {
-          acc[tl_p3] = acc[tl_p3] + tl_acc3;
+          acc[tl_p5] = acc[tl_p5] + tl_acc5;
         }
       }
     }
@@ -60,27 +95,27 @@ extern "C" __global__ void __launch_bounds__(256) row_sum_kernel(const float* __
   if ((((bx * 4) + 3) < M)) {
     // T.Parallel[4]: 4 elements over 256 threads, 4 per chunk
     #pragma unroll
-    for (int tl_it5 = 0; tl_it5 < 1; ++tl_it5) {
-      const int tl_flat5 = (tl_it5 * 256 + (int)threadIdx.x) * 4;
-      if (tl_flat5 < 4) {
-        const int tl_base5 = tl_flat5;
-        const tl::vec<float, 4> tl_ld5_0 = *(const tl::vec<float, 4>*)(&acc[tl_base5]);
-        tl::vec<float, 4> tl_st5;
+    for (int tl_it7 = 0; tl_it7 < 1; ++tl_it7) {
+      const int tl_flat7 = (tl_it7 * 256 + (int)threadIdx.x) * 4;
+      if (tl_flat7 < 4) {
+        const int tl_base7 = tl_flat7;
+        const tl::vec<float, 4> tl_ld7_0 = *(const tl::vec<float, 4>*)(&acc[tl_base7]);
+        tl::vec<float, 4> tl_st7;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int i_2 = tl_base5 + tl_v;
-          tl_st5.x[tl_v] = tl_ld5_0.x[tl_v];
+          const int i_2 = tl_base7 + tl_v;
+          tl_st7.x[tl_v] = tl_ld7_0.x[tl_v];
         }
-        *(tl::vec<float, 4>*)(&y[((bx * 4) + tl_base5)]) = tl_st5;
+        *(tl::vec<float, 4>*)(&y[((bx * 4) + tl_base7)]) = tl_st7;
       }
     }
   } else {
     // T.Parallel[4]: 4 elements over 256 threads, 1 per chunk
     #pragma unroll
-    for (int tl_it6 = 0; tl_it6 < 1; ++tl_it6) {
-      const int tl_flat6 = tl_it6 * 256 + (int)threadIdx.x;
-      if (tl_flat6 < 4) {
-        const int i_2_1 = tl_flat6;
+    for (int tl_it8 = 0; tl_it8 < 1; ++tl_it8) {
+      const int tl_flat8 = tl_it8 * 256 + (int)threadIdx.x;
+      if (tl_flat8 < 4) {
+        const int i_2_1 = tl_flat8;
         if ((((bx * 4) + i_2_1) < M)) {
           y[((bx * 4) + i_2_1)] = acc[i_2_1];
         }

@@ -13,22 +13,43 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
     float a_local[1024];
     float b_local[1024];
     float c_local[1024];
-    #pragma GCC ivdep
-    for (int32_t i_1 = 0; i_1 < 1024; ++i_1) {
-      a_local[i_1] = ((((bx * 1024) + i_1) < N) ? a[((bx * 1024) + i_1)] : 0.0f);
+    if ((((bx * 1024) + 1023) < N)) {
+      #pragma GCC ivdep
+      for (int32_t i_1 = 0; i_1 < 1024; ++i_1) {
+        a_local[i_1] = a[((bx * 1024) + i_1)];
+      }
+    } else {
+      #pragma GCC ivdep
+      for (int32_t i_1_1 = 0; i_1_1 < 1024; ++i_1_1) {
+        a_local[i_1_1] = ((((bx * 1024) + i_1_1) < N) ? a[((bx * 1024) + i_1_1)] : 0.0f);
+      }
     }
-    #pragma GCC ivdep
-    for (int32_t i_2 = 0; i_2 < 1024; ++i_2) {
-      b_local[i_2] = ((((bx * 1024) + i_2) < N) ? b[((bx * 1024) + i_2)] : 0.0f);
+    if ((((bx * 1024) + 1023) < N)) {
+      #pragma GCC ivdep
+      for (int32_t i_2 = 0; i_2 < 1024; ++i_2) {
+        b_local[i_2] = b[((bx * 1024) + i_2)];
+      }
+    } else {
+      #pragma GCC ivdep
+      for (int32_t i_2_1 = 0; i_2_1 < 1024; ++i_2_1) {
+        b_local[i_2_1] = ((((bx * 1024) + i_2_1) < N) ? b[((bx * 1024) + i_2_1)] : 0.0f);
+      }
     }
     #pragma GCC ivdep
     for (int32_t i = 0; i < 1024; ++i) {
       c_local[i] = (a_local[i] + b_local[i]);
     }
-    #pragma GCC ivdep
-    for (int32_t i_3 = 0; i_3 < 1024; ++i_3) {
-      if ((((bx * 1024) + i_3) < N)) {
+    if ((((bx * 1024) + 1023) < N)) {
+      #pragma GCC ivdep
+      for (int32_t i_3 = 0; i_3 < 1024; ++i_3) {
         c[((bx * 1024) + i_3)] = c_local[i_3];
+      }
+    } else {
+      #pragma GCC ivdep
+      for (int32_t i_3_1 = 0; i_3_1 < 1024; ++i_3_1) {
+        if ((((bx * 1024) + i_3_1) < N)) {
+          c[((bx * 1024) + i_3_1)] = c_local[i_3_1];
+        }
       }
     }
   }

@@ -3,37 +3,101 @@
 
 extern "C" __global__ void __launch_bounds__(128) vecadd_buffered_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int N) {
   const int bx = (int)blockIdx.x;
-  float a_local[8];  // fragment: 1024 elements, 1 per chunk
-  float b_local[8];  // fragment: 1024 elements, 1 per chunk
-  float c_local[8];  // fragment: 1024 elements, 1 per chunk
-  // T.Parallel[1024]: 1024 elements over 128 threads, 1 per chunk
-  #pragma unroll
-  for (int tl_it0 = 0; tl_it0 < 8; ++tl_it0) {
-    const int tl_flat0 = tl_it0 * 128 + (int)threadIdx.x;
-    const int i_1 = tl_flat0;
-    a_local[tl_it0] = ((((bx * 1024) + i_1) < N) ? a[((bx * 1024) + i_1)] : 0.0f);
+  float a_local[8];  // fragment: 1024 elements, 4 per chunk
+  float b_local[8];  // fragment: 1024 elements, 4 per chunk
+  float c_local[8];  // fragment: 1024 elements, 4 per chunk
+  if ((((bx * 1024) + 1023) < N)) {
+    // T.Parallel[1024]: 1024 elements over 128 threads, 4 per chunk
+    #pragma unroll
+    for (int tl_it0 = 0; tl_it0 < 2; ++tl_it0) {
+      const int tl_flat0 = (tl_it0 * 128 + (int)threadIdx.x) * 4;
+      const int tl_base0 = tl_flat0;
+      const tl::vec<float, 4> tl_ld0_0 = *(const tl::vec<float, 4>*)(&a[((bx * 1024) + tl_base0)]);
+      #pragma unroll
+      for (int tl_v = 0; tl_v < 4; ++tl_v) {
+        const int i_1 = tl_base0 + tl_v;
+        a_local[tl_it0 * 4 + tl_v] = tl_ld0_0.x[tl_v];
+      }
+    }
+  } else {
+    // T.Parallel[1024]: 1024 elements over 128 threads, 4 per chunk
+    #pragma unroll
+    for (int tl_it1 = 0; tl_it1 < 2; ++tl_it1) {
+      const int tl_flat1 = (tl_it1 * 128 + (int)threadIdx.x) * 4;
+      const int tl_base1 = tl_flat1;
+      const tl::vec<float, 4> tl_ld1_0 = *(const tl::vec<float, 4>*)(&a[((bx * 1024) + tl_base1)]);
+      #pragma unroll
+      for (int tl_v = 0; tl_v < 4; ++tl_v) {
+        const int i_1_1 = tl_base1 + tl_v;
+        a_local[tl_it1 * 4 + tl_v] = ((((bx * 1024) + i_1_1) < N) ? tl_ld1_0.x[tl_v] : 0.0f);
+      }
+    }
   }
-  // T.Parallel[1024]: 1024 elements over 128 threads, 1 per chunk
-  #pragma unroll
-  for (int tl_it1 = 0; tl_it1 < 8; ++tl_it1) {
-    const int tl_flat1 = tl_it1 * 128 + (int)threadIdx.x;
-    const int i_2 = tl_flat1;
-    b_local[tl_it1] = ((((bx * 1024) + i_2) < N) ? b[((bx * 1024) + i_2)] : 0.0f);
+  if ((((bx * 1024) + 1023) < N)) {
+    // T.Parallel[1024]: 1024 elements over 128 threads, 4 per chunk
+    #pragma unroll
+    for (int tl_it2 = 0; tl_it2 < 2; ++tl_it2) {
+      const int tl_flat2 = (tl_it2 * 128 + (int)threadIdx.x) * 4;
+      const int tl_base2 = tl_flat2;
+      const tl::vec<float, 4> tl_ld2_0 = *(const tl::vec<float, 4>*)(&b[((bx * 1024) + tl_base2)]);
+      #pragma unroll
+      for (int tl_v = 0; tl_v < 4; ++tl_v) {
+        const int i_2 = tl_base2 + tl_v;
+        b_local[tl_it2 * 4 + tl_v] = tl_ld2_0.x[tl_v];
+      }
+    }
+  } else {
+    // T.Parallel[1024]: 1024 elements over 128 threads, 4 per chunk
+    #pragma unroll
+    for (int tl_it3 = 0; tl_it3 < 2; ++tl_it3) {
+      const int tl_flat3 = (tl_it3 * 128 + (int)threadIdx.x) * 4;
+      const int tl_base3 = tl_flat3;
+      const tl::vec<float, 4> tl_ld3_0 = *(const tl::vec<float, 4>*)(&b[((bx * 1024) + tl_base3)]);
+      #pragma unroll
+      for (int tl_v = 0; tl_v < 4; ++tl_v) {
+        const int i_2_1 = tl_base3 + tl_v;
+        b_local[tl_it3 * 4 + tl_v] = ((((bx * 1024) + i_2_1) < N) ? tl_ld3_0.x[tl_v] : 0.0f);
+      }
+    }
   }
-  // T.Parallel[1024]: 1024 elements over 128 threads, 1 per chunk
+  // T.Parallel[1024]: 1024 elements over 128 threads, 4 per chunk
   #pragma unroll
-  for (int tl_it2 = 0; tl_it2 < 8; ++tl_it2) {
-    const int tl_flat2 = tl_it2 * 128 + (int)threadIdx.x;
-    const int i = tl_flat2;
-    c_local[tl_it2] = (a_local[tl_it2] + b_local[tl_it2]);
+  for (int tl_it4 = 0; tl_it4 < 2; ++tl_it4) {
+    const int tl_flat4 = (tl_it4 * 128 + (int)threadIdx.x) * 4;
+    const int tl_base4 = tl_flat4;
+    #pragma unroll
+    for (int tl_v = 0; tl_v < 4; ++tl_v) {
+      const int i = tl_base4 + tl_v;
+      c_local[tl_it4 * 4 + tl_v] = (a_local[tl_it4 * 4 + tl_v] + b_local[tl_it4 * 4 + tl_v]);
+    }
   }
-  // T.Parallel[1024]: 1024 elements over 128 threads, 1 per chunk
-  #pragma unroll
-  for (int tl_it3 = 0; tl_it3 < 8; ++tl_it3) {
-    const int tl_flat3 = tl_it3 * 128 + (int)threadIdx.x;
-    const int i_3 = tl_flat3;
-    if ((((bx * 1024) + i_3) < N)) {
-      c[((bx * 1024) + i_3)] = c_local[tl_it3];
+  if ((((bx * 1024) + 1023) < N)) {
+    // T.Parallel[1024]: 1024 elements over 128 threads, 4 per chunk
+    #pragma unroll
+    for (int tl_it5 = 0; tl_it5 < 2; ++tl_it5) {
+      const int tl_flat5 = (tl_it5 * 128 + (int)threadIdx.x) * 4;
+      const int tl_base5 = tl_flat5;
+      tl::vec<float, 4> tl_st5;
+      #pragma unroll
+      for (int tl_v = 0; tl_v < 4; ++tl_v) {
+        const int i_3 = tl_base5 + tl_v;
+        tl_st5.x[tl_v] = c_local[tl_it5 * 4 + tl_v];
+      }
+      *(tl::vec<float, 4>*)(&c[((bx * 1024) + tl_base5)]) = tl_st5;
+    }
+  } else {
+    // T.Parallel[1024]: 1024 elements over 128 threads, 4 per chunk
+    #pragma unroll
+    for (int tl_it6 = 0; tl_it6 < 2; ++tl_it6) {
+      const int tl_flat6 = (tl_it6 * 128 + (int)threadIdx.x) * 4;
+      const int tl_base6 = tl_flat6;
+      #pragma unroll
+      for (int tl_v = 0; tl_v < 4; ++tl_v) {
+        const int i_3_1 = tl_base6 + tl_v;
+        if ((((bx * 1024) + i_3_1) < N)) {
+          c[((bx * 1024) + i_3_1)] = c_local[tl_it6 * 4 + tl_v];
+        }
+      }
     }
   }
 }

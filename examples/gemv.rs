@@ -1,0 +1,171 @@
+//! Matrix–vector products, the memory-bound kernel of LLM decoding:
+//! `y = A · x` with `A` an `N × K` f16 matrix (`gemv`), and with `A` stored
+//! as 4-bit integers, eight to a `u32`, with one f16 scale per row and group
+//! of `group` columns (`gemv_w4a16`, dequantized in the kernel: a weight is
+//! `(q - 8) · scale`).
+//!
+//! Both are written the plain way: each block owns `block_n` rows, each
+//! thread accumulates its own columns' products in a fragment, and one
+//! `T::reduce_sum` per row at the end combines the threads' partial sums.
+//!
+//! `cargo run --release --example gemv [N] [K]`
+
+use std::time::Instant;
+use tile::prelude::*;
+
+/// `y[n] = Σ_k a[n, k] · x[k]`, f32 accumulation.
+#[tile::kernel(dtype = [f16, bf16], block_n = 8, block_k = 512, threads = 128)]
+pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype, (N,)>) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bn| {
+        // x is read by every row: in shared memory, loaded once per step.
+        let x_s = T::alloc_shared::<dtype>([block_k]);
+        let a_f = T::alloc_fragment::<dtype>([block_n, block_k]);
+        let acc = T::alloc_fragment::<f32>([block_n, block_k]);
+        let sum = T::alloc_fragment::<f32>([block_n]);
+        T::clear(acc);
+        for k in T::serial(T::ceildiv(K, block_k)) {
+            T::copy(x.at([k * block_k]), x_s);
+            T::copy(a.at([bn * block_n, k * block_k]), a_f);
+            for (i, j) in T::parallel([block_n, block_k]) {
+                acc[(i, j)] += (a_f[(i, j)] as f32) * (x_s[j] as f32);
+            }
+        }
+        T::reduce_sum(acc, sum, 1);
+        T::copy(sum, y.at([bn * block_n]));
+    });
+}
+
+/// `y[n] = Σ_k (q[n, k] - 8) · scale[n, k / group] · x[k]`, where `q[n, k]`
+/// is bits `4 (k % 8) ..` of `w[n, k / 8]`. `K` must be a multiple of
+/// `group`, which is a multiple of `block_k`.
+#[tile::kernel(block_n = 8, block_k = 1024, group = 128, threads = 128)]
+pub fn gemv_w4a16(
+    w: Tensor<u32, (N, KW)>,
+    scale: Tensor<f16, (N, G)>,
+    x: Tensor<f16, (K,)>,
+    y: TensorMut<f16, (N,)>,
+) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bn| {
+        // Eight weights per word: the fragments run over words.
+        let x_s = T::alloc_shared::<f32>([block_k]);
+        let w_f = T::alloc_fragment::<u32>([block_n, block_k / 8]);
+        let acc = T::alloc_fragment::<f32>([block_n, block_k / 8]);
+        let sum = T::alloc_fragment::<f32>([block_n]);
+        T::clear(acc);
+        for k in T::serial(T::ceildiv(K, block_k)) {
+            T::copy(x.at([k * block_k]), x_s);
+            T::copy(w.at([bn * block_n, k * (block_k / 8)]), w_f);
+            for (i, j) in T::parallel([block_n, block_k / 8]) {
+                let word = w_f[(i, j)];
+                let mut dot = 0.0f32;
+                for t in T::unroll(8) {
+                    let q = (word >> (4 * t)) & 15;
+                    dot += (q as f32 - 8.0) * x_s[j * 8 + t];
+                }
+                let g = (k * block_k + j * 8) / group;
+                acc[(i, j)] += dot * (scale[(bn * block_n + i, g)] as f32);
+            }
+        }
+        T::reduce_sum(acc, sum, 1);
+        T::copy(sum, y.at([bn * block_n]));
+    });
+}
+
+/// Host reference of `gemv` in f64.
+fn gemv_ref(a: &[f64], x: &[f64], n: usize, k: usize) -> Vec<f64> {
+    (0..n)
+        .map(|r| (0..k).map(|c| a[r * k + c] * x[c]).sum())
+        .collect()
+}
+
+/// Checks `gemv` (f16 and bf16) and `gemv_w4a16` against host references on
+/// `dev`; returns the summary line. `main` and `tests/examples.rs` call it.
+pub fn run(dev: Device, n: usize, k: usize) -> Result<String, Box<dyn std::error::Error>> {
+    let a = tile::testing::random_tensor::<f16>(&[n, k], 51, dev)?;
+    let x = tile::testing::random_tensor::<f16>(&[k], 52, dev)?;
+    let mut y = Tensor::full(&[n], f16::NAN, dev)?;
+    let t = Instant::now();
+    gemv(&a, &x, &mut y)?;
+    dev.synchronize()?;
+    let el = t.elapsed();
+    let to64 = |v: Vec<f16>| v.into_iter().map(|e| e.to_f64()).collect::<Vec<_>>();
+    let (av, xv) = (to64(a.to_vec()?), to64(x.to_vec()?));
+    let want = gemv_ref(&av, &xv, n, k);
+    // Sums of k products of values in [-1, 1): the error grows with sqrt(k).
+    let atol = 2e-3 * (k as f64).sqrt();
+    let report = tile::testing::assert_allclose(&y.to_vec()?, &want, atol, 1e-2)?;
+
+    let ab = tile::testing::random_tensor::<bf16>(&[n, k], 53, dev)?;
+    let xb = tile::testing::random_tensor::<bf16>(&[k], 54, dev)?;
+    let mut yb = Tensor::full(&[n], bf16::NAN, dev)?;
+    gemv(&ab, &xb, &mut yb)?;
+    let to64b = |v: Vec<bf16>| v.into_iter().map(|e| e.to_f64()).collect::<Vec<_>>();
+    let want = gemv_ref(&to64b(ab.to_vec()?), &to64b(xb.to_vec()?), n, k);
+    tile::testing::assert_allclose(&yb.to_vec()?, &want, 4.0 * atol, 2e-2)?;
+
+    let group = 128;
+    let kq = k.div_ceil(1024) * 1024; // the W4 kernel's K is whole groups and steps
+    let (w, scale, words) = quantized(dev, n, kq, group, 55)?;
+    let xq = tile::testing::random_tensor::<f16>(&[kq], 56, dev)?;
+    let mut yq = Tensor::full(&[n], f16::NAN, dev)?;
+    gemv_w4a16(&w, &scale, &xq, &mut yq)?;
+    let want = gemv_ref(
+        &dequantized(&words, &scale.to_vec()?, n, kq, group),
+        &to64(xq.to_vec()?),
+        n,
+        kq,
+    );
+    let atol_q = 4e-2 * (kq as f64).sqrt();
+    tile::testing::assert_allclose(&yq.to_vec()?, &want, atol_q, 1e-2)?;
+    Ok(format!(
+        "gemv: device={dev} n={n} k={k} max_abs_err={:.3e} time={:.3} ms (first call); bf16 and w4a16 (k={kq}) match",
+        report.max_abs,
+        el.as_secs_f64() * 1e3
+    ))
+}
+
+/// Random 4-bit weights (packed, eight per `u32`, low bits first) and
+/// per-group f16 scales, and the words on the host.
+pub fn quantized(
+    dev: Device,
+    n: usize,
+    k: usize,
+    group: usize,
+    seed: u64,
+) -> Result<(Tensor<u32>, Tensor<f16>, Vec<u32>), Box<dyn std::error::Error>> {
+    let mut rng = tile::testing::Rng::new(seed);
+    let words: Vec<u32> = (0..n * k / 8).map(|_| rng.next_u64() as u32).collect();
+    let w = Tensor::from_slice(&words, &[n, k / 8], dev)?;
+    let scale = tile::testing::random_tensor::<f16>(&[n, k / group], seed + 1, dev)?;
+    Ok((w, scale, words))
+}
+
+/// The weights the packed words and scales stand for, in f64.
+pub fn dequantized(words: &[u32], scale: &[f16], n: usize, k: usize, group: usize) -> Vec<f64> {
+    let mut out = vec![0f64; n * k];
+    for r in 0..n {
+        for c in 0..k {
+            let q = (words[(r * k + c) / 8] >> (4 * (c % 8))) & 15;
+            out[r * k + c] = (q as f64 - 8.0) * scale[r * (k / group) + c / group].to_f64();
+        }
+    }
+    out
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dev = Device::default();
+    let (dn, dk) = if dev == Device::Cpu {
+        (256, 1024)
+    } else {
+        (8192, 8192)
+    };
+    let arg = |i: usize, d: usize| -> Result<usize, Box<dyn std::error::Error>> {
+        Ok(std::env::args()
+            .nth(i)
+            .map(|s| s.parse())
+            .transpose()?
+            .unwrap_or(d))
+    };
+    println!("{}", run(dev, arg(1, dn)?, arg(2, dk)?)?);
+    Ok(())
+}
