@@ -38,6 +38,9 @@ done
 [ -x "$B/flash_attention" ] && run flash_attention "$B/flash_attention" && run flash_attention_ragged "$B/flash_attention" 2 8 2 1000
 [ -x "$B/flash_attention_bwd" ] && run flash_attention_bwd "$B/flash_attention_bwd" && run flash_attention_bwd_ragged "$B/flash_attention_bwd" 2 3 1000
 [ -x "$B/flash_decoding" ] && run flash_decoding "$B/flash_decoding" && run flash_decoding_ragged "$B/flash_decoding" 3 8 2 777
+[ -x "$B/gemv" ] && run gemv "$B/gemv" && run gemv_ragged "$B/gemv" 1001 3000
+[ -x "$B/transpose" ] && run transpose "$B/transpose" && run transpose_ragged "$B/transpose" 1000 1030
+[ -x "$B/gelu_bias" ] && run gelu_bias "$B/gelu_bias" && run gelu_bias_ragged "$B/gelu_bias" 200 130 150
 [ -x "$B/launch_overhead" ] && run launch_overhead "$B/launch_overhead"
 [ -x "$B/bench" ] && run bench "$B/bench"
 for t in "$B"/tests/*; do
@@ -95,6 +98,9 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   san flash_attention "$B/flash_attention" 1 4 2 130
   san flash_decoding "$B/flash_decoding" 1 8 2 300
   san flash_attention_bwd "$B/flash_attention_bwd" 1 2 130
+  san gemv "$B/gemv" 37 1000
+  san transpose "$B/transpose" 100 130
+  san gelu_bias "$B/gelu_bias" 67 130 72
 fi
 echo
 echo "================ summary ================"
