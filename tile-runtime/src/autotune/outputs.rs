@@ -353,12 +353,18 @@ fn kernels(s: &Arc<CudaStream>, diagnostics: bool) -> Option<Arc<Kernels>> {
     k
 }
 
+const NAME: &str = "tile-autotune-compare";
+const ORIGIN: &str = "tile-runtime/src/autotune/compare.cu";
+
+/// `compare.cu` as a cubin for `arch` (NVRTC, no include folders).
+fn cubin(arch: &str) -> Result<Vec<u8>> {
+    crate::nvrtc::compile(NAME, SOURCE, std::path::Path::new(ORIGIN), arch, &[])
+}
+
 fn build_kernels(ordinal: usize) -> Result<Kernels> {
-    const NAME: &str = "tile-autotune-compare";
     let dev = crate::cuda::device(ordinal)?;
-    let origin = std::path::Path::new("tile-runtime/src/autotune/compare.cu");
-    let arch = crate::cuda::nvrtc_arch(dev.cc);
-    let image = crate::nvrtc::compile(NAME, SOURCE, origin, &arch, &[])?;
+    let image = cubin(&crate::cuda::nvrtc_arch(dev.cc))?;
+    let origin = std::path::Path::new(ORIGIN);
     let load = |entry: &str| crate::cuda::load_function(dev, NAME, image.clone(), entry, origin, 0);
     Ok(Kernels {
         absmax: load("tile_tune_absmax")?,
@@ -585,6 +591,24 @@ mod tests {
         assert_eq!(all(DType::F32, &2.25f32.to_le_bytes()), [2.25]);
         let two: Vec<u8> = [7i32, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(all(DType::I32, &two), [7.0, -1.0]);
+    }
+
+    /// Where libnvrtc can be loaded (no GPU needed), `compare.cu` compiles for the
+    /// architectures the runtime compiles for, with no CUDA headers.
+    #[test]
+    fn the_comparison_kernels_compile_with_nvrtc_where_it_is_present() {
+        for arch in ["sm_90a", "sm_80"] {
+            match cubin(arch) {
+                Ok(image) => {
+                    for entry in ["tile_tune_absmax", "tile_tune_compare"] {
+                        let found = image.windows(entry.len()).any(|w| w == entry.as_bytes());
+                        assert!(found, "{arch}: no `{entry}` in the cubin");
+                    }
+                }
+                Err(Error::NvrtcUnavailable { .. }) => return,
+                Err(e) => panic!("{arch}: {e}"),
+            }
+        }
     }
 
     const ALL: [DType; 15] = [
