@@ -258,6 +258,13 @@ fn tuning_skips_a_variant_that_mismatches() -> Result<(), Error> {
     }
     assert!(r.chosen_label.contains("wrong=false"), "{}", r.chosen_label);
     assert!(!r.from_cache);
+    // On a GPU the outputs are saved and compared on the device (`TILE_DEVICE=cuda`
+    // with libnvrtc on the library path; see tile-runtime/src/autotune/outputs.rs).
+    let want = match dev() {
+        Device::Cpu => "host",
+        Device::Cuda(_) => "device",
+    };
+    assert_eq!(r.checked_on, want);
     // A plain call now uses the in-memory choice (and stays right).
     let mut d = Tensor::<f32>::zeros(&[n], dev())?;
     which_variant(&a, &mut d)?;

@@ -114,6 +114,10 @@ pub struct TuneReport {
     pub first_launch_ms: f64,
     #[serde(default)]
     pub check_ms: f64,
+    /// Where the outputs were saved and compared: `host`, `device`, or `device copies,
+    /// compared on the host` (no NVRTC, or no memory for the reference on the device).
+    #[serde(default)]
+    pub checked_on: String,
     /// Which process measured it (`pid <pid> at <unix time>`).
     pub measured_by: String,
     /// Read from the disk cache rather than measured by this process.
@@ -637,15 +641,12 @@ fn run_variants(
             &format!("autotune {name}"),
             started,
             &format!(
-                "chosen=`{}` timing={:.3}ms first-launches={:.3}ms checks={:.3}ms ({})",
+                "chosen=`{}` timing={:.3}ms first-launches={:.3}ms checks={:.3}ms on={}",
                 set.labels[chosen],
                 timing.as_secs_f64() * 1e3,
                 first_launches.as_secs_f64() * 1e3,
                 checks.as_secs_f64() * 1e3,
-                match saved.on_device() {
-                    true => "on the device",
-                    false => "on the host",
-                }
+                saved.place()
             ),
         );
     }
@@ -661,6 +662,7 @@ fn run_variants(
         timing_ms: timing.as_secs_f64() * 1e3,
         first_launch_ms: first_launches.as_secs_f64() * 1e3,
         check_ms: checks.as_secs_f64() * 1e3,
+        checked_on: saved.place().to_string(),
         measured_by: format!(
             "pid {} at {}",
             std::process::id(),

@@ -194,9 +194,16 @@ impl<'a> Outputs<'a> {
         Ok(compare(&self.bufs, want, &got))
     }
 
-    /// Whether the copies are on the device (for diagnostics and tests).
-    pub(super) fn on_device(&self) -> bool {
-        matches!(self.place, Place::Device(_))
+    /// Where the copies and the comparison are (`TuneReport::checked_on`).
+    pub(super) fn place(&self) -> &'static str {
+        match &self.place {
+            Place::Host { .. } => "host",
+            Place::Device(DeviceCopies {
+                reference: Some(Reference::Device { .. }),
+                ..
+            }) => "device",
+            Place::Device(_) => "device copies, compared on the host",
+        }
     }
 }
 
