@@ -64,6 +64,27 @@ pub fn axpb_tuned(x: Tensor<dtype, (N,)>, alpha: dtype, beta: f32, y: Output<dty
     });
 }
 
+/// A marked default naming one parameter: the first combination the filter keeps with
+/// `tag = 3` (`tag=3, threads=32` is dropped). Each variant writes its `tag`.
+#[tile::kernel(tag = [1, 2, 3, 4], threads = [32, 64], filter = tag != 3 || threads == 64, default(tag = 3))]
+pub fn marked_default(a: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
+    T::kernel(T::ceildiv(N, 64), threads, |bx| {
+        for i in T::parallel(64) {
+            c[bx * 64 + i] = a[bx * 64 + i] * 0.0 + (tag as f32);
+        }
+    });
+}
+
+/// A marked default naming every parameter, in a dtype-generic kernel.
+#[tile::kernel(dtype = [f32, f64], tag = [1, 2], threads = [32, 64], default(threads = 64, tag = 2))]
+pub fn marked_generic(a: Tensor<dtype, (N,)>, c: TensorMut<dtype, (N,)>) {
+    T::kernel(T::ceildiv(N, 64), threads, |bx| {
+        for i in T::parallel(64) {
+            c[bx * 64 + i] = a[bx * 64 + i] + (tag as dtype);
+        }
+    });
+}
+
 fn dev() -> Device {
     Device::from_env().expect("a device")
 }
@@ -151,6 +172,66 @@ fn explicit_selection_runs_the_named_variant() -> Result<(), Error> {
 }
 
 #[test]
+fn a_marked_default_is_what_a_plain_call_runs() -> Result<(), Error> {
+    tile::cache::disable();
+    use marked_default::Config;
+    assert_eq!(
+        marked_default::LABELS,
+        [
+            "tag=3, threads=64",
+            "tag=1, threads=32",
+            "tag=1, threads=64",
+            "tag=2, threads=32",
+            "tag=2, threads=64",
+            "tag=4, threads=32",
+            "tag=4, threads=64",
+        ]
+    );
+    assert_eq!(
+        Config::DEFAULT,
+        Config {
+            tag: 3,
+            threads: 64
+        }
+    );
+    assert_eq!(marked_default::CONFIGS[0], Config::DEFAULT);
+    let n = 300;
+    let a = Tensor::from_slice(&ramp(n, 1.0), &[n], dev())?;
+    let mut c = Tensor::<f32>::zeros(&[n], dev())?;
+    let ran = |c: &Tensor<f32>| -> Result<f32, Error> {
+        let v = c.to_vec()?;
+        assert!(v.iter().all(|x| *x == v[0]), "{v:?}");
+        Ok(v[0])
+    };
+    marked_default(&a, &mut c)?;
+    assert_eq!(ran(&c)?, 3.0, "a plain call runs the marked default");
+    marked_default::with(Config {
+        tag: 1,
+        threads: 32,
+    })
+    .launch(&a, &mut c)?;
+    assert_eq!(ran(&c)?, 1.0);
+    let s = dev().default_stream()?;
+    marked_default::on(&s).launch(&a, &mut c)?;
+    s.synchronize()?;
+    assert_eq!(ran(&c)?, 3.0, "and so does a launch on a stream");
+    marked_default::with(Config::default()).launch(&a, &mut c)?;
+    assert_eq!(ran(&c)?, 3.0);
+
+    // Every parameter named, per dtype.
+    assert_eq!(marked_generic::LABELS[0], "tag=2, threads=64");
+    let x = Tensor::from_slice(&[0.5f64; 200], &[200], dev())?;
+    let mut y = Tensor::<f64>::zeros(&[200], dev())?;
+    marked_generic(&x, &mut y)?;
+    assert!(y.to_vec()?.iter().all(|&v| v == 2.5));
+    let x = Tensor::from_slice(&[0.5f32; 200], &[200], dev())?;
+    let mut y = Tensor::<f32>::zeros(&[200], dev())?;
+    marked_generic(&x, &mut y)?;
+    assert!(y.to_vec()?.iter().all(|&v| v == 2.5));
+    Ok(())
+}
+
+#[test]
 fn tuning_skips_a_variant_that_mismatches() -> Result<(), Error> {
     tile::cache::disable();
     let n = 5000;
@@ -177,6 +258,13 @@ fn tuning_skips_a_variant_that_mismatches() -> Result<(), Error> {
     }
     assert!(r.chosen_label.contains("wrong=false"), "{}", r.chosen_label);
     assert!(!r.from_cache);
+    // On a GPU the outputs are saved and compared on the device (`TILE_DEVICE=cuda`
+    // with libnvrtc on the library path; see tile-runtime/src/autotune/outputs.rs).
+    let want = match dev() {
+        Device::Cpu => "host",
+        Device::Cuda(_) => "device",
+    };
+    assert_eq!(r.checked_on, want);
     // A plain call now uses the in-memory choice (and stays right).
     let mut d = Tensor::<f32>::zeros(&[n], dev())?;
     which_variant(&a, &mut d)?;

@@ -8,17 +8,35 @@ use std::process::Command;
 
 #[test]
 fn a_fixed_seed_budget_finds_nothing() {
-    let out = std::env::temp_dir().join(format!("tile-fuzz-test-{}", std::process::id()));
-    let run = Command::new(env!("CARGO_BIN_EXE_tile-fuzz"))
-        .args([
+    budget(
+        "plain",
+        &["--seed", "1", "--inputs", "3000", "--cc-every", "10"],
+    );
+}
+
+/// The variant syntax (lists, filters, `default(..)`), every instance compiled.
+#[test]
+fn a_fixed_seed_budget_of_variant_syntax_finds_nothing() {
+    budget(
+        "variants",
+        &[
             "--seed",
-            "1",
+            "2",
             "--inputs",
-            "3000",
+            "1500",
             "--cc-every",
             "10",
-            "--out",
-        ])
+            "--focus",
+            "variants",
+        ],
+    );
+}
+
+fn budget(tag: &str, args: &[&str]) {
+    let out = std::env::temp_dir().join(format!("tile-fuzz-test-{tag}-{}", std::process::id()));
+    let run = Command::new(env!("CARGO_BIN_EXE_tile-fuzz"))
+        .args(args)
+        .arg("--out")
         .arg(&out)
         .env_remove("NVCC")
         .output()

@@ -22,6 +22,26 @@ use proc_macro::TokenStream;
 /// }
 /// // expands to: pub fn vecadd(a: &Tensor<f32>, b: &Tensor<f32>, c: &mut Tensor<f32>) -> Result<(), tile::Error>
 /// ```
+///
+/// A parameter that lists literals is a variant parameter: the kernel is built
+/// once per combination (the first list varies slowest). `filter = <condition>`
+/// over the attribute's parameters drops combinations, and `default(..)` marks
+/// the variant a plain call runs (without it, the first combination the filter
+/// keeps). The default may name a subset of the variant parameters: it is then
+/// the first kept combination with those values. A default that names an unknown
+/// parameter, a value that is not listed, or a combination the filter drops is a
+/// compile error at the attribute.
+///
+/// ```ignore
+/// #[tile::kernel(
+///     block_m = [64, 128], block_n = [128, 256], threads = 128,
+///     filter = block_m * block_n <= 16384,
+///     default(block_m = 64, block_n = 256),
+/// )]
+/// pub fn gemm(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) { .. }
+/// // gemm(..) runs block_m=64, block_n=256; gemm::Config::DEFAULT and gemm::LABELS[0] name it;
+/// // gemm::with(gemm::Config { .. }) picks another, gemm::tune() times them all.
+/// ```
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = match syn::parse::<syn::ItemFn>(item) {

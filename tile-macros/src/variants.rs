@@ -7,6 +7,7 @@
 //! pub mod k {
 //!     pub struct Config { pub block_m: i64, pub threads: i64 }  // the listed parameters
 //!     pub const CONFIGS: &[Config]; pub const LABELS: &[&str];  // the valid variants, default first
+//!     // (the default: the combination `default(..)` marks, else the first the filter keeps)
 //!     pub mod __v0 { pub static SPEC: KernelSpec = ..; pub static SLOT: .. }  // per dtype: __f16::__v0
 //!     pub static SET: VariantSet = ..;                           // the runtime's view, choices
 //!     pub fn with(c: Config) -> Chosen, tune() -> Chosen, on(&stream), reports(), ..
@@ -296,7 +297,8 @@ pub fn launcher(item: &syn::ItemFn, built: &[Built]) -> TokenStream {
             }
 
             impl Config {
-                /// The default variant (the first value of every list that the filter keeps).
+                /// The default variant: the one `default(..)` in the attribute marks, else
+                /// the first combination (first values first) that the filter keeps.
                 pub const DEFAULT: Config = #default;
             }
 

@@ -79,12 +79,65 @@ impl Outcome {
     }
 }
 
-/// Compiles `src` (both targets), catching panics.
+/// Compiles `src` (both targets), catching panics: its first instance (a
+/// kernel with a dtype list or a variant space has several, see
+/// [`compile_every_instance`]).
 pub fn compile(src: &str) -> Outcome {
-    let run = std::panic::catch_unwind(|| {
+    classify(std::panic::catch_unwind(|| {
         let def = tile_core::frontend::parse_kernel_source(src)?;
         tile_core::compile(def)
-    });
+    }))
+}
+
+/// At most this many instances of one input are compiled.
+const MAX_INSTANCES: usize = 16;
+
+/// Compiles every instance of `src` as the macro does (each dtype and each
+/// variant the filter keeps, up to [`MAX_INSTANCES`]), catching panics. The
+/// input is accepted when every instance is (the generated code of the last
+/// one is kept for the C and CUDA checks), else refused with the errors of
+/// the instances that failed.
+pub fn compile_every_instance(src: &str) -> Outcome {
+    classify(std::panic::catch_unwind(|| {
+        use tile_core::frontend::{instances, is_kernel_attr, kernel_attr, parse_kernel_in, Env};
+        let file: syn::File = syn::parse_str(src).map_err(|e| {
+            vec![tile_core::Diagnostic::new(
+                e.span(),
+                format!("not valid Rust: {e}"),
+            )]
+        })?;
+        let env = Env::of_items(&file.items);
+        let Some((attr, mut f)) = file.items.iter().find_map(|item| match item {
+            syn::Item::Fn(f) => kernel_attr(&f.attrs).map(|a| (a, f.clone())),
+            _ => None,
+        }) else {
+            return Err(vec![tile_core::Diagnostic::new(
+                tile_core::diag::range(&file),
+                "no #[tile::kernel] function found",
+            )]);
+        };
+        f.attrs.retain(|a| !is_kernel_attr(a));
+        let (mut last, mut diags) = (None, Vec::new());
+        for i in instances(attr, &f)?.into_iter().take(MAX_INSTANCES) {
+            match parse_kernel_in(i.attr, &i.item, &env).and_then(tile_core::compile) {
+                Ok(c) => last = Some(c),
+                Err(d) => diags.extend(d),
+            }
+        }
+        match (last, diags.is_empty()) {
+            (Some(c), true) => Ok(c),
+            (None, true) => Err(vec![tile_core::Diagnostic::new(
+                proc_macro2::Span::call_site(),
+                "no instance",
+            )]),
+            (_, false) => Err(diags),
+        }
+    }))
+}
+
+fn classify(
+    run: std::thread::Result<Result<tile_core::Compiled, Vec<tile_core::Diagnostic>>>,
+) -> Outcome {
     match run {
         Err(p) => {
             let msg = p
@@ -138,10 +191,13 @@ pub struct Worker {
     jobs: mpsc::Sender<String>,
     results: mpsc::Receiver<Outcome>,
     done: usize,
+    how: fn(&str) -> Outcome,
 }
 
 impl Worker {
-    pub fn new() -> Worker {
+    /// A worker that compiles each input with `how` ([`compile`] or
+    /// [`compile_every_instance`]).
+    pub fn new(how: fn(&str) -> Outcome) -> Worker {
         let (jobs, rx) = mpsc::channel::<String>();
         let (tx, results) = mpsc::channel();
         std::thread::Builder::new()
@@ -149,7 +205,7 @@ impl Worker {
             .stack_size(256 << 20)
             .spawn(move || {
                 for src in rx {
-                    if tx.send(compile(&src)).is_err() {
+                    if tx.send(how(&src)).is_err() {
                         break;
                     }
                 }
@@ -159,23 +215,24 @@ impl Worker {
             jobs,
             results,
             done: 0,
+            how,
         }
     }
 
     /// Compiles `src` within `limit`.
     pub fn run(&mut self, src: &str, limit: Duration) -> Outcome {
         if self.done >= 2000 {
-            *self = Worker::new();
+            *self = Worker::new(self.how);
         }
         self.done += 1;
         if self.jobs.send(src.to_string()).is_err() {
-            *self = Worker::new();
+            *self = Worker::new(self.how);
             return Outcome::of(Class::Panic, "the worker thread died");
         }
         match self.results.recv_timeout(limit) {
             Ok(o) => o,
             Err(_) => {
-                *self = Worker::new();
+                *self = Worker::new(self.how);
                 Outcome::of(Class::Timeout, format!("no result within {limit:?}"))
             }
         }

@@ -6,8 +6,14 @@
 //!
 //! ```text
 //! tile-fuzz [--seed N] [--inputs N | --minutes M] [--out DIR] [--root DIR]
-//!           [--cc-every N] [--nvcc-every N] [--timeout SECS]
+//!           [--cc-every N] [--nvcc-every N] [--timeout SECS] [--focus variants]
 //! ```
+//!
+//! `--focus variants` fuzzes the variant syntax: every seed lists values in
+//! its attribute (one is added where it does not), half the mutations change
+//! the attribute (its lists, filter and `default(..)`, see `attr.rs`), and
+//! every instance of an input is compiled (each variant the filter keeps, up
+//! to 16), as the macro does; otherwise only the first instance is.
 //!
 //! Seeds are the kernels of `examples/`, `tests/kernels/`, `tests/ui/` and
 //! `tile-core/tests/golden/`. A campaign runs with overflow checks on:
@@ -16,6 +22,7 @@
 //! stdout and `DIR/summary.txt`; the bugs to `DIR/<class>-<n>.rs`. The exit
 //! status is 1 when a bug was found.
 
+mod attr;
 mod check;
 mod corpus;
 mod mutate;
@@ -34,6 +41,8 @@ struct Args {
     cc_every: u64,
     nvcc_every: u64,
     timeout: Duration,
+    /// `--focus variants`.
+    variants: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -46,6 +55,7 @@ fn parse_args() -> Result<Args, String> {
         cc_every: 20,
         nvcc_every: 200,
         timeout: Duration::from_secs(20),
+        variants: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -62,10 +72,15 @@ fn parse_args() -> Result<Args, String> {
             "--cc-every" => a.cc_every = num(value()?)?.max(1),
             "--nvcc-every" => a.nvcc_every = num(value()?)?.max(1),
             "--timeout" => a.timeout = Duration::from_secs(num(value()?)?),
+            "--focus" => match value()?.as_str() {
+                "variants" => a.variants = true,
+                f => return Err(format!("--focus: `{f}` is not a focus (`variants`)")),
+            },
             "-h" | "--help" => {
                 return Err(
                     "usage: tile-fuzz [--seed N] [--inputs N | --minutes M] [--out DIR] \
-                            [--root DIR] [--cc-every N] [--nvcc-every N] [--timeout SECS]"
+                            [--root DIR] [--cc-every N] [--nvcc-every N] [--timeout SECS] \
+                            [--focus variants]"
                         .into(),
                 )
             }
@@ -161,7 +176,15 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let seeds = corpus::seeds(&args.root);
+    let mut rng = mutate::Rng(args.seed);
+    let mut seeds = corpus::seeds(&args.root);
+    if args.variants {
+        seeds = seeds
+            .iter()
+            .map(|s| attr::with_variants(&mut rng, s))
+            .filter(|s| attr::has_variant_list(s))
+            .collect();
+    }
     if seeds.is_empty() {
         eprintln!(
             "tile-fuzz: no kernels under {} ({})",
@@ -170,13 +193,21 @@ fn main() {
         );
         std::process::exit(2);
     }
+    if args.variants {
+        eprintln!(
+            "tile-fuzz: focus variants, {} seeds with variant lists",
+            seeds.len()
+        );
+    }
     std::fs::create_dir_all(&args.out).expect("create the output folder");
     let scratch = args.out.join("scratch");
     std::fs::create_dir_all(&scratch).expect("create the scratch folder");
     let nvcc = std::env::var("NVCC").ok().filter(|s| !s.is_empty());
     check::install_panic_hook();
-    let mut rng = mutate::Rng(args.seed);
-    let mut worker = Worker::new();
+    let mut worker = Worker::new(match args.variants {
+        true => check::compile_every_instance,
+        false => check::compile,
+    });
     let mut tally = Tally::default();
     let start = Instant::now();
     let deadline = args
@@ -196,7 +227,14 @@ fn main() {
         } else {
             let a = rng.pick(&seeds).clone();
             let b = rng.pick(&seeds).clone();
-            mutate::mutate(&mut rng, &a, &b)
+            match (args.variants, rng.below(4)) {
+                (true, 0 | 1) => attr::mutate_attr(&mut rng, &a),
+                (true, 2) => {
+                    let m = attr::mutate_attr(&mut rng, &a);
+                    mutate::mutate(&mut rng, &m, &b)
+                }
+                _ => mutate::mutate(&mut rng, &a, &b),
+            }
         };
         let o = worker.run(&src, args.timeout);
         tally.add(o.class, &o.message, &src, &args.out);

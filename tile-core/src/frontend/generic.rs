@@ -30,9 +30,6 @@ pub struct Instance {
 /// dtype of its type parameter and valid combination of its variant
 /// parameters (dtype outermost), or the kernel itself.
 pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>, Vec<Diagnostic>> {
-    use syn::parse::Parser;
-    let parser =
-        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated;
     let one = || {
         Ok(vec![Instance {
             dtype: None,
@@ -41,17 +38,41 @@ pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>,
             item: item.clone(),
         }])
     };
-    // A malformed attribute is the frontend's to report.
-    let Ok(args) = parser.parse2(attr.clone()) else {
-        return one();
-    };
+    let (args, bad) = super::attr::args(attr.clone());
     let mut param = None;
     let mut rest = Vec::new();
     let mut fixed = Vec::new();
     let mut varying: Vec<variants::Param> = Vec::new();
     let mut filter = None;
-    let mut diags = Vec::new();
-    for nv in args {
+    let mut default: Option<syn::MetaList> = None;
+    let mut diags: Vec<Diagnostic> = bad.into_iter().map(|b| b.diag).collect();
+    for m in args {
+        if let syn::Meta::List(l) = &m {
+            if l.path.is_ident(variants::DEFAULT) {
+                match default {
+                    None => default = Some(l.clone()),
+                    Some(_) => {
+                        diags.push(Diagnostic::new(range(&m), "a kernel has one `default(..)`"))
+                    }
+                }
+                continue;
+            }
+        }
+        let nv = match super::attr::name_value(&m) {
+            Ok(nv) => nv,
+            Err(d) => {
+                diags.push(d);
+                continue;
+            }
+        };
+        if nv.path.is_ident(variants::DEFAULT) {
+            diags.push(Diagnostic::new(
+                range(&nv.path),
+                "`default` marks the default variant of a variant space, written \
+                 `default(block_m = 128, threads = 256)`",
+            ));
+            continue;
+        }
         if nv.path.is_ident(variants::FILTER) {
             match filter {
                 None => filter = Some(nv.value.clone()),
@@ -140,15 +161,36 @@ pub fn instances(attr: TokenStream, item: &syn::ItemFn) -> Result<Vec<Instance>,
              (`block_m = [64, 128]`)",
         ));
     }
+    let marked = match (&default, varying.is_empty()) {
+        (None, _) => None,
+        (Some(d), true) => {
+            diags.push(Diagnostic::new(
+                range(d),
+                "`default(..)` marks the default variant of a variant space, and this kernel \
+                 lists no values (`block_m = [64, 128]`)",
+            ));
+            None
+        }
+        (Some(d), false) => match variants::default_values(d, &varying, &fixed) {
+            Ok(v) => Some((d, v)),
+            Err(mut e) => {
+                diags.append(&mut e);
+                None
+            }
+        },
+    };
     if !diags.is_empty() {
         return Err(diags);
     }
     let combos = match varying.is_empty() {
         true => vec![None],
-        false => variants::combinations(&varying, &fixed, filter.as_ref())?
-            .into_iter()
-            .map(Some)
-            .collect(),
+        false => {
+            let mut all = variants::combinations(&varying, &fixed, filter.as_ref())?;
+            if let Some((d, values)) = &marked {
+                variants::default_first(&mut all, d, values).map_err(|d| vec![d])?;
+            }
+            all.into_iter().map(Some).collect()
+        }
     };
     let dtypes: Vec<Option<(syn::Ident, DType)>> = match param {
         None => vec![None],
@@ -267,5 +309,50 @@ mod tests {
         assert_eq!(v[2].attr.to_string(), "bn = 128 , threads = 64");
         assert_eq!(v[5].variant.as_ref().map(|x| x.index), Some(2));
         assert!(instances(quote::quote!(bn = [64, f16]), &item).is_err());
+    }
+
+    #[test]
+    fn a_marked_default_comes_first() {
+        let item: syn::ItemFn = syn::parse_quote! {
+            fn k(a: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
+                T::kernel(1, threads, |bx| { c[0] = a[0]; });
+            }
+        };
+        let names = |attr| -> Vec<String> {
+            let v = instances(attr, &item).unwrap_or_else(|d| panic!("{}", d[0]));
+            for (i, x) in v.iter().enumerate() {
+                assert_eq!(x.variant.as_ref().map(|x| x.index), Some(i));
+            }
+            v.iter().map(|i| i.item.sig.ident.to_string()).collect()
+        };
+        let all = names(quote::quote!(
+            bn = [64, 128],
+            threads = [32, 64],
+            default(bn = 128, threads = 64)
+        ));
+        assert_eq!(
+            all,
+            [
+                "k__bn128_threads64",
+                "k__bn64_threads32",
+                "k__bn64_threads64",
+                "k__bn128_threads32"
+            ]
+        );
+        // Naming some parameters: the first kept combination with those values.
+        let some = names(quote::quote!(
+            bn = [64, 128],
+            threads = [32, 64],
+            filter = bn * threads > 2048,
+            default(threads = 64)
+        ));
+        assert_eq!(
+            some,
+            [
+                "k__bn64_threads64",
+                "k__bn128_threads32",
+                "k__bn128_threads64"
+            ]
+        );
     }
 }

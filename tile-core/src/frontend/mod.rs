@@ -19,6 +19,7 @@
 //! both hold.
 
 mod alloc;
+mod attr;
 mod builtins;
 mod env;
 mod expr;

@@ -3,34 +3,35 @@
 //! dynamic dims that the launcher binds.
 
 use super::{limits, Ctx, ParamDef, Sym};
-use crate::diag::{range, At, SpanRange as Span};
+use crate::diag::{range, At};
 use crate::ir::*;
 use proc_macro2::TokenStream;
 
 pub(super) fn parse_attr(cx: &mut Ctx, attr: TokenStream) {
-    use syn::parse::Parser;
-    let parser =
-        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated;
-    // "Unexpected end of input" has no location of its own: the attribute's
-    // last token stands in for it.
-    let last = attr.clone().into_iter().last().map(|t| t.span());
-    let args = match parser.parse2(attr) {
-        Ok(a) => a,
-        Err(e) => {
-            let at = match last {
-                Some(l) if e.to_string().starts_with("unexpected end of input") => l,
-                _ => e.span(),
-            };
-            cx.err(
-                Span::from(at),
-                format!(
-                    "expected compile-time parameters as `name = literal, ...` \
-                     (e.g. `#[tile::kernel(block_n = 256, threads = 128)]`): {e}"
-                ),
-            );
-            return;
+    // Each argument on its own: a mistake in one is reported there (its last
+    // token when it ends too early), and the others are still bound.
+    let (args, bad) = super::attr::args(attr);
+    for b in bad {
+        if let Some(n) = &b.name {
+            let name = cx.def_name(n);
+            cx.bind(&name, Sym::Poison);
         }
-    };
+        cx.diags.push(b.diag);
+    }
+    let args: Vec<syn::MetaNameValue> = args
+        .into_iter()
+        .filter_map(|m| match super::attr::name_value(&m) {
+            Ok(nv) => Some(nv.clone()),
+            Err(d) => {
+                if let Some(n) = super::attr::name_of(&m) {
+                    let name = cx.def_name(n);
+                    cx.bind(&name, Sym::Poison);
+                }
+                cx.diags.push(d);
+                None
+            }
+        })
+        .collect();
     for nv in args {
         let Some(name) = nv.path.get_ident().map(|i| cx.def_name(i)) else {
             cx.err(

@@ -1,11 +1,16 @@
-//! Variant spaces: `#[tile::kernel(block_m = [64, 128], threads = [128, 256], filter = ..)]`.
+//! Variant spaces: `#[tile::kernel(block_m = [64, 128], threads = [128, 256], filter = ..,
+//! default(..))]`.
 //!
 //! An attribute parameter whose value is a list of literals is a variant
 //! parameter: the kernel is built once per combination of the listed values
-//! (the first list's values vary slowest, so variant 0 takes the first value
-//! of every list: the default). `filter = <bool expression>` over the
-//! attribute's parameters drops the combinations where it is false, before
-//! anything is compiled. A combination that passes the filter and still
+//! (the first list's values vary slowest). `filter = <bool expression>` over
+//! the attribute's parameters drops the combinations where it is false, before
+//! anything is compiled. Variant 0 is the default: the first combination the
+//! filter keeps, or the first kept one with the values that
+//! `default(block_m = 128, threads = 256)` names (a parameter it does not
+//! name may take any of its values; the others keep their order). A default
+//! that names something other than a listed value of a variant parameter, or
+//! that the filter drops, is an error at the attribute. A combination that passes the filter and still
 //! cannot work (shared memory over the limit, say) is a compile error naming
 //! the variant, so a variant space never silently shrinks.
 //!
@@ -17,6 +22,9 @@ use crate::ir::ConstVal;
 
 /// The attribute keyword of the filter.
 pub const FILTER: &str = "filter";
+
+/// The attribute keyword of the marked default (`default(block_m = 128)`).
+pub const DEFAULT: &str = "default";
 
 /// One combination of a variant space.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,6 +172,121 @@ pub(super) fn combinations(
         )]);
     }
     Ok(out)
+}
+
+/// The values `default(..)` names (each a listed value of a variant
+/// parameter), in its order.
+pub(super) fn default_values(
+    d: &syn::MetaList,
+    params: &[Param],
+    fixed: &[(String, ConstVal)],
+) -> Result<Vec<(String, ConstVal)>, Vec<Diagnostic>> {
+    let (args, bad) = super::attr::args(d.tokens.clone());
+    let mut diags: Vec<Diagnostic> = bad.into_iter().map(|b| b.diag).collect();
+    let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
+    if args.is_empty() && diags.is_empty() {
+        diags.push(Diagnostic::new(
+            range(d),
+            format!(
+                "`default(..)` names the default's values: `default({} = ..)`",
+                names[0]
+            ),
+        ));
+    }
+    let mut out: Vec<(String, ConstVal)> = Vec::new();
+    for m in &args {
+        let nv = match super::attr::name_value(m) {
+            Ok(nv) => nv,
+            Err(e) => {
+                diags.push(e);
+                continue;
+            }
+        };
+        let Some(id) = nv.path.get_ident().map(|i| i.to_string()) else {
+            diags.push(Diagnostic::new(
+                range(&nv.path),
+                "`default(..)` names variant parameters by their identifiers",
+            ));
+            continue;
+        };
+        let Some(p) = params.iter().find(|p| p.name == id) else {
+            let why = match fixed.iter().any(|(n, _)| *n == id) {
+                true => format!("`{id}` has one value, and `default(..)` picks"),
+                false => {
+                    format!("`{id}` is not a parameter of this attribute; `default(..)` picks")
+                }
+            };
+            diags.push(Diagnostic::new(
+                range(&nv.path),
+                format!(
+                    "{why} among the listed values of the variant parameters ({})",
+                    names.join(", ")
+                ),
+            ));
+            continue;
+        };
+        if out.iter().any(|(n, _)| *n == id) {
+            diags.push(Diagnostic::new(
+                range(&nv.path),
+                format!("`{id}` is named twice in `default(..)`"),
+            ));
+            continue;
+        }
+        let listed: Vec<String> = p.values.iter().map(|(v, _)| v.to_string()).collect();
+        match literal(&nv.value) {
+            Some(v) if p.values.iter().any(|(w, _)| *w == v) => out.push((id, v)),
+            Some(v) => diags.push(Diagnostic::new(
+                range(&nv.value),
+                format!(
+                    "`{v}` is not listed for `{id}` (its values: {})",
+                    listed.join(", ")
+                ),
+            )),
+            None => diags.push(Diagnostic::new(
+                range(&nv.value),
+                format!(
+                    "a default is one of the literals listed for `{id}` ({})",
+                    listed.join(", ")
+                ),
+            )),
+        }
+    }
+    match diags.is_empty() {
+        true => Ok(out),
+        false => Err(diags),
+    }
+}
+
+/// Moves the default (the first combination with `values`) to the front and
+/// renumbers; an error at `d` when the filter dropped every such combination.
+pub(super) fn default_first(
+    all: &mut Vec<(Variant, Vec<syn::Expr>)>,
+    d: &syn::MetaList,
+    values: &[(String, ConstVal)],
+) -> Result<(), Diagnostic> {
+    let has = |v: &Variant| {
+        values
+            .iter()
+            .all(|(n, x)| v.values.iter().any(|(m, y)| m == n && y == x))
+    };
+    let Some(pos) = all.iter().position(|(v, _)| has(v)) else {
+        let named: Vec<String> = values.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let every = all.first().map_or(0, |(v, _)| v.values.len());
+        let what = match values.len() == every {
+            true => format!("the default `{}`", named.join(", ")),
+            false => format!("every combination with `{}`", named.join(", ")),
+        };
+        return Err(Diagnostic::new(
+            range(d),
+            format!("the filter drops {what}; mark a variant it keeps"),
+        ));
+    };
+    let v = all.remove(pos);
+    all.insert(0, v);
+    for (i, (v, _)) in all.iter_mut().enumerate() {
+        v.index = i;
+    }
+    Ok(())
 }
 
 /// The value of a filter expression: literals, the attribute's parameters,

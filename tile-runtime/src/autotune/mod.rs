@@ -22,7 +22,8 @@
 //! - Tuning never changes what the call computes: the buffers the kernel writes are
 //!   saved first and restored before each variant runs and after the last one, so the
 //!   chosen variant's final launch sees exactly what the caller passed (kernels that
-//!   accumulate into their outputs included).
+//!   accumulate into their outputs included). On a CUDA device the saved copies, the
+//!   reference and the comparison stay on the device ([`outputs`]).
 //! - Tuning inside a graph capture is an error (nothing can be timed while capturing);
 //!   a choice that exists is captured like any launch.
 //! - The disk entry (`autotune/<key>/choice.json`) is keyed by the variant set (every
@@ -32,6 +33,7 @@
 //!   several processes tune at once, every one of them ends up with the published
 //!   entry's choice.
 
+mod outputs;
 mod store;
 
 use std::collections::HashMap;
@@ -45,13 +47,13 @@ use serde::{Deserialize, Serialize};
 use crate::arg::ArgRef;
 use crate::config::Config;
 use crate::device::Device;
-use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::launch::launch_with_scalars;
 use crate::profile::{do_bench, BenchOptions};
 use crate::slot::KernelSlot;
 use crate::spec::{KernelSpec, ScalarArg};
 use crate::stream::Stream;
+use outputs::Outputs;
 
 /// How a launch of a kernel with variants chooses one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +114,10 @@ pub struct TuneReport {
     pub first_launch_ms: f64,
     #[serde(default)]
     pub check_ms: f64,
+    /// Where the outputs were saved and compared: `host`, `device`, or `device copies,
+    /// compared on the host` (no NVRTC, or no memory for the reference on the device).
+    #[serde(default)]
+    pub checked_on: String,
     /// Which process measured it (`pid <pid> at <unix time>`).
     pub measured_by: String,
     /// Read from the disk cache rather than measured by this process.
@@ -512,60 +518,6 @@ fn measure(
     Ok(report)
 }
 
-/// Saved copies of the buffers a launch writes.
-struct Saved<'a> {
-    bufs: Vec<(&'a ArgRef<'a>, Vec<u8>)>,
-}
-
-/// `(first byte from the storage's base, byte count)` of the memory `a` spans.
-fn byte_span(a: &ArgRef<'_>) -> (usize, usize) {
-    if a.shape.contains(&0) {
-        return (a.ptr - a.storage.base(), 0);
-    }
-    let last: isize = a
-        .shape
-        .iter()
-        .zip(a.strides)
-        .map(|(&d, &s)| (d as isize - 1) * s.max(0))
-        .sum();
-    let size = a.dtype.size();
-    (a.ptr - a.storage.base(), (last as usize + 1) * size)
-}
-
-impl<'a> Saved<'a> {
-    fn take(args: &'a [ArgRef<'a>]) -> Result<Saved<'a>> {
-        let mut bufs: Vec<(&ArgRef<'_>, Vec<u8>)> = Vec::new();
-        for a in args.iter().filter(|a| a.output) {
-            if bufs
-                .iter()
-                .any(|(b, _)| b.ptr == a.ptr && b.storage_addr() == a.storage_addr())
-            {
-                continue;
-            }
-            bufs.push((a, read_bytes(a)?));
-        }
-        Ok(Saved { bufs })
-    }
-
-    fn restore(&self) -> Result<()> {
-        for (a, bytes) in &self.bufs {
-            let (first, _) = byte_span(a);
-            a.storage.write::<u8>(first, bytes)?;
-        }
-        Ok(())
-    }
-
-    /// The current contents of the same buffers.
-    fn current(&self) -> Result<Vec<Vec<u8>>> {
-        self.bufs.iter().map(|(a, _)| read_bytes(a)).collect()
-    }
-}
-
-fn read_bytes(a: &ArgRef<'_>) -> Result<Vec<u8>> {
-    let (first, len) = byte_span(a);
-    a.storage.read::<u8>(first, len)
-}
-
 /// Runs, checks and times every variant, leaving the written buffers as they were.
 fn run_variants(
     cfg: &Config,
@@ -581,13 +533,15 @@ fn run_variants(
     }
     // Reborrow with one lifetime for the saved copies.
     let args: &[ArgRef<'_>] = args;
-    let saved = Saved::take(args)?;
-    let bar = progress_bar(&name, set.len());
-    let opts = bench_options();
     let (mut timing, mut first_launches, mut checks) =
         (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let t = Instant::now();
+    let mut saved = Outputs::take(args, stream, cfg.diagnostics)?;
+    checks += t.elapsed();
+    let bar = progress_bar(&name, set.len());
+    let opts = bench_options();
     let mut rows = Vec::with_capacity(set.len());
-    let mut reference: Option<(usize, Vec<Vec<u8>>)> = None;
+    let mut reference: Option<usize> = None;
     let mut best: Option<(usize, f64)> = None;
     for (i, (spec, slot)) in set.specs.iter().zip(set.slots).enumerate() {
         let label = set.labels.get(i).copied().unwrap_or("?");
@@ -603,25 +557,25 @@ fn run_variants(
             .and_then(|()| stream.synchronize());
         first_launches += t.elapsed();
         let t = Instant::now();
-        let ran = launched.and_then(|()| saved.current());
-        let outcome = match ran {
-            Err(e) => Outcome::Failed(e.to_string()),
-            Ok(out) => match &reference {
-                None => {
-                    reference = Some((i, out));
-                    Outcome::Timed {
-                        median_ms: f64::NAN,
-                        min_ms: f64::NAN,
-                    }
-                }
-                Some((r, want)) => match compare(&saved, want, &out) {
-                    Some(why) => Outcome::Mismatch(format!("{why} (against `{}`)", set.labels[*r])),
-                    None => Outcome::Timed {
-                        median_ms: f64::NAN,
-                        min_ms: f64::NAN,
-                    },
-                },
-            },
+        // The first variant that runs is the reference; the others are compared with it.
+        let ran = launched.and_then(|()| match reference {
+            None => saved.keep_reference().map(|()| None),
+            Some(_) => saved.compare(),
+        });
+        let timed = Outcome::Timed {
+            median_ms: f64::NAN,
+            min_ms: f64::NAN,
+        };
+        let outcome = match (ran, reference) {
+            (Err(e), _) => Outcome::Failed(e.to_string()),
+            (Ok(None), None) => {
+                reference = Some(i);
+                timed
+            }
+            (Ok(None), Some(_)) => timed,
+            (Ok(Some(why)), r) => {
+                Outcome::Mismatch(format!("{why} (against `{}`)", set.labels[r.unwrap_or(i)]))
+            }
         };
         checks += t.elapsed();
         let outcome = match outcome {
@@ -687,11 +641,12 @@ fn run_variants(
             &format!("autotune {name}"),
             started,
             &format!(
-                "chosen=`{}` timing={:.3}ms first-launches={:.3}ms checks={:.3}ms",
+                "chosen=`{}` timing={:.3}ms first-launches={:.3}ms checks={:.3}ms on={}",
                 set.labels[chosen],
                 timing.as_secs_f64() * 1e3,
                 first_launches.as_secs_f64() * 1e3,
-                checks.as_secs_f64() * 1e3
+                checks.as_secs_f64() * 1e3,
+                saved.place()
             ),
         );
     }
@@ -707,6 +662,7 @@ fn run_variants(
         timing_ms: timing.as_secs_f64() * 1e3,
         first_launch_ms: first_launches.as_secs_f64() * 1e3,
         check_ms: checks.as_secs_f64() * 1e3,
+        checked_on: saved.place().to_string(),
         measured_by: format!(
             "pid {} at {}",
             std::process::id(),
@@ -735,79 +691,9 @@ fn progress_bar(name: &str, n: usize) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-/// Why `got` differs from `want` (the saved buffers' dtypes say how to read them), or
-/// `None` when every element is close: `|a - b| <= tol * max|want|` with `tol` by dtype
-/// (1e-2 for f16, 3e-2 for bf16, 1e-3 for f32, 1e-9 for f64, exact for integers), since
-/// variants sum in different orders. Reads the bytes in place (no copies: outputs can
-/// be large).
-fn compare(saved: &Saved<'_>, want: &[Vec<u8>], got: &[Vec<u8>]) -> Option<String> {
-    for (((a, _), w), g) in saved.bufs.iter().zip(want).zip(got) {
-        let tol = match a.dtype {
-            DType::F16 => 1e-2,
-            DType::BF16 => 3e-2,
-            DType::F32 => 1e-3,
-            DType::F64 => 1e-9,
-            DType::F8E4M3 | DType::F8E5M2 => 0.15,
-            _ => 0.0,
-        };
-        let scale = values(a.dtype, w)
-            .filter(|v| v.is_finite())
-            .fold(0f64, |m, v| m.max(v.abs()));
-        let atol = tol * scale.max(f64::MIN_POSITIVE);
-        for (k, (x, y)) in values(a.dtype, w).zip(values(a.dtype, g)).enumerate() {
-            let same = (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= atol;
-            if !same {
-                let shape: Vec<String> = a.shape.iter().map(|d| d.to_string()).collect();
-                return Some(format!(
-                    "output {} element {k} is {y}, expected {x} (tolerance {atol:.3e})",
-                    shape.join("x")
-                ));
-            }
-        }
-    }
-    None
-}
-
-/// The elements of `bytes` as `f64`s (gaps of a strided buffer included).
-fn values(dtype: DType, bytes: &[u8]) -> impl Iterator<Item = f64> + '_ {
-    let size = dtype.size().clamp(1, 8);
-    bytes.chunks_exact(size).map(move |c| {
-        let mut b = [0u8; 8];
-        b[..size].copy_from_slice(c);
-        let u = u64::from_le_bytes(b);
-        match dtype {
-            DType::Bool | DType::U8 => u as u8 as f64,
-            DType::I8 => u as u8 as i8 as f64,
-            DType::I16 => u as u16 as i16 as f64,
-            DType::U16 => u as u16 as f64,
-            DType::I32 => u as u32 as i32 as f64,
-            DType::U32 => u as u32 as f64,
-            DType::I64 => u as i64 as f64,
-            DType::U64 => u as f64,
-            DType::F16 => half::f16::from_bits(u as u16).to_f64(),
-            DType::BF16 => half::bf16::from_bits(u as u16).to_f64(),
-            DType::F32 => f32::from_bits(u as u32) as f64,
-            DType::F64 => f64::from_bits(u),
-            // Compared bit for bit.
-            DType::F8E4M3 | DType::F8E5M2 => u as u8 as f64,
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn values_read_each_dtype() {
-        let h = half::f16::from_f32(1.5).to_bits().to_le_bytes();
-        let all = |t, b: &[u8]| values(t, b).collect::<Vec<f64>>();
-        assert_eq!(all(DType::F16, &h), [1.5]);
-        assert_eq!(all(DType::I16, &(-3i16).to_le_bytes()), [-3.0]);
-        assert_eq!(all(DType::F32, &2.25f32.to_le_bytes()), [2.25]);
-        let two: Vec<u8> = [7i32, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
-        assert_eq!(all(DType::I32, &two), [7.0, -1.0]);
-    }
 
     #[test]
     fn buckets() {
