@@ -109,9 +109,12 @@ fn plan(f: &PrimFunc) -> Schedule {
             .copied()
             .filter(|&b| f.buf(b).scope == Scope::Fragment)
             .collect();
+        // Accumulators and per-row fragments have their gemm's layout; their
+        // nests keep the memory-nest rule (their epilogues print their own way).
+        let plain = !frags.is_empty() && frags.iter().all(|&b| f.buf(b).layout.is_none());
         let max_bytes = bufs
             .iter()
-            .filter(|&&b| frags.is_empty() || f.buf(b).scope != Scope::Fragment)
+            .filter(|&&b| !plain || f.buf(b).scope != Scope::Fragment)
             .map(|&b| f.buf(b).dtype.bytes())
             .max()
             .unwrap_or(2)
@@ -121,7 +124,7 @@ fn plan(f: &PrimFunc) -> Schedule {
         while v > 1 && inner_ext % v != 0 {
             v /= 2;
         }
-        if !frags.is_empty() {
+        if plain {
             infos.push(Info {
                 key: n.vars[0],
                 natural: v,
@@ -173,13 +176,13 @@ fn plan(f: &PrimFunc) -> Schedule {
             }
             wide /= 2;
         }
-        if wide > v && !need.is_empty() && !guarded {
+        if wide > v && !need.is_empty() && !guarded && frags.is_empty() {
             nest_cond.insert(n.vars[0], (wide, need.iter().copied().collect()));
         }
         infos.push(Info {
             key: n.vars[0],
             natural: v,
-            frags: Vec::new(),
+            frags,
         });
     }
     let mut frag_v: HashMap<BufId, i64> = HashMap::new();
@@ -211,8 +214,9 @@ fn plan(f: &PrimFunc) -> Schedule {
                 .filter_map(|b| frag_v.get(b))
                 .fold(i.natural, |a, &b| a.min(b));
             let n = nests.iter().find(|n| n.vars[0] == i.key);
+            let plain = i.frags.iter().all(|&b| f.buf(b).layout.is_none());
             let wide = match n {
-                Some(n) if !i.frags.is_empty() => same_width_test(f, n, vector),
+                Some(n) if !i.frags.is_empty() && plain => same_width_test(f, n, vector),
                 _ => nest_cond.remove(&i.key),
             };
             let none = BTreeSet::new();
