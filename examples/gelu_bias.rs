@@ -117,7 +117,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let d = if dev == Device::Cpu {
         [256, 256, 256]
     } else {
-        [2048, 2048, 2048]
+        [1024, 1024, 1024]
     };
     let mut dims = d;
     for (i, v) in dims.iter_mut().enumerate() {

@@ -13,8 +13,17 @@
 use std::time::Instant;
 use tile::prelude::*;
 
-/// `y[n] = Σ_k a[n, k] · x[k]`, f32 accumulation.
-#[tile::kernel(dtype = [f16, bf16], block_n = 8, block_k = 512, threads = 128)]
+/// `y[n] = Σ_k a[n, k] · x[k]`, f32 accumulation. A space of tile shapes
+/// (the first is the default; `gemv::tune()` picks per shape): rows per block
+/// trade the grid's size (waves over the SMs) against loads in flight per
+/// thread, capped at 64 elements per thread (registers).
+#[tile::kernel(
+    dtype = [f16, bf16],
+    block_n = [8, 4, 16],
+    block_k = [512, 1024, 256],
+    threads = 128,
+    filter = block_n * block_k / threads <= 64
+)]
 pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype, (N,)>) {
     T::kernel(T::ceildiv(N, block_n), threads, |bn| {
         // x is read by every row: in shared memory, loaded once per step.
@@ -37,8 +46,8 @@ pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype
 
 /// `y[n] = Σ_k (q[n, k] - 8) · scale[n, k / group] · x[k]`, where `q[n, k]`
 /// is bits `4 (k % 8) ..` of `w[n, k / 8]`. `K` must be a multiple of
-/// `group`, which is a multiple of `block_k`.
-#[tile::kernel(block_n = 8, block_k = 1024, group = 128, threads = 128)]
+/// `group` (a multiple of 8); a ragged last step reads zero words.
+#[tile::kernel(block_n = [8, 4, 16], block_k = [1024, 512], group = 128, threads = 128)]
 pub fn gemv_w4a16(
     w: Tensor<u32, (N, KW)>,
     scale: Tensor<f16, (N, G)>,
@@ -94,6 +103,11 @@ pub fn run(dev: Device, n: usize, k: usize) -> Result<String, Box<dyn std::error
     // Sums of k products of values in [-1, 1): the error grows with sqrt(k).
     let atol = 2e-3 * (k as f64).sqrt();
     let report = tile::testing::assert_allclose(&y.to_vec()?, &want, atol, 1e-2)?;
+    // Every variant, through tuning (each runs and is compared with the
+    // default's output before it is timed), then the chosen one again.
+    let mut y2 = Tensor::full(&[n], f16::NAN, dev)?;
+    gemv::tune().launch(&a, &x, &mut y2)?;
+    tile::testing::assert_allclose(&y2.to_vec()?, &want, atol, 1e-2)?;
 
     let ab = tile::testing::random_tensor::<bf16>(&[n, k], 53, dev)?;
     let xb = tile::testing::random_tensor::<bf16>(&[k], 54, dev)?;
@@ -104,11 +118,11 @@ pub fn run(dev: Device, n: usize, k: usize) -> Result<String, Box<dyn std::error
     tile::testing::assert_allclose(&yb.to_vec()?, &want, 4.0 * atol, 2e-2)?;
 
     let group = 128;
-    let kq = k.div_ceil(1024) * 1024; // the W4 kernel's K is whole groups and steps
+    let kq = k.div_ceil(group) * group; // the W4 kernel's K is whole groups
     let (w, scale, words) = quantized(dev, n, kq, group, 55)?;
     let xq = tile::testing::random_tensor::<f16>(&[kq], 56, dev)?;
     let mut yq = Tensor::full(&[n], f16::NAN, dev)?;
-    gemv_w4a16(&w, &scale, &xq, &mut yq)?;
+    gemv_w4a16::tune().launch(&w, &scale, &xq, &mut yq)?;
     let want = gemv_ref(
         &dequantized(&words, &scale.to_vec()?, n, kq, group),
         &to64(xq.to_vec()?),
