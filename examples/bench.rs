@@ -348,6 +348,23 @@ fn memory_bound(
     let mut yt = Tensor::full(&[k, n], f16::NAN, dev)?;
     let t = time_ms(stream, 5, 100, || Ok(transpose::transpose(&xt, &mut yt)?))?;
     push(format!("transpose f16 {n}x{k}"), t, (2 * n * k * 2) as f64);
+    transpose::transpose::tune().launch(&xt, &mut yt)?;
+    let t = time_ms(stream, 5, 100, || Ok(transpose::transpose(&xt, &mut yt)?))?;
+    push(
+        format!("transpose f16 {n}x{k} (tuned)"),
+        t,
+        (2 * n * k * 2) as f64,
+    );
+    // The choices, for the record.
+    let label = |r: Option<std::sync::Arc<tile::autotune::TuneReport>>| {
+        r.map(|r| r.chosen_label.clone()).unwrap_or_default()
+    };
+    println!(
+        "memory-bound choices: gemv f16 [{}], gemv w4a16 [{}], transpose f16 [{}]",
+        label(gemv::gemv::reports::<f16>().into_iter().next()),
+        label(gemv::gemv_w4a16::reports().into_iter().next()),
+        label(transpose::transpose::reports::<f16>().into_iter().next()),
+    );
     Ok(())
 }
 

@@ -21,8 +21,8 @@ use tile::prelude::*;
     dtype = [f16, bf16],
     block_n = [8, 4, 16],
     block_k = [512, 1024, 256],
-    threads = 128,
-    filter = block_n * block_k / threads <= 64
+    threads = [128, 256],
+    filter = block_n * block_k / threads <= 64 && block_n * block_k / threads >= 16
 )]
 pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype, (N,)>) {
     T::kernel(T::ceildiv(N, block_n), threads, |bn| {
@@ -47,7 +47,7 @@ pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype
 /// `y[n] = Σ_k (q[n, k] - 8) · scale[n, k / group] · x[k]`, where `q[n, k]`
 /// is bits `4 (k % 8) ..` of `w[n, k / 8]`. `K` must be a multiple of
 /// `group` (a multiple of 8); a ragged last step reads zero words.
-#[tile::kernel(block_n = [8, 4, 16], block_k = [1024, 512], group = 128, threads = 128)]
+#[tile::kernel(block_n = [8, 4, 16], block_k = [1024, 512], group = 128, threads = [128, 256])]
 pub fn gemv_w4a16(
     w: Tensor<u32, (N, KW)>,
     scale: Tensor<f16, (N, G)>,
@@ -55,8 +55,11 @@ pub fn gemv_w4a16(
     y: TensorMut<f16, (N,)>,
 ) {
     T::kernel(T::ceildiv(N, block_n), threads, |bn| {
-        // Eight weights per word: the fragments run over words.
+        // Eight weights per word: the fragments run over words. The step's
+        // scales are copied with its words (not loaded where they are used,
+        // which would expose a memory latency per word).
         let x_s = T::alloc_shared::<f32>([block_k]);
+        let s_s = T::alloc_shared::<f16>([block_n, block_k / group]);
         let w_f = T::alloc_fragment::<u32>([block_n, block_k / 8]);
         let acc = T::alloc_fragment::<f32>([block_n, block_k / 8]);
         let sum = T::alloc_fragment::<f32>([block_n]);
@@ -64,6 +67,7 @@ pub fn gemv_w4a16(
         for k in T::serial(T::ceildiv(K, block_k)) {
             T::copy(x.at([k * block_k]), x_s);
             T::copy(w.at([bn * block_n, k * (block_k / 8)]), w_f);
+            T::copy(scale.at([bn * block_n, k * (block_k / group)]), s_s);
             for (i, j) in T::parallel([block_n, block_k / 8]) {
                 let word = w_f[(i, j)];
                 let mut dot = 0.0f32;
@@ -71,8 +75,7 @@ pub fn gemv_w4a16(
                     let q = (word >> (4 * t)) & 15;
                     dot += (q as f32 - 8.0) * x_s[j * 8 + t];
                 }
-                let g = (k * block_k + j * 8) / group;
-                acc[(i, j)] += dot * (scale[(bn * block_n + i, g)] as f32);
+                acc[(i, j)] += dot * (s_s[(i, j * 8 / group)] as f32);
             }
         }
         T::reduce_sum(acc, sum, 1);

@@ -8,7 +8,8 @@
 use std::time::Instant;
 use tile::prelude::*;
 
-#[tile::kernel(dtype = [f16, bf16], block = 64, threads = 256)]
+/// Tiles of 64 or 128 (the first is the default; `transpose::tune()` picks).
+#[tile::kernel(dtype = [f16, bf16], block = [64, 128], threads = [256, 512])]
 pub fn transpose(x: Tensor<dtype, (M, N)>, y: TensorMut<dtype, (N, M)>) {
     T::kernel(
         [T::ceildiv(N, block), T::ceildiv(M, block)],
