@@ -299,19 +299,20 @@ fn memory_bound(
     let a: Vec<Tensor<f16>> = (0..4)
         .map(|i| tile::testing::random_tensor::<f16>(&[n, k], 82 + i, dev))
         .collect::<Result<_, _>>()?;
-    let mut i = 0;
+    // Median of 200 runs after 8, each on the next of the four weight sets.
+    let rotating = |f: &mut dyn FnMut(usize) -> Res<()>| -> Res<f64> {
+        let mut i = 0;
+        time_ms(stream, 8, 200, || {
+            i += 1;
+            f(i % 4)
+        })
+    };
     // The default variant, then the one tuned on this shape (every variant
     // timed, L2 flushed; later plain calls in this process run the choice).
-    let t = time_ms(stream, 8, 200, || {
-        i += 1;
-        Ok(gemv::gemv(&a[i % 4], &x, &mut y)?)
-    })?;
+    let t = rotating(&mut |r| Ok(gemv::gemv(&a[r], &x, &mut y)?))?;
     push(format!("gemv f16 {n}x{k}"), t, gemv_bytes);
     gemv::gemv::tune().launch(&a[0], &x, &mut y)?;
-    let t_f16 = time_ms(stream, 8, 200, || {
-        i += 1;
-        Ok(gemv::gemv(&a[i % 4], &x, &mut y)?)
-    })?;
+    let t_f16 = rotating(&mut |r| Ok(gemv::gemv(&a[r], &x, &mut y)?))?;
     push(format!("gemv f16 {n}x{k} (tuned)"), t_f16, gemv_bytes);
     drop(a);
     let xb = tile::testing::random_tensor::<bf16>(&[k], 86, dev)?;
@@ -320,10 +321,7 @@ fn memory_bound(
         .map(|i| tile::testing::random_tensor::<bf16>(&[n, k], 87 + i, dev))
         .collect::<Result<_, _>>()?;
     gemv::gemv::tune().launch(&ab[0], &xb, &mut yb)?;
-    let t = time_ms(stream, 8, 200, || {
-        i += 1;
-        Ok(gemv::gemv(&ab[i % 4], &xb, &mut yb)?)
-    })?;
+    let t = rotating(&mut |r| Ok(gemv::gemv(&ab[r], &xb, &mut yb)?))?;
     push(format!("gemv bf16 {n}x{k} (tuned)"), t, gemv_bytes);
     drop(ab);
     let group = 128;
@@ -331,16 +329,10 @@ fn memory_bound(
         .map(|i| gemv::quantized(dev, n, k, group, 91 + i).map(|(w, s, _)| (w, s)))
         .collect::<Result<_, _>>()?;
     let bytes = (n * k / 2 + n * (k / group) * 2 + (k + n) * 2) as f64;
-    let t = time_ms(stream, 8, 200, || {
-        i += 1;
-        Ok(gemv::gemv_w4a16(&w[i % 4].0, &w[i % 4].1, &x, &mut y)?)
-    })?;
+    let t = rotating(&mut |r| Ok(gemv::gemv_w4a16(&w[r].0, &w[r].1, &x, &mut y)?))?;
     push(format!("gemv w4a16 {n}x{k} g{group}"), t, bytes);
     gemv::gemv_w4a16::tune().launch(&w[0].0, &w[0].1, &x, &mut y)?;
-    let t_w4 = time_ms(stream, 8, 200, || {
-        i += 1;
-        Ok(gemv::gemv_w4a16(&w[i % 4].0, &w[i % 4].1, &x, &mut y)?)
-    })?;
+    let t_w4 = rotating(&mut |r| Ok(gemv::gemv_w4a16(&w[r].0, &w[r].1, &x, &mut y)?))?;
     let what = format!("gemv w4a16 (tuned; {:.2}x tuned f16)", t_f16 / t_w4);
     push(what, t_w4, bytes);
     drop(w);
