@@ -99,6 +99,8 @@ fn plan(f: &PrimFunc) -> Schedule {
         key: VarId,
         natural: i64,
         frags: Vec<BufId>,
+        /// Over plain fragments only: `natural` is ownership, accesses vectorize where aligned.
+        plain: bool,
     }
     let mut infos = Vec::new();
     let mut nest_cond: HashMap<VarId, (i64, Vec<VarId>)> = HashMap::new();
@@ -129,6 +131,7 @@ fn plan(f: &PrimFunc) -> Schedule {
                 key: n.vars[0],
                 natural: v,
                 frags,
+                plain,
             });
             continue;
         }
@@ -183,6 +186,7 @@ fn plan(f: &PrimFunc) -> Schedule {
             key: n.vars[0],
             natural: v,
             frags,
+            plain,
         });
     }
     let mut frag_v: HashMap<BufId, i64> = HashMap::new();
@@ -214,9 +218,8 @@ fn plan(f: &PrimFunc) -> Schedule {
                 .filter_map(|b| frag_v.get(b))
                 .fold(i.natural, |a, &b| a.min(b));
             let n = nests.iter().find(|n| n.vars[0] == i.key);
-            let plain = i.frags.iter().all(|&b| f.buf(b).layout.is_none());
             let wide = match n {
-                Some(n) if !i.frags.is_empty() && plain => same_width_test(f, n, vector),
+                Some(n) if i.plain => same_width_test(f, n, vector),
                 _ => nest_cond.remove(&i.key),
             };
             let none = BTreeSet::new();
