@@ -28,9 +28,9 @@
 
 pub use tile_macros::{func, kernel};
 pub use tile_runtime::{
-    bf16, cache, do_bench, f16, testing, AnyTensor, BenchOptions, BenchResult, CudaRead, CudaWrite,
-    DType, Device, Element, Error, Graph, HostArg, Origin, Profiler, Result, Stream, Target,
-    Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
+    bf16, cache, do_bench, f16, f8e4m3, f8e5m2, testing, AnyTensor, BenchOptions, BenchResult,
+    CudaRead, CudaWrite, DType, Device, Element, Error, Graph, HostArg, Origin, Profiler, Result,
+    Stream, Target, Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
 };
 
 /// Kernel variants and the autotuner: tuning reports, and the policies a launch of a
@@ -50,8 +50,8 @@ pub use tile_runtime::candle;
 /// Everything a kernel file usually needs.
 pub mod prelude {
     pub use crate::{
-        bf16, f16, kernel, DType, Device, Element, Error, Graph, Stream, Target, Tensor, TensorArg,
-        TensorArgMut, TensorView, TensorViewMut,
+        bf16, f16, f8e4m3, f8e5m2, kernel, DType, Device, Element, Error, Graph, Stream, Target,
+        Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
     };
 }
 
@@ -65,7 +65,7 @@ pub mod __private {
     pub use tile_runtime::autotune::{pick, Pick, TuneReport, VariantSet};
     pub use tile_runtime::spec::*;
     pub use tile_runtime::{
-        bf16, export_sources, f16, host_source, kernel_source, launch, launch_scalars, scalar_arg,
-        ArgRef, DType, KernelSlot, TensorArg, TensorArgMut,
+        bf16, export_sources, f16, f8e4m3, f8e5m2, host_source, kernel_source, launch,
+        launch_scalars, scalar_arg, ArgRef, DType, KernelSlot, TensorArg, TensorArgMut,
     };
 }

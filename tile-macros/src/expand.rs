@@ -136,6 +136,8 @@ pub(crate) fn elem_type(t: DType, span: Span) -> TokenStream {
     match t {
         DType::F16 => quote_spanned!(span=> ::tile::__private::f16),
         DType::BF16 => quote_spanned!(span=> ::tile::__private::bf16),
+        DType::F8E4M3 => quote_spanned!(span=> ::tile::__private::f8e4m3),
+        DType::F8E5M2 => quote_spanned!(span=> ::tile::__private::f8e5m2),
         other => {
             let id = syn::Ident::new(other.rust_name(), span);
             quote!(#id)

@@ -83,6 +83,24 @@ unsafe impl Element for half::bf16 {
     }
 }
 
+macro_rules! element_f8 {
+    ($($ty:ident => $dtype:ident),* $(,)?) => {$(
+        // SAFETY: `repr(transparent)` over `u8` holding the format's bits, the layout of
+        // CUDA's `__nv_fp8_*` storage; the all-zero byte is +0.
+        unsafe impl Element for crate::f8::$ty {
+            const DTYPE: DType = DType::$dtype;
+            fn to_f64(self) -> f64 {
+                crate::f8::$ty::to_f64(self)
+            }
+            fn from_f64(v: f64) -> Self {
+                crate::f8::$ty::from_f64(v)
+            }
+        }
+    )*};
+}
+
+element_f8! { f8e4m3 => F8E4M3, f8e5m2 => F8E5M2 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +125,8 @@ mod tests {
         check::<half::bf16>();
         check::<f32>();
         check::<f64>();
+        check::<crate::f8e4m3>();
+        check::<crate::f8e5m2>();
     }
 
     #[test]
@@ -118,5 +138,12 @@ mod tests {
         assert_eq!(half::f16::from_f64(1.5).to_f64(), 1.5);
         assert_eq!(half::bf16::from_f64(-2.0).to_f64(), -2.0);
         assert_eq!(DType::BF16.to_string(), "bfloat16");
+        // f8 rounds to nearest even and saturates, as the device converts.
+        assert_eq!(crate::f8e4m3::from_f64(1.0625).to_f64(), 1.0);
+        assert_eq!(crate::f8e4m3::from_f64(1e9).to_f64(), 448.0);
+        assert_eq!(
+            <crate::f8e5m2 as Element>::from_f64(-1e9).to_f64(),
+            -57344.0
+        );
     }
 }

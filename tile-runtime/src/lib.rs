@@ -19,8 +19,8 @@
 //! (choosing a device), `sync` (cross-stream ordering), `graph`, `profile`, `autotune`
 //! (kernel variants: choosing one, tuning, the tuned choices in memory and on disk), `host`
 //! (`host_source`, `export_sources`), `storage` (tile's allocations and memory owned
-//! elsewhere), `view` (borrowed views and the launcher's argument traits), `dlpack`,
-//! `candle` (feature `candle`). The module dependency graph is acyclic. The kernel
+//! elsewhere), `view` (borrowed views and the launcher's argument traits), `f8` (the
+//! host types of the fp8 dtypes), `dlpack`, `candle` (feature `candle`). The module dependency graph is acyclic. The kernel
 //! ABI itself (dtypes, targets, the spec tables) is the `tile-abi` crate's, re-exported
 //! here as `DType`, `Target` and `spec`.
 //!
@@ -46,6 +46,7 @@ mod device;
 mod dims;
 mod dtype;
 mod error;
+mod f8;
 mod find;
 mod graph;
 mod host;
@@ -69,6 +70,7 @@ pub use check::{check_args, Bound};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
+pub use f8::{f8e4m3, f8e5m2};
 pub use find::{binary_key, entry_key};
 pub use graph::Graph;
 pub use host::{export_sources, grid_text, host_source};

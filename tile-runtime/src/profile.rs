@@ -575,8 +575,10 @@ fn scalar_of(dtype: DType, v: f64) -> ScalarArg {
         DType::F16 => scalar_arg(half::f16::from_f64(v)),
         DType::BF16 => scalar_arg(half::bf16::from_f64(v)),
         DType::F32 => scalar_arg(f32::from_f64(v)),
-        // f8 scalars are refused by the compiler; the bits of an f64 are never read.
-        DType::F64 | DType::F8E4M3 | DType::F8E5M2 => scalar_arg(v),
+        DType::F64 => scalar_arg(v),
+        // Passed as their byte, like `u8` (should the compiler take f8 scalars).
+        DType::F8E4M3 => scalar_arg(crate::f8e4m3::from_f64(v)),
+        DType::F8E5M2 => scalar_arg(crate::f8e5m2::from_f64(v)),
     }
 }
 

@@ -48,11 +48,15 @@ pub fn random_vec<T: Element>(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<T> {
         .collect()
 }
 
-/// The default range of [`random_tensor`] for `T`: `[-1, 1)` for floats, `[-16, 16)` for
-/// signed integers, `[0, 32)` for unsigned ones, `{0, 1}` for `bool`.
+/// The default range of [`random_tensor`] for `T`: `[-1, 1)` for floats, `[-2, 2)` for
+/// f8 (whose values are coarse: the spread puts data in several binades, and products
+/// of two stay far from the formats' overflow), `[-16, 16)` for signed integers,
+/// `[0, 32)` for unsigned ones, `{0, 1}` for `bool`.
 pub fn default_range<T: Element>() -> (f64, f64) {
     let d = T::DTYPE;
-    if d.is_float() {
+    if matches!(d, crate::DType::F8E4M3 | crate::DType::F8E5M2) {
+        (-2.0, 2.0)
+    } else if d.is_float() {
         (-1.0, 1.0)
     } else if d == crate::DType::Bool {
         (0.0, 2.0)

@@ -4,7 +4,7 @@
 // runtime's tests, which check them against the host comparison.
 //
 // An element is read as a double the way the host comparison reads it (`values` in
-// autotune/outputs.rs): integers by value, f16 and bf16 exactly, f8 as its byte.
+// autotune/outputs.rs): integers by value, floats (f8 included) exactly.
 // Two elements are the same when both are NaN, equal, or |x - y| <= atol.
 
 typedef unsigned long long tt_u64;
@@ -40,6 +40,25 @@ TT_FN double tt_bf16(unsigned short b) {
     return (double)v.f;
 }
 
+// e5m2 is binary16's top byte, so its value is that of the f16 it starts.
+TT_FN double tt_e5m2(unsigned char b) {
+    return tt_f16((unsigned short)(b << 8));
+}
+
+// e4m3 (bias 7, 3 mantissa bits) has no infinities: 0x7f and 0xff are its NaNs.
+TT_FN double tt_e4m3(unsigned char b) {
+    unsigned int e = (b >> 3) & 15u, m = b & 7u;
+    double v;
+    if ((b & 0x7f) == 0x7f) {
+        return tt_from_bits(0x7ff8000000000000ULL);
+    } else if (e == 0) {
+        v = (double)m * (1.0 / 512.0);
+    } else {
+        v = (double)(8u + m) * tt_from_bits((tt_u64)((int)e - 10 + 1023) << 52);
+    }
+    return (b >> 7) ? -v : v;
+}
+
 // Element `i` of `p`; `code` as `dtype_code` in outputs.rs.
 TT_FN double tt_load(const unsigned char* p, tt_u64 i, int code) {
     switch (code) {
@@ -54,6 +73,8 @@ TT_FN double tt_load(const unsigned char* p, tt_u64 i, int code) {
     case 8: return tt_f16(((const unsigned short*)p)[i]);
     case 9: return tt_bf16(((const unsigned short*)p)[i]);
     case 10: return (double)((const float*)p)[i];
+    case 12: return tt_e4m3(p[i]);
+    case 13: return tt_e5m2(p[i]);
     default: return ((const double*)p)[i];
     }
 }

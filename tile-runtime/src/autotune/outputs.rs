@@ -491,14 +491,17 @@ fn elem_size(t: DType) -> usize {
 }
 
 /// The relative tolerance of a dtype: 1e-2 for f16, 3e-2 for bf16, 1e-3 for f32,
-/// 1e-9 for f64, exact for integers (variants sum in different orders).
+/// 1e-9 for f64, exact for integers (variants sum in different orders). f8 allows one
+/// unit in the last place of the largest values: a sum rounded differently lands on
+/// the neighbouring code, up to 1/8 (e4m3) or 1/4 (e5m2) of the scale apart.
 pub(super) fn tolerance(t: DType) -> f64 {
     match t {
         DType::F16 => 1e-2,
         DType::BF16 => 3e-2,
         DType::F32 => 1e-3,
         DType::F64 => 1e-9,
-        DType::F8E4M3 | DType::F8E5M2 => 0.15,
+        DType::F8E4M3 => 0.15,
+        DType::F8E5M2 => 0.3,
         _ => 0.0,
     }
 }
@@ -506,7 +509,7 @@ pub(super) fn tolerance(t: DType) -> f64 {
 /// How `compare.cu` reads a dtype (`tt_load`).
 pub(super) fn dtype_code(t: DType) -> i32 {
     match t {
-        DType::Bool | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 0,
+        DType::Bool | DType::U8 => 0,
         DType::I8 => 1,
         DType::I16 => 2,
         DType::U16 => 3,
@@ -518,6 +521,8 @@ pub(super) fn dtype_code(t: DType) -> i32 {
         DType::BF16 => 9,
         DType::F32 => 10,
         DType::F64 => 11,
+        DType::F8E4M3 => 12,
+        DType::F8E5M2 => 13,
     }
 }
 
@@ -579,8 +584,8 @@ pub(super) fn values(dtype: DType, bytes: &[u8]) -> impl Iterator<Item = f64> + 
             DType::BF16 => half::bf16::from_bits(u as u16).to_f64(),
             DType::F32 => f32::from_bits(u as u32) as f64,
             DType::F64 => f64::from_bits(u),
-            // Compared bit for bit.
-            DType::F8E4M3 | DType::F8E5M2 => u as u8 as f64,
+            DType::F8E4M3 => tile_abi::f8::e4m3_to_f64(u as u8),
+            DType::F8E5M2 => tile_abi::f8::e5m2_to_f64(u as u8),
         }
     })
 }
@@ -598,6 +603,13 @@ mod tests {
         assert_eq!(all(DType::F32, &2.25f32.to_le_bytes()), [2.25]);
         let two: Vec<u8> = [7i32, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(all(DType::I32, &two), [7.0, -1.0]);
+        assert_eq!(
+            all(DType::F8E4M3, &[0x38, 0xFE, 0x01]),
+            [1.0, -448.0, 1.0 / 512.0]
+        );
+        assert_eq!(all(DType::F8E5M2, &[0x3C, 0x7B]), [1.0, 57344.0]);
+        assert!(all(DType::F8E4M3, &[0x7F])[0].is_nan());
+        assert_eq!(all(DType::F8E5M2, &[0xFC])[0], f64::NEG_INFINITY);
     }
 
     /// Where libnvrtc can be loaded (no GPU needed), `compare.cu` compiles for the

@@ -436,3 +436,40 @@ fn versioned_imports_check_version_and_read_only() -> Result<()> {
     assert_eq!(DELETED_V.load(Ordering::SeqCst), 3);
     Ok(())
 }
+
+#[test]
+fn f8_tensors_export_as_float8_and_come_back() -> Result<()> {
+    use crate::f8::{f8e4m3, f8e5m2};
+    let vals = [1.0, -0.5, 448.0, 0.001953125, -3.0].map(f8e4m3::from_f64);
+    let t = Tensor::from_slice(&vals, &[5], Device::Cpu)?;
+    let m = t.to_dlpack(&Stream::Cpu)?;
+    // SAFETY: a live export, read as a consumer would (PyTorch's float8_e4m3fn).
+    unsafe {
+        let dl = &(*m.as_ptr()).dl_tensor;
+        assert_eq!(
+            (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes),
+            (code::FLOAT8_E4M3FN, 8, 1)
+        );
+        let bytes = std::slice::from_raw_parts(dl.data as *const u8, 5);
+        assert_eq!(bytes, &[0x38, 0xB0, 0x7E, 0x01, 0xC4]);
+    }
+    // SAFETY: our own export, consumed once.
+    let back = unsafe { Tensor::<f8e4m3>::from_dlpack(m, &Stream::Cpu)? };
+    assert!(Arc::ptr_eq(back.storage(), t.storage()));
+    assert_eq!(back.to_vec()?, vals.to_vec());
+    // The two f8 formats are distinct dtypes: one is not taken for the other.
+    let m = t.to_dlpack_versioned(&Stream::Cpu)?;
+    // SAFETY: as above.
+    let e = unsafe { Tensor::<f8e5m2>::from_dlpack_versioned(m, &Stream::Cpu) }.unwrap_err();
+    assert!(
+        e.to_string().contains("another dtype than float8_e5m2"),
+        "{e}"
+    );
+
+    let w = Tensor::from_slice(&[f8e5m2::MAX, f8e5m2::NEG_ONE], &[2], Device::Cpu)?;
+    let m = w.to_dlpack_versioned(&Stream::Cpu)?;
+    // SAFETY: as above.
+    let back = unsafe { Tensor::<f8e5m2>::from_dlpack_versioned(m, &Stream::Cpu)? };
+    assert_eq!(back.to_vec()?, vec![f8e5m2::MAX, f8e5m2::NEG_ONE]);
+    Ok(())
+}
