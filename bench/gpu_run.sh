@@ -35,6 +35,7 @@ done
 [ -x "$B/reduce_sum" ] && run reduce_sum "$B/reduce_sum" && run reduce_sum_ragged "$B/reduce_sum" 77 5000
 [ -x "$B/gemm" ] && run gemm_ragged "$B/gemm" 1000 1030 1050 && run gemm_aligned "$B/gemm" 1024 1024 1024 && run gemm_tiny "$B/gemm" 67 129 33
 [ -x "$B/gemm_int8" ] && run gemm_int8 "$B/gemm_int8" && run gemm_int8_ragged "$B/gemm_int8" 67 129 33
+[ -x "$B/gemm_fp8" ] && run gemm_fp8 "$B/gemm_fp8" && run gemm_fp8_aligned "$B/gemm_fp8" 1024 1024 1024 && run gemm_fp8_ragged "$B/gemm_fp8" 67 130 37
 [ -x "$B/flash_attention" ] && run flash_attention "$B/flash_attention" && run flash_attention_ragged "$B/flash_attention" 2 8 2 1000
 [ -x "$B/flash_attention_bwd" ] && run flash_attention_bwd "$B/flash_attention_bwd" && run flash_attention_bwd_ragged "$B/flash_attention_bwd" 2 3 1000
 [ -x "$B/flash_decoding" ] && run flash_decoding "$B/flash_decoding" && run flash_decoding_ragged "$B/flash_decoding" 3 8 2 777
@@ -95,6 +96,7 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   san reduce_sum "$B/reduce_sum" 77 5000
   san gemm "$B/gemm" 200 130 150
   san gemm_int8 "$B/gemm_int8" 67 129 33
+  san gemm_fp8 "$B/gemm_fp8" 200 264 160
   san flash_attention "$B/flash_attention" 1 4 2 130
   san flash_decoding "$B/flash_decoding" 1 8 2 300
   san flash_attention_bwd "$B/flash_attention_bwd" 1 2 130

@@ -102,6 +102,20 @@ fn gemm_example() -> TestResult {
 }
 
 #[allow(dead_code)]
+#[path = "../examples/gemm_fp8.rs"]
+mod gemm_fp8;
+
+#[test]
+fn gemm_fp8_example() -> TestResult {
+    // Dividing the tiles, ragged, one row; K not a multiple of 16 (no
+    // 16-byte rows: the element-wise copies on CUDA).
+    for (m, n, k) in [(128, 256, 128), (67, 130, 160), (1, 8, 40), (40, 24, 37)] {
+        println!("{}", gemm_fp8::run(Device::default(), m, n, k)?);
+    }
+    Ok(())
+}
+
+#[allow(dead_code)]
 #[path = "../examples/gemm_int8.rs"]
 mod gemm_int8;
 

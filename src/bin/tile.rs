@@ -504,6 +504,7 @@ fn shared_parts(target: TargetArg) -> Vec<&'static str> {
     match target {
         TargetArg::Cuda => vec![
             tile_core::codegen::cuda::PRELUDE,
+            tile_core::codegen::cuda::FP8_HEADER,
             tile_core::codegen::cuda::GEMM_HEADER,
             tile_core::codegen::cuda::WGMMA_HEADER,
             tile_core::codegen::cuda::TMA_HEADER,

@@ -68,6 +68,11 @@ impl DType {
         )
     }
 
+    /// True for the 8-bit float formats (storage types: no arithmetic of their own).
+    pub const fn is_f8(self) -> bool {
+        matches!(self, DType::F8E4M3 | DType::F8E5M2)
+    }
+
     /// True for the integer dtypes (`bool` is not one).
     pub const fn is_int(self) -> bool {
         matches!(

@@ -389,10 +389,11 @@ fn layout_rule(f: &PrimFunc, b: &Buffer, stage: Stage) -> Result<(), String> {
             let shape = b.const_shape().unwrap_or_default();
             let panels = shape.len() == 2
                 && shape[0] % 8 == 0
-                && crate::passes::plan_mma::wgmma_cols(shape[1]);
-            if b.scope != Scope::Shared || b.dtype.bytes() != 2 || !panels {
+                && crate::passes::plan_mma::wgmma_cols(shape[1], b.dtype);
+            let elems = b.dtype.bytes() == 2 || b.dtype.is_f8();
+            if b.scope != Scope::Shared || !elems || !panels {
                 return Err(format!(
-                    "`{name}` has wgmma's layout but is not a 2-D shared tile of 2-byte elements with a wgmma swizzle"
+                    "`{name}` has wgmma's layout but is not a 2-D shared tile of 2-byte or fp8 elements with a wgmma swizzle"
                 ));
             }
             Ok(())

@@ -91,7 +91,8 @@ fn field<'s>(s: &'s str, name: &str) -> Option<&'s str> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Geometry {
     pub addr: u64,
-    pub f16: bool,
+    /// f16, bf16, or one of the fp8 formats (moved as bytes).
+    pub dtype: DType,
     /// 2 or 3.
     pub rank: u32,
     /// Columns (contiguous), rows, then matrices (1 at rank 2).
@@ -104,8 +105,8 @@ pub(crate) struct Geometry {
 
 /// The geometry of `spec` over a buffer of `dtype` and `shape` at device address `addr`,
 /// or `None` when the engine cannot describe it (the kernel's own test then fails too,
-/// see the module docs): a dtype other than f16/bf16, an address not 16-byte aligned, a
-/// row length that is not a multiple of 8 elements, an empty or oversized tensor, or a
+/// see the module docs): a dtype other than f16/bf16/fp8, an address not 16-byte aligned,
+/// a row length that is not a multiple of 16 bytes, an empty or oversized tensor, or a
 /// box the 128-byte swizzle does not take.
 pub(crate) fn geometry(
     dtype: DType,
@@ -113,33 +114,33 @@ pub(crate) fn geometry(
     addr: u64,
     spec: MapSpec,
 ) -> Option<Geometry> {
-    let f16 = match dtype {
-        DType::F16 => true,
-        DType::BF16 => false,
+    let eb: u64 = match dtype {
+        DType::F16 | DType::BF16 => 2,
+        DType::F8E4M3 | DType::F8E5M2 => 1,
         _ => return None,
     };
     let (&cols, lead) = shape.split_last()?;
     let (&rows, batch) = lead.split_last()?;
     let mats = batch.iter().try_fold(1usize, |r, &d| r.checked_mul(d))?;
     let (cols, rows, mats) = (cols as u64, rows as u64, mats as u64);
-    let row_stride = cols.checked_mul(2)?;
+    let row_stride = cols.checked_mul(eb)?;
     let mat_stride = row_stride.checked_mul(rows)?;
     let rank = if batch.is_empty() { 2 } else { 3 };
     let ok = addr.is_multiple_of(16)
-        && cols.is_multiple_of(8)
+        && row_stride.is_multiple_of(16)
         && (1..=1 << 32).contains(&cols)
         && (1..=1 << 32).contains(&rows)
         && (1..=1 << 32).contains(&mats)
         && row_stride < 1 << 40
         && (rank == 2 || mat_stride < 1 << 40)
         // The 128-byte swizzle: a box row of at most 128 bytes, a multiple of 16.
-        && spec.box_cols >= 8
-        && spec.box_cols * 2 <= 128
-        && spec.box_cols.is_multiple_of(8)
+        && u64::from(spec.box_cols) * eb >= 16
+        && u64::from(spec.box_cols) * eb <= 128
+        && (u64::from(spec.box_cols) * eb).is_multiple_of(16)
         && (1..=256).contains(&spec.box_rows);
     ok.then_some(Geometry {
         addr,
-        f16,
+        dtype,
         rank,
         dims: [cols, rows, mats],
         strides: [row_stride, mat_stride],
@@ -150,10 +151,11 @@ pub(crate) fn geometry(
 /// Encodes `g` (`cuTensorMapEncodeTiled`).
 fn encode(g: &Geometry) -> Result<sys::CUtensorMap> {
     let mut map = sys::CUtensorMap { opaque: [0; 16] };
-    let data = if g.f16 {
-        sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-    } else {
-        sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+    let data = match g.dtype {
+        DType::F16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::BF16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        // The engine has no fp8 type; it moves the bytes.
+        _ => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
     };
     let elem = [1u32; 3];
     // SAFETY: every pointer points at a live local of the sizes the rank (at most 3) implies;

@@ -136,19 +136,15 @@ fn mem_type(t: DType) -> Result<&'static str, Diagnostic> {
         DType::F16 | DType::BF16 => "uint16_t",
         DType::F32 => "float",
         DType::F64 => "double",
-        DType::F8E4M3 | DType::F8E5M2 => {
-            return Err(Diagnostic::new(
-                proc_macro2::Span::call_site(),
-                "the C backend has no f8 support yet",
-            ))
-        }
+        DType::F8E4M3 | DType::F8E5M2 => "uint8_t",
     })
 }
 
-/// Type of a value of dtype `t` in C expressions (f16/bf16 compute in float).
+/// Type of a value of dtype `t` in C expressions (f16/bf16 compute in
+/// float; an f8 value is its exact float).
 fn val_type(t: DType) -> Result<&'static str, Diagnostic> {
     match t {
-        DType::F16 | DType::BF16 => Ok("float"),
+        DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => Ok("float"),
         t => mem_type(t),
     }
 }
@@ -181,6 +177,8 @@ impl Writer<'_> {
                 v = match b.dtype {
                     DType::F16 => format!("tl_f2h({v})"),
                     DType::BF16 => format!("tl_f2bf({v})"),
+                    DType::F8E4M3 => format!("tl_f2e4m3({v})"),
+                    DType::F8E5M2 => format!("tl_f2e5m2({v})"),
                     _ => v,
                 };
                 self.line(&format!("{}[{off}] = {v};", ident(&b.name)));
@@ -306,6 +304,8 @@ impl Writer<'_> {
                 match t {
                     DType::F16 => format!("tl_h2f({s})"),
                     DType::BF16 => format!("tl_bf2f({s})"),
+                    DType::F8E4M3 => format!("tl_e4m32f({s})"),
+                    DType::F8E5M2 => format!("tl_e5m22f({s})"),
                     _ => s,
                 }
             }
@@ -334,6 +334,8 @@ impl Writer<'_> {
                 match t {
                     DType::F16 => format!("tl_rh((float)({x}))"),
                     DType::BF16 => format!("tl_rbf((float)({x}))"),
+                    DType::F8E4M3 => format!("tl_re4m3((double)({x}))"),
+                    DType::F8E5M2 => format!("tl_re5m2((double)({x}))"),
                     // Rust's `as` from a float: truncate, saturate, NaN to 0.
                     t if t.is_int() && a.dtype().is_float() => {
                         let ct = val_type(*t)?;

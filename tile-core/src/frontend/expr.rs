@@ -250,6 +250,7 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
                     },
                     Expr::Float(v, t) => Expr::Float(-v, t),
                     a => {
+                        let a = computed(a);
                         let t = a.dtype();
                         Expr::Neg(Box::new(a), t)
                     }
@@ -447,6 +448,17 @@ fn binary(cx: &mut Ctx, b: &syn::ExprBinary, e: &syn::Expr) -> Expr {
     arith(cx, span, op, l, r)
 }
 
+/// A value as arithmetic takes it: f8 values compute in f32 (neither CUDA nor
+/// C has f8 arithmetic; every f8 value is exact in f32), so `a + b` of two f8
+/// values is an f32 sum, rounded to f8 only where it is stored into f8.
+pub fn computed(e: Expr) -> Expr {
+    if e.dtype().is_f8() {
+        e.cast(DType::F32)
+    } else {
+        e
+    }
+}
+
 pub fn arith(cx: &mut Ctx, span: At<'_>, op: BinOp, l: Expr, r: Expr) -> Expr {
     if op.is_bit() {
         return bits(cx, span, op, l, r);
@@ -470,6 +482,7 @@ pub fn arith(cx: &mut Ctx, span: At<'_>, op: BinOp, l: Expr, r: Expr) -> Expr {
         cx.err(span, "`%` applies to integers");
     }
     let (l, r) = unify(cx, span, l, r);
+    let (l, r) = (computed(l), computed(r));
     if matches!(op, BinOp::Div | BinOp::Rem) && r.dtype().is_int() && r.as_int() == Some(0) {
         cx.err(span, "division by zero");
         return l;

@@ -222,17 +222,10 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         cx.err(
             range(&args[0]),
             "unknown element type; expected one of bool, i8, u8, i16, u16, i32, u32, i64, u64, \
-             f16, bf16, f32, f64",
+             f16, bf16, f32, f64, f8e4m3, f8e5m2",
         );
         return None;
     };
-    if matches!(dtype, DType::F8E4M3 | DType::F8E5M2) {
-        cx.err(
-            range(&args[0]),
-            "f8 tensors are not supported by the runtime yet",
-        );
-        return None;
-    }
     let dims: Vec<&syn::Type> = match args[1] {
         syn::GenericArgument::Type(syn::Type::Tuple(t)) => t.elems.iter().collect(),
         syn::GenericArgument::Type(syn::Type::Paren(p)) => vec![&*p.elem],
@@ -342,7 +335,8 @@ fn scalar_param(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident, dtype: DType) -
     if matches!(dtype, DType::F8E4M3 | DType::F8E5M2) {
         cx.err(
             range(&ty),
-            "f8 scalars are not supported by the runtime yet",
+            "f8 scalars are not supported; pass an f32 (or f16) and convert it with `as` where \
+             an f8 value is needed",
         );
         return None;
     }

@@ -258,20 +258,24 @@ fn gemm_check(cx: &mut Ctx, g: Gemm, span: Span) -> Option<Stmt> {
         );
         return None;
     }
-    let ok = (a.dtype == b.dtype)
-        && matches!(
-            (a.dtype, c.dtype),
-            (DType::F16 | DType::BF16, DType::F32)
-                | (DType::F16, DType::F16)
-                | (DType::F32, DType::F32)
-                | (DType::F64, DType::F64)
-                | (DType::I8 | DType::U8, DType::I32)
-        );
+    // f8 operands (either format, as `wgmma` takes them) accumulate in f32.
+    let f8 = a.dtype.is_f8() && b.dtype.is_f8() && c.dtype == DType::F32;
+    let ok = f8
+        || (a.dtype == b.dtype)
+            && matches!(
+                (a.dtype, c.dtype),
+                (DType::F16 | DType::BF16, DType::F32)
+                    | (DType::F16, DType::F16)
+                    | (DType::F32, DType::F32)
+                    | (DType::F64, DType::F64)
+                    | (DType::I8 | DType::U8, DType::I32)
+            );
     if !ok {
         cx.err(
             span,
             format!(
-                "`T::gemm` supports f16/bf16 -> f32, f16 -> f16, f32 -> f32, f64 -> f64 and i8 -> i32; got {} x {} -> {}",
+                "`T::gemm` supports f16/bf16 -> f32, f8 (e4m3, e5m2) -> f32, f16 -> f16, f32 -> f32, \
+                 f64 -> f64 and i8 -> i32; got {} x {} -> {}",
                 a.dtype, b.dtype, c.dtype
             ),
         );
@@ -503,6 +507,16 @@ fn check_reduce(cx: &mut Ctx, k: &Call, op: ReduceOp) -> Option<Reduce> {
         );
         return None;
     }
+    if let Some(t) = [sb.dtype, db.dtype].into_iter().find(|t| t.is_f8()) {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::{f}` does not reduce {t} tiles (f8 is a storage type); copy the tile into an \
+                 f32 fragment with `T::copy` and reduce that"
+            ),
+        );
+        return None;
+    }
     if !(sb.dtype.is_float() || sb.dtype.is_int()) || (sb.dtype.is_float() != db.dtype.is_float()) {
         cx.err(
             k.span(),
@@ -554,6 +568,13 @@ pub(super) fn cumsum(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
                 "`T::cumsum` takes two on-chip tiles of one 1-D or 2-D shape; got {:?} and {:?}",
                 ss, ds
             ),
+        );
+        return;
+    }
+    if let Some(t) = [sb.dtype, db.dtype].into_iter().find(|t| t.is_f8()) {
+        cx.err(
+            k.span(),
+            format!("`T::cumsum` does not scan {t} tiles (f8 is a storage type); scan an f32 copy"),
         );
         return;
     }

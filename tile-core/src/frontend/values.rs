@@ -47,7 +47,7 @@ pub(super) fn clamp(cx: &mut Ctx, k: &Call) -> Expr {
 /// `T::exp(x)` and the other math functions of floats (`T::pow(x, y)`,
 /// `T::fma(a, b, c)`): every operand is a float, of one type.
 pub(super) fn math(cx: &mut Ctx, k: &Call, i: Intrin) -> Expr {
-    let args = operands(cx, k);
+    let args: Vec<Expr> = operands(cx, k).into_iter().map(expr::computed).collect();
     if args.len() != 1 {
         if let Some(t) = args.iter().map(Expr::dtype).find(|t| !t.is_float()) {
             cx.err(
@@ -113,6 +113,13 @@ fn type_arg(cx: &mut Ctx, k: &Call) -> Option<DType> {
 
 pub(super) fn infinity(cx: &mut Ctx, k: &Call) -> Expr {
     match type_arg(cx, k) {
+        Some(DType::F8E4M3) => {
+            cx.err(
+                k.span(),
+                "f8e4m3 has no infinity (its largest value is 448); use `T::max_value::<f8e4m3>()`",
+            );
+            Expr::int(0)
+        }
         Some(t) if t.is_float() => Expr::Float(f64::INFINITY, t),
         Some(t) => {
             cx.err(
@@ -134,6 +141,8 @@ pub(super) fn max_value(cx: &mut Ctx, k: &Call) -> Expr {
         DType::BF16 => Expr::Float(3.3895313892515355e38, t),
         DType::F32 => Expr::Float(f32::MAX as f64, t),
         DType::F64 => Expr::Float(f64::MAX, t),
+        DType::F8E4M3 => Expr::Float(448.0, t),
+        DType::F8E5M2 => Expr::Float(57344.0, t),
         DType::I8 => Expr::Int(i8::MAX as i64, t),
         DType::U8 => Expr::Int(u8::MAX as i64, t),
         DType::I16 => Expr::Int(i16::MAX as i64, t),

@@ -16,7 +16,10 @@
 //! - Floats: `f32` arithmetic is done in `f32`, `f64` in `f64`; `f16` and
 //!   `bf16` arithmetic is not folded (the CPU computes it in `float` and
 //!   rounds at stores, CUDA in half precision). A cast to `f16`/`bf16` rounds
-//!   through `float`, as the generated code does. An `Expr::Float(v, t)` holds
+//!   through `float`, as the generated code does. `f8` values compute in
+//!   `f32` (the frontend converts them); a cast to `f8` rounds to nearest even
+//!   from the value once and saturates to the largest finite value (CUDA's
+//!   `satfinite` conversion). An `Expr::Float(v, t)` holds
 //!   a value of `t`, except an unsuffixed literal (typed `f32`), which keeps
 //!   its decimal value until an operation or a cast gives it a type.
 
@@ -172,6 +175,10 @@ pub fn round_float(v: f64, t: DType) -> f64 {
         DType::F32 => v as f32 as f64,
         DType::F16 => half::f16::from_f32(v as f32).to_f64(),
         DType::BF16 => half::bf16::from_f32(v as f32).to_f64(),
+        // Single rounding from the exact value: the backends convert f64
+        // values with the double conversion and narrower ones exactly widened.
+        DType::F8E4M3 => tile_abi::f8::e4m3_to_f64(tile_abi::f8::e4m3_from_f64(v)),
+        DType::F8E5M2 => tile_abi::f8::e5m2_to_f64(tile_abi::f8::e5m2_from_f64(v)),
         _ => v,
     }
 }

@@ -73,8 +73,9 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
 /// region of a global tensor starting at `src`'s origin, a 2-D tile of its
 /// last two dims (any leading dims, such as a batch or head index, are single
 /// indices), into all of a swizzled shared tile of 2-byte elements of the same
-/// dtype, whose 16-byte chunks divide evenly among the block's threads (what
-/// `tl::copy_tile` requires). Rows and columns past the tensor's edge read as
+/// dtype (or 1-byte fp8 elements into a `wgmma` operand tile), whose 16-byte
+/// chunks divide evenly among the block's threads (what `tl::copy_tile`
+/// requires). Rows and columns past the tensor's edge read as
 /// zero, as in the guarded nest the copy would otherwise lower to.
 pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
     let (g, s) = (f.buf(src.buf), f.buf(dst.buf));
@@ -89,19 +90,27 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
     let rank = g.shape.len();
     let mut tile_extent = vec![1; rank.saturating_sub(2)];
     tile_extent.extend([rows, cols]);
+    let epc = chunk_elems(s.dtype);
+    let bytes_ok =
+        s.dtype.bytes() == 2 || (s.dtype.is_f8() && s.layout == Some(Layout::WgmmaOperand));
     g.scope == Scope::Global
         && rank >= 2
         && src.origin.len() == rank
         && s.scope == Scope::Shared
         && s.layout.is_some_and(Layout::is_swizzle)
         && s.dtype == g.dtype
-        && s.dtype.bytes() == 2
+        && bytes_ok
         && ints(&dst.origin) == Some(vec![0, 0])
         && ints(&dst.extent) == Some(vec![rows, cols])
         && ints(&src.extent) == Some(tile_extent)
-        && cols % 8 == 0
-        && threads % (cols / 8) == 0
-        && (rows * cols / 8) % threads == 0
+        && cols % epc == 0
+        && threads % (cols / epc) == 0
+        && (rows * cols / epc) % threads == 0
+}
+
+/// Elements of `t` in one 16-byte chunk (8 two-byte, 16 one-byte).
+pub fn chunk_elems(t: DType) -> i64 {
+    16 / t.bytes().max(1)
 }
 
 /// Whether the tile copy `src` → `dst` (see [`is_tile_copy`]) can also be a
@@ -109,7 +118,8 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
 /// of a batch (a tensor with leading dims is a batch of matrices to the
 /// engine, zero-filled at each matrix's edge) into a `wgmma` operand tile of 128-byte
 /// panels (the engine's 128-byte swizzle writes exactly that layout, one box
-/// of 64 columns by all rows per panel; a box has at most 256 rows).
+/// of a panel's columns, 64 or 128, by all rows per panel; a box has at most
+/// 256 rows).
 pub fn is_tma_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
     let (g, s) = (f.buf(src.buf), f.buf(dst.buf));
     let Some(&[rows, cols]) = s.const_shape().as_deref() else {
@@ -118,25 +128,26 @@ pub fn is_tma_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
     f.arch == CudaArch::Sm90a
         && g.shape.len() >= 2
         && s.layout == Some(Layout::WgmmaOperand)
-        && cols % 64 == 0
+        && (cols * s.dtype.bytes()) % 128 == 0
         && rows % 8 == 0
         && rows <= 256
 }
 
 /// The dynamic dims that must be multiples of 8 for every tile of a tile copy
 /// from `src` to move as whole 16-byte chunks (8 two-byte elements): the
-/// row length and every tile's first column must be; `None` when that cannot
-/// be shown.
+/// row length and every tile's first column must be (multiples of 16 for
+/// 1-byte elements); `None` when that cannot be shown.
 fn vector_if(f: &PrimFunc, src: &Region) -> Option<Vec<VarId>> {
     let dims: BTreeSet<VarId> = f.dims.iter().copied().collect();
     let g = f.buf(src.buf);
+    let epc = chunk_elems(g.dtype);
     let c0 = src.origin.last()?;
-    let mut need = zero_mod(c0, 8, &dims)?;
+    let mut need = zero_mod(c0, epc, &dims)?;
     let cols = g.shape.last()?;
     match cols.as_int() {
-        Some(n) if n % 8 != 0 => return None,
+        Some(n) if n % epc != 0 => return None,
         Some(_) => {}
-        None => need.extend(zero_mod(cols, 8, &dims)?),
+        None => need.extend(zero_mod(cols, epc, &dims)?),
     }
     Some(need.into_iter().collect())
 }

@@ -442,6 +442,28 @@ fn fragments_in(f: &PrimFunc, s: &Stmt) -> Vec<BufId> {
 /// `wgmma`'s on Hopper when it can run it, else `mma.sync`'s.
 fn eligible(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<Layout> {
     let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
+    if a.dtype.is_f8() {
+        // fp8 runs on `wgmma` only (sm_80 has no fp8 tensor cores): both
+        // operands shared and K-major, one format, into f32.
+        let free = |l: Option<Layout>| l.is_none_or(Layout::is_swizzle);
+        let ok = f.arch == CudaArch::Sm90a
+            && policy.wgmma
+            && a.dtype == b.dtype
+            && c.dtype == DType::F32
+            && !g.clear
+            && a.scope == Scope::Shared
+            && b.scope == Scope::Shared
+            && c.scope == Scope::Fragment
+            && !g.trans_a
+            && g.trans_b
+            && free(a.layout)
+            && free(b.layout);
+        return if ok {
+            wgmma_warpgroups(f, g).map(|wgs| Layout::Wgmma { wgs })
+        } else {
+            None
+        };
+    }
     let lowp = matches!(a.dtype, DType::F16 | DType::BF16);
     if !lowp || a.dtype != b.dtype || c.dtype != DType::F32 || g.clear {
         return None;
@@ -596,32 +618,39 @@ fn full_rows(f: &PrimFunc, m: i64) -> Option<i64> {
 /// The warpgroups of a gemm `wgmma` can run (sm_90a): the block is whole
 /// warpgroups, each takes at least 64 of the accumulator's rows (one
 /// m64nNk16 instruction per 64 rows, N a multiple of 8 up to 256), K is whole
-/// k16 steps, and each operand tile's contiguous extent fits a swizzle of
-/// the descriptors: 16 or 32 elements (32- or 64-byte swizzle) or whole
-/// 128-byte panels of 64, in rows of 8-row groups.
+/// k steps (16; 32 for fp8), and each operand tile's contiguous extent fits a
+/// swizzle of the descriptors: rows of 32 or 64 bytes or whole 128-byte
+/// panels, in 8-row groups.
 fn wgmma_warpgroups(f: &PrimFunc, g: &Gemm) -> Option<i64> {
     let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
     let (sa, sb, sc) = (a.const_shape()?, b.const_shape()?, c.const_shape()?);
     let threads = f.launch.threads;
     let (m, n) = (sc[0], sc[1]);
     let k = if g.trans_a { sa[0] } else { sa[1] };
-    let panels = |s: &[i64]| s.len() == 2 && s[0] % 8 == 0 && wgmma_cols(s[1]);
+    let panels = |s: &[i64]| s.len() == 2 && s[0] % 8 == 0 && wgmma_cols(s[1], a.dtype);
     let wgs = threads / 128;
     let ok = threads % 128 == 0
         && wgs >= 1
         && m % (64 * wgs) == 0
         && n % 8 == 0
         && n <= 256
-        && k % 16 == 0
+        && k % wgmma_k(a.dtype) == 0
         && panels(&sa)
         && panels(&sb);
     ok.then_some(wgs)
 }
 
-/// Whether a tile's contiguous extent has a `wgmma` swizzle (see
-/// `Layout::WgmmaOperand`).
-pub fn wgmma_cols(cols: i64) -> bool {
-    matches!(cols, 16 | 32) || (cols > 0 && cols % 64 == 0)
+/// Whether a tile's contiguous extent of `cols` elements of `t` has a
+/// `wgmma` swizzle (see `Layout::WgmmaOperand`): 32 or 64 bytes, or whole
+/// 128-byte panels.
+pub fn wgmma_cols(cols: i64, t: DType) -> bool {
+    let bytes = cols * t.bytes();
+    matches!(bytes, 32 | 64) || (bytes > 0 && bytes % 128 == 0)
+}
+
+/// The K of one `wgmma` instruction (32 bytes of each operand row).
+pub fn wgmma_k(t: DType) -> i64 {
+    32 / t.bytes()
 }
 
 /// The warp arrangement of a gemm `mma.sync` can run (`tl::gemm_ss`).

@@ -87,8 +87,13 @@ impl Writer<'_> {
             });
         }
         let z = z.map(|z| format!(", {z}")).unwrap_or_default();
+        // 1-byte elements (fp8): panels of 128 columns.
+        let eb = match f.buf(c.dst).dtype.bytes() {
+            1 => ", 1",
+            _ => "",
+        };
         self.line(&format!(
-            "tl::tma::load_tile<{}, {}>({dst}, &tl_tmap{map}, {bar}, {r0}, {c0}{z});",
+            "tl::tma::load_tile<{}, {}{eb}>({dst}, &tl_tmap{map}, {bar}, {r0}, {c0}{z});",
             shape[0], shape[1]
         ));
         Ok(())
@@ -99,11 +104,12 @@ impl Writer<'_> {
     /// never.
     pub(super) fn vec_cond(&self, c: &TileCopy) -> Option<Vec<String>> {
         let mut cond = vec![format!("tl::aligned16({})", self.name(c.src))];
+        let epc = crate::passes::lower_tile_ops::chunk_elems(self.f.buf(c.src).dtype);
         cond.extend(
             c.vector_if
                 .as_ref()?
                 .iter()
-                .map(|d| format!("{} % 8 == 0", ident(&self.f.var(*d).name))),
+                .map(|d| format!("{} % {epc} == 0", ident(&self.f.var(*d).name))),
         );
         Some(cond)
     }

@@ -41,7 +41,16 @@ impl Writer<'_> {
                 self.expr_with(&idx[0], subst)?,
                 self.expr_with(&idx[1], subst)?,
             );
-            format!("{lib}::smem_offset<{}, {}>({r}, {c})", shape[0], shape[1])
+            // fp8 operand tiles: the layout of 1-byte elements.
+            let eb = if buf.dtype.bytes() == 1 && lib == "tl::wg" {
+                ", 1"
+            } else {
+                ""
+            };
+            format!(
+                "{lib}::smem_offset<{}, {}{eb}>({r}, {c})",
+                shape[0], shape[1]
+            )
         } else {
             self.expr_with(&flatten(&buf.shape, idx), subst)?
         };
@@ -136,9 +145,14 @@ impl Writer<'_> {
             Expr::Cast(t, a) => {
                 let x = r(a)?;
                 let from = a.dtype();
-                let lowp = |d: DType| matches!(d, DType::F16 | DType::BF16);
+                let lowp = |d: DType| {
+                    matches!(d, DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2)
+                };
                 if t.is_int() && from.is_float() {
                     float_to_int(&x, from, *t)?
+                } else if t.is_f8() && from == DType::F64 {
+                    // f8's constructor from double rounds once.
+                    format!("(({})({x}))", ty(*t)?)
                 } else if lowp(*t) || lowp(from) {
                     format!("(({})((float)({x})))", ty(*t)?)
                 } else {

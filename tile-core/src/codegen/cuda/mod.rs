@@ -35,6 +35,10 @@ use std::fmt::Write;
 /// What every generated CUDA file starts with.
 pub const PRELUDE: &str = include_str!("../tl/prelude.cuh");
 
+/// The fp8 types, after the prelude in kernels that use them (the
+/// libraries' fp8 parts are declared when it is included).
+pub const FP8_HEADER: &str = "#include <cuda_fp8.h>\n";
+
 /// The hand-written device library (`tl::gemm_ss`, `tl::smem_offset`,
 /// `tl::acc_coord`, `tl::copy_tile`, `tl::cp_async16`); see `tl/README.md`.
 /// Pasted into a kernel that uses a swizzled or tensor-core layout or a
@@ -106,9 +110,11 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         let _ = writeln!(head, "// tile:launch threads={launch_threads}");
         for (i, &(b, rows)) in p.maps.iter().enumerate() {
             let param = f.params.iter().position(|&x| x == b).unwrap_or(usize::MAX);
+            // A box is one 128-byte panel wide.
             let _ = writeln!(
                 head,
-                "// tile:tma map={i} param={param} box=64x{rows} ({})",
+                "// tile:tma map={i} param={param} box={}x{rows} ({})",
+                128 / f.buf(b).dtype.bytes(),
                 f.buf(b).name
             );
         }
@@ -207,6 +213,12 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
             static_bytes + dynamic_bytes
         )));
     }
+    // The 8-bit float types, where the kernel uses them (NVRTC has this
+    // header built in, like fp16's).
+    let f8 = f.buffers.iter().any(|b| b.dtype.is_f8()) || f.vars.iter().any(|v| v.dtype.is_f8());
+    if f8 || w.out.contains("__nv_fp8") {
+        head = head.replacen(PRELUDE, &format!("{PRELUDE}\n{FP8_HEADER}"), 1);
+    }
     Ok(Source {
         code: head + &decl + &w.out,
         entry,
@@ -231,7 +243,8 @@ pub fn ty(t: DType) -> Result<&'static str, Diagnostic> {
         DType::BF16 => "__nv_bfloat16",
         DType::F32 => "float",
         DType::F64 => "double",
-        DType::F8E4M3 | DType::F8E5M2 => return Err(err("the CUDA backend has no f8 support yet")),
+        DType::F8E4M3 => "__nv_fp8_e4m3",
+        DType::F8E5M2 => "__nv_fp8_e5m2",
     })
 }
 
@@ -360,6 +373,24 @@ impl Writer<'_> {
 }
 
 fn float_const(v: f64, t: DType) -> String {
+    if t.is_f8() {
+        // The exact f8 value, rounded here as the device rounds it; the
+        // conversion from a float that is already an f8 value is exact.
+        let x = crate::ir::fold::round_float(v, t);
+        let body = if x.is_nan() {
+            "__int_as_float(0x7fffffff)".to_string()
+        } else {
+            format!("{}f", float_lit(x))
+        };
+        return format!(
+            "{}({body})",
+            if t == DType::F8E4M3 {
+                "__nv_fp8_e4m3"
+            } else {
+                "__nv_fp8_e5m2"
+            }
+        );
+    }
     // Rounded to `float` first (an unsuffixed literal holds its decimal
     // value): a value beyond `float` is an infinity, not `inff`.
     let v = if t == DType::F64 { v } else { v as f32 as f64 };

@@ -150,7 +150,8 @@ impl Writer<'_> {
         };
         let (_, _, k) = self.gemm_shape(g).ok()?;
         let dt = self.f.buf(g.a).dtype;
-        (matches!(dt, DType::F16 | DType::BF16)
+        let wgmma_f8 = dt.is_f8() && matches!(g.inst, GemmInst::Wgmma { .. });
+        ((matches!(dt, DType::F16 | DType::BF16) || wgmma_f8)
             && tiles.contains(&g.a)
             && tiles.contains(&g.b)
             && g.a != g.b

@@ -58,3 +58,44 @@ static inline uint64_t tl_f2u(double x, uint64_t hi) {
 }
 static inline float tl_rh(float x) { return tl_h2f(tl_f2h(x)); }
 static inline float tl_rbf(float x) { return tl_bf2f(tl_f2bf(x)); }
+/* The 8-bit floats, stored as bytes and computed in float. Encoding rounds
+ * to nearest even from the exact value, saturates overflow and infinities to
+ * the largest finite value and keeps NaN a NaN (CUDA's satfinite conversion,
+ * which the CUDA backend uses). e4m3: bias 7, 3 mantissa bits, no infinity;
+ * e5m2: bias 15, 2 mantissa bits. Scaling by powers of two is exact, so
+ * rint() of the value over its quantum is the whole rounding. */
+static inline uint8_t tl_f8_enc(double x, int mbits, int bias, double maxv, uint8_t maxc,
+                                int e5m2) {
+  uint64_t u;
+  memcpy(&u, &x, 8);
+  uint8_t sign = (uint8_t)((u >> 56) & 0x80);
+  if (x != x) return (uint8_t)(sign | (e5m2 ? 0x7E | ((u >> 50) & 3) : 0x7F));
+  double a = fabs(x);
+  if (a >= 2.0 * maxv) return (uint8_t)(sign | maxc); /* infinities too */
+  int emin = 1 - bias; /* exponent of the smallest normal */
+  int e;
+  frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+  int eq = (a == 0.0 || e - 1 < emin) ? emin : e - 1;
+  double q = ldexp(1.0, eq - mbits); /* the quantum at a's binade */
+  double r = rint(a / q) * q;
+  if (r > maxv) return (uint8_t)(sign | maxc);
+  if (r < ldexp(1.0, emin)) return (uint8_t)(sign | (uint8_t)(r / ldexp(1.0, emin - mbits)));
+  frexp(r, &e);
+  int m = (int)(ldexp(r, -(e - 1) + mbits)) - (1 << mbits);
+  return (uint8_t)(sign | ((e - 1 + bias) << mbits) | m);
+}
+static inline float tl_f8_dec(uint8_t b, int mbits, int bias, int e5m2) {
+  int ebits = 7 - mbits;
+  int ex = (b >> mbits) & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);
+  float s = (b & 0x80) ? -1.0f : 1.0f;
+  if (e5m2 && ex == 31) return m ? NAN : s * INFINITY;
+  if (!e5m2 && ex == 15 && m == 7) return NAN;
+  if (ex == 0) return s * ldexpf((float)m, 1 - bias - mbits);
+  return s * ldexpf((float)((1 << mbits) + m), ex - bias - mbits);
+}
+static inline uint8_t tl_f2e4m3(double x) { return tl_f8_enc(x, 3, 7, 448.0, 0x7E, 0); }
+static inline uint8_t tl_f2e5m2(double x) { return tl_f8_enc(x, 2, 15, 57344.0, 0x7B, 1); }
+static inline float tl_e4m32f(uint8_t b) { return tl_f8_dec(b, 3, 7, 0); }
+static inline float tl_e5m22f(uint8_t b) { return tl_f8_dec(b, 2, 15, 1); }
+static inline float tl_re4m3(double x) { return tl_e4m32f(tl_f2e4m3(x)); }
+static inline float tl_re5m2(double x) { return tl_e5m22f(tl_f2e5m2(x)); }

@@ -194,6 +194,10 @@ namespace detail {
 template <typename T> __device__ __forceinline__ T zero();
 template <> __device__ __forceinline__ half zero<half>() { return __float2half_rn(0.f); }
 template <> __device__ __forceinline__ __nv_bfloat16 zero<__nv_bfloat16>() { return __float2bfloat16_rn(0.f); }
+#if defined(__CUDA_FP8_TYPES_EXIST__)
+template <> __device__ __forceinline__ __nv_fp8_e4m3 zero<__nv_fp8_e4m3>() { __nv_fp8_e4m3 z; z.__x = 0; return z; }
+template <> __device__ __forceinline__ __nv_fp8_e5m2 zero<__nv_fp8_e5m2>() { __nv_fp8_e5m2 z; z.__x = 0; return z; }
+#endif
 }  // namespace detail
 
 // How tl::copy_tile moves its chunks: COPY_CHECK decides per call (one branch);

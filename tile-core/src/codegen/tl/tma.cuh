@@ -198,23 +198,26 @@ template <int UNUSED = 0> __device__ __forceinline__ void fence_proxy_async() {
 #endif
 }
 
-// A R x C tile of 2-byte elements in the layout of tl::wg::smem_offset<R, C> (C % 64 == 0:
-// panels of 64 columns, 128-byte swizzle), from a row-major matrix through a tensor map whose
-// box is {64, R} with CU_TENSOR_MAP_SWIZZLE_128B: C/64 boxes, panel p from column c0 + 64p.
-// Issued by one thread; the tile's bytes, 2*R*C, complete on b.
-template <int R, int C>
+// A R x C tile of EB-byte elements in the layout of tl::wg::smem_offset<R, C, EB> (rows of
+// whole 128-byte panels: PW = 128 / EB columns each, 128-byte swizzle), from a row-major
+// matrix through a tensor map whose box is {PW, R} with CU_TENSOR_MAP_SWIZZLE_128B: C/PW
+// boxes, panel p from column c0 + PW*p. Issued by one thread; the tile's bytes, EB*R*C,
+// complete on b.
+template <int R, int C, int EB = 2>
 __device__ __forceinline__ void load_tile(void* s, const Desc* d, Barrier* b, int r0, int c0) {
-  static_assert(C % 64 == 0 && R % 8 == 0 && R <= 256, "tl::tma::load_tile: C % 64 == 0, R % 8 == 0, R <= 256");
+  constexpr int PW = 128 / EB;
+  static_assert(C % PW == 0 && R % 8 == 0 && R <= 256, "tl::tma::load_tile: whole 128-byte panels, R % 8 == 0, R <= 256");
 #pragma unroll
-  for (int p = 0; p < C / 64; ++p) load_2d(static_cast<char*>(s) + p * R * 128, d, b, c0 + 64 * p, r0);
+  for (int p = 0; p < C / PW; ++p) load_2d(static_cast<char*>(s) + p * R * 128, d, b, c0 + PW * p, r0);
 }
 // The same from one matrix of a batch: a 3-D tensor map {columns, rows, matrices} with box
-// {64, R, 1}, matrix z. Zero fill then stops at that matrix's edge, not at the batch's.
-template <int R, int C>
+// {PW, R, 1}, matrix z. Zero fill then stops at that matrix's edge, not at the batch's.
+template <int R, int C, int EB = 2>
 __device__ __forceinline__ void load_tile(void* s, const Desc* d, Barrier* b, int r0, int c0, int z) {
-  static_assert(C % 64 == 0 && R % 8 == 0 && R <= 256, "tl::tma::load_tile: C % 64 == 0, R % 8 == 0, R <= 256");
+  constexpr int PW = 128 / EB;
+  static_assert(C % PW == 0 && R % 8 == 0 && R <= 256, "tl::tma::load_tile: whole 128-byte panels, R % 8 == 0, R <= 256");
 #pragma unroll
-  for (int p = 0; p < C / 64; ++p) load_3d(static_cast<char*>(s) + p * R * 128, d, b, c0 + 64 * p, r0, z);
+  for (int p = 0; p < C / PW; ++p) load_3d(static_cast<char*>(s) + p * R * 128, d, b, c0 + PW * p, r0, z);
 }
 template <int R, int C> __host__ __device__ constexpr unsigned tile_bytes() { return 2u * R * C; }
 

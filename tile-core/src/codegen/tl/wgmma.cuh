@@ -39,6 +39,14 @@ namespace wg {
 namespace detail {
 
 template <typename X> struct dependent_false { static constexpr bool value = false; };
+// The operand types wgmma takes from shared memory here.
+template <typename X> struct is_operand { static constexpr bool value = false; };
+template <> struct is_operand<half> { static constexpr bool value = true; };
+template <> struct is_operand<__nv_bfloat16> { static constexpr bool value = true; };
+#if defined(__CUDA_FP8_TYPES_EXIST__)
+template <> struct is_operand<__nv_fp8_e4m3> { static constexpr bool value = true; };
+template <> struct is_operand<__nv_fp8_e5m2> { static constexpr bool value = true; };
+#endif
 __host__ __device__ constexpr int ilog2(int x) { return x <= 1 ? 0 : 1 + ilog2(x >> 1); }
 
 // ---------------------------------------------------------------------------
@@ -53,13 +61,19 @@ __host__ __device__ constexpr int ilog2(int x) { return x <= 1 ? 0 : 1 + ilog2(x
 // PW = 64 (128-byte swizzle) is the main case; COLS = 32 and COLS = 16 (K = 32 or 16
 // tiles of a K-major operand) use the 64- and 32-byte swizzle of the same family.
 // ---------------------------------------------------------------------------
-template <int COLS> struct Layout {
-  static_assert(COLS == 16 || COLS == 32 || (COLS > 0 && COLS % 64 == 0),
-                "tl::wg: tile COLS must be 16, 32 or a multiple of 64 (128-byte panels)");
-  static constexpr int PW = COLS < 64 ? COLS : 64;                   // panel width, elements
+//
+// EB is the element size: 2 (f16, bf16) or 1 (the fp8 formats, whose 128-byte panels hold
+// 128 columns and whose 16-byte chunks hold 16 elements). Everything else is in bytes and
+// the same for both.
+template <int COLS, int EB = 2> struct Layout {
+  static_assert(EB == 1 || EB == 2, "tl::wg: elements of 1 or 2 bytes");
+  static_assert(COLS * EB == 32 || COLS * EB == 64 || (COLS > 0 && COLS * EB % 128 == 0),
+                "tl::wg: a tile row must be 32 or 64 bytes or whole 128-byte panels");
+  static constexpr int EPC = 16 / EB;                                // elements per 16-byte chunk
+  static constexpr int PW = COLS * EB < 128 ? COLS : 128 / EB;       // panel width, elements
   static constexpr int PW_LOG = ilog2(PW);
-  static constexpr int ROW_BYTES = 2 * PW;                           // 128, 64 or 32
-  static constexpr int CPR = PW / 8;                                 // chunks per panel row
+  static constexpr int ROW_BYTES = EB * PW;                          // 128, 64 or 32
+  static constexpr int CPR = ROW_BYTES / 16;                         // chunks per panel row
   static constexpr int RDIV_LOG = 3 - ilog2(CPR);                    // rows per 128 bytes, log2
   static constexpr int SWIZZLE = CPR == 8 ? 1 : CPR == 4 ? 2 : 3;    // descriptor mode (bits 62-63)
   static constexpr int ATOM_BYTES = 8 * ROW_BYTES;                   // 8 rows: the swizzle period
@@ -68,15 +82,16 @@ template <int COLS> struct Layout {
 }  // namespace detail
 
 // ---- shared-memory tile layout ----------------------------------------------
-// Element offset of (r, c) in a ROWS x COLS tile of 2-byte elements, in the layout above.
-// COLS % 64 == 0 (or COLS = 16, 32), ROWS % 8 == 0; a bijection onto [0, ROWS*COLS).
-// The eight elements (r, c0..c0+7), c0 % 8 == 0, are contiguous and 16-byte aligned.
-template <int ROWS, int COLS>
+// Element offset of (r, c) in a ROWS x COLS tile of EB-byte elements, in the layout above.
+// Rows of whole 128-byte panels (or of 32 or 64 bytes), ROWS % 8 == 0; a bijection onto
+// [0, ROWS*COLS). The EPC elements (r, c0..c0+EPC-1), c0 % EPC == 0, are contiguous and
+// 16-byte aligned.
+template <int ROWS, int COLS, int EB = 2>
 TLWG_HD constexpr int smem_offset(int r, int c) {
-  using L = detail::Layout<COLS>;
+  using L = detail::Layout<COLS, EB>;
   static_assert(ROWS > 0 && ROWS % 8 == 0, "tl::wg::smem_offset: ROWS must be a multiple of 8");
   return (c >> L::PW_LOG) * (ROWS * L::PW) + (r << L::PW_LOG) +
-         ((((c & (L::PW - 1)) >> 3) ^ ((r >> L::RDIV_LOG) & (L::CPR - 1))) << 3) + (c & 7);
+         ((((c & (L::PW - 1)) / L::EPC) ^ ((r >> L::RDIV_LOG) & (L::CPR - 1))) * L::EPC) + (c % L::EPC);
 }
 
 template <int M, int N, int WGS>
@@ -109,13 +124,17 @@ TLWG_HD constexpr unsigned long long desc_add(unsigned long long d, unsigned byt
 // start(x0, ks) is the byte offset of the slice at MN index x0 (a multiple of 64 for
 // MN-major, of 8 for K-major) and k = 16*ks: the offset of its first element, which the
 // swizzle leaves in place (row and column multiples of 8).
-template <int ROWS, int COLS, bool KMAJOR> struct Operand {
-  using L = Layout<COLS>;
+// With 1-byte elements (fp8, K-major only) a k step is 32 elements: 32 bytes, as for EB = 2.
+template <int ROWS, int COLS, bool KMAJOR, int EB = 2> struct Operand {
+  using L = Layout<COLS, EB>;
+  static_assert(KMAJOR || EB == 2, "tl::wg: an operand of 1-byte elements is K-major");
+  static constexpr int KSTEP = 32 / EB;
   static constexpr unsigned LBO = KMAJOR ? 16u : (unsigned)(ROWS * L::ROW_BYTES);
   static constexpr unsigned SBO = L::ATOM_BYTES;
   static constexpr int SWIZZLE = L::SWIZZLE;
   static TLWG_HD constexpr unsigned start(int x0, int ks) {
-    return 2u * (unsigned)(KMAJOR ? smem_offset<ROWS, COLS>(x0, 16 * ks) : smem_offset<ROWS, COLS>(16 * ks, x0));
+    return (unsigned)EB * (unsigned)(KMAJOR ? smem_offset<ROWS, COLS, EB>(x0, KSTEP * ks)
+                                             : smem_offset<ROWS, COLS, EB>(KSTEP * ks, x0));
   }
   static TLWG_HD constexpr unsigned long long desc(unsigned addr) { return make_desc(addr, LBO, SBO, SWIZZLE); }
 };
@@ -123,13 +142,16 @@ template <int ROWS, int COLS, bool KMAJOR> struct Operand {
 // The block GEMM's geometry: warpgroup g owns rows [g*MW, (g+1)*MW) of C and all N
 // columns, as MI = MW/64 strips of m64nN. A is [M][K] (K-major) or, TRANS_A, [K][M];
 // B is [K][N] (MN-major) or, TRANS_B, [N][K] (K-major).
-template <int M, int N, int K, int WGS, bool TRANS_A, bool TRANS_B> struct Geom {
+// EB: the operands' element size (1: fp8, k32 steps, both operands K-major).
+template <int M, int N, int K, int WGS, bool TRANS_A, bool TRANS_B, int EB = 2> struct Geom {
+  static constexpr int KSTEP = 32 / EB;
   static_assert(WGS >= 1 && M % (64 * WGS) == 0, "tl::wg: M / WGS must be a multiple of 64");
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "tl::wg: N must be a multiple of 8 in [8, 256]");
-  static_assert(K >= 16 && K % 16 == 0, "tl::wg: K must be a multiple of 16");
-  static constexpr int MW = M / WGS, MI = MW / 64, KS = K / 16, REGS = MI * N / 2, THREADS = 128 * WGS;
-  using OA = Operand<TRANS_A ? K : M, TRANS_A ? M : K, !TRANS_A>;
-  using OB = Operand<TRANS_B ? N : K, TRANS_B ? K : N, TRANS_B>;
+  static_assert(K >= KSTEP && K % KSTEP == 0, "tl::wg: K must be whole k steps (16, or 32 for fp8)");
+  static_assert(EB == 2 || (!TRANS_A && TRANS_B), "tl::wg: fp8 operands are K-major (A [M][K], B [N][K])");
+  static constexpr int MW = M / WGS, MI = MW / 64, KS = K / KSTEP, REGS = MI * N / 2, THREADS = 128 * WGS;
+  using OA = Operand<TRANS_A ? K : M, TRANS_A ? M : K, !TRANS_A, EB>;
+  using OB = Operand<TRANS_B ? N : K, TRANS_B ? K : N, TRANS_B, EB>;
   static constexpr int TRANS_A_IMM = TRANS_A ? 1 : 0, TRANS_B_IMM = TRANS_B ? 0 : 1;
   // Byte offsets from the tile bases of the slices of warpgroup g, strip mi, k step ks
   // (the device code adds g * A_WG at run time and the rest as constants).
@@ -186,6 +208,30 @@ template <typename T, int N> struct Mma;
 #define TLWG_MMA(N, DR, DA, DB, SC, TA_, TB_, ...)                        \
   TLWG_MMA_T(half, "f16", N, DR, DA, DB, SC, TA_, TB_, __VA_ARGS__)        \
   TLWG_MMA_T(__nv_bfloat16, "bf16", N, DR, DA, DB, SC, TA_, TB_, __VA_ARGS__)
+
+// The fp8 forms (m64nNk32, f32 accumulators): no transpose immediates, both operands
+// K-major. Declared when the kernel includes <cuda_fp8.h> (it does when it uses fp8).
+#if defined(__CUDA_FP8_TYPES_EXIST__)
+#define TLWG_MMA8_T(CT, PT, N, DR, DA, DB, SC, ...)                                                           \
+  template <> struct Mma<CT, N> {                                                                             \
+    template <int TRA, int TRB>                                                                               \
+    __device__ __forceinline__ static void run(float* d, unsigned long long da, unsigned long long db) {     \
+      static_assert(TRA == 0 && TRB == 0, "tl::wg: fp8 wgmma reads K-major operands only");                   \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\n"                                         \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." PT "." PT " {" DR "}, %" #DA ", %" #DB  \
+                   ", p, 1, 1;\n}\n"                                                                            \
+                   : __VA_ARGS__                                                                              \
+                   : "l"(da), "l"(db), "r"(1));                                                               \
+    }                                                                                                         \
+  };
+#define TLWG_MMA8(N, DR, DA, DB, SC, TA_, TB_, ...)                   \
+  TLWG_MMA8_T(__nv_fp8_e4m3, "e4m3", N, DR, DA, DB, SC, __VA_ARGS__)  \
+  TLWG_MMA8_T(__nv_fp8_e5m2, "e5m2", N, DR, DA, DB, SC, __VA_ARGS__)
+#else
+#define TLWG_MMA8(...)
+#endif
+
+#define TLWG_MMA_ALL(...) TLWG_MMA(__VA_ARGS__) TLWG_MMA8(__VA_ARGS__)
 
 #define TLWG_D4 "%0, %1, %2, %3"
 #define TLWG_D8 TLWG_D4 ", %4, %5, %6, %7"
@@ -253,38 +299,38 @@ template <typename T, int N> struct Mma;
 #define TLWG_C124 TLWG_C120, TLWG_C4_(120)
 #define TLWG_C128 TLWG_C124, TLWG_C4_(124)
 
-TLWG_MMA(8, TLWG_D4, 4, 5, 6, 7, 8, TLWG_C4)
-TLWG_MMA(16, TLWG_D8, 8, 9, 10, 11, 12, TLWG_C8)
-TLWG_MMA(24, TLWG_D12, 12, 13, 14, 15, 16, TLWG_C12)
-TLWG_MMA(32, TLWG_D16, 16, 17, 18, 19, 20, TLWG_C16)
-TLWG_MMA(40, TLWG_D20, 20, 21, 22, 23, 24, TLWG_C20)
-TLWG_MMA(48, TLWG_D24, 24, 25, 26, 27, 28, TLWG_C24)
-TLWG_MMA(56, TLWG_D28, 28, 29, 30, 31, 32, TLWG_C28)
-TLWG_MMA(64, TLWG_D32, 32, 33, 34, 35, 36, TLWG_C32)
-TLWG_MMA(72, TLWG_D36, 36, 37, 38, 39, 40, TLWG_C36)
-TLWG_MMA(80, TLWG_D40, 40, 41, 42, 43, 44, TLWG_C40)
-TLWG_MMA(88, TLWG_D44, 44, 45, 46, 47, 48, TLWG_C44)
-TLWG_MMA(96, TLWG_D48, 48, 49, 50, 51, 52, TLWG_C48)
-TLWG_MMA(104, TLWG_D52, 52, 53, 54, 55, 56, TLWG_C52)
-TLWG_MMA(112, TLWG_D56, 56, 57, 58, 59, 60, TLWG_C56)
-TLWG_MMA(120, TLWG_D60, 60, 61, 62, 63, 64, TLWG_C60)
-TLWG_MMA(128, TLWG_D64, 64, 65, 66, 67, 68, TLWG_C64)
-TLWG_MMA(136, TLWG_D68, 68, 69, 70, 71, 72, TLWG_C68)
-TLWG_MMA(144, TLWG_D72, 72, 73, 74, 75, 76, TLWG_C72)
-TLWG_MMA(152, TLWG_D76, 76, 77, 78, 79, 80, TLWG_C76)
-TLWG_MMA(160, TLWG_D80, 80, 81, 82, 83, 84, TLWG_C80)
-TLWG_MMA(168, TLWG_D84, 84, 85, 86, 87, 88, TLWG_C84)
-TLWG_MMA(176, TLWG_D88, 88, 89, 90, 91, 92, TLWG_C88)
-TLWG_MMA(184, TLWG_D92, 92, 93, 94, 95, 96, TLWG_C92)
-TLWG_MMA(192, TLWG_D96, 96, 97, 98, 99, 100, TLWG_C96)
-TLWG_MMA(200, TLWG_D100, 100, 101, 102, 103, 104, TLWG_C100)
-TLWG_MMA(208, TLWG_D104, 104, 105, 106, 107, 108, TLWG_C104)
-TLWG_MMA(216, TLWG_D108, 108, 109, 110, 111, 112, TLWG_C108)
-TLWG_MMA(224, TLWG_D112, 112, 113, 114, 115, 116, TLWG_C112)
-TLWG_MMA(232, TLWG_D116, 116, 117, 118, 119, 120, TLWG_C116)
-TLWG_MMA(240, TLWG_D120, 120, 121, 122, 123, 124, TLWG_C120)
-TLWG_MMA(248, TLWG_D124, 124, 125, 126, 127, 128, TLWG_C124)
-TLWG_MMA(256, TLWG_D128, 128, 129, 130, 131, 132, TLWG_C128)
+TLWG_MMA_ALL(8, TLWG_D4, 4, 5, 6, 7, 8, TLWG_C4)
+TLWG_MMA_ALL(16, TLWG_D8, 8, 9, 10, 11, 12, TLWG_C8)
+TLWG_MMA_ALL(24, TLWG_D12, 12, 13, 14, 15, 16, TLWG_C12)
+TLWG_MMA_ALL(32, TLWG_D16, 16, 17, 18, 19, 20, TLWG_C16)
+TLWG_MMA_ALL(40, TLWG_D20, 20, 21, 22, 23, 24, TLWG_C20)
+TLWG_MMA_ALL(48, TLWG_D24, 24, 25, 26, 27, 28, TLWG_C24)
+TLWG_MMA_ALL(56, TLWG_D28, 28, 29, 30, 31, 32, TLWG_C28)
+TLWG_MMA_ALL(64, TLWG_D32, 32, 33, 34, 35, 36, TLWG_C32)
+TLWG_MMA_ALL(72, TLWG_D36, 36, 37, 38, 39, 40, TLWG_C36)
+TLWG_MMA_ALL(80, TLWG_D40, 40, 41, 42, 43, 44, TLWG_C40)
+TLWG_MMA_ALL(88, TLWG_D44, 44, 45, 46, 47, 48, TLWG_C44)
+TLWG_MMA_ALL(96, TLWG_D48, 48, 49, 50, 51, 52, TLWG_C48)
+TLWG_MMA_ALL(104, TLWG_D52, 52, 53, 54, 55, 56, TLWG_C52)
+TLWG_MMA_ALL(112, TLWG_D56, 56, 57, 58, 59, 60, TLWG_C56)
+TLWG_MMA_ALL(120, TLWG_D60, 60, 61, 62, 63, 64, TLWG_C60)
+TLWG_MMA_ALL(128, TLWG_D64, 64, 65, 66, 67, 68, TLWG_C64)
+TLWG_MMA_ALL(136, TLWG_D68, 68, 69, 70, 71, 72, TLWG_C68)
+TLWG_MMA_ALL(144, TLWG_D72, 72, 73, 74, 75, 76, TLWG_C72)
+TLWG_MMA_ALL(152, TLWG_D76, 76, 77, 78, 79, 80, TLWG_C76)
+TLWG_MMA_ALL(160, TLWG_D80, 80, 81, 82, 83, 84, TLWG_C80)
+TLWG_MMA_ALL(168, TLWG_D84, 84, 85, 86, 87, 88, TLWG_C84)
+TLWG_MMA_ALL(176, TLWG_D88, 88, 89, 90, 91, 92, TLWG_C88)
+TLWG_MMA_ALL(184, TLWG_D92, 92, 93, 94, 95, 96, TLWG_C92)
+TLWG_MMA_ALL(192, TLWG_D96, 96, 97, 98, 99, 100, TLWG_C96)
+TLWG_MMA_ALL(200, TLWG_D100, 100, 101, 102, 103, 104, TLWG_C100)
+TLWG_MMA_ALL(208, TLWG_D104, 104, 105, 106, 107, 108, TLWG_C104)
+TLWG_MMA_ALL(216, TLWG_D108, 108, 109, 110, 111, 112, TLWG_C108)
+TLWG_MMA_ALL(224, TLWG_D112, 112, 113, 114, 115, 116, TLWG_C112)
+TLWG_MMA_ALL(232, TLWG_D116, 116, 117, 118, 119, 120, TLWG_C116)
+TLWG_MMA_ALL(240, TLWG_D120, 120, 121, 122, 123, 124, TLWG_C120)
+TLWG_MMA_ALL(248, TLWG_D124, 124, 125, 126, 127, 128, TLWG_C124)
+TLWG_MMA_ALL(256, TLWG_D128, 128, 129, 130, 131, 132, TLWG_C128)
 
 // The same with A from registers ("RS"): a[0..3] is the thread's share of one m64 x k16
 // slice of A, in the register order of mma.sync's m16n8k16 A operand for the rows
@@ -438,17 +484,19 @@ __device__ __forceinline__ void fence_proxy_async() {
 // one 128-byte row of a panel, conflict-free). COPY_VEC: one predicated cp_async16 per
 // chunk (ld % 8 == 0, g 16-byte aligned, cols a multiple of 8 or >= C); COPY_SCALAR:
 // element-wise loads and one 16-byte shared store per chunk; COPY_CHECK: decides per call.
+// Elements of 1 byte (fp8) move in chunks of 16 elements, and vec needs ld % 16 == 0.
 template <typename T, int R, int C, int THREADS, int MODE = ::tl::COPY_CHECK>
 __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, int cols) {
-  using L = detail::Layout<C>;
-  constexpr int CPR = C / 8;
-  static_assert(C % 8 == 0 && THREADS % CPR == 0 && (R * CPR) % THREADS == 0,
+  constexpr int EB = (int)sizeof(T);
+  using L = detail::Layout<C, EB>;
+  constexpr int EPC = L::EPC, CPR = C / EPC;
+  static_assert(C % EPC == 0 && THREADS % CPR == 0 && (R * CPR) % THREADS == 0,
                 "tl::wg::copy_tile: the tile's 16-byte chunks must divide among the threads");
   constexpr int ITERS = R * CPR / THREADS, RSTEP = THREADS / CPR;
-  const int r_t = threadIdx.x / CPR, c_t = (threadIdx.x % CPR) * 8;
+  const int r_t = threadIdx.x / CPR, c_t = (threadIdx.x % CPR) * EPC;
   // With RSTEP % 8 == 0 the swizzle of row r_t + it*RSTEP is that of r_t (period 8 rows).
-  T* const s_t = s + smem_offset<R, C>(r_t, c_t);
-  const bool vec = MODE == ::tl::COPY_VEC || (MODE == ::tl::COPY_CHECK && ld % 8 == 0 && ::tl::aligned16(g));
+  T* const s_t = s + smem_offset<R, C, EB>(r_t, c_t);
+  const bool vec = MODE == ::tl::COPY_VEC || (MODE == ::tl::COPY_CHECK && ld % EPC == 0 && ::tl::aligned16(g));
   if (vec) {
     // One pointer stepped from chunk to chunk; the empty asm hides the steps' sum from
     // the compiler (as in tl::copy_tile).
@@ -457,7 +505,7 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int r = it * RSTEP + r_t;
-      T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C>(r, c_t);
+      T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C, EB>(r, c_t);
       ::tl::cp_async16(d, p, r < rows && c_t < cols);
       p += step;
       asm volatile("" : "+l"(p));
@@ -467,7 +515,7 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
     // before the batch's stores: one memory latency per batch rather than per chunk
     // (a store to shared memory may alias the source as far as the compiler knows, so
     // it would not move a later chunk's loads above it).
-    struct alignas(16) Chunk { T e[8]; };
+    struct alignas(16) Chunk { T e[EPC]; };
     constexpr int BATCH = ITERS % 4 == 0 ? 4 : ITERS % 2 == 0 ? 2 : 1;
 #pragma unroll 1
     for (int it0 = 0; it0 < ITERS; it0 += BATCH) {
@@ -476,13 +524,13 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
       for (int b = 0; b < BATCH; ++b) {
         const int r = (it0 + b) * RSTEP + r_t;
 #pragma unroll
-        for (int e = 0; e < 8; ++e)
+        for (int e = 0; e < EPC; ++e)
           v[b].e[e] = (r < rows && c_t + e < cols) ? g[(long long)r * ld + c_t + e] : ::tl::detail::zero<T>();
       }
 #pragma unroll
       for (int b = 0; b < BATCH; ++b) {
         const int it = it0 + b, r = it * RSTEP + r_t;
-        T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C>(r, c_t);
+        T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C, EB>(r, c_t);
         *reinterpret_cast<Chunk*>(d) = v[b];
       }
     }
@@ -515,9 +563,8 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
 // producer) must not call. Nothing here touches a barrier.
 template <typename TA, int M, int N, int K, int WGS, bool TRANS_A, bool TRANS_B>
 struct MmaAsync {
-  static_assert(::tl::detail::is_same<TA, half>::value || ::tl::detail::is_same<TA, __nv_bfloat16>::value,
-                "tl::wg::MmaAsync: TA must be half or __nv_bfloat16");
-  using G = detail::Geom<M, N, K, WGS, TRANS_A, TRANS_B>;
+  static_assert(detail::is_operand<TA>::value, "tl::wg::MmaAsync: TA must be half, __nv_bfloat16 or fp8");
+  using G = detail::Geom<M, N, K, WGS, TRANS_A, TRANS_B, (int)sizeof(TA)>;
   static constexpr int MI = G::MI, KS = G::KS, REGS = G::REGS;
 
   // Pins the accumulators before the first issue(). Without it ptxas (13.0) may place
@@ -579,9 +626,8 @@ struct MmaAsync {
 //     more calls back: prefetch distance <= STAGES - 2.
 template <typename TA, int M, int N, int K, int WGS, bool TRANS_A, bool TRANS_B, bool EARLY_HANDOFF = false>
 struct GemmPipe {
-  static_assert(::tl::detail::is_same<TA, half>::value || ::tl::detail::is_same<TA, __nv_bfloat16>::value,
-                "tl::wg::GemmPipe: TA must be half or __nv_bfloat16");
-  using G = detail::Geom<M, N, K, WGS, TRANS_A, TRANS_B>;
+  static_assert(detail::is_operand<TA>::value, "tl::wg::GemmPipe: TA must be half, __nv_bfloat16 or fp8");
+  using G = detail::Geom<M, N, K, WGS, TRANS_A, TRANS_B, (int)sizeof(TA)>;
   static constexpr int MI = G::MI, KS = G::KS, REGS = G::REGS;
 
   __device__ __forceinline__ GemmPipe() {}

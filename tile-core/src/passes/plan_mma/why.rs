@@ -2,7 +2,7 @@
 //! `tile inspect`): the first condition of `wgmma` or of the tensor cores it
 //! fails, in words. `plan_mma` decides; this only explains.
 
-use super::{swizzle_ok, wgmma_cols};
+use super::{swizzle_ok, wgmma_cols, wgmma_k};
 use crate::ir::*;
 
 /// Why gemm `g` cannot take `wgmma` on sm_90a, from its shapes and the
@@ -29,15 +29,35 @@ pub(super) fn wgmma_refusal(f: &PrimFunc, g: &Gemm) -> Option<String> {
     if n % 8 != 0 || n > 256 {
         return Some(format!("N = {n} is not a multiple of 8 up to 256"));
     }
-    if k % 16 != 0 {
-        return Some(format!("K = {k} is not a multiple of 16"));
+    let ki = wgmma_k(a.dtype);
+    if k % ki != 0 {
+        return Some(format!("K = {k} is not a multiple of {ki}"));
     }
     for (t, s) in [(a, &sa), (b, &sb)] {
-        if s.len() == 2 && !(s[0] % 8 == 0 && wgmma_cols(s[1])) {
+        if s.len() == 2 && !(s[0] % 8 == 0 && wgmma_cols(s[1], t.dtype)) {
             return Some(format!(
-                "`{}` has {} rows of {} elements: wgmma's swizzles need whole 8-row groups of 16, 32 or a multiple of 64",
+                "`{}` has {} rows of {} elements: wgmma's swizzles need whole 8-row groups of rows of 32 or 64 bytes or whole 128-byte panels",
                 t.name, s[0], s[1]
             ));
+        }
+    }
+    if a.dtype.is_f8() {
+        if f.arch != CudaArch::Sm90a {
+            return Some(
+                "fp8 tensor cores need sm_90a (this target runs the gemm as loops)".into(),
+            );
+        }
+        if a.dtype != b.dtype {
+            return Some(format!(
+                "its operands are {} and {}; fp8 wgmma here takes one format",
+                a.dtype, b.dtype
+            ));
+        }
+        if g.trans_a || !g.trans_b {
+            return Some(
+                "fp8 wgmma reads both operands K-major: A as [M, K] and B as [N, K] with `transpose_b = true`"
+                    .into(),
+            );
         }
     }
     if a.scope == Scope::Fragment && !matches!(a.layout, Some(Layout::Wgmma { .. })) {
@@ -53,6 +73,10 @@ pub(super) fn wgmma_refusal(f: &PrimFunc, g: &Gemm) -> Option<String> {
 /// reason of its own shows.
 pub(super) fn tensor_core_refusal(f: &PrimFunc, g: &Gemm) -> Option<String> {
     let (a, b, c) = (f.buf(g.a), f.buf(g.b), f.buf(g.c));
+    if a.dtype.is_f8() {
+        return wgmma_refusal(f, g)
+            .or_else(|| Some("fp8 operands must be shared tiles into an f32 fragment".into()));
+    }
     if !matches!(a.dtype, DType::F16 | DType::BF16) || a.dtype != b.dtype || c.dtype != DType::F32 {
         return Some("tensor cores take f16 or bf16 operands into an f32 accumulator".into());
     }
