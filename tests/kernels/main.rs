@@ -22,6 +22,7 @@ mod quickstart;
 // The suite by topic (one test binary).
 mod accumulator_rows;
 mod copies;
+mod f8;
 mod helpers;
 mod math;
 mod params;
