@@ -12,12 +12,24 @@
 //! chosen configuration, its time and the default's (from the tuning run),
 //! and the time tuning took.
 //!
-//! `cargo run --release --example bench [memory]` (needs a CUDA device;
-//! `memory` stops after the memory-bound kernels)
+//! fp8 GEMM (`gemm_fp8`, e4m3 with per-tensor scales) is compared with
+//! cuBLASLt's fp8 matmul.
+//!
+//! `cargo run --release --example bench [memory|fp8]` (needs a CUDA device;
+//! `memory` stops after the memory-bound kernels, `fp8` runs only the fp8
+//! GEMM rows)
 
+#[allow(dead_code)]
+#[path = "bench/cublaslt.rs"]
+mod cublaslt;
+#[path = "bench/fp8.rs"]
+mod fp8;
 #[allow(dead_code)]
 #[path = "gemm.rs"]
 mod gemm;
+#[allow(dead_code)]
+#[path = "gemm_fp8.rs"]
+mod gemm_fp8;
 #[allow(dead_code)]
 #[path = "gemv.rs"]
 mod gemv;
@@ -496,6 +508,12 @@ fn main() -> Res<()> {
     };
     let blas = CudaBlas::new(stream.clone())?;
     let mut rows = Vec::new();
+    let only_fp8 = std::env::args().nth(1).as_deref() == Some("fp8");
+    if only_fp8 {
+        fp8::fp8_rows(dev, &stream, &mut rows)?;
+        print_rows(&rows);
+        return Ok(());
+    }
 
     // Copy bandwidth: 1 GiB, bytes read + written.
     let bytes = 1usize << 30;
@@ -657,6 +675,7 @@ fn main() -> Res<()> {
             run(g, s, &mut rows)?;
         }
     }
+    fp8::fp8_rows(dev, &stream, &mut rows)?;
 
     print_rows(&rows);
     // Per tuned shape: the chosen variant, its median and the default's (both
