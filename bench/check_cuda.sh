@@ -87,6 +87,12 @@ for k in $NN_F16 $NN_BF16 gemm_nt_f16 gemm_tn_f16; do
   need "$k" 'SYNCS' 'mbarrier operations (SYNCS)' sm_90a
 done
 need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
+# fp8 GEMM on Hopper: fp8 wgmma (QGMMA) fed by bulk tensor copies on mbarriers.
+for k in $(default_of examples/gemm_fp8.rs gemm_fp8_f8e4m3) $(default_of examples/gemm_fp8.rs gemm_fp8_f8e5m2); do
+  need "$k" 'QGMMA' 'fp8 wgmma (QGMMA)' sm_90a
+  need "$k" 'UTMALDG' 'bulk tensor copies (UTMALDG)' sm_90a
+  need "$k" 'SYNCS' 'mbarrier operations (SYNCS)' sm_90a
+done
 # (On sm_90a gemm_nn_f16's tile copies are bulk tensor copies; its fallback for unaligned
 # tensors copies element by element.)
 need "$NN_F16" 'LDGSTS' 'cp.async copies (LDGSTS)' sm_80

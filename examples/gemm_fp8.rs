@@ -11,17 +11,21 @@
 use std::time::Instant;
 use tile::prelude::*;
 
-/// Three tiles: 128 × 256 over two consumer warpgroups (the default), and
-/// 128 × 128 over one or two. Every tile is 128 deep (one 128-byte panel of
-/// fp8 per row).
+/// Four variants: 128 × 128 over two consumer warpgroups (the default) or
+/// 64 × 128 over one, with 4 or 6 stages. Every tile is 128 deep (one
+/// 128-byte panel of fp8 per row). Each thread holds 64 accumulator floats
+/// and as many for the stage being summed: fp8 tensor-core sums are narrower
+/// than f32, so each stage is summed apart and added to the accumulator in
+/// f32 (as cuBLASLt does without fast accumulation), which rules out the
+/// larger tiles' 128 floats per thread.
 #[tile::kernel(
     dtype = [f8e4m3, f8e5m2],
-    block_m = 128,
-    block_n = [256, 128],
+    block_m = [128, 64],
+    block_n = 128,
     block_k = 128,
-    stages = 4,
+    stages = [4, 6],
     threads = [256, 128],
-    filter = block_m * block_n / threads <= 128
+    filter = block_m * block_n / threads == 64
 )]
 pub fn gemm_fp8(
     a: Tensor<dtype, (M, K)>,

@@ -44,18 +44,22 @@ fn fp8_shape(
     let mut c = Tensor::full(&[m, n], bf16::NAN, dev)?;
     let ca = stream.clone_htod(&ha)?;
     let cb = stream.clone_htod(&hb)?;
-    let scales = stream.clone_htod(&[sa, sb])?;
+    // One allocation per scale: cuBLASLt refuses (NOT_SUPPORTED) a scale
+    // pointer that is only 4-byte aligned.
+    let scale_a = stream.clone_htod(&[sa])?;
+    let scale_b = stream.clone_htod(&[sb])?;
     let mut cd = stream.alloc_zeros::<bf16>(m * n)?;
     let mut lt = Fp8Gemm::new(stream, m, n, k, OutType::Bf16)?;
     let ptrs = {
         let (pa, _ga) = ca.device_ptr(stream);
         let (pb, _gb) = cb.device_ptr(stream);
-        let (ps, _gs) = scales.device_ptr(stream);
+        let (psa, _gsa) = scale_a.device_ptr(stream);
+        let (psb, _gsb) = scale_b.device_ptr(stream);
         let (pd, _gd) = cd.device_ptr_mut(stream);
-        (pa, pb, ps, pd)
+        (pa, pb, psa, psb, pd)
     };
-    let (pa, pb, ps, pd) = ptrs;
-    let mut baseline = || -> Res<()> { Ok(lt.run(pa, pb, pd, ps, ps + 4)?) };
+    let (pa, pb, psa, psb, pd) = ptrs;
+    let mut baseline = || -> Res<()> { Ok(lt.run(pa, pb, pd, psa, psb)?) };
     let default = gemm_fp8::Config::DEFAULT;
     // Same results (a spot check of about a thousand elements).
     gemm_fp8::with(default).launch(&a, &b, &mut c, sa, sb)?;

@@ -215,13 +215,14 @@ template <typename T, int N> struct Mma;
 #define TLWG_MMA8_T(CT, PT, N, DR, DA, DB, SC, ...)                                                           \
   template <> struct Mma<CT, N> {                                                                             \
     template <int TRA, int TRB>                                                                               \
-    __device__ __forceinline__ static void run(float* d, unsigned long long da, unsigned long long db) {     \
+    __device__ __forceinline__ static void run(float* d, unsigned long long da, unsigned long long db,       \
+                                               int scale_d = 1) {                                             \
       static_assert(TRA == 0 && TRB == 0, "tl::wg: fp8 wgmma reads K-major operands only");                   \
       asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\n"                                         \
                    "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." PT "." PT " {" DR "}, %" #DA ", %" #DB  \
                    ", p, 1, 1;\n}\n"                                                                            \
                    : __VA_ARGS__                                                                              \
-                   : "l"(da), "l"(db), "r"(1));                                                               \
+                   : "l"(da), "l"(db), "r"(scale_d));                                                         \
     }                                                                                                         \
   };
 #define TLWG_MMA8(N, DR, DA, DB, SC, TA_, TB_, ...)                   \
@@ -515,8 +516,10 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
     // before the batch's stores: one memory latency per batch rather than per chunk
     // (a store to shared memory may alias the source as far as the compiler knows, so
     // it would not move a later chunk's loads above it).
+    // At most 32 elements (one register each) in flight: 4 chunks of 2-byte elements, 2 of fp8.
     struct alignas(16) Chunk { T e[EPC]; };
-    constexpr int BATCH = ITERS % 4 == 0 ? 4 : ITERS % 2 == 0 ? 2 : 1;
+    constexpr int BMAX = 32 / EPC;
+    constexpr int BATCH = ITERS % BMAX == 0 ? BMAX : ITERS % 2 == 0 ? 2 : 1;
 #pragma unroll 1
     for (int it0 = 0; it0 < ITERS; it0 += BATCH) {
       Chunk v[BATCH];
@@ -612,6 +615,43 @@ struct MmaAsync {
     static_assert(P < 0 && P >= 0, "tl::wg::MmaAsync needs sm_90a");
 #endif
   }
+
+  // fp8 (EB = 1): the tensor cores sum fp8 products in less than f32 precision (about 14
+  // mantissa bits), so a whole K loop accumulated in place loses accuracy as K grows (a
+  // relative error near 1e-3 of the partial sums by K = 1024, measured on the H200). Each
+  // stage is therefore summed into `part` from zero (scale-d 0 on its first k step), and
+  // part is added to acc in f32 once its group completed: the promotion cuBLASLt does unless
+  // asked for fast accumulation. issue_part() issues and commits; promote() waits for every
+  // group and adds.
+  __device__ __forceinline__ static void issue_part(const TA* A, const TA* B, float* part) {
+#if TLWG_SM90A
+    const int g = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
+    const unsigned long long da = G::OA::desc(::tl::detail::smem_u32(A) + (unsigned)g * G::A_WG);
+    const unsigned long long db = G::OB::desc(::tl::detail::smem_u32(B));
+    detail::fence_regs<REGS>(part);
+    detail::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+        detail::Mma<TA, N>::template run<G::TRANS_A_IMM, G::TRANS_B_IMM>(
+            part + mi * (N / 2), detail::desc_add(da, G::a_off(0, mi, ks)), detail::desc_add(db, G::b_off(ks)),
+            ks == 0 ? 0 : 1);
+    detail::wgmma_commit();
+#elif TLWG_OTHER_DEVICE
+    static_assert(detail::dependent_false<TA>::value, "tl::wg::MmaAsync needs sm_90a");
+#endif
+  }
+  __device__ __forceinline__ static void promote(float* acc, float* part) {
+#if TLWG_SM90A
+    detail::wgmma_wait<0>();
+    detail::fence_regs<REGS>(part);
+#pragma unroll
+    for (int r = 0; r < REGS; ++r) acc[r] += part[r];
+#elif TLWG_OTHER_DEVICE
+    static_assert(detail::dependent_false<TA>::value, "tl::wg::MmaAsync needs sm_90a");
+#endif
+  }
 };
 
 // Where before_last() runs (EARLY_HANDOFF), and what it allows the copies to overwrite:
@@ -637,10 +677,21 @@ struct GemmPipe {
   template <typename F1, typename F2>
   __device__ __forceinline__ void run(const TA* A, const TA* B, float* acc, F1&& after_first, F2&& before_last) {
 #if TLWG_SM90A
+    using MA = MmaAsync<TA, M, N, K, WGS, TRANS_A, TRANS_B>;
+    if constexpr (sizeof(TA) == 1) {
+      // fp8: the stage summed apart and added in f32 (see MmaAsync::issue_part).
+      float part[REGS];
+      MA::issue_part(A, B, part);
+      after_first();
+      if (EARLY_HANDOFF) before_last();
+      MA::promote(acc, part);
+      if (!EARLY_HANDOFF) before_last();
+      return;
+    }
     // One stage issued as one wgmma group (MmaAsync), then waited for.
-    MmaAsync<TA, M, N, K, WGS, TRANS_A, TRANS_B>::issue(A, B, acc, after_first);
+    MA::issue(A, B, acc, after_first);
     if (EARLY_HANDOFF) before_last();
-    MmaAsync<TA, M, N, K, WGS, TRANS_A, TRANS_B>::template wait<0>(acc);
+    MA::template wait<0>(acc);
     if (!EARLY_HANDOFF) before_last();
 #elif TLWG_OTHER_DEVICE
     static_assert(detail::dependent_false<TA>::value,
