@@ -1,0 +1,124 @@
+//! Planning cases: which gemms take tensor cores, and the layouts they imply.
+
+use crate::frontend::parse_kernel_source;
+
+/// Two gemms into one accumulator: `k2` = 32 qualifies for tensor cores,
+/// `k2` = 8 does not.
+fn two_gemms(k2: i64) -> String {
+    format!(
+        r#"
+        #[tile::kernel(bm = 64, bn = 64, bk = 32, k2 = {k2}, threads = 128)]
+        fn k(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f32, (M, N)>) {{
+            T::kernel(1, threads, |bx| {{
+                let a1 = T::alloc_shared::<f16>([bm, bk]);
+                let b1 = T::alloc_shared::<f16>([bk, bn]);
+                let a2 = T::alloc_shared::<f16>([bm, k2]);
+                let b2 = T::alloc_shared::<f16>([k2, bn]);
+                let acc = T::alloc_fragment::<f32>([bm, bn]);
+                T::clear(acc);
+                T::copy(a.at([0, 0]), a1);
+                T::copy(b.at([0, 0]), b1);
+                T::copy(a.at([0, bk]), a2);
+                T::copy(b.at([bk, 0]), b2);
+                T::gemm(a1, b1, acc);
+                T::gemm(a2, b2, acc);
+                T::copy(acc, c.at([0, 0]));
+            }});
+        }}"#
+    )
+}
+
+fn cuda(src: &str) -> String {
+    let def = parse_kernel_source(src).expect("parses");
+    crate::compile(def).expect("compiles").cuda_source
+}
+
+#[test]
+fn every_qualifying_gemm_into_an_accumulator_reads_swizzled_tiles() {
+    let src = two_gemms(32);
+    let def = parse_kernel_source(&src).expect("parses");
+    let f = super::run(def.func).expect("plans");
+    for name in ["a1", "b1", "a2", "b2"] {
+        let b = f.buffers.iter().find(|b| b.name == name).expect("buffer");
+        assert_eq!(b.layout, Some(crate::ir::Layout::Swizzled), "{name}");
+    }
+    assert_eq!(cuda(&src).matches("tl::gemm_ss<").count(), 2);
+}
+
+/// One attention step written with fragments: scores reduced along
+/// their rows, per-row statistics, probabilities converted in registers
+/// and fed to the second product.
+const ATTENTION: &str = r#"
+    #[tile::kernel(bm = 64, bn = 64, d = 64, threads = 128)]
+    fn k(q: Tensor<f16, (bm, d)>, kk: Tensor<f16, (bn, d)>, v: Tensor<f16, (bn, d)>, o: TensorMut<f32, (bm, d)>) {
+        T::kernel(1, threads, |bx| {
+            let q_s = T::alloc_shared::<f16>([bm, d]);
+            let k_s = T::alloc_shared::<f16>([bn, d]);
+            let v_s = T::alloc_shared::<f16>([bn, d]);
+            let s = T::alloc_fragment::<f32>([bm, bn]);
+            let p = T::alloc_fragment::<f16>([bm, bn]);
+            let acc = T::alloc_fragment::<f32>([bm, d]);
+            let m = T::alloc_fragment::<f32>([bm]);
+            let l = T::alloc_fragment::<f32>([bm]);
+            T::copy(q, q_s);
+            T::copy(kk, k_s);
+            T::copy(v, v_s);
+            T::clear(s);
+            T::clear(acc);
+            T::gemm(q_s, k_s, s, transpose_b = true);
+            T::reduce_max(s, m, 1);
+            for (i, j) in T::parallel([bm, bn]) {
+                s[(i, j)] = T::exp(s[(i, j)] - m[i]);
+            }
+            T::reduce_sum(s, l, 1);
+            T::copy(s, p);
+            T::gemm(p, v_s, acc);
+            for (i, j) in T::parallel([bm, d]) {
+                acc[(i, j)] = acc[(i, j)] / l[i];
+            }
+            T::copy(acc, o);
+        });
+    }"#;
+
+#[test]
+fn per_row_values_and_a_register_operand_stay_in_registers() {
+    use crate::ir::{GemmInst, Layout, Stmt};
+    let def = parse_kernel_source(ATTENTION).expect("parses");
+    let f = super::run(def.func).expect("plans");
+    let layout = |n: &str| f.buffers.iter().find(|b| b.name == n).expect(n).layout;
+    // Full rows: each warp holds 16 whole rows, so a row reduction is
+    // register work and two shuffles, and P's rows are A's rows.
+    for n in ["s", "p", "acc"] {
+        assert_eq!(layout(n), Some(Layout::Mma { wm: 4, wn: 1 }), "{n}");
+    }
+    for n in ["m", "l"] {
+        assert_eq!(layout(n), Some(Layout::MmaRows { wm: 4, wn: 1 }), "{n}");
+    }
+    let mut insts = Vec::new();
+    f.body.visit(&mut |s| {
+        if let Stmt::Gemm(g) = s {
+            insts.push(g.inst);
+        }
+    });
+    assert_eq!(insts, [GemmInst::MmaSync { wm: 4, wn: 1 }; 2]);
+    let cu = cuda(ATTENTION);
+    assert!(
+        cu.contains("tl::gemm_rs<half, 64, 64, 64, 4, false>(p, v_s, acc);"),
+        "{cu}"
+    );
+    assert!(cu.contains("float m[2];"), "{cu}");
+    assert!(cu.contains("__shfl_xor_sync(0xffffffffu, tl_part"), "{cu}");
+    // No shared memory beyond the three operand tiles.
+    assert!(!cu.contains("__shared__ float"), "{cu}");
+}
+
+#[test]
+fn a_gemm_that_does_not_qualify_visits_the_tensor_core_layout() {
+    let cu = cuda(&two_gemms(8));
+    assert_eq!(cu.matches("tl::gemm_ss<").count(), 1, "{cu}");
+    // The second gemm is a dot product per element over acc's registers.
+    let second = cu.find("tl::gemm_ss<").expect("first gemm");
+    let rest = &cu[second..];
+    assert!(rest.contains("tl::acc_coord<64, 64, 2, 2>"), "{cu}");
+    assert!(rest.contains("for (int k = 0; k < 8; ++k)"), "{cu}");
+}
