@@ -197,12 +197,13 @@ template <typename T, int N> struct Mma;
 #define TLWG_MMA_T(CT, PT, N, DR, DA, DB, SC, TA_, TB_, ...)                                                  \
   template <> struct Mma<CT, N> {                                                                             \
     template <int TRA, int TRB>                                                                               \
-    __device__ __forceinline__ static void run(float* d, unsigned long long da, unsigned long long db) {     \
+    __device__ __forceinline__ static void run(float* d, unsigned long long da, unsigned long long db,       \
+                                               int scale_d = 1) {                                             \
       asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\n"                                         \
                    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PT "." PT " {" DR "}, %" #DA ", %" #DB  \
                    ", p, 1, 1, %" #TA_ ", %" #TB_ ";\n}\n"                                                   \
                    : __VA_ARGS__                                                                              \
-                   : "l"(da), "l"(db), "r"(1), "n"(TRA), "n"(TRB));                                           \
+                   : "l"(da), "l"(db), "r"(scale_d), "n"(TRA), "n"(TRB));                                     \
     }                                                                                                         \
   };
 #define TLWG_MMA(N, DR, DA, DB, SC, TA_, TB_, ...)                        \
@@ -585,26 +586,7 @@ struct MmaAsync {
   // the address arithmetic of its next copies there).
   template <typename F>
   __device__ __forceinline__ static void issue(const TA* A, const TA* B, float* acc, F&& after_first) {
-#if TLWG_SM90A
-    // The warpgroup index, made warp-uniform so that the descriptors live in uniform registers.
-    const int g = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
-    const unsigned long long da = G::OA::desc(::tl::detail::smem_u32(A) + (unsigned)g * G::A_WG);
-    const unsigned long long db = G::OB::desc(::tl::detail::smem_u32(B));
-    detail::fence_regs<REGS>(acc);
-    detail::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-        detail::Mma<TA, N>::template run<G::TRANS_A_IMM, G::TRANS_B_IMM>(
-            acc + mi * (N / 2), detail::desc_add(da, G::a_off(0, mi, ks)), detail::desc_add(db, G::b_off(ks)));
-      if (ks == 0) after_first();
-    }
-    detail::wgmma_commit();
-#elif TLWG_OTHER_DEVICE
-    static_assert(detail::dependent_false<TA>::value,
-                  "tl::wg::MmaAsync needs sm_90a (-gencode=arch=compute_90a,code=sm_90a)");
-#endif
+    issue_steps(A, B, acc, 1, after_first);
   }
   template <int P>
   __device__ __forceinline__ static void wait(float* acc) {
@@ -624,23 +606,7 @@ struct MmaAsync {
   // asked for fast accumulation. issue_part() issues and commits; promote() waits for every
   // group and adds.
   __device__ __forceinline__ static void issue_part(const TA* A, const TA* B, float* part) {
-#if TLWG_SM90A
-    const int g = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
-    const unsigned long long da = G::OA::desc(::tl::detail::smem_u32(A) + (unsigned)g * G::A_WG);
-    const unsigned long long db = G::OB::desc(::tl::detail::smem_u32(B));
-    detail::fence_regs<REGS>(part);
-    detail::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks)
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-        detail::Mma<TA, N>::template run<G::TRANS_A_IMM, G::TRANS_B_IMM>(
-            part + mi * (N / 2), detail::desc_add(da, G::a_off(0, mi, ks)), detail::desc_add(db, G::b_off(ks)),
-            ks == 0 ? 0 : 1);
-    detail::wgmma_commit();
-#elif TLWG_OTHER_DEVICE
-    static_assert(detail::dependent_false<TA>::value, "tl::wg::MmaAsync needs sm_90a");
-#endif
+    issue_steps(A, B, part, 0, [] {});
   }
   __device__ __forceinline__ static void promote(float* acc, float* part) {
 #if TLWG_SM90A
@@ -650,6 +616,35 @@ struct MmaAsync {
     for (int r = 0; r < REGS; ++r) acc[r] += part[r];
 #elif TLWG_OTHER_DEVICE
     static_assert(detail::dependent_false<TA>::value, "tl::wg::MmaAsync needs sm_90a");
+#endif
+  }
+
+ private:
+  // Every k step of one stage into d as one committed group; the first step's scale-d is
+  // `first_scale_d` (1: accumulate into d, 0: start d from zero).
+  template <typename F>
+  __device__ __forceinline__ static void issue_steps(const TA* A, const TA* B, float* d, int first_scale_d,
+                                                     F&& after_first) {
+#if TLWG_SM90A
+    // The warpgroup index, made warp-uniform so that the descriptors live in uniform registers.
+    const int g = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
+    const unsigned long long da = G::OA::desc(::tl::detail::smem_u32(A) + (unsigned)g * G::A_WG);
+    const unsigned long long db = G::OB::desc(::tl::detail::smem_u32(B));
+    detail::fence_regs<REGS>(d);
+    detail::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+        detail::Mma<TA, N>::template run<G::TRANS_A_IMM, G::TRANS_B_IMM>(
+            d + mi * (N / 2), detail::desc_add(da, G::a_off(0, mi, ks)), detail::desc_add(db, G::b_off(ks)),
+            ks == 0 ? first_scale_d : 1);
+      if (ks == 0) after_first();
+    }
+    detail::wgmma_commit();
+#elif TLWG_OTHER_DEVICE
+    static_assert(detail::dependent_false<TA>::value,
+                  "tl::wg::MmaAsync needs sm_90a (-gencode=arch=compute_90a,code=sm_90a)");
 #endif
   }
 };
