@@ -462,7 +462,7 @@ impl Writer<'_> {
         let acc = self.name(g.c);
         self.line(&format!("{mma}::begin({acc});"));
         if self.f.buf(g.a).dtype.is_f8() {
-            return self.ws_consume_gemm_f8(k, g, pipe, &mma);
+            return self.ws_consume_gemm_f8(k, g, &mma);
         }
         self.line(&format!("{pipe}::State tl_st{k}, tl_prev{k};"));
         self.line(&format!(
@@ -493,35 +493,16 @@ impl Writer<'_> {
 
     /// [`Self::ws_consume_gemm`] for fp8 operands: each stage is summed into
     /// a register tile of its own and added to the accumulator in f32 once
-    /// its group completed (`MmaAsync::issue_part`/`promote`: the tensor
-    /// cores' fp8 sums are narrower than f32), so no group stays in flight
-    /// across stages; the producer still runs `stages` ahead.
-    fn ws_consume_gemm_f8(
-        &mut self,
-        k: usize,
-        g: &Gemm,
-        pipe: &str,
-        mma: &str,
-    ) -> Result<(), Diagnostic> {
+    /// its group completed (the tensor cores' fp8 sums are narrower than
+    /// f32). `MmaAsync::consume_promoted` alternates two such tiles, so one
+    /// group stays in flight while the previous stage is added.
+    fn ws_consume_gemm_f8(&mut self, k: usize, g: &Gemm, mma: &str) -> Result<(), Diagnostic> {
         let acc = self.name(g.c);
-        self.line(&format!("float tl_part{k}[{mma}::REGS];"));
-        self.line(&format!("{pipe}::State tl_st{k};"));
+        let (a, b) = (self.stage_base(g.a, "tl_s"), self.stage_base(g.b, "tl_s"));
         self.line(&format!(
-            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+            "{mma}::consume_promoted(tl_pipe{k}, tl_n{k}, {acc}, \
+             [&](int tl_s) {{ return {a}; }}, [&](int tl_s) {{ return {b}; }});"
         ));
-        self.depth += 1;
-        self.line(&format!("tl_pipe{k}->consumer_wait(tl_st{k});"));
-        let st = format!("tl_st{k}.stage");
-        self.line(&format!(
-            "{mma}::issue_part({}, {}, tl_part{k});",
-            self.stage_base(g.a, &st),
-            self.stage_base(g.b, &st)
-        ));
-        self.line(&format!("{mma}::promote({acc}, tl_part{k});"));
-        self.line(&format!("tl_pipe{k}->consumer_release(tl_st{k});"));
-        self.line(&format!("tl_st{k}.advance();"));
-        self.depth -= 1;
-        self.line("}");
         Ok(())
     }
 

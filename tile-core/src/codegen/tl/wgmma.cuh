@@ -603,20 +603,60 @@ struct MmaAsync {
   // relative error near 1e-3 of the partial sums by K = 1024, measured on the H200). Each
   // stage is therefore summed into `part` from zero (scale-d 0 on its first k step), and
   // part is added to acc in f32 once its group completed: the promotion cuBLASLt does unless
-  // asked for fast accumulation. issue_part() issues and commits; promote() waits for every
-  // group and adds.
+  // asked for fast accumulation. issue_part() issues and commits; retire<P>() waits until at
+  // most P groups are pending (so the group that summed `part` completed) and adds;
+  // promote() is retire<0>().
   __device__ __forceinline__ static void issue_part(const TA* A, const TA* B, float* part) {
     issue_steps(A, B, part, 0, [] {});
   }
-  __device__ __forceinline__ static void promote(float* acc, float* part) {
+  template <int P>
+  __device__ __forceinline__ static void retire(float* acc, float* part) {
 #if TLWG_SM90A
-    detail::wgmma_wait<0>();
+    detail::wgmma_wait<P>();
     detail::fence_regs<REGS>(part);
 #pragma unroll
     for (int r = 0; r < REGS; ++r) acc[r] += part[r];
 #elif TLWG_OTHER_DEVICE
     static_assert(detail::dependent_false<TA>::value, "tl::wg::MmaAsync needs sm_90a");
 #endif
+  }
+  __device__ __forceinline__ static void promote(float* acc, float* part) { retire<0>(acc, part); }
+
+  // The consumers' loop of a warp-specialized fp8 pipeline of n stages (Pi: a tl::tma::Pipe;
+  // a_at(s) / b_at(s): the operand tiles of stage s). Two stage register tiles alternate, so
+  // one group stays in flight while the previous stage is added in f32: stage t is issued,
+  // stage t-1 retired and its shared tiles released. The loop is unrolled by two because a
+  // register tile must be named statically (an index into a pair would put it in local memory).
+  template <typename Pi, typename FA, typename FB>
+  __device__ __forceinline__ static void consume_promoted(Pi* pipe, int n, float* acc, FA&& a_at, FB&& b_at) {
+    if (n <= 0) return;
+    float pa[REGS], pb[REGS];
+    typename Pi::State st, prev;
+    pipe->consumer_wait(st);
+    issue_part(a_at(st.stage), b_at(st.stage), pa);
+    prev = st;
+    st.advance();
+    // Issues stage st into `next`, adds `done` (the previous stage) and releases it.
+    auto step = [&](float* next, float* done) {
+      pipe->consumer_wait(st);
+      issue_part(a_at(st.stage), b_at(st.stage), next);
+      retire<1>(acc, done);
+      pipe->consumer_release(prev);
+      prev = st;
+      st.advance();
+    };
+    int i = 1;
+    for (; i + 1 < n; i += 2) {
+      step(pb, pa);
+      step(pa, pb);
+    }
+    if (i < n) {
+      step(pb, pa);
+      retire<0>(acc, pb);
+    } else {
+      retire<0>(acc, pa);
+    }
+    pipe->consumer_release(prev);
   }
 
  private:
