@@ -116,6 +116,19 @@ fn gemm_fp8_example() -> TestResult {
 }
 
 #[allow(dead_code)]
+#[path = "../examples/gemm_splitk.rs"]
+mod gemm_splitk;
+
+#[test]
+fn gemm_splitk_example() -> TestResult {
+    // More splits than K tiles (empty splits write zeros), ragged M/N/K, one row.
+    for (m, n, k) in [(20, 136, 300), (1, 64, 1000), (64, 128, 64), (17, 70, 130)] {
+        println!("{}", gemm_splitk::run(Device::default(), m, n, k)?);
+    }
+    Ok(())
+}
+
+#[allow(dead_code)]
 #[path = "../examples/gemm_int8.rs"]
 mod gemm_int8;
 
