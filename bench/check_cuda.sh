@@ -93,6 +93,11 @@ for k in $(default_of examples/gemm_fp8.rs gemm_fp8_f8e4m3) $(default_of example
   need "$k" 'UTMALDG' 'bulk tensor copies (UTMALDG)' sm_90a
   need "$k" 'SYNCS' 'mbarrier operations (SYNCS)' sm_90a
 done
+# The split-K example's 64-row tile is one warpgroup's wgmma fed by bulk tensor copies.
+for k in $(default_of examples/gemm_splitk.rs gemm_splitk_f16) $(default_of examples/gemm_splitk.rs gemm_splitk_bf16); do
+  need "$k" 'HGMMA' 'wgmma (HGMMA)' sm_90a
+  need "$k" 'UTMALDG' 'bulk tensor copies (UTMALDG)' sm_90a
+done
 # (On sm_90a gemm_nn_f16's tile copies are bulk tensor copies; its fallback for unaligned
 # tensors copies element by element.)
 need "$NN_F16" 'LDGSTS' 'cp.async copies (LDGSTS)' sm_80

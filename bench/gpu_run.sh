@@ -36,6 +36,7 @@ done
 [ -x "$B/gemm" ] && run gemm_ragged "$B/gemm" 1000 1030 1050 && run gemm_aligned "$B/gemm" 1024 1024 1024 && run gemm_tiny "$B/gemm" 67 129 33
 [ -x "$B/gemm_int8" ] && run gemm_int8 "$B/gemm_int8" && run gemm_int8_ragged "$B/gemm_int8" 67 129 33
 [ -x "$B/gemm_fp8" ] && run gemm_fp8 "$B/gemm_fp8" && run gemm_fp8_aligned "$B/gemm_fp8" 1024 1024 1024 && run gemm_fp8_ragged "$B/gemm_fp8" 67 130 37
+[ -x "$B/gemm_splitk" ] && run gemm_splitk "$B/gemm_splitk" && run gemm_splitk_decode "$B/gemm_splitk" 16 4096 11008 && run gemm_splitk_ragged "$B/gemm_splitk" 3 70 333
 [ -x "$B/flash_attention" ] && run flash_attention "$B/flash_attention" && run flash_attention_ragged "$B/flash_attention" 2 8 2 1000
 [ -x "$B/flash_attention_bwd" ] && run flash_attention_bwd "$B/flash_attention_bwd" && run flash_attention_bwd_ragged "$B/flash_attention_bwd" 2 3 1000
 [ -x "$B/flash_decoding" ] && run flash_decoding "$B/flash_decoding" && run flash_decoding_ragged "$B/flash_decoding" 3 8 2 777
@@ -97,6 +98,7 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   san gemm "$B/gemm" 200 130 150
   san gemm_int8 "$B/gemm_int8" 67 129 33
   san gemm_fp8 "$B/gemm_fp8" 200 264 160
+  san gemm_splitk "$B/gemm_splitk" 33 264 520
   san flash_attention "$B/flash_attention" 1 4 2 130
   san flash_decoding "$B/flash_decoding" 1 8 2 300
   san flash_attention_bwd "$B/flash_attention_bwd" 1 2 130

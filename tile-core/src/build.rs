@@ -19,7 +19,9 @@
 //! kernel's IR and the compile options), so an artifact that the previous
 //! build's manifest lists, and that is still on disk, is reused; only new keys
 //! are compiled. Cubins are reused only when the nvcc that built them is the
-//! one found now (its path, size and modification time are in the manifest).
+//! one found now (its path, size and modification time). Which nvcc built
+//! each cubin is kept in `cubins.txt` beside the manifest, which a build
+//! without nvcc leaves alone: a later build with nvcc still reuses them.
 //! A failed C or nvcc compile is a cargo warning naming the kernel and its
 //! `file:line`; with [`Builder::strict`] it fails the build instead.
 
@@ -217,7 +219,8 @@ impl Builder {
             // Each arch gets the code specialized for it when there is one,
             // else the portable code.
             let mut jobs: Vec<(String, String, String, String)> = Vec::new();
-            let same_nvcc = old.nvcc.is_some() && old.nvcc == nvcc_id;
+            let id = nvcc_id.clone().unwrap_or_default();
+            let mut record = CubinRecord::read(&dir);
             let mut queued = std::collections::HashSet::new();
             for c in &compiled {
                 for a in &archs {
@@ -229,8 +232,7 @@ impl Builder {
                         continue;
                     }
                     let bin = dir.join(format!("{key}.{a}.cubin"));
-                    if same_nvcc && old.cubins.contains(&(key.clone(), a.clone())) && bin.is_file()
-                    {
+                    if record.built_by(key, a) == Some(id.as_str()) && bin.is_file() {
                         manifest.push_str(&format!("cubin {key} {a} {}\n", bin.display()));
                         report.cubins += 1;
                         report.reused += 1;
@@ -240,6 +242,10 @@ impl Builder {
                     jobs.push((key.clone(), source.clone(), who, a.clone()));
                 }
             }
+            for (key, _, _, arch) in &jobs {
+                record.forget(key, arch);
+            }
+            record.write(&dir)?;
             let results = parallel_map(&jobs, |(key, code, name, arch)| {
                 let src = dir.join(format!("{key}.{arch}.cu"));
                 std::fs::write(&src, code).map_err(|e| e.to_string())?;
@@ -266,10 +272,15 @@ impl Builder {
                     Ok(bin) => {
                         manifest.push_str(&format!("cubin {key} {arch} {}\n", bin.display()));
                         report.cubins += 1;
+                        record.set(key, arch, &id);
                     }
-                    Err(e) => report.warnings.push(e),
+                    Err(e) => {
+                        record.forget(key, arch);
+                        report.warnings.push(e)
+                    }
                 }
             }
+            record.write(&dir)?;
         }
         let mpath = dir.join("manifest.txt");
         std::fs::write(&mpath, manifest)
@@ -289,12 +300,10 @@ impl Builder {
     }
 }
 
-/// What the previous build's manifest lists.
+/// The C libraries the previous build's manifest lists.
 #[derive(Default)]
 struct Previous {
-    nvcc: Option<String>,
     c: std::collections::HashSet<String>,
-    cubins: std::collections::HashSet<(String, String)>,
 }
 
 impl Previous {
@@ -305,21 +314,70 @@ impl Previous {
             return p;
         };
         for line in text.lines() {
-            match line.split_once(' ') {
-                Some(("nvcc", id)) => p.nvcc = Some(id.to_string()),
-                Some(("c", sym)) => {
-                    p.c.insert(sym.to_string());
-                }
-                Some(("cubin", rest)) => {
-                    let mut it = rest.splitn(3, ' ');
-                    if let (Some(k), Some(a)) = (it.next(), it.next()) {
-                        p.cubins.insert((k.to_string(), a.to_string()));
-                    }
-                }
-                _ => {}
+            if let Some(("c", sym)) = line.split_once(' ') {
+                p.c.insert(sym.to_string());
             }
         }
         p
+    }
+}
+
+/// Which nvcc built each cubin of the directory (`cubins.txt`: lines
+/// `key arch nvcc-identity`). Builds with nvcc rewrite it; builds without
+/// nvcc never touch it, so their manifest (which lists no cubins) does not
+/// make the next nvcc build recompile cubins that are still on disk. An entry
+/// is written only after its cubin was, and a cubin about to be rebuilt
+/// loses its entry first, so an entry never names a cubin another nvcc
+/// wrote over.
+#[derive(Default)]
+struct CubinRecord {
+    by: std::collections::BTreeMap<(String, String), String>,
+}
+
+impl CubinRecord {
+    const FILE: &'static str = "cubins.txt";
+
+    /// A missing or unreadable record means no cubin is reused.
+    fn read(dir: &Path) -> CubinRecord {
+        let mut r = CubinRecord::default();
+        let text = std::fs::read_to_string(dir.join(Self::FILE)).unwrap_or_default();
+        for line in text.lines() {
+            let mut it = line.splitn(3, ' ');
+            if let (Some(k), Some(a), Some(id)) = (it.next(), it.next(), it.next()) {
+                r.by.insert((k.to_string(), a.to_string()), id.to_string());
+            }
+        }
+        r
+    }
+
+    fn built_by(&self, key: &str, arch: &str) -> Option<&str> {
+        self.by
+            .get(&(key.to_string(), arch.to_string()))
+            .map(String::as_str)
+    }
+
+    fn set(&mut self, key: &str, arch: &str, id: &str) {
+        self.by
+            .insert((key.to_string(), arch.to_string()), id.to_string());
+    }
+
+    fn forget(&mut self, key: &str, arch: &str) {
+        self.by.remove(&(key.to_string(), arch.to_string()));
+    }
+
+    /// Writes through a temporary file and a rename: a crash leaves the old
+    /// record or the new one, never a torn line.
+    fn write(&self, dir: &Path) -> Result<(), String> {
+        let text: String = self
+            .by
+            .iter()
+            .map(|((k, a), id)| format!("{k} {a} {id}\n"))
+            .collect();
+        let tmp = dir.join(format!("{}.{}.tmp", Self::FILE, std::process::id()));
+        let path = dir.join(Self::FILE);
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| format!("writing {}: {e}", path.display()))
     }
 }
 

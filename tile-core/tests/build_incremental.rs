@@ -2,7 +2,7 @@
 //! compiles only new keys; strict mode turns a kernel that fails into an
 //! error naming it and its `file:line`.
 //!
-//! One test: it sets `OUT_DIR` and `TILE_NO_NVCC` for the whole process.
+//! One test: it sets `OUT_DIR`, `NVCC` and `TILE_NO_NVCC` for the whole process.
 
 use tile_core::build::Builder;
 
@@ -91,6 +91,45 @@ fn rebuild_reuses_artifacts_by_key() {
     let at = format!("{}:5", file.display());
     let e = build(true).unwrap_err();
     assert!(e.contains(&at) && e.contains("undefined_name"), "{e}");
+
+    // Cubins outlive a build without nvcc: a stand-in nvcc (it logs each run
+    // and writes the output file) builds them, a build without nvcc writes a
+    // manifest without cubins, and the next build with the same nvcc reuses
+    // every cubin; another nvcc (a different file) rebuilds them.
+    std::fs::write(&file, source("3.0", "")).unwrap();
+    let log = root.join("nvcc.log");
+    let fake = |name: &str, extra: &str| {
+        let p = root.join(name);
+        let script = format!(
+            "#!/bin/sh\n# {extra}\necho run >> '{}'\nwhile [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then echo cubin > \"$2\"; fi; shift; done\n",
+            log.display()
+        );
+        std::fs::write(&p, script).unwrap();
+        let _ = std::process::Command::new("chmod").arg("+x").arg(&p).status();
+        p
+    };
+    let runs = || {
+        std::fs::read_to_string(&log)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let nvcc_a = fake("nvcc-a", "first");
+    let nvcc_b = fake("nvcc-b", "second, a longer file");
+    std::env::set_var("TILE_CUDA_ARCHS", "sm_80");
+    std::env::set_var("NVCC", &nvcc_a);
+    std::env::remove_var("TILE_NO_NVCC");
+    let r = build(false).unwrap();
+    assert_eq!((r.cubins, runs()), (2, 2), "{r:?}");
+    std::env::set_var("TILE_NO_NVCC", "1");
+    let r = build(false).unwrap();
+    assert_eq!(r.cubins, 0, "{r:?}");
+    std::env::remove_var("TILE_NO_NVCC");
+    let r = build(false).unwrap();
+    assert_eq!((r.cubins, r.reused, runs()), (2, 4, 2), "{r:?}");
+    std::env::set_var("NVCC", &nvcc_b);
+    let r = build(false).unwrap();
+    assert_eq!((r.cubins, runs()), (2, 4), "{r:?}");
+    std::env::set_var("TILE_NO_NVCC", "1");
 
     let _ = std::fs::remove_dir_all(&root);
 }
