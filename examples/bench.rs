@@ -15,6 +15,10 @@
 //! fp8 GEMM (`gemm_fp8`, e4m3 with per-tensor scales) is compared with
 //! cuBLASLt's fp8 matmul.
 //!
+//! After the table, every row with flops becomes a point of a roofline
+//! (`bench/roofline.rs`): an SVG written to `$TILE_ROOFLINE` or
+//! `roofline.svg` in the current directory, in every mode.
+//!
 //! `cargo run --release --example bench [memory|fp8]` (needs a CUDA device;
 //! `memory` stops after the memory-bound kernels, `fp8` runs only the fp8
 //! GEMM rows)
@@ -36,6 +40,8 @@ mod gemv;
 #[allow(dead_code)]
 #[path = "rmsnorm.rs"]
 mod rmsnorm;
+#[path = "bench/roofline.rs"]
+mod roofline;
 #[allow(dead_code)]
 #[path = "softmax.rs"]
 mod softmax;
@@ -44,6 +50,7 @@ mod softmax;
 mod transpose;
 
 use gemm::Launch;
+use roofline::{Roof, Work};
 use std::sync::Arc;
 use tile::prelude::*;
 
@@ -241,9 +248,13 @@ fn time_pair_ms(
 
 struct Row {
     what: String,
+    /// The kernel without its shape: one colour of the roofline.
+    series: String,
     tile: String,
     base: String,
     ratio: f64,
+    /// The measured numbers behind the row, for its roofline point.
+    work: Work,
 }
 
 /// One tuning of one kernel on one shape.
@@ -285,10 +296,45 @@ fn print_rows(rows: &[Row]) {
     }
 }
 
+/// A memory-bound row: `bytes` read and written in `ms`, against the copy
+/// bandwidth (which is also its roofline baseline: the memory roof).
+fn memory_row(series: &str, what: String, ms: f64, bytes: f64, flops: f64, copy_bw: f64) -> Row {
+    let bw = bytes / ms / 1e6;
+    let tile = if ms < 1.0 {
+        format!("{bw:.0} GB/s ({:.1} us)", ms * 1e3)
+    } else {
+        format!("{bw:.0} GB/s ({ms:.3} ms)")
+    };
+    Row {
+        what,
+        series: series.into(),
+        tile,
+        base: format!("copy {copy_bw:.0} GB/s"),
+        ratio: bw / copy_bw,
+        work: Work {
+            flops,
+            bytes,
+            tile_ms: ms,
+            base_ms: None,
+            roof: Roof::Dense16,
+        },
+    }
+}
+
+/// Device-to-device copy bandwidth in GB/s: 1 GiB, bytes read + written.
+fn copy_bandwidth(stream: &Arc<CudaStream>) -> Res<f64> {
+    let bytes = 1usize << 30;
+    let src = stream.alloc_zeros::<u8>(bytes)?;
+    let mut dst = stream.alloc_zeros::<u8>(bytes)?;
+    let t_copy = time_ms(stream, 3, 20, || Ok(stream.memcpy_dtod(&src, &mut dst)?))?;
+    Ok(2.0 * bytes as f64 / t_copy / 1e6)
+}
+
 /// GEMV (f16, bf16, W4A16) and transpose at 8192 × 8192 against the copy
 /// bandwidth. The GEMVs rotate over four weight matrices, so that no run
 /// finds its weights in L2 (the W4 matrix is 32 MiB, L2 50 MB); bytes moved
-/// count every operand once.
+/// count every operand once. A GEMV's flops are 2·N·K (W4A16's
+/// dequantization not counted); a transpose has none (no roofline point).
 fn memory_bound(
     dev: Device,
     stream: &Arc<CudaStream>,
@@ -296,14 +342,9 @@ fn memory_bound(
     rows: &mut Vec<Row>,
 ) -> Res<()> {
     let (n, k) = (8192usize, 8192usize);
-    let mut push = |what: String, t: f64, bytes: f64| {
-        let bw = bytes / t / 1e6;
-        rows.push(Row {
-            what,
-            tile: format!("{bw:.0} GB/s ({:.1} us)", t * 1e3),
-            base: format!("copy {copy_bw:.0} GB/s"),
-            ratio: bw / copy_bw,
-        });
+    let gemv_flops = 2.0 * (n * k) as f64;
+    let mut push = |series: &str, what: String, t: f64, bytes: f64, flops: f64| {
+        rows.push(memory_row(series, what, t, bytes, flops, copy_bw));
     };
     let x = tile::testing::random_tensor::<f16>(&[k], 81, dev)?;
     let mut y = Tensor::full(&[n], f16::NAN, dev)?;
@@ -322,10 +363,12 @@ fn memory_bound(
     // The default variant, then the one tuned on this shape (every variant
     // timed, L2 flushed; later plain calls in this process run the choice).
     let t = rotating(&mut |r| Ok(gemv::gemv(&a[r], &x, &mut y)?))?;
-    push(format!("gemv f16 {n}x{k}"), t, gemv_bytes);
+    let what = format!("gemv f16 {n}x{k}");
+    push("gemv f16", what, t, gemv_bytes, gemv_flops);
     gemv::gemv::tune().launch(&a[0], &x, &mut y)?;
     let t_f16 = rotating(&mut |r| Ok(gemv::gemv(&a[r], &x, &mut y)?))?;
-    push(format!("gemv f16 {n}x{k} (tuned)"), t_f16, gemv_bytes);
+    let what = format!("gemv f16 {n}x{k} (tuned)");
+    push("gemv f16 (tuned)", what, t_f16, gemv_bytes, gemv_flops);
     drop(a);
     let xb = tile::testing::random_tensor::<bf16>(&[k], 86, dev)?;
     let mut yb = Tensor::full(&[n], bf16::NAN, dev)?;
@@ -334,7 +377,8 @@ fn memory_bound(
         .collect::<Result<_, _>>()?;
     gemv::gemv::tune().launch(&ab[0], &xb, &mut yb)?;
     let t = rotating(&mut |r| Ok(gemv::gemv(&ab[r], &xb, &mut yb)?))?;
-    push(format!("gemv bf16 {n}x{k} (tuned)"), t, gemv_bytes);
+    let what = format!("gemv bf16 {n}x{k} (tuned)");
+    push("gemv bf16 (tuned)", what, t, gemv_bytes, gemv_flops);
     drop(ab);
     let group = 128;
     let w: Vec<(Tensor<u32>, Tensor<f16>)> = (0..4)
@@ -342,23 +386,28 @@ fn memory_bound(
         .collect::<Result<_, _>>()?;
     let bytes = (n * k / 2 + n * (k / group) * 2 + (k + n) * 2) as f64;
     let t = rotating(&mut |r| Ok(gemv::gemv_w4a16(&w[r].0, &w[r].1, &x, &mut y)?))?;
-    push(format!("gemv w4a16 {n}x{k} g{group}"), t, bytes);
+    let what = format!("gemv w4a16 {n}x{k} g{group}");
+    push("gemv w4a16", what, t, bytes, gemv_flops);
     gemv::gemv_w4a16::tune().launch(&w[0].0, &w[0].1, &x, &mut y)?;
     let t_w4 = rotating(&mut |r| Ok(gemv::gemv_w4a16(&w[r].0, &w[r].1, &x, &mut y)?))?;
     let what = format!("gemv w4a16 (tuned; {:.2}x tuned f16)", t_f16 / t_w4);
-    push(what, t_w4, bytes);
+    push("gemv w4a16 (tuned)", what, t_w4, bytes, gemv_flops);
     drop(w);
     let xt = tile::testing::random_tensor::<f16>(&[n, k], 95, dev)?;
     let mut yt = Tensor::full(&[k, n], f16::NAN, dev)?;
     let t = time_ms(stream, 5, 100, || Ok(transpose::transpose(&xt, &mut yt)?))?;
-    push(format!("transpose f16 {n}x{k}"), t, (2 * n * k * 2) as f64);
+    let moved = (2 * n * k * 2) as f64;
+    push(
+        "transpose f16",
+        format!("transpose f16 {n}x{k}"),
+        t,
+        moved,
+        0.0,
+    );
     transpose::transpose::tune().launch(&xt, &mut yt)?;
     let t = time_ms(stream, 5, 100, || Ok(transpose::transpose(&xt, &mut yt)?))?;
-    push(
-        format!("transpose f16 {n}x{k} (tuned)"),
-        t,
-        (2 * n * k * 2) as f64,
-    );
+    let what = format!("transpose f16 {n}x{k} (tuned)");
+    push("transpose f16 (tuned)", what, t, moved, 0.0);
     // The choices, for the record.
     let label = |r: Option<std::sync::Arc<tile::autotune::TuneReport>>| {
         r.map(|r| r.chosen_label.clone()).unwrap_or_default()
@@ -476,6 +525,7 @@ fn bench_gemm<E: Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZ
         return Err(format!("{name}: differs from cuBLAS (worst {worst:.3e})").into());
     }
     let flops = 2.0 * (m * n * k) as f64;
+    let bytes = ((m * k + k * n + m * n) * std::mem::size_of::<E>()) as f64;
     let (t_tile, t_blas) = time_pair_ms(
         stream,
         5,
@@ -490,9 +540,17 @@ fn bench_gemm<E: Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZ
         } else {
             format!("{name} {m}x{n}x{k}")
         },
+        series: name.into(),
         tile: format!("{tf:.1} TFLOP/s"),
         base: format!("cuBLAS {bf:.1} TFLOP/s"),
         ratio: tf / bf,
+        work: Work {
+            flops,
+            bytes,
+            tile_ms: t_tile,
+            base_ms: Some(t_blas),
+            roof: Roof::Dense16,
+        },
     });
     Ok(())
 }
@@ -508,22 +566,20 @@ fn main() -> Res<()> {
     };
     let blas = CudaBlas::new(stream.clone())?;
     let mut rows = Vec::new();
+    // Measured in every mode: it is the roofline's memory roof.
+    let copy_bw = copy_bandwidth(&stream)?;
+    let device = stream.context().name().unwrap_or_else(|_| dev.to_string());
     let only_fp8 = std::env::args().nth(1).as_deref() == Some("fp8");
     if only_fp8 {
         fp8::fp8_rows(dev, &stream, &mut rows)?;
         print_rows(&rows);
+        roofline::write(&rows, copy_bw, &device);
         return Ok(());
     }
 
-    // Copy bandwidth: 1 GiB, bytes read + written.
-    let bytes = 1usize << 30;
-    let src = stream.alloc_zeros::<u8>(bytes)?;
-    let mut dst = stream.alloc_zeros::<u8>(bytes)?;
-    let t_copy = time_ms(&stream, 3, 20, || Ok(stream.memcpy_dtod(&src, &mut dst)?))?;
-    let copy_bw = 2.0 * bytes as f64 / t_copy / 1e6;
-    drop((src, dst));
-
-    // Row kernels on 8192 × 8192 f16: read once, write once.
+    // Row kernels on 8192 × 8192 f16: read once, write once. Conventional
+    // flop counts per element (only to place them on the roofline): softmax
+    // 5 (max, subtract, exp, sum, scale), rmsnorm 3 (square, sum, scale).
     let (m, n) = (8192usize, 8192usize);
     let x = tile::testing::random_tensor::<f16>(&[m, n], 41, dev)?;
     let mut y = Tensor::full(&[m, n], f16::NAN, dev)?;
@@ -564,16 +620,20 @@ fn main() -> Res<()> {
     ];
     for (name, f) in row_kernels {
         let t = time_ms(&stream, 3, 50, || Ok(f(&x, &mut y)?))?;
-        let bw = moved / t / 1e6;
-        rows.push(Row {
-            what: match name.strip_suffix(" (tuned)") {
-                Some(k) => format!("{k} {m}x{n} f16 (tuned)"),
-                None => format!("{name} {m}x{n} f16"),
-            },
-            tile: format!("{bw:.0} GB/s ({t:.3} ms)"),
-            base: format!("copy {copy_bw:.0} GB/s"),
-            ratio: bw / copy_bw,
-        });
+        let (what, series) = match name.strip_suffix(" (tuned)") {
+            Some(k) => (
+                format!("{k} {m}x{n} f16 (tuned)"),
+                format!("{k} f16 (tuned)"),
+            ),
+            None => (format!("{name} {m}x{n} f16"), format!("{name} f16")),
+        };
+        let per_elem = if name.starts_with("softmax") {
+            5.0
+        } else {
+            3.0
+        };
+        let flops = per_elem * (m * n) as f64;
+        rows.push(memory_row(&series, what, t, moved, flops, copy_bw));
     }
     drop((x, y));
     memory_bound(dev, &stream, copy_bw, &mut rows)?;
@@ -581,6 +641,7 @@ fn main() -> Res<()> {
     // memory` stops here.
     print_rows(&rows);
     if std::env::args().nth(1).as_deref() == Some("memory") {
+        roofline::write(&rows, copy_bw, &device);
         return Ok(());
     }
 
@@ -678,6 +739,7 @@ fn main() -> Res<()> {
     fp8::fp8_rows(dev, &stream, &mut rows)?;
 
     print_rows(&rows);
+    roofline::write(&rows, copy_bw, &device);
     // Per tuned shape: the chosen variant, its median and the default's (both
     // from the tuning run, L2 flushed), variants that ran and matched, the
     // time spent timing, on first launches (module loads) and on checking

@@ -4,6 +4,7 @@
 
 use super::cublaslt::{cublaslt_available, Fp8Gemm, OutType};
 use super::gemm_fp8::gemm_fp8;
+use super::roofline::{Roof, Work};
 use super::{time_pair_ms, Res, Row};
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use std::sync::Arc;
@@ -78,6 +79,8 @@ fn fp8_shape(
         );
     }
     let flops = 2.0 * (m * n * k) as f64;
+    // One byte per fp8 input element, two per bf16 output element.
+    let bytes = (m * k + n * k + 2 * m * n) as f64;
     let what = if m == n && n == k {
         format!("gemm_fp8 e4m3 {n}^3")
     } else {
@@ -114,9 +117,17 @@ fn fp8_shape(
         let (tf, lf) = (flops / t_tile / 1e9, flops / t_lt / 1e9);
         rows.push(Row {
             what: format!("{what} ({label})"),
+            series: format!("gemm_fp8 e4m3 ({})", if tune { "tuned" } else { "default" }),
             tile: format!("{tf:.1} TFLOP/s"),
             base: format!("cuBLASLt fp8 {lf:.1} TFLOP/s"),
             ratio: tf / lf,
+            work: Work {
+                flops,
+                bytes,
+                tile_ms: t_tile,
+                base_ms: Some(t_lt),
+                roof: Roof::Fp8,
+            },
         });
     }
     Ok(())
