@@ -4,13 +4,29 @@
 //! launches, divided by `GRAPH`. On a machine without a GPU it measures the typed
 //! launcher on the CPU backend.
 //!
+//! Then the same comparison for a kernel with tensor maps, on Hopper: the GEMM
+//! example's `gemm_nt_f16` on 128 × 128 matrices (one 128 × 128 tile, two k steps),
+//! whose sm_90a code is warp-specialized (a producer warpgroup loads the operands with
+//! bulk tensor copies), so each launch passes two `__grid_constant__` tensor maps after
+//! the usual parameters. (e) is a raw `cuLaunchKernel` with maps encoded once before
+//! the loop, as a hand-written launcher would; (f) the typed launcher, which finds its
+//! maps in the runtime's cache on every launch (`tile-runtime/src/tma.rs`). Skipped,
+//! with a message, on other GPUs. (The GEMM comes from `examples/gemm.rs`, where its
+//! goldens and machine-code checks already are, rather than a new kernel here.)
+//!
 //! `cargo run --release --example launch_overhead [BATCHES]`
 
 use std::time::Instant;
 
+#[allow(dead_code)]
+#[path = "gemm.rs"]
+mod gemm;
+
+use gemm::gemm_nt_f16;
 use tile::prelude::*;
-use tile_runtime::cudarc::driver::{result, CudaStream};
+use tile_runtime::cudarc::driver::{result, sys, CudaFunction, CudaModule, CudaStream};
 use tile_runtime::cudarc::nvrtc::Ptx;
+use tile_runtime::spec::KernelSpec;
 use tile_runtime::ArgRef;
 
 #[tile::kernel(block_n = 256, threads = 128)]
@@ -28,6 +44,12 @@ const BATCH: usize = 200;
 /// Launches in the captured graph.
 const GRAPH: usize = 100;
 const N: usize = 256;
+/// The tensor-map GEMM's M = N = K: one 128 × 128 tile, so one block.
+const G: usize = 128;
+/// Short rounds per comparison, alternating between the launchers compared.
+const ROUNDS: usize = 20;
+
+type Launcher<'a> = &'a mut dyn FnMut() -> Result<(), Error>;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -65,26 +87,128 @@ fn measure(
     Ok((median(per), through))
 }
 
-fn cubin_for(stream: &CudaStream) -> Result<(Vec<u8>, String), Box<dyn std::error::Error>> {
+/// One launcher's host and wall microseconds per launch, one value per round.
+#[derive(Default)]
+struct Times {
+    host: Vec<f64>,
+    wall: Vec<f64>,
+}
+
+impl Times {
+    fn host(&self) -> f64 {
+        median(self.host.clone())
+    }
+
+    fn wall(&self) -> f64 {
+        median(self.wall.clone())
+    }
+
+    /// Median, min and max over the rounds of this launcher's host time over
+    /// `raw`'s: drift between rounds cancels within a round.
+    fn per_round(&self, raw: &Times) -> (f64, f64, f64) {
+        let mut r: Vec<f64> = self
+            .host
+            .iter()
+            .zip(&raw.host)
+            .map(|(t, r)| t / r)
+            .collect();
+        r.sort_by(f64::total_cmp);
+        (median(r.clone()), r[0], r[r.len() - 1])
+    }
+}
+
+/// Times each of `fs` in `ROUNDS` short rounds, one after the other within a round, so
+/// that clock and cache drift fall on all of them alike.
+fn alternate(
+    batches: usize,
+    sync: &dyn Fn() -> Result<(), Error>,
+    fs: &mut [Launcher<'_>],
+) -> Result<Vec<Times>, Error> {
+    let mut out: Vec<Times> = fs.iter().map(|_| Times::default()).collect();
+    for _ in 0..ROUNDS {
+        for (f, t) in fs.iter_mut().zip(&mut out) {
+            let (h, w) = measure(batches / ROUNDS + 1, sync, &mut **f)?;
+            t.host.push(h);
+            t.wall.push(w);
+        }
+    }
+    Ok(out)
+}
+
+/// The lines of one raw/typed comparison: both launchers, their ratio, and the
+/// ratio per round.
+fn print_pair(raw: (&str, &Times), typed: (&str, &Times), ratio: &str) {
+    let row = |label: &str, h: f64, w: f64| println!("{label:<40} {h:>12.3} {w:>12.3}");
+    row(raw.0, raw.1.host(), raw.1.wall());
+    row(typed.0, typed.1.host(), typed.1.wall());
+    let (r, t) = (raw.1, typed.1);
+    row(ratio, t.host() / r.host(), t.wall() / r.wall());
+    let (rmed, rmin, rmax) = t.per_round(r);
+    println!(
+        "{:<40} {:>12.3} {:>12}",
+        format!("{ratio} per round, median ({rmin:.3}-{rmax:.3})"),
+        rmed,
+        "-"
+    );
+}
+
+/// The cubin of the code `spec` runs on this device (and its entry): embedded by the
+/// build (with `NVCC` set), else the one the typed launcher's first call compiled into
+/// the disk cache.
+fn cubin_for(
+    stream: &CudaStream,
+    spec: &KernelSpec,
+) -> Result<(Vec<u8>, String, &'static str), Box<dyn std::error::Error>> {
     let (major, minor) = stream.context().compute_capability()?;
-    let want = if (major, minor) == (9, 0) {
-        vec!["sm_90a".to_string(), "sm_90".to_string()]
+    let arch = if (major, minor) == (9, 0) {
+        "sm_90a".to_string()
     } else {
-        vec![format!("sm_{major}{minor}")]
+        format!("sm_{major}{minor}")
     };
+    let code = spec.cuda_for(&arch);
+    // Portable code built for sm_90 runs on a 9.0 device too.
+    let want = [arch.clone(), format!("sm_{major}{minor}")];
     for w in &want {
-        if let Some((a, bytes)) = tiny_add::SPEC.cuda.cubins.iter().find(|(a, _)| a == w) {
-            return Ok((bytes.to_vec(), format!("embedded {a} cubin")));
+        if let Some((a, bytes)) = code.cubins.iter().find(|(a, _)| a == w) {
+            return Ok((bytes.to_vec(), format!("embedded {a} cubin"), code.entry));
         }
     }
-    // Not built with nvcc: the cubin the typed launcher's NVRTC compile published.
     for e in tile::cache::CacheDir::from_env().entries() {
-        if e.kernel.as_deref() == Some("tiny_add") && e.target.as_deref() == Some("cuda") {
+        let same_code = e.kernel.as_deref() == Some(spec.name)
+            && e.target.as_deref() == Some("cuda")
+            && e.arch.as_deref().is_none_or(|a| a == arch);
+        if same_code {
             let path = e.path.join("kernel.cubin");
-            return Ok((std::fs::read(&path)?, format!("{}", path.display())));
+            return Ok((
+                std::fs::read(&path)?,
+                format!("{}", path.display()),
+                code.entry,
+            ));
         }
     }
-    Err("no cubin of tiny_add: build with NVCC set, or let the launcher compile it".into())
+    Err(format!(
+        "no {arch} cubin of {}: build with NVCC set, or let the launcher compile it",
+        spec.name
+    )
+    .into())
+}
+
+/// Loads `spec`'s cubin for this device into the stream's context.
+fn load_raw(
+    stream: &CudaStream,
+    spec: &KernelSpec,
+) -> Result<(std::sync::Arc<CudaModule>, CudaFunction, String), Box<dyn std::error::Error>> {
+    let (cubin, from, entry) = cubin_for(stream, spec)?;
+    let module = stream.context().load_module(Ptx::from_binary(cubin))?;
+    let func = module.load_function(entry)?;
+    Ok((module, func, from))
+}
+
+fn driver_err(call: &'static str) -> impl Fn(result::DriverError) -> Error {
+    move |e| Error::Driver {
+        call,
+        message: format!("{e:?}"),
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -120,13 +244,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Some(cuda) = stream.as_cuda().cloned() else {
         let (host, _) = measure(batches, &sync, &mut || tiny_add(&a, &b, &mut c))?;
         println!("typed tile launcher on the CPU backend: {host:.2} us per launch (median of {batches} batches of {BATCH})");
+        println!("tensor-map launch: skipped (CPU backend: no bulk tensor copies)");
         return Ok(());
     };
 
     // (a) The same cubin, loaded into the same context, launched raw.
-    let (cubin, from) = cubin_for(&cuda)?;
-    let module = cuda.context().load_module(Ptx::from_binary(cubin))?;
-    let func = module.load_function(tiny_add::SPEC.cuda.entry)?;
+    let (_module, func, from) = load_raw(&cuda, &tiny_add::SPEC)?;
     let (mut pa, mut pb) = (
         ArgRef::input(&a).ptr() as u64,
         ArgRef::input(&b).ptr() as u64,
@@ -148,17 +271,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         unsafe {
             result::launch_kernel(cu_func, (1, 1, 1), (128, 1, 1), 0, raw_stream, &mut params)
         }
-        .map_err(|e| Error::Driver {
-            call: "cuLaunchKernel",
-            message: format!("{e:?}"),
-        })
+        .map_err(driver_err("cuLaunchKernel"))
     };
     // (b) The typed launcher, same stream (the default one).
-    // Interleave the two so drift affects both alike.
-    let mut raw_host = Vec::new();
-    let mut raw_through = Vec::new();
-    let mut typed_host = Vec::new();
-    let mut typed_through = Vec::new();
+    let mut typed = || tiny_add(&a, &b, &mut c);
     // (d) The typed launcher on empty tensors: argument checks and grid only, no driver
     // call (an empty grid launches nothing), to split (b) - (a) into checks and the rest.
     let (ea, eb) = (
@@ -166,37 +282,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Tensor::<f32>::zeros(&[0], dev)?,
     );
     let mut ec = Tensor::<f32>::zeros(&[0], dev)?;
-    let mut empty_host = Vec::new();
-    // Many short rounds, alternating, so clock and cache drift fall on both alike.
-    const ROUNDS: usize = 20;
-    for _ in 0..ROUNDS {
-        let (h, t) = measure(batches / ROUNDS + 1, &sync, &mut raw)?;
-        raw_host.push(h);
-        raw_through.push(t);
-        let (h, t) = measure(batches / ROUNDS + 1, &sync, &mut || {
-            tiny_add(&a, &b, &mut c)
-        })?;
-        typed_host.push(h);
-        typed_through.push(t);
-        let (h, _) = measure(1, &sync, &mut || tiny_add(&ea, &eb, &mut ec))?;
-        empty_host.push(h);
-    }
-    let eh = median(empty_host);
-    // Each round's typed/raw ratio: drift between rounds cancels within a round.
-    let mut per_round: Vec<f64> = typed_host
-        .iter()
-        .zip(&raw_host)
-        .map(|(t, r)| t / r)
-        .collect();
-    per_round.sort_by(f64::total_cmp);
-    let (rmin, rmax) = (per_round[0], per_round[per_round.len() - 1]);
-    let rmed = median(per_round);
-    let (rh, rt, th, tt) = (
-        median(raw_host),
-        median(raw_through),
-        median(typed_host),
-        median(typed_through),
-    );
+    let mut empty = || tiny_add(&ea, &eb, &mut ec);
+    // Many short rounds, alternating, so clock and cache drift fall on all alike.
+    let times = alternate(batches, &sync, &mut [&mut raw, &mut typed, &mut empty])?;
+    let (raw_t, typed_t, empty_t) = (&times[0], &times[1], &times[2]);
 
     // (c) A graph of GRAPH typed launches, replayed.
     let side = dev.new_stream()?;
@@ -218,21 +307,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("raw path loads {from}");
     println!("{:<40} {:>12} {:>12}", "", "host us", "wall us");
-    println!("{:<40} {:>12.3} {:>12.3}", "(a) raw cuLaunchKernel", rh, rt);
-    println!(
-        "{:<40} {:>12.3} {:>12.3}",
-        "(b) typed tile launcher", th, tt
+    print_pair(
+        ("(a) raw cuLaunchKernel", raw_t),
+        ("(b) typed tile launcher", typed_t),
+        "(b)/(a)",
     );
-    println!("{:<40} {:>12.3} {:>12.3}", "(b)/(a)", th / rh, tt / rt);
     println!(
         "{:<40} {:>12.3} {:>12}",
-        format!("(b)/(a) per round, median ({rmin:.3}-{rmax:.3})"),
-        rmed,
+        "(d) typed launcher, empty tensors",
+        empty_t.host(),
         "-"
-    );
-    println!(
-        "{:<40} {:>12.3} {:>12}",
-        "(d) typed launcher, empty tensors", eh, "-"
     );
     println!(
         "{:<40} {:>12} {:>12.3}",
@@ -245,5 +329,220 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
          wall us: {} launches back to back, then synchronize; max_abs_err after the graph {err:e}",
         20 * BATCH
     );
+    tma_launches(dev, &cuda, batches)
+}
+
+/// What the Hopper code's leading comment lines ask of its launch (the runtime reads
+/// the same lines, `tile-runtime/src/tma.rs`): the block's threads, and per tensor map
+/// the buffer parameter it describes and its box (columns, rows).
+fn launch_plan(source: &str) -> (Option<u32>, Vec<(usize, u32, u32)>) {
+    let field = |s: &str, name: &str| {
+        s.split_whitespace()
+            .find_map(|w| w.strip_prefix(name)?.strip_prefix('=').map(str::to_string))
+    };
+    let (mut threads, mut maps) = (None, Vec::new());
+    for line in source.lines().take_while(|l| l.starts_with("//")) {
+        if let Some(rest) = line.strip_prefix("// tile:launch ") {
+            threads = field(rest, "threads").and_then(|v| v.parse().ok());
+        } else if let Some(rest) = line.strip_prefix("// tile:tma ") {
+            let param = field(rest, "param").and_then(|v| v.parse().ok());
+            let boxes = field(rest, "box");
+            let boxes = boxes.as_deref().and_then(|b| b.split_once('x'));
+            if let (Some(p), Some((c, r))) = (param, boxes) {
+                maps.push((p, c.parse().unwrap_or(0), r.parse().unwrap_or(0)));
+            }
+        }
+    }
+    (threads, maps)
+}
+
+/// The tensor map of a row-major f16 `rows × cols` matrix at `addr`, read in
+/// `box_cols × box_rows` boxes with the 128-byte swizzle and zero fill past the edges:
+/// what the runtime encodes for such a copy (`tile-runtime/src/tma.rs`), done once.
+fn encode_f16(
+    addr: u64,
+    (rows, cols): (u64, u64),
+    (box_cols, box_rows): (u32, u32),
+) -> Result<sys::CUtensorMap, Error> {
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    let (dims, strides) = ([cols, rows], [cols * 2]);
+    let (boxes, elem) = ([box_cols, box_rows], [1u32; 2]);
+    // SAFETY: every pointer points at a live local of the size rank 2 implies; the
+    // address is a live device allocation of rows × cols f16 values (the caller's
+    // G × G tensors: allocations are 256-byte aligned, rows 2·G = 256 bytes, within the
+    // engine's limits); the driver only records it.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            2,
+            addr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            elem.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result()
+        .map(|()| map)
+        .map_err(driver_err("cuTensorMapEncodeTiled"))
+}
+
+/// Why the tensor-map comparison cannot run here, if it cannot.
+fn tma_skip(cuda: &CudaStream) -> Result<Option<String>, Box<dyn std::error::Error>> {
+    let cc = cuda.context().compute_capability()?;
+    if cc != (9, 0) {
+        return Ok(Some(format!(
+            "compute capability {}.{}: bulk tensor copies are built for sm_90a only",
+            cc.0, cc.1
+        )));
+    }
+    let Some(code) = gemm_nt_f16::SPEC.cuda_sm90a else {
+        return Ok(Some("gemm_nt_f16 has no sm_90a code".into()));
+    };
+    let (threads, maps) = launch_plan(code.source);
+    if threads.is_none() || maps.len() != 2 || gemm_nt_f16::SPEC.dims.len() != 3 {
+        return Ok(Some(
+            "gemm_nt_f16's sm_90a code is not warp-specialized with two tensor maps".into(),
+        ));
+    }
+    Ok(None)
+}
+
+/// (e) raw `cuLaunchKernel` of the warp-specialized GEMM with its two tensor maps,
+/// against (f) its typed launcher; the raw result must equal the typed one.
+fn tma_launches(
+    dev: Device,
+    cuda: &std::sync::Arc<CudaStream>,
+    batches: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(why) = tma_skip(cuda)? {
+        println!("tensor-map launch: skipped ({why})");
+        return Ok(());
+    }
+    let a = tile::testing::random_tensor::<f16>(&[G, G], 11, dev)?;
+    let b = tile::testing::random_tensor::<f16>(&[G, G], 12, dev)?;
+    let mut c = Tensor::full(&[G, G], f16::NAN, dev)?;
+    // First call: finds (or compiles) the kernel, so that the raw path finds its cubin.
+    gemm_nt_f16(&a, &b, &mut c)?;
+    let typed_out = c.to_vec()?;
+    let err = tile::testing::max_abs_err(&typed_out, &gemm_reference(&a, &b)?);
+    let code = gemm_nt_f16::SPEC.cuda_sm90a.ok_or("no sm_90a code")?;
+    let (threads, plan) = launch_plan(code.source);
+    let threads = threads.ok_or("no tile:launch line")?;
+    let (_module, func, from) = load_raw(cuda, &gemm_nt_f16::SPEC)?;
+    if code.shared_bytes > 48 * 1024 {
+        let attr = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        func.set_attribute(attr, code.shared_bytes as i32)?;
+    }
+    let ptrs = [
+        ArgRef::input(&a).ptr() as u64,
+        ArgRef::input(&b).ptr() as u64,
+        ArgRef::output(&mut c).ptr() as u64,
+    ];
+    // The maps, encoded once, before any timing (both operands are G × G).
+    let encode =
+        |(p, bc, br): (usize, u32, u32)| encode_f16(ptrs[p], (G as u64, G as u64), (bc, br));
+    let mut maps = [encode(plan[0])?, encode(plan[1])?];
+    let (mut pa, mut pb, mut pc) = (ptrs[0], ptrs[1], ptrs[2]);
+    // The three dims (M, K, N in the kernel's ABI order), all G.
+    let mut dims = [G as i32; 3];
+    let (raw_stream, cu_func, shared) = (cuda.cu_stream(), func.cu_function(), code.shared_bytes);
+    cuda.context().bind_to_thread()?;
+    let mut raw = || -> Result<(), Error> {
+        // On the stack, as the typed launcher's are.
+        let [d0, d1, d2] = &mut dims;
+        let [m0, m1] = &mut maps;
+        let mut params = [
+            (&mut pa as *mut u64).cast::<std::ffi::c_void>(),
+            (&mut pb as *mut u64).cast(),
+            (&mut pc as *mut u64).cast(),
+            (d0 as *mut i32).cast(),
+            (d1 as *mut i32).cast(),
+            (d2 as *mut i32).cast(),
+            (m0 as *mut sys::CUtensorMap).cast(),
+            (m1 as *mut sys::CUtensorMap).cast(),
+        ];
+        // SAFETY: the kernel's sm_90a ABI (three device pointers, three int dims, then
+        // one tensor map per `tile:tma` line, by value; `tma_skip` checked there are
+        // two and three dims) with live G × G buffers that nothing else uses while the
+        // loop runs, maps of those buffers, one block.
+        unsafe {
+            result::launch_kernel(
+                cu_func,
+                (1, 1, 1),
+                (threads, 1, 1),
+                shared,
+                raw_stream,
+                &mut params,
+            )
+        }
+        .map_err(driver_err("cuLaunchKernel"))
+    };
+    let stream = dev.default_stream()?;
+    let sync = || stream.synchronize();
+    let raw_out = raw_once(&mut raw, &sync, &mut c)?;
+    let mut typed = || gemm_nt_f16(&a, &b, &mut c);
+    let times = alternate(batches, &sync, &mut [&mut raw, &mut typed])?;
+
+    println!();
+    println!(
+        "tensor maps: kernel=gemm_nt_f16 ({G}x{G}x{G} f16, 1 block of {threads} threads: a producer \
+         warpgroup + {} consumer, {} maps); raw path loads {from} and encodes its maps once",
+        threads / 128 - 1,
+        plan.len()
+    );
+    // Bit for bit: the same cubin on the same inputs, only the launch differs.
+    let bits = |v: &[f16]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let same = bits(&raw_out) == bits(&typed_out);
+    println!(
+        "max_abs_err {err:e} (typed vs host); raw result {} typed result",
+        if same { "==" } else { "!=" }
+    );
+    println!("{:<40} {:>12} {:>12}", "", "host us", "wall us");
+    print_pair(
+        ("(e) raw cuLaunchKernel + tensor maps", &times[0]),
+        ("(f) typed tile launcher, tensor maps", &times[1]),
+        "(f)/(e)",
+    );
+    if !same {
+        return Err("the raw launch with tensor maps computed another result".into());
+    }
+    // f16 outputs of 128-term sums of products in [-1, 1): about 1e-2 at most.
+    if err.is_nan() || err > 0.05 {
+        return Err(format!("gemm_nt_f16 differs from the host reference ({err:e})").into());
+    }
     Ok(())
+}
+
+/// `c` poisoned (in place: the raw launch holds its address), one launch of `raw`,
+/// and its result.
+fn raw_once(
+    raw: &mut dyn FnMut() -> Result<(), Error>,
+    sync: &dyn Fn() -> Result<(), Error>,
+    c: &mut Tensor<f16>,
+) -> Result<Vec<f16>, Error> {
+    c.copy_from_slice(&vec![f16::NAN; G * G])?;
+    sync()?;
+    raw()?;
+    sync()?;
+    c.to_vec()
+}
+
+/// `A · Bᵀ` on the host, in f64 (B is `[N, K]`).
+fn gemm_reference(a: &Tensor<f16>, b: &Tensor<f16>) -> Result<Vec<f64>, Error> {
+    let (ha, hb) = (a.to_vec()?, b.to_vec()?);
+    let mut out = vec![0f64; G * G];
+    for i in 0..G {
+        for j in 0..G {
+            out[i * G + j] = (0..G)
+                .map(|k| ha[i * G + k].to_f64() * hb[j * G + k].to_f64())
+                .sum();
+        }
+    }
+    Ok(out)
 }
