@@ -35,6 +35,9 @@ mod gemm;
 #[path = "gemm_fp8.rs"]
 mod gemm_fp8;
 #[allow(dead_code)]
+#[path = "gemm_splitk.rs"]
+mod gemm_splitk;
+#[allow(dead_code)]
 #[path = "gemv.rs"]
 mod gemv;
 #[allow(dead_code)]
@@ -45,6 +48,8 @@ mod roofline;
 #[allow(dead_code)]
 #[path = "softmax.rs"]
 mod softmax;
+#[path = "bench/splitk.rs"]
+mod splitk;
 #[allow(dead_code)]
 #[path = "transpose.rs"]
 mod transpose;
@@ -494,7 +499,7 @@ fn cublas_gemm<T: cudarc::driver::DeviceRepr>(
 #[allow(clippy::too_many_arguments)]
 fn bench_gemm<E: Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
     name: &str,
-    launch: Launch<E>,
+    launch: &dyn Fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), tile::Error>,
     dev: Device,
     stream: &Arc<CudaStream>,
     blas: &CudaBlas,
@@ -572,6 +577,12 @@ fn main() -> Res<()> {
     let only_fp8 = std::env::args().nth(1).as_deref() == Some("fp8");
     if only_fp8 {
         fp8::fp8_rows(dev, &stream, &mut rows)?;
+        print_rows(&rows);
+        roofline::write(&rows, copy_bw, &device);
+        return Ok(());
+    }
+    if std::env::args().nth(1).as_deref() == Some("splitk") {
+        splitk::splitk_rows(dev, &stream, &blas, &mut rows)?;
         print_rows(&rows);
         roofline::write(&rows, copy_bw, &device);
         return Ok(());
@@ -670,7 +681,7 @@ fn main() -> Res<()> {
     let run = |g: &Gemm, shape, rows: &mut Vec<Row>| match *g {
         Gemm::F16(name, f) => bench_gemm::<f16>(
             name,
-            f,
+            &f,
             dev,
             &stream,
             &blas,
@@ -680,7 +691,7 @@ fn main() -> Res<()> {
         ),
         Gemm::Bf16(name, f) => bench_gemm::<bf16>(
             name,
-            f,
+            &f,
             dev,
             &stream,
             &blas,
@@ -737,6 +748,7 @@ fn main() -> Res<()> {
         }
     }
     fp8::fp8_rows(dev, &stream, &mut rows)?;
+    splitk::splitk_rows(dev, &stream, &blas, &mut rows)?;
 
     print_rows(&rows);
     roofline::write(&rows, copy_bw, &device);
