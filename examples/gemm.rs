@@ -112,6 +112,50 @@ pub fn gemm_tn_f16(a: Tensor<f16, (K, M)>, b: Tensor<f16, (K, N)>, c: TensorMut<
     );
 }
 
+/// NN as a persistent kernel: `blocks` blocks (one per multiprocessor of an
+/// H100/H200: 132) walk the output tiles with `T::persistent`, reusing their
+/// shared tiles and accumulator. On Hopper the main loop is warp-specialized
+/// across tiles: the producer warpgroup runs the tile loop too, so it
+/// fetches the next tile's first stages while the consumers store this
+/// tile through `c_s` (which therefore has bytes of its own). On a GPU with
+/// fewer multiprocessors the blocks beyond them run as a second wave.
+#[tile::kernel(
+    dtype = [f16, bf16],
+    block_m = 128,
+    block_n = 128,
+    block_k = 64,
+    stages = 3,
+    threads = 256,
+    blocks = 132
+)]
+pub fn gemm_persistent(
+    a: Tensor<dtype, (M, K)>,
+    b: Tensor<dtype, (K, N)>,
+    c: TensorMut<dtype, (M, N)>,
+) {
+    T::kernel(blocks, threads, |bid| {
+        let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
+        let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
+        let c_s = T::alloc_shared::<dtype>([block_m, block_n]);
+        T::annotate_layout(c_s, T::swizzled);
+        let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+        for (bx, by) in T::persistent(
+            [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+            blocks,
+            bid,
+        ) {
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            T::copy(acc, c_s);
+            T::copy(c_s, c.at([by * block_m, bx * block_n]));
+        }
+    });
+}
+
 /// A GEMM launcher `c = a · b`.
 pub type Launch<E> = fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), tile::Error>;
 
@@ -158,6 +202,20 @@ pub fn run(
         check_one::<bf16>("gemm_nn_bf16", gemm_nn, dev, s, (false, false))?,
         check_one::<f16>("gemm_nt_f16", gemm_nt_f16, dev, s, (false, true))?,
         check_one::<f16>("gemm_tn_f16", gemm_tn_f16, dev, s, (true, false))?,
+        check_one::<f16>(
+            "gemm_persistent_f16",
+            gemm_persistent,
+            dev,
+            s,
+            (false, false),
+        )?,
+        check_one::<bf16>(
+            "gemm_persistent_bf16",
+            gemm_persistent,
+            dev,
+            s,
+            (false, false),
+        )?,
     ];
     // Every variant of the space, by name (f16; bf16 builds the same tiles).
     for (config, label) in gemm_nn::CONFIGS.iter().zip(gemm_nn::LABELS) {

@@ -105,7 +105,10 @@ fn rebuild_reuses_artifacts_by_key() {
             log.display()
         );
         std::fs::write(&p, script).unwrap();
-        let _ = std::process::Command::new("chmod").arg("+x").arg(&p).status();
+        let _ = std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&p)
+            .status();
         p
     };
     let runs = || {

@@ -223,10 +223,10 @@ impl Printer<'_> {
                             format!(
                                 "T.Pipelined[num_stages={stages}, producers=({}){}]",
                                 tiles.join(", "),
-                                if p.warp_specialized {
-                                    ", warp_specialized=true"
-                                } else {
-                                    ""
+                                match (p.warp_specialized, p.persistent) {
+                                    (true, true) => ", warp_specialized=true, persistent=true",
+                                    (true, false) => ", warp_specialized=true",
+                                    _ => "",
                                 }
                             )
                         }

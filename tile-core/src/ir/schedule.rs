@@ -34,6 +34,11 @@ pub struct Pipeline {
     /// away) and the block's own warpgroups consuming, on a full/empty
     /// mbarrier pair per stage (`plan_pipelines` says when).
     pub warp_specialized: bool,
+    /// A warp-specialized pipeline that is the body of a serial loop (a
+    /// persistent kernel's loop over its tiles) whose iterations the producer
+    /// runs too: one pipe for every tile, so the producer fills the next
+    /// tile's stages while the consumers run this tile's epilogue.
+    pub persistent: bool,
 }
 
 /// The thread partition of a `T::parallel` nest: element `e` of the flattened

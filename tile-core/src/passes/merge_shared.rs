@@ -157,6 +157,7 @@ fn live_ranges(f: &PrimFunc) -> BTreeMap<BufId, (usize, usize)> {
         f,
         pos: 0,
         loops: Vec::new(),
+        parents: Vec::new(),
         open: Vec::new(),
         allocs: BTreeMap::new(),
         uses: Vec::new(),
@@ -185,6 +186,23 @@ fn live_ranges(f: &PrimFunc) -> BTreeMap<BufId, (usize, usize)> {
             *e = (e.0.min(lo), e.1.max(hi));
         }
     }
+    // A persistent warp-specialized pipeline's producer fills the next
+    // tile's stages while the consumers run this tile's epilogue: its tiles
+    // are live for the whole loop around it.
+    for (var, p) in &f.schedule.pipelines {
+        let Some(&(_, Some(outer))) = w.parents.iter().find(|(v, _)| v == var) else {
+            continue;
+        };
+        if !p.persistent {
+            continue;
+        }
+        let (lo, hi) = w.loops[outer];
+        for t in &p.tiles {
+            if let Some(e) = live.get_mut(t) {
+                *e = (e.0.min(lo), e.1.max(hi));
+            }
+        }
+    }
     live
 }
 
@@ -194,6 +212,8 @@ struct Walk<'a> {
     pos: usize,
     /// Every non-parallel loop: first and last position of its body.
     loops: Vec<(usize, usize)>,
+    /// Every non-parallel loop's var and the loop directly around it.
+    parents: Vec<(VarId, Option<usize>)>,
     /// Loops enclosing the current statement, outermost first.
     open: Vec<usize>,
     /// Shared buffer → (position of its declaration, loops around it).
@@ -207,6 +227,7 @@ impl Walk<'_> {
         match s {
             Stmt::Seq(v) => v.iter().for_each(|x| self.stmt(x)),
             Stmt::For {
+                var,
                 kind,
                 body,
                 start,
@@ -216,6 +237,7 @@ impl Walk<'_> {
                 self.leaf_exprs(&[start, extent]);
                 let id = self.loops.len();
                 self.loops.push((self.pos, self.pos));
+                self.parents.push((*var, self.open.last().copied()));
                 self.open.push(id);
                 self.stmt(body);
                 self.open.pop();

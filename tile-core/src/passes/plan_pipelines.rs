@@ -20,9 +20,10 @@ use std::collections::BTreeMap;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     f.schedule.pipelines = plan(&f);
-    if let Some(var) = warp_specialized(&f) {
+    if let Some((var, persistent)) = warp_specialized(&f) {
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
             p.warp_specialized = true;
+            p.persistent = persistent;
         }
     }
     Ok(f)
@@ -41,7 +42,11 @@ pub const PRODUCER_THREADS: i64 = 128;
 /// too, the consumers alone the copies, then the producer leaves at the
 /// loop); and every reduction of the kernel must stay in registers (the
 /// others synchronize the whole block, which the producer has left).
-fn warp_specialized(f: &PrimFunc) -> Option<VarId> {
+///
+/// The pipelined loop may also be the body of such a top-level serial loop
+/// (a persistent kernel's loop over its tiles, see [`persistent_body`]):
+/// then the producer runs that loop too, and `true` comes back with the var.
+fn warp_specialized(f: &PrimFunc) -> Option<(VarId, bool)> {
     if f.launch.threads % 128 != 0 || f.launch.threads + PRODUCER_THREADS > 1024 {
         return None;
     }
@@ -59,23 +64,98 @@ fn warp_specialized(f: &PrimFunc) -> Option<VarId> {
         x => vec![x],
     };
     for (i, s) in top.iter().enumerate() {
-        if let Stmt::For {
+        let (pipe, persistent) = match s {
+            Stmt::For {
+                kind: ForKind::Pipelined { .. },
+                ..
+            } => (*s, false),
+            Stmt::For {
+                kind: ForKind::Serial,
+                body,
+                ..
+            } if has_pipeline(body) => (persistent_body(f, body)?, true),
+            _ => continue,
+        };
+        let Stmt::For {
             var,
             kind: ForKind::Pipelined { stages },
             body,
             ..
-        } = s
-        {
-            let prefix_ok = top[..i]
-                .iter()
-                .all(|x| registers_only(f, x) || consumer_tile_copy(f, x));
-            // Every producer of the pipeline must be a bulk tensor copy.
-            let producers = f.schedule.pipelines.get(var).map(|p| p.tiles.len());
-            let ok = prefix_ok && *stages >= 2 && ws_body(f, body) == producers;
-            return ok.then_some(*var);
-        }
+        } = pipe
+        else {
+            return None;
+        };
+        let prefix_ok = top[..i]
+            .iter()
+            .all(|x| registers_only(f, x) || consumer_tile_copy(f, x));
+        // Every producer of the pipeline must be a bulk tensor copy.
+        let producers = f.schedule.pipelines.get(var).map(|p| p.tiles.len());
+        let ok = prefix_ok && *stages >= 2 && ws_body(f, body) == producers;
+        return ok.then_some((*var, persistent));
     }
     None
+}
+
+fn has_pipeline(s: &Stmt) -> bool {
+    let mut found = false;
+    s.visit(&mut |x| {
+        found |= matches!(
+            x,
+            Stmt::For {
+                kind: ForKind::Pipelined { .. },
+                ..
+            }
+        )
+    });
+    found
+}
+
+/// The pipelined loop of a serial loop's body that the producer warpgroup
+/// can run across iterations: the body is statements the producer can skip
+/// or evaluate alone (scalar bindings without loads, which it needs for the
+/// copies' coordinates; stores into registers, which it skips), then the
+/// pipelined loop, then anything the consumers run alone (the epilogue), with
+/// no other pipelined loop.
+fn persistent_body<'a>(f: &PrimFunc, body: &'a Stmt) -> Option<&'a Stmt> {
+    let items: Vec<&Stmt> = match body {
+        Stmt::Seq(v) => v.iter().collect(),
+        x => vec![x],
+    };
+    let at = items.iter().position(|x| {
+        matches!(
+            x,
+            Stmt::For {
+                kind: ForKind::Pipelined { .. },
+                ..
+            }
+        )
+    })?;
+    let prefix_ok = items[..at].iter().all(|x| match x {
+        Stmt::Let { value, .. } => !has_load(value),
+        Stmt::Barrier => true,
+        x => register_stores_only(f, x),
+    });
+    let rest_ok = !items[at + 1..].iter().any(|x| has_pipeline(x));
+    (prefix_ok && rest_ok).then_some(items[at])
+}
+
+fn has_load(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| found |= matches!(x, Expr::Load(..)));
+    found
+}
+
+/// Loops storing only into fragments or per-thread arrays, binding no
+/// scalar the producer would need (`T::clear` of an accumulator).
+fn register_stores_only(f: &PrimFunc, s: &Stmt) -> bool {
+    let mut binds = false;
+    s.visit(&mut |x| {
+        binds |= matches!(
+            x,
+            Stmt::Let { .. } | Stmt::Local { .. } | Stmt::Assign { .. }
+        )
+    });
+    !binds && registers_only(f, s)
 }
 
 /// A row reduction of a tensor-core accumulator into per-row registers whose
@@ -270,6 +350,7 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
                 stages: *stages,
                 tiles: targets,
                 warp_specialized: false,
+                persistent: false,
             },
         );
     });

@@ -11,6 +11,9 @@ use crate::passes::plan_pipelines::PRODUCER_THREADS;
 /// takes its tensor maps, the launch bounds and the shared pool grow.
 pub(super) struct WsPlan {
     pub var: VarId,
+    /// The serial loop around the pipeline that the producer runs too
+    /// (`Pipeline::persistent`): one pipe for all its iterations.
+    pub outer: Option<VarId>,
     pub stages: i64,
     /// One tensor map per (source tensor, box rows), in parameter order
     /// `tl_tma0, tl_tma1, ..`; every box is 64 columns wide.
@@ -104,6 +107,29 @@ impl WsPlan {
                 }
             }
         });
+        let mut outer = None;
+        if p.persistent {
+            f.body.visit(&mut |s| {
+                if let Stmt::For {
+                    var: o,
+                    kind: ForKind::Serial,
+                    body,
+                    ..
+                } = s
+                {
+                    let items: Vec<&Stmt> = match &**body {
+                        Stmt::Seq(v) => v.iter().collect(),
+                        x => vec![x],
+                    };
+                    if items
+                        .iter()
+                        .any(|x| matches!(x, Stmt::For { var: v, .. } if *v == var))
+                    {
+                        outer = Some(*o);
+                    }
+                }
+            });
+        }
         let pipe_offset = (f.smem.bytes + 7) / 8 * 8;
         let pool = pipe_offset + 16 * p.stages;
         let threads = f.launch.threads + PRODUCER_THREADS;
@@ -125,6 +151,7 @@ impl WsPlan {
                 .min(240);
         Some(WsPlan {
             var,
+            outer,
             stages: p.stages,
             maps,
             pipe_offset,
@@ -331,8 +358,8 @@ impl Writer<'_> {
     ) -> Result<(), Diagnostic> {
         let f = self.f;
         let threads = f.launch.threads;
-        let (pipe_offset, consumer_regs) = match &self.ws {
-            Some(p) if p.var == var => (p.pipe_offset, p.consumer_regs),
+        let (pipe_offset, consumer_regs, persistent) = match &self.ws {
+            Some(p) if p.var == var => (p.pipe_offset, p.consumer_regs, p.outer.is_some()),
             _ => {
                 return Err(err(
                     "internal error: a warp-specialized pipeline without its plan",
@@ -341,33 +368,13 @@ impl Writer<'_> {
         };
         let name = ident(&f.var(var).name);
         let tiles: Vec<BufId> = f.schedule.pipelines[&var].tiles.clone();
-        let copies: Vec<TileCopy> = prod
-            .iter()
-            .map(|x| TileCopy::of(x))
-            .collect::<Option<_>>()
-            .ok_or_else(|| err("internal error: a warp-specialized producer is not a tile copy"))?;
-        let mut cond: Vec<String> = copies
-            .iter()
-            .filter_map(|c| self.vec_cond(c))
-            .flatten()
-            .collect::<BTreeSet<String>>()
-            .into_iter()
-            .collect();
-        if cond.is_empty() {
-            cond.push("true".into());
-        }
-        let bytes: i64 = copies
-            .iter()
-            .map(|c| {
-                let d = f.buf(c.dst);
-                d.dtype.bytes() * d.const_shape().unwrap_or_default().iter().product::<i64>()
-            })
-            .sum();
+        let (copies, cond, bytes) = self.ws_copies(prod)?;
         let pipe = format!("tl::tma::Pipe<{stages}>");
         let gemm = self.stage_gemm(cons, &tiles);
         self.line(&format!(
-            "// T.Pipelined: {stages} stages, warp-specialized: a producer warpgroup issues {} bulk tensor copies per stage",
-            prod.len()
+            "// T.Pipelined: {stages} stages, warp-specialized: a producer warpgroup issues {} bulk tensor copies per stage{}",
+            prod.len(),
+            if persistent { " (its loop runs in the producer's copy of the persistent loop)" } else { "" }
         ));
         self.line("{");
         self.depth += 1;
@@ -375,45 +382,32 @@ impl Writer<'_> {
         self.line(&format!(
             "{pipe}* tl_pipe{k} = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
         ));
-        self.line(&format!(
-            "const bool tl_use_tma{k} = {};",
-            cond.join(" && ")
-        ));
-        self.line(&format!(
-            "if (threadIdx.x == 0) tl_pipe{k}->init({});",
-            threads / 32
-        ));
-        self.line("__syncthreads();");
-        // The producer warpgroup.
-        self.line(&format!("if (threadIdx.x >= {threads}) {{"));
-        self.depth += 1;
-        self.line(&format!("tl::tma::setmaxnreg_dec<{WS_PRODUCER_REGS}>();"));
-        self.line(&format!(
-            "if (tl_use_tma{k} && threadIdx.x == {threads}) {{"
-        ));
-        self.depth += 1;
-        self.line(&format!("{pipe}::State tl_st{k};"));
-        self.line(&format!(
-            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
-        ));
-        self.depth += 1;
-        self.line(&format!("const int {name} = {s0} + tl_i{k};"));
-        self.line(&format!("tl_pipe{k}->producer_acquire(tl_st{k}, {bytes});"));
-        for c in &copies {
-            let dst = self.stage_base(c.dst, &format!("tl_st{k}.stage"));
-            self.tma_load(c, &dst, &format!("tl_pipe{k}->full_bar(tl_st{k})"))?;
+        self.line(&format!("const bool tl_use_tma{k} = {cond};"));
+        if !persistent {
+            self.line(&format!(
+                "if (threadIdx.x == 0) tl_pipe{k}->init({});",
+                threads / 32
+            ));
+            self.line("__syncthreads();");
+            // The producer warpgroup.
+            self.line(&format!("if (threadIdx.x >= {threads}) {{"));
+            self.depth += 1;
+            self.line(&format!("tl::tma::setmaxnreg_dec<{WS_PRODUCER_REGS}>();"));
+            self.line(&format!(
+                "if (tl_use_tma{k} && threadIdx.x == {threads}) {{"
+            ));
+            self.depth += 1;
+            self.line(&format!("{pipe}::State tl_st{k};"));
+            self.ws_produce(k, &name, s0, &copies, bytes)?;
+            self.depth -= 1;
+            self.line("}");
+            self.line("return;");
+            self.depth -= 1;
+            self.line("}");
+            self.line(&format!("tl::tma::setmaxnreg_inc<{consumer_regs}>();"));
         }
-        self.line(&format!("tl_st{k}.advance();"));
-        self.depth -= 1;
-        self.line("}");
-        self.depth -= 1;
-        self.line("}");
-        self.line("return;");
-        self.depth -= 1;
-        self.line("}");
         // The consumers.
         self.ws_split = true;
-        self.line(&format!("tl::tma::setmaxnreg_inc<{consumer_regs}>();"));
         self.line(&format!("if (tl_use_tma{k}) {{"));
         self.depth += 1;
         match gemm {
@@ -449,6 +443,190 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// The bulk tensor copies of a warp-specialized pipeline's producers,
+    /// the run-time test that they can run (else the `cp.async` fallback),
+    /// and the bytes one stage receives.
+    fn ws_copies(&self, prod: &[&Stmt]) -> Result<(Vec<TileCopy>, String, i64), Diagnostic> {
+        let f = self.f;
+        let copies: Vec<TileCopy> = prod
+            .iter()
+            .map(|x| TileCopy::of(x))
+            .collect::<Option<_>>()
+            .ok_or_else(|| err("internal error: a warp-specialized producer is not a tile copy"))?;
+        let mut cond: Vec<String> = copies
+            .iter()
+            .filter_map(|c| self.vec_cond(c))
+            .flatten()
+            .collect::<BTreeSet<String>>()
+            .into_iter()
+            .collect();
+        if cond.is_empty() {
+            cond.push("true".into());
+        }
+        let bytes: i64 = copies
+            .iter()
+            .map(|c| {
+                let d = f.buf(c.dst);
+                d.dtype.bytes() * d.const_shape().unwrap_or_default().iter().product::<i64>()
+            })
+            .sum();
+        Ok((copies, cond.join(" && "), bytes))
+    }
+
+    /// The producer thread's loop over one pipeline's `tl_n{k}` stages on
+    /// state `tl_st{k}`: wait for the stage to be free, announce its bytes,
+    /// issue its copies.
+    fn ws_produce(
+        &mut self,
+        k: usize,
+        name: &str,
+        s0: &str,
+        copies: &[TileCopy],
+        bytes: i64,
+    ) -> Result<(), Diagnostic> {
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("const int {name} = {s0} + tl_i{k};"));
+        self.line(&format!("tl_pipe{k}->producer_acquire(tl_st{k}, {bytes});"));
+        for c in copies {
+            let dst = self.stage_base(c.dst, &format!("tl_st{k}.stage"));
+            self.tma_load(c, &dst, &format!("tl_pipe{k}->full_bar(tl_st{k})"))?;
+        }
+        self.line(&format!("tl_st{k}.advance();"));
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// The consumers' pipe state(s) of pipeline `k`: declared here, or, in a
+    /// persistent loop, references to the state that outlives its tiles.
+    fn ws_state(&mut self, k: usize, pipe: &str, with_prev: bool) {
+        let persistent = self.ws.as_ref().is_some_and(|p| p.outer.is_some());
+        match (persistent, with_prev) {
+            (false, false) => self.line(&format!("{pipe}::State tl_st{k};")),
+            (false, true) => self.line(&format!("{pipe}::State tl_st{k}, tl_prev{k};")),
+            (true, with_prev) => {
+                self.line(&format!("{pipe}::State& tl_st{k} = tl_wst;"));
+                if with_prev {
+                    self.line(&format!("{pipe}::State& tl_prev{k} = tl_wprev;"));
+                }
+            }
+        }
+    }
+
+    /// The serial loop around a persistent warp-specialized pipeline
+    /// (`WsPlan::outer`): the pipe is set up once; the producer warpgroup
+    /// runs its own copy of the loop with only the scalar bindings and shared
+    /// tiles declared before the pipeline and the pipeline's copies, so it fills the next tile's
+    /// stages while the consumers still run this tile's epilogue; the
+    /// consumers run the loop as written, their pipe states carried from
+    /// tile to tile (`ws_state`).
+    pub(super) fn persistent_ws(
+        &mut self,
+        var: VarId,
+        start: &Expr,
+        extent: &Expr,
+        body: &Stmt,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let threads = f.launch.threads;
+        let (inner, stages, pipe_offset, consumer_regs) = match &self.ws {
+            Some(p) => (p.var, p.stages, p.pipe_offset, p.consumer_regs),
+            None => {
+                return Err(err(
+                    "internal error: a persistent pipeline without its plan",
+                ))
+            }
+        };
+        let items: Vec<&Stmt> = match body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let Some(at) = items
+            .iter()
+            .position(|x| matches!(x, Stmt::For { var: v, .. } if *v == inner))
+        else {
+            return Err(err(
+                "internal error: a persistent loop without its pipeline",
+            ));
+        };
+        let Stmt::For {
+            start: i_start,
+            extent: i_extent,
+            body: i_body,
+            ..
+        } = items[at]
+        else {
+            return Err(err(
+                "internal error: a persistent loop without its pipeline",
+            ));
+        };
+        let producers = f.schedule.pipelines[&inner].tiles.len();
+        let i_items: Vec<&Stmt> = match &**i_body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let (copies, cond, bytes) = self.ws_copies(&i_items[..producers.min(i_items.len())])?;
+        let pipe = format!("tl::tma::Pipe<{stages}>");
+        let o = ident(&f.var(var).name);
+        let s0 = self.expr(start)?;
+        let e = self.expr(extent)?;
+        let end = if s0 == "0" { e } else { format!("{s0} + {e}") };
+        let header = format!("for (int {o} = {s0}; {o} < {end}; ++{o})");
+        self.line("// T.serial around a warp-specialized pipeline: one pipe for every iteration; the producer runs the loop too");
+        self.line("{");
+        self.depth += 1;
+        self.line(&format!(
+            "{pipe}* tl_wpipe = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
+        ));
+        self.line(&format!("const bool tl_wuse = {cond};"));
+        self.line(&format!(
+            "if (threadIdx.x == 0) tl_wpipe->init({});",
+            threads / 32
+        ));
+        self.line("__syncthreads();");
+        self.line(&format!("if (threadIdx.x >= {threads}) {{"));
+        self.depth += 1;
+        self.line(&format!("tl::tma::setmaxnreg_dec<{WS_PRODUCER_REGS}>();"));
+        self.line(&format!("if (tl_wuse && threadIdx.x == {threads}) {{"));
+        self.depth += 1;
+        let k = self.nest_counter;
+        self.nest_counter += 1;
+        self.line(&format!("{pipe}* tl_pipe{k} = tl_wpipe;"));
+        self.line(&format!("{pipe}::State tl_st{k};"));
+        self.line(&format!("{header} {{"));
+        self.depth += 1;
+        // The scalars and shared tiles the copies name; nothing else of the
+        // consumers' prologue.
+        for x in &items[..at] {
+            match x {
+                Stmt::Let { .. } => self.stmt(x)?,
+                Stmt::Alloc { buf, .. } if f.buf(*buf).scope == Scope::Shared => self.stmt(x)?,
+                _ => {}
+            }
+        }
+        self.line(&format!("const int tl_n{k} = {};", self.expr(i_extent)?));
+        let name = ident(&f.var(inner).name);
+        let i_s0 = self.expr(i_start)?;
+        self.ws_produce(k, &name, &i_s0, &copies, bytes)?;
+        self.depth -= 1;
+        self.line("}");
+        self.depth -= 1;
+        self.line("}");
+        self.line("return;");
+        self.depth -= 1;
+        self.line("}");
+        self.line(&format!("tl::tma::setmaxnreg_inc<{consumer_regs}>();"));
+        self.line(&format!("{pipe}::State tl_wst, tl_wprev;"));
+        self.ws_split = true;
+        self.loop_body(&header, body)?;
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
     /// The consumers of a warp-specialized pipeline whose stage is one gemm
     /// (`stage_gemm`): one `wgmma` group in flight.
     fn ws_consume_gemm(&mut self, k: usize, g: &Gemm, pipe: &str) -> Result<(), Diagnostic> {
@@ -462,9 +640,9 @@ impl Writer<'_> {
         let acc = self.name(g.c);
         self.line(&format!("{mma}::begin({acc});"));
         if self.f.buf(g.a).dtype.is_f8() {
-            return self.ws_consume_gemm_f8(k, g, &mma);
+            return self.ws_consume_gemm_f8(k, g, pipe, &mma);
         }
-        self.line(&format!("{pipe}::State tl_st{k}, tl_prev{k};"));
+        self.ws_state(k, pipe, true);
         self.line(&format!(
             "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
         ));
@@ -496,11 +674,18 @@ impl Writer<'_> {
     /// its group completed (the tensor cores' fp8 sums are narrower than
     /// f32). `MmaAsync::consume_promoted` alternates two such tiles, so one
     /// group stays in flight while the previous stage is added.
-    fn ws_consume_gemm_f8(&mut self, k: usize, g: &Gemm, mma: &str) -> Result<(), Diagnostic> {
+    fn ws_consume_gemm_f8(
+        &mut self,
+        k: usize,
+        g: &Gemm,
+        pipe: &str,
+        mma: &str,
+    ) -> Result<(), Diagnostic> {
         let acc = self.name(g.c);
         let (a, b) = (self.stage_base(g.a, "tl_s"), self.stage_base(g.b, "tl_s"));
+        self.ws_state(k, pipe, false);
         self.line(&format!(
-            "{mma}::consume_promoted(tl_pipe{k}, tl_n{k}, {acc}, \
+            "{mma}::consume_promoted(tl_pipe{k}, tl_st{k}, tl_n{k}, {acc}, \
              [&](int tl_s) {{ return {a}; }}, [&](int tl_s) {{ return {b}; }});"
         ));
         Ok(())
@@ -518,7 +703,7 @@ impl Writer<'_> {
         tiles: &[BufId],
         cons: &[&Stmt],
     ) -> Result<(), Diagnostic> {
-        self.line(&format!("{pipe}::State tl_st{k};"));
+        self.ws_state(k, pipe, false);
         self.line(&format!(
             "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
         ));

@@ -48,6 +48,9 @@ impl Writer<'_> {
                         f.name
                     )));
                 }
+                if self.ws.as_ref().is_some_and(|p| p.outer == Some(*var)) {
+                    return self.persistent_ws(*var, start, extent, body);
+                }
                 if let Some(p) = f.schedule.pipelines.get(var) {
                     let (stages, producers) = (p.stages, p.tiles.len());
                     return self.pipeline(*var, start, extent, body, stages, producers);

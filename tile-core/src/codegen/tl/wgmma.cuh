@@ -622,16 +622,18 @@ struct MmaAsync {
   }
   __device__ __forceinline__ static void promote(float* acc, float* part) { retire<0>(acc, part); }
 
-  // The consumers' loop of a warp-specialized fp8 pipeline of n stages (Pi: a tl::tma::Pipe;
-  // a_at(s) / b_at(s): the operand tiles of stage s). Two stage register tiles alternate, so
-  // one group stays in flight while the previous stage is added in f32: stage t is issued,
-  // stage t-1 retired and its shared tiles released. The loop is unrolled by two because a
-  // register tile must be named statically (an index into a pair would put it in local memory).
+  // The consumers' loop of a warp-specialized fp8 pipeline of n stages (Pi: a tl::tma::Pipe,
+  // st: the consumers' state, advanced past the n stages; a_at(s) / b_at(s): the operand
+  // tiles of stage s). Two stage register tiles alternate, so one group stays in flight while
+  // the previous stage is added in f32: stage t is issued, stage t-1 retired and its shared
+  // tiles released. The loop is unrolled by two because a register tile must be named
+  // statically (an index into a pair would put it in local memory).
   template <typename Pi, typename FA, typename FB>
-  __device__ __forceinline__ static void consume_promoted(Pi* pipe, int n, float* acc, FA&& a_at, FB&& b_at) {
+  __device__ __forceinline__ static void consume_promoted(Pi* pipe, typename Pi::State& st, int n, float* acc,
+                                                          FA&& a_at, FB&& b_at) {
     if (n <= 0) return;
     float pa[REGS], pb[REGS];
-    typename Pi::State st, prev;
+    typename Pi::State prev;
     pipe->consumer_wait(st);
     issue_part(a_at(st.stage), b_at(st.stage), pa);
     prev = st;

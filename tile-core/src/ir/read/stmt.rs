@@ -287,16 +287,22 @@ impl Reader {
                         tiles.push(self.buf(c)?);
                     }
                     c.punct(")")?;
-                    let mut warp_specialized = false;
+                    let (mut warp_specialized, mut persistent) = (false, false);
                     if c.eat_punct(",") {
                         c.kwarg("warp_specialized")?;
                         c.keyword("true")?;
                         warp_specialized = true;
+                        if c.eat_punct(",") {
+                            c.kwarg("persistent")?;
+                            c.keyword("true")?;
+                            persistent = true;
+                        }
                     }
                     producers = Some(Pipeline {
                         stages,
                         tiles,
                         warp_specialized,
+                        persistent,
                     });
                 }
                 c.punct("]")?;

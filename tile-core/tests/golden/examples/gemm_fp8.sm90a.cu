@@ -62,7 +62,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_fp8_f8e4m3__block_m128
     tl::tma::setmaxnreg_inc<232>();
     if (tl_use_tma1) {
       tl::wg::MmaAsync<__nv_fp8_e4m3, 128, 128, 128, 2, false, true>::begin(acc);
-      tl::wg::MmaAsync<__nv_fp8_e4m3, 128, 128, 128, 2, false, true>::consume_promoted(tl_pipe1, tl_n1, acc, [&](int tl_s) { return a_s + tl_s * 16384; }, [&](int tl_s) { return b_s + tl_s * 16384; });
+      tl::tma::Pipe<4>::State tl_st1;
+      tl::wg::MmaAsync<__nv_fp8_e4m3, 128, 128, 128, 2, false, true>::consume_promoted(tl_pipe1, tl_st1, tl_n1, acc, [&](int tl_s) { return a_s + tl_s * 16384; }, [&](int tl_s) { return b_s + tl_s * 16384; });
     } else {
       #pragma unroll
       for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
