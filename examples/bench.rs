@@ -560,6 +560,75 @@ fn bench_gemm<E: Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZ
     Ok(())
 }
 
+/// `bench persistent`: the persistent GEMM of the example (one pipe across
+/// tiles) beside the one-tile-per-block kernels of the same and a larger
+/// tile, on the large and odd shapes of the Hopper issue.
+fn persistent_rows(
+    dev: Device,
+    stream: &Arc<CudaStream>,
+    blas: &CudaBlas,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let shapes = [
+        (4096, 4096, 4096),
+        (8192, 8192, 8192),
+        (4096, 11008, 4096),
+        (4096, 4096, 11008),
+        (8192, 28672, 8192),
+        (1000, 1000, 1000),
+        (4097, 4095, 4099),
+    ];
+    let f16s: [(&str, Launch<f16>); 3] = [
+        ("gemm f16 nn persistent (128x128)", |a, b, c| {
+            gemm::gemm_persistent(a, b, c)
+        }),
+        ("gemm f16 nn (k64, 96 KiB)", |a, b, c| {
+            gemm::gemm_nn::with(gemm::gemm_nn::Config::DEFAULT).launch(a, b, c)
+        }),
+        ("gemm f16 nn (128x256, 2 warpgroups)", |a, b, c| {
+            gemm_nn_n256(a, b, c)
+        }),
+    ];
+    let bf16s: [(&str, Launch<bf16>); 3] = [
+        ("gemm bf16 nn persistent (128x128)", |a, b, c| {
+            gemm::gemm_persistent(a, b, c)
+        }),
+        ("gemm bf16 nn (k64, 96 KiB)", |a, b, c| {
+            gemm::gemm_nn::with(gemm::gemm_nn::Config::DEFAULT).launch(a, b, c)
+        }),
+        ("gemm bf16 nn (128x256, 2 warpgroups)", |a, b, c| {
+            gemm_nn_n256(a, b, c)
+        }),
+    ];
+    for s in shapes {
+        for (name, f) in &f16s {
+            bench_gemm::<f16>(
+                name,
+                f,
+                dev,
+                stream,
+                blas,
+                s,
+                cudaDataType::CUDA_R_16F,
+                rows,
+            )?;
+        }
+        for (name, f) in &bf16s {
+            bench_gemm::<bf16>(
+                name,
+                f,
+                dev,
+                stream,
+                blas,
+                s,
+                cudaDataType::CUDA_R_16BF,
+                rows,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 fn main() -> Res<()> {
     let dev = Device::default();
     if !dev.is_cuda() {
@@ -577,6 +646,12 @@ fn main() -> Res<()> {
     let only_fp8 = std::env::args().nth(1).as_deref() == Some("fp8");
     if only_fp8 {
         fp8::fp8_rows(dev, &stream, &mut rows)?;
+        print_rows(&rows);
+        roofline::write(&rows, copy_bw, &device);
+        return Ok(());
+    }
+    if std::env::args().nth(1).as_deref() == Some("persistent") {
+        persistent_rows(dev, &stream, &blas, &mut rows)?;
         print_rows(&rows);
         roofline::write(&rows, copy_bw, &device);
         return Ok(());
