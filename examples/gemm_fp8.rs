@@ -60,6 +60,54 @@ pub fn gemm_fp8(
     );
 }
 
+/// The same product as a persistent kernel: `blocks` blocks (one per
+/// multiprocessor of an H100/H200) walk the output tiles. On Hopper the
+/// producer warpgroup runs the tile loop too, so the next tile's first
+/// stages load while the consumers scale and store this one (through `c_s`,
+/// which keeps bytes of its own).
+#[tile::kernel(
+    dtype = [f8e4m3, f8e5m2],
+    block_m = 128,
+    block_n = 128,
+    block_k = 128,
+    stages = 4,
+    threads = 256,
+    blocks = 132
+)]
+pub fn gemm_fp8_persistent(
+    a: Tensor<dtype, (M, K)>,
+    b: Tensor<dtype, (N, K)>,
+    c: TensorMut<bf16, (M, N)>,
+    scale_a: f32,
+    scale_b: f32,
+) {
+    T::kernel(blocks, threads, |bid| {
+        let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
+        let b_s = T::alloc_shared::<dtype>([block_n, block_k]);
+        let c_s = T::alloc_shared::<bf16>([block_m, block_n]);
+        T::annotate_layout(c_s, T::swizzled);
+        let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+        for (bx, by) in T::persistent(
+            [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+            blocks,
+            bid,
+        ) {
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([bx * block_n, ko * block_k]), b_s);
+                T::gemm(a_s, b_s, acc, transpose_b = true);
+            }
+            let scale = scale_a * scale_b;
+            for (i, j) in T::parallel([block_m, block_n]) {
+                acc[(i, j)] = acc[(i, j)] * scale;
+            }
+            T::copy(acc, c_s);
+            T::copy(c_s, c.at([by * block_m, bx * block_n]));
+        }
+    });
+}
+
 /// The host reference: the f32-exact products of the fp8 values, summed in
 /// f64, scaled.
 fn reference<E: Element>(
@@ -112,6 +160,8 @@ pub fn run(
     let mut lines = vec![
         check_one::<f8e4m3>("gemm_fp8 e4m3", gemm_fp8, dev, s)?,
         check_one::<f8e5m2>("gemm_fp8 e5m2", gemm_fp8, dev, s)?,
+        check_one::<f8e4m3>("gemm_fp8_persistent e4m3", gemm_fp8_persistent, dev, s)?,
+        check_one::<f8e5m2>("gemm_fp8_persistent e5m2", gemm_fp8_persistent, dev, s)?,
     ];
     for (config, label) in gemm_fp8::CONFIGS.iter().zip(gemm_fp8::LABELS) {
         lines.push(check_one::<f8e4m3>(

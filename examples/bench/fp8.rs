@@ -3,7 +3,7 @@
 //! two timed alternately in this process (`bench fp8` runs only these).
 
 use super::cublaslt::{cublaslt_available, Fp8Gemm, OutType};
-use super::gemm_fp8::gemm_fp8;
+use super::gemm_fp8::{gemm_fp8, gemm_fp8_persistent};
 use super::roofline::{Roof, Work};
 use super::{time_pair_ms, Res, Row};
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
@@ -96,19 +96,21 @@ fn fp8_shape(
             .map(|r| r.chosen_label.clone())
             .unwrap_or_default()
     };
-    for (label, tune) in [
-        (String::from("default"), false),
-        (format!("tuned: {tuned}"), true),
+    // 0: the default variant, 1: the tuned one, 2: the persistent kernel.
+    for (label, mode) in [
+        (String::from("default"), 0),
+        (format!("tuned: {tuned}"), 1),
+        (String::from("persistent 128x128"), 2),
     ] {
         let (t_tile, t_lt) = time_pair_ms(
             stream,
             5,
             50,
             || {
-                if tune {
-                    gemm_fp8::tune().launch(&a, &b, &mut c, sa, sb)?;
-                } else {
-                    gemm_fp8::with(default).launch(&a, &b, &mut c, sa, sb)?;
+                match mode {
+                    0 => gemm_fp8::with(default).launch(&a, &b, &mut c, sa, sb)?,
+                    1 => gemm_fp8::tune().launch(&a, &b, &mut c, sa, sb)?,
+                    _ => gemm_fp8_persistent(&a, &b, &mut c, sa, sb)?,
                 }
                 Ok(())
             },
@@ -117,7 +119,10 @@ fn fp8_shape(
         let (tf, lf) = (flops / t_tile / 1e9, flops / t_lt / 1e9);
         rows.push(Row {
             what: format!("{what} ({label})"),
-            series: format!("gemm_fp8 e4m3 ({})", if tune { "tuned" } else { "default" }),
+            series: format!(
+                "gemm_fp8 e4m3 ({})",
+                ["default", "tuned", "persistent"][mode]
+            ),
             tile: format!("{tf:.1} TFLOP/s"),
             base: format!("cuBLASLt fp8 {lf:.1} TFLOP/s"),
             ratio: tf / lf,
