@@ -178,8 +178,9 @@ pub(super) fn pipelined(cx: &mut Ctx, k: &Call, site: &ForSite, out: &mut Vec<St
 /// `gx x gy` domain handed out to a fixed number of blocks (a persistent kernel, as
 /// TileLang's `T.Persistent`). The block with index `index` (of `wave_size` blocks, the
 /// grid) takes tiles `index`, `index + wave_size`, `index + 2 * wave_size`, .. of the
-/// domain in row-major order with the first dim fastest (as block indices run), so
-/// each wave covers `wave_size` consecutive tiles. Lowered here, to a serial loop over
+/// domain, so each wave covers `wave_size` consecutive tiles: in row-major order with
+/// the first dim fastest (as block indices run) for 1-D and 3-D domains, in groups of
+/// 8 columns for 2-D ones ([`grouped_coords`]). Lowered here, to a serial loop over
 /// this block's tiles that binds the names to the tile's coordinates: the passes and
 /// backends see an ordinary loop.
 pub(super) fn persistent(cx: &mut Ctx, k: &Call, site: &ForSite, out: &mut Vec<Stmt>) {
@@ -254,6 +255,20 @@ pub(super) fn persistent(cx: &mut Ctx, k: &Call, site: &ForSite, out: &mut Vec<S
         value: Expr::add(index, Expr::mul(Expr::Var(w, DType::I32), wave)),
     }];
     cx.push();
+    if extents.len() == 2 {
+        grouped_coords(cx, site, &tile_v, &extents, &mut body);
+        body.extend(lower_block(cx, &site.f.body));
+        cx.pop();
+        out.push(Stmt::For {
+            loc: cx.loc,
+            var: w,
+            start: Expr::int(0),
+            extent: count,
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::Seq(body)),
+        });
+        return;
+    }
     // Coordinate d: (tile / (extent_0 * .. * extent_{d-1})) % extent_d (no `%` on the last).
     let mut stride: Option<Expr> = None;
     for (d, (name, _)) in site.names.iter().enumerate() {
@@ -283,6 +298,43 @@ pub(super) fn persistent(cx: &mut Ctx, k: &Call, site: &ForSite, out: &mut Vec<S
         kind: ForKind::Serial,
         body: Box::new(Stmt::Seq(body)),
     });
+}
+
+/// Columns of a group in the order of a 2-D persistent domain.
+const PERSISTENT_GROUP: i64 = 8;
+
+/// The coordinates of tile `t` of a 2-D persistent domain `[gx, gy]` in
+/// grouped order (as `T::use_swizzle` orders a grid): groups of
+/// `PERSISTENT_GROUP` columns (dim 0), each walked row by row (dim 1), so
+/// the tiles that run at the same time share a few column panels and a few
+/// row panels (a GEMM's B and A stay in L2) instead of one row across every
+/// column. Every tile is still visited once.
+fn grouped_coords(cx: &mut Ctx, site: &ForSite, t: &Expr, ext: &[Expr], body: &mut Vec<Stmt>) {
+    let g = Expr::int(PERSISTENT_GROUP);
+    let (gx, gy) = (ext[0].clone(), ext[1].clone());
+    let mut bind = |name: &str, value: Expr, body: &mut Vec<Stmt>| {
+        let v = cx.f.new_var(name, DType::I32);
+        body.push(Stmt::Let { var: v, value });
+        Expr::Var(v, DType::I32)
+    };
+    let per_group = Expr::mul(g.clone(), gy);
+    let first = bind(
+        "tl_first",
+        Expr::mul(Expr::bin(BinOp::Div, t.clone(), per_group.clone()), g.clone()),
+        body,
+    );
+    let width = bind(
+        "tl_width",
+        Expr::bin(BinOp::Min, Expr::bin(BinOp::Sub, gx, first.clone()), g),
+        body,
+    );
+    let local = bind("tl_local", Expr::bin(BinOp::Rem, t.clone(), per_group), body);
+    let x = Expr::add(first, Expr::bin(BinOp::Rem, local.clone(), width.clone()));
+    let y = Expr::bin(BinOp::Div, local, width);
+    for ((name, _), value) in site.names.iter().zip([x, y]) {
+        let v = loop_var(cx, name);
+        body.push(Stmt::Let { var: v, value });
+    }
 }
 
 /// A new loop variable named `name`, bound in the current scope (`_` binds

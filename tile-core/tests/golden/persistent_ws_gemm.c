@@ -17,8 +17,11 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
     float acc[16384];
     for (int32_t tl_wave_ = 0; tl_wave_ < (((((((N + 128) - 1) / 128) * (((M + 128) - 1) / 128)) - bid) + 131) / 132); ++tl_wave_) {
       const int32_t tl_tile_ = (bid + (tl_wave_ * 132));
-      const int32_t bx = (tl_tile_ % (((N + 128) - 1) / 128));
-      const int32_t by = (tl_tile_ / (((N + 128) - 1) / 128));
+      const int32_t tl_first_ = ((tl_tile_ / (8 * (((M + 128) - 1) / 128))) * 8);
+      const int32_t tl_width_ = ((((((N + 128) - 1) / 128) - tl_first_)) < (8) ? (((((N + 128) - 1) / 128) - tl_first_)) : (8));
+      const int32_t tl_local_ = (tl_tile_ % (8 * (((M + 128) - 1) / 128)));
+      const int32_t bx = (tl_first_ + (tl_local_ % tl_width_));
+      const int32_t by = (tl_local_ / tl_width_);
       uint16_t a_s[8192];
       uint16_t b_s[8192];
       for (int32_t i = 0; i < 128; ++i) {
@@ -43,7 +46,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
             }
           }
         }
-        if (((((ko * 64) + 63) < K) && (((bx * 128) + 127) < N))) {
+        if (((((ko * 64) + 63) < K) && (((((int64_t)(bx)) * 128) + 127) < N))) {
           for (int32_t i_2 = 0; i_2 < 64; ++i_2) {
             #pragma GCC ivdep
             for (int32_t j_2 = 0; j_2 < 128; ++j_2) {
@@ -54,7 +57,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
           for (int32_t i_2_1 = 0; i_2_1 < 64; ++i_2_1) {
             #pragma GCC ivdep
             for (int32_t j_2_1 = 0; j_2_1 < 128; ++j_2_1) {
-              b_s[((i_2_1 * 128) + j_2_1)] = tl_f2h((((((ko * 64) + i_2_1) < K) && (((bx * 128) + j_2_1) < N)) ? tl_h2f(b[((((ko * 64) + i_2_1) * N) + ((bx * 128) + j_2_1))]) : 0.0f));
+              b_s[((i_2_1 * 128) + j_2_1)] = tl_f2h((((((ko * 64) + i_2_1) < K) && (((((int64_t)(bx)) * 128) + j_2_1) < N)) ? tl_h2f(b[((((ko * 64) + i_2_1) * N) + ((bx * 128) + j_2_1))]) : 0.0f));
             }
           }
         }
@@ -76,7 +79,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
           c_s[((i_4 * 128) + j_4)] = tl_f2h(tl_rh((float)(acc[((i_4 * 128) + j_4)])));
         }
       }
-      if (((((((int64_t)(by)) * 128) + 127) < M) && (((bx * 128) + 127) < N))) {
+      if (((((((int64_t)(by)) * 128) + 127) < M) && (((((int64_t)(bx)) * 128) + 127) < N))) {
         for (int32_t i_5 = 0; i_5 < 128; ++i_5) {
           #pragma GCC ivdep
           for (int32_t j_5 = 0; j_5 < 128; ++j_5) {
@@ -87,7 +90,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
         for (int32_t i_5_1 = 0; i_5_1 < 128; ++i_5_1) {
           #pragma GCC ivdep
           for (int32_t j_5_1 = 0; j_5_1 < 128; ++j_5_1) {
-            if (((((((int64_t)(by)) * 128) + i_5_1) < M) && (((bx * 128) + j_5_1) < N))) {
+            if (((((((int64_t)(by)) * 128) + i_5_1) < M) && (((((int64_t)(bx)) * 128) + j_5_1) < N))) {
               c[((((by * 128) + i_5_1) * N) + ((bx * 128) + j_5_1))] = tl_f2h(tl_h2f(c_s[((i_5_1 * 128) + j_5_1)]));
             }
           }

@@ -28,8 +28,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
         tl::tma::Pipe<3>::State tl_st0;
         for (int tl_wave_ = 0; tl_wave_ < (((((((N + 128) - 1) / 128) * (((M + 128) - 1) / 128)) - bid) + 131) / 132); ++tl_wave_) {
           const int tl_tile_ = (bid + (tl_wave_ * 132));
-          const int bx = (tl_tile_ % (((N + 128) - 1) / 128));
-          const int by = (tl_tile_ / (((N + 128) - 1) / 128));
+          const int tl_first_ = ((tl_tile_ / (8 * (((M + 128) - 1) / 128))) * 8);
+          const int tl_width_ = min(((((N + 128) - 1) / 128) - tl_first_), 8);
+          const int tl_local_ = (tl_tile_ % (8 * (((M + 128) - 1) / 128)));
+          const int bx = (tl_first_ + (tl_local_ % tl_width_));
+          const int by = (tl_local_ / tl_width_);
           half* __restrict__ a_s = reinterpret_cast<half*>(tl_smem + 0);  // 24576 elements
           half* __restrict__ b_s = reinterpret_cast<half*>(tl_smem + 49152);  // 24576 elements
           const int tl_n0 = (((K + 64) - 1) / 64);
@@ -48,8 +51,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
     tl::tma::Pipe<3>::State tl_wst, tl_wprev;
     for (int tl_wave_ = 0; tl_wave_ < (((((((N + 128) - 1) / 128) * (((M + 128) - 1) / 128)) - bid) + 131) / 132); ++tl_wave_) {
       const int tl_tile_ = (bid + (tl_wave_ * 132));
-      const int bx = (tl_tile_ % (((N + 128) - 1) / 128));
-      const int by = (tl_tile_ / (((N + 128) - 1) / 128));
+      const int tl_first_ = ((tl_tile_ / (8 * (((M + 128) - 1) / 128))) * 8);
+      const int tl_width_ = min(((((N + 128) - 1) / 128) - tl_first_), 8);
+      const int tl_local_ = (tl_tile_ % (8 * (((M + 128) - 1) / 128)));
+      const int bx = (tl_first_ + (tl_local_ % tl_width_));
+      const int by = (tl_local_ / tl_width_);
       half* __restrict__ a_s = reinterpret_cast<half*>(tl_smem + 0);  // 24576 elements
       half* __restrict__ b_s = reinterpret_cast<half*>(tl_smem + 49152);  // 24576 elements
       // T.Parallel[128, 128] over the gemm accumulator layout
@@ -160,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
       }
       tl::wg::fence_proxy_async();
       tl::tma::bar_sync<1, 256>();
-      if (((((((long long)(by)) * 128) + 127) < M) && (((bx * 128) + 127) < N))) {
+      if (((((((long long)(by)) * 128) + 127) < M) && (((((long long)(bx)) * 128) + 127) < N))) {
         if (N % 8 == 0) {
           // T.Parallel[128, 128]: 16384 elements over 256 threads, 8 per chunk
           #pragma unroll
@@ -194,7 +200,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
           const int tl_flat6 = tl_it6 * 256 + (int)threadIdx.x;
           const int i_2_1 = tl_flat6 / 128;
           const int j_2_1 = tl_flat6 % 128;
-          if (((((((long long)(by)) * 128) + i_2_1) < M) && (((bx * 128) + j_2_1) < N))) {
+          if (((((((long long)(by)) * 128) + i_2_1) < M) && (((((long long)(bx)) * 128) + j_2_1) < N))) {
             c[((((by * 128) + i_2_1) * N) + ((bx * 128) + j_2_1))] = c_s[tl::smem_offset<128, 128>(i_2_1, j_2_1)];
           }
         }
