@@ -20,12 +20,13 @@
 //! aligned, the row length a multiple of 8 elements, i.e. 16-byte row strides); otherwise
 //! it copies with `cp.async`. A tensor the engine cannot describe therefore gets an
 //! all-zero map, which that test keeps unused, rather than an error. Encoded maps are
-//! cached per (address, rows, columns, box, dtype), so a warm launch costs one hash
-//! lookup per map.
+//! cached per (address, rows, columns, box, dtype): a warm launch finds its maps among
+//! the few its thread used last (no lock, no hash), else takes one hash lookup per map.
 //!
 //! (The comment lines stand in for fields of the kernel spec that the launcher macro does
 //! not emit yet; moving them there changes nothing else here.)
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Mutex, OnceLock};
@@ -214,16 +215,56 @@ pub(crate) fn map_for(
     let Some(g) = geometry(a.dtype, a.shape, a.ptr as u64, spec) else {
         return Ok(sys::CUtensorMap { opaque: [0; 16] });
     };
-    let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(m) = c.get(&g) {
-        return Ok(*m);
+    if let Some(m) = RECENT.with(|r| r.borrow().find(&g)) {
+        return Ok(m);
     }
-    let m = encode(&g)?;
-    if c.len() >= CACHE_ENTRIES {
-        c.clear();
-    }
-    c.insert(g, m);
+    let m = {
+        let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
+        match c.get(&g) {
+            Some(m) => *m,
+            None => {
+                let m = encode(&g)?;
+                if c.len() >= CACHE_ENTRIES {
+                    c.clear();
+                }
+                c.insert(g, m);
+                m
+            }
+        }
+    };
+    RECENT.with(|r| r.borrow_mut().put(g, m));
     Ok(m)
+}
+
+/// The maps this thread used last: a launch loop finds its maps here without the
+/// shared cache's lock and hashing (the launch-cost bar counts every 100 ns).
+const RECENT_ENTRIES: usize = 8;
+
+struct Recent {
+    slots: [Option<(Geometry, sys::CUtensorMap)>; RECENT_ENTRIES],
+    /// The slot the next new map replaces (round robin).
+    next: usize,
+}
+
+impl Recent {
+    fn find(&self, g: &Geometry) -> Option<sys::CUtensorMap> {
+        self.slots
+            .iter()
+            .flatten()
+            .find(|(k, _)| k == g)
+            .map(|(_, m)| *m)
+    }
+
+    fn put(&mut self, g: Geometry, m: sys::CUtensorMap) {
+        self.slots[self.next] = Some((g, m));
+        self.next = (self.next + 1) % RECENT_ENTRIES;
+    }
+}
+
+thread_local! {
+    static RECENT: RefCell<Recent> = const {
+        RefCell::new(Recent { slots: [None; RECENT_ENTRIES], next: 0 })
+    };
 }
 
 /// Calls `f` with `params` followed by pointers to the kernel's tensor maps (none
