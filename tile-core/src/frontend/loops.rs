@@ -320,7 +320,10 @@ fn grouped_coords(cx: &mut Ctx, site: &ForSite, t: &Expr, ext: &[Expr], body: &m
     let per_group = Expr::mul(g.clone(), gy);
     let first = bind(
         "tl_first",
-        Expr::mul(Expr::bin(BinOp::Div, t.clone(), per_group.clone()), g.clone()),
+        Expr::mul(
+            Expr::bin(BinOp::Div, t.clone(), per_group.clone()),
+            g.clone(),
+        ),
         body,
     );
     let width = bind(
@@ -328,7 +331,11 @@ fn grouped_coords(cx: &mut Ctx, site: &ForSite, t: &Expr, ext: &[Expr], body: &m
         Expr::bin(BinOp::Min, Expr::bin(BinOp::Sub, gx, first.clone()), g),
         body,
     );
-    let local = bind("tl_local", Expr::bin(BinOp::Rem, t.clone(), per_group), body);
+    let local = bind(
+        "tl_local",
+        Expr::bin(BinOp::Rem, t.clone(), per_group),
+        body,
+    );
     let x = Expr::add(first, Expr::bin(BinOp::Rem, local.clone(), width.clone()));
     let y = Expr::bin(BinOp::Div, local, width);
     for ((name, _), value) in site.names.iter().zip([x, y]) {

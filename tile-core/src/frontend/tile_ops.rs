@@ -105,9 +105,50 @@ pub(super) fn copy(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
     let (Some(src), Some(dst)) = (region_ref(cx, k.args[0]), region_ref(cx, k.args[1])) else {
         return;
     };
-    if let Some(s) = resolve_copy(cx, src, dst, k.span()) {
+    let prefer = match k.args.get(2) {
+        Some(kw) => match copy_instruction(cx, kw) {
+            Some(p) => p,
+            None => return,
+        },
+        None => CopyPref::Auto,
+    };
+    if let Some(mut s) = resolve_copy(cx, src, dst, k.span()) {
+        if let Stmt::Copy { prefer: p, .. } = &mut s {
+            *p = prefer;
+        }
         out.push(s);
     }
+}
+
+/// `instruction = "tma" | "cp_async" | "loops"`, the third argument of `T::copy`.
+fn copy_instruction(cx: &mut Ctx, kw: &syn::Expr) -> Option<CopyPref> {
+    let names = CopyPref::NAMES.map(|(n, _)| format!("\"{n}\"")).join(", ");
+    let syn::Expr::Assign(a) = kw else {
+        cx.err(
+            range(kw),
+            format!("the optional argument of `T::copy` is `instruction = ..`, one of {names}"),
+        );
+        return None;
+    };
+    let is_key = matches!(&*a.left, syn::Expr::Path(p) if p.path.is_ident("instruction"));
+    if !is_key {
+        cx.err(
+            range(&a.left),
+            "unknown `T::copy` option; the option is `instruction`",
+        );
+        return None;
+    }
+    let value = match &*a.right {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) => CopyPref::from_name(&s.value()),
+        _ => None,
+    };
+    if value.is_none() {
+        cx.err(range(&a.right), format!("`instruction` is one of {names}"));
+    }
+    value
 }
 
 /// `T::fill(buf, value)`, and `T::clear(buf)` (`value: None`, zero).
@@ -386,6 +427,7 @@ fn resolve_copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Opt
     Some(Stmt::Copy {
         loc: cx.loc,
         inst: CopyInst::Loops,
+        prefer: CopyPref::Auto,
         src: s,
         dst: d,
     })

@@ -284,7 +284,17 @@ impl Printer<'_> {
                 );
                 self.line(d, &t);
             }
-            Stmt::Copy { src, dst, inst, .. } => {
+            Stmt::Copy {
+                src,
+                dst,
+                inst,
+                prefer,
+                ..
+            } => {
+                let prefer = match prefer {
+                    CopyPref::Auto => String::new(),
+                    p => format!(", prefer=\"{}\"", p.name()),
+                };
                 // Set on CUDA by `lower_tile_ops`.
                 let inst = match inst {
                     CopyInst::Loops => String::new(),
@@ -304,7 +314,11 @@ impl Printer<'_> {
                         format!(", inst=\"tma\", vector_if=({})", names.join(", "))
                     }
                 };
-                let t = format!("T.copy({}, {}{inst})", self.region(src), self.region(dst));
+                let t = format!(
+                    "T.copy({}, {}{prefer}{inst})",
+                    self.region(src),
+                    self.region(dst)
+                );
                 self.line(d, &t);
             }
             Stmt::AtomicAddTile { src, dst, .. } => {

@@ -100,6 +100,41 @@ pub enum CopyInst {
     Tma { vector_if: Vec<VarId> },
 }
 
+/// The instruction a `T::copy` asks for (`instruction = ".."`, as TileLang's
+/// copy can be told which instruction to prefer). `lower_tile_ops` and
+/// `plan_pipelines` honour it or report why they cannot, at the copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CopyPref {
+    /// The passes choose.
+    #[default]
+    Auto,
+    /// `"loops"`: a `T::parallel` nest of loads and stores, never a tile copy.
+    Loops,
+    /// `"cp_async"`: a `cp.async` tile copy (CUDA), never a bulk tensor copy,
+    /// so a pipeline it feeds is not warp-specialized.
+    CpAsync,
+    /// `"tma"`: on Hopper a bulk tensor copy issued by a warp-specialized
+    /// pipeline's producer; on other GPUs the `cp.async` tile copy.
+    Tma,
+}
+
+impl CopyPref {
+    pub const NAMES: [(&'static str, CopyPref); 3] = [
+        ("loops", CopyPref::Loops),
+        ("cp_async", CopyPref::CpAsync),
+        ("tma", CopyPref::Tma),
+    ];
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, p)| *p == self)
+            .map_or("auto", |(n, _)| n)
+    }
+    pub fn from_name(s: &str) -> Option<CopyPref> {
+        Self::NAMES.iter().find(|(n, _)| *n == s).map(|(_, p)| *p)
+    }
+}
+
 /// The instructions a `T::gemm` runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum GemmInst {
@@ -214,6 +249,8 @@ pub enum Stmt {
         loc: Loc,
         /// How it runs, chosen by `lower_tile_ops`; `Loops` until then.
         inst: CopyInst,
+        /// The user's `instruction = ".."`, which that choice must honour.
+        prefer: CopyPref,
     },
     /// `dst += src` element-wise with atomic adds (`T::atomic_add` of a tile).
     AtomicAddTile {

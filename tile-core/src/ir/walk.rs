@@ -85,11 +85,13 @@ impl Stmt {
                 dst,
                 loc,
                 inst,
+                prefer,
             } => Stmt::Copy {
                 src: region(src, f),
                 dst: region(dst, f),
                 loc,
                 inst,
+                prefer,
             },
             Stmt::AtomicAddTile { src, dst, loc } => Stmt::AtomicAddTile {
                 src: region(src, f),

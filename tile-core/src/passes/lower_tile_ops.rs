@@ -23,30 +23,69 @@ use std::collections::BTreeSet;
 
 pub fn run(mut f: PrimFunc, target: Target) -> Result<PrimFunc, Diagnostic> {
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
-    f.body = lower(&mut f, body, target);
-    Ok(f)
+    let mut errs = Vec::new();
+    f.body = lower(&mut f, body, target, &mut errs);
+    match errs.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(f),
+    }
 }
 
-fn lower(f: &mut PrimFunc, s: Stmt, target: Target) -> Stmt {
+fn lower(f: &mut PrimFunc, s: Stmt, target: Target, errs: &mut Vec<Diagnostic>) -> Stmt {
     // The nests made from a tile op report errors at the op.
     let loc = s.loc();
     let lowered = match s {
         Stmt::Seq(..) | Stmt::For { .. } | Stmt::If { .. } => {
-            return s.map_children(&mut |c| lower(f, c, target))
+            return s.map_children(&mut |c| lower(f, c, target, errs))
         }
-        Stmt::Copy { src, dst, loc, .. }
-            if target == Target::Cuda && is_tile_copy(f, &src, &dst) =>
-        {
+        Stmt::Copy {
+            src,
+            dst,
+            loc,
+            prefer,
+            ..
+        } if target == Target::Cuda && prefer != CopyPref::Loops && is_tile_copy(f, &src, &dst) => {
             let inst = match vector_if(f, &src) {
-                Some(v) if is_tma_copy(f, &src, &dst) => CopyInst::Tma { vector_if: v },
+                Some(v) if prefer != CopyPref::CpAsync && is_tma_copy(f, &src, &dst) => {
+                    CopyInst::Tma { vector_if: v }
+                }
                 v => CopyInst::CpAsyncTile { vector_if: v },
             };
+            // "tma" on Hopper must be a bulk tensor copy; other GPUs have none.
+            if prefer == CopyPref::Tma
+                && f.arch == CudaArch::Sm90a
+                && !matches!(inst, CopyInst::Tma { .. })
+            {
+                errs.push(Diagnostic::at(loc, format!(
+                    "kernel `{}`: `instruction = \"tma\"`: this copy cannot be a bulk tensor copy: it must fill a \
+                     whole tile that a `T::gemm` reads on `wgmma` (of 128-byte rows, at most 256 rows) from a \
+                     2-D tile of a tensor whose row length and tile origin are provably multiples of 16 bytes",
+                    f.name
+                )));
+            }
             Stmt::Copy {
                 loc,
                 src,
                 dst,
                 inst,
+                prefer,
             }
+        }
+        Stmt::Copy {
+            src,
+            dst,
+            loc,
+            prefer: p @ (CopyPref::CpAsync | CopyPref::Tma),
+            ..
+        } if target == Target::Cuda => {
+            errs.push(Diagnostic::at(loc, format!(
+                "kernel `{}`: `instruction = \"{}\"`: this copy is not a tile copy: a 2-D tile of a global \
+                 tensor into a whole swizzled shared tile of its dtype (a tensor-core operand), whose 16-byte \
+                 chunks divide among the block's threads",
+                f.name,
+                p.name()
+            )));
+            copy(f, src, dst, false)
         }
         Stmt::Copy { src, dst, .. } => copy(f, src, dst, false),
         Stmt::AtomicAddTile { src, dst, .. } => copy(f, src, dst, true),

@@ -26,7 +26,47 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             p.persistent = persistent;
         }
     }
+    tma_requests_met(&f)?;
     Ok(f)
+}
+
+/// A copy the user asked to be a bulk tensor copy (`instruction = "tma"`,
+/// recorded as `CopyInst::Tma` on Hopper) is issued so only by the producer
+/// of a warp-specialized pipeline: anywhere else it would quietly run as
+/// `cp.async`, so that is an error at the copy.
+fn tma_requests_met(f: &PrimFunc) -> Result<(), Diagnostic> {
+    let ws_tiles: Vec<BufId> = f
+        .schedule
+        .pipelines
+        .values()
+        .filter(|p| p.warp_specialized)
+        .flat_map(|p| p.tiles.iter().copied())
+        .collect();
+    let mut err = None;
+    f.body.visit(&mut |s| {
+        if let Stmt::Copy {
+            dst,
+            loc,
+            inst: CopyInst::Tma { .. },
+            prefer: CopyPref::Tma,
+            ..
+        } = s
+        {
+            if err.is_none() && !ws_tiles.contains(&dst.buf) {
+                err = Some(Diagnostic::at(
+                    *loc,
+                    format!(
+                        "kernel `{}`: `instruction = \"tma\"`: a bulk tensor copy is issued by the producer of a \
+                         warp-specialized pipeline, and this copy is not one's: the producers of a `T::pipelined` \
+                         loop (all bulk tensor copies) whose body then runs a `wgmma` gemm over all the block's \
+                         warpgroups, at the kernel's top level or in a persistent loop (`tile inspect --emit passes`)",
+                        f.name
+                    ),
+                ));
+            }
+        }
+    });
+    err.map_or(Ok(()), Err)
 }
 
 /// Threads a warp-specialized pipeline adds to the block: its producer warpgroup.

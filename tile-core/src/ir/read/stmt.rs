@@ -453,7 +453,19 @@ impl Reader {
                 c.punct(",")?;
                 let dst = self.region(c)?;
                 let mut inst = CopyInst::Loops;
-                if c.eat_punct(",") {
+                let mut prefer = CopyPref::Auto;
+                let mut more = c.eat_punct(",");
+                if more && c.eat_ident("prefer") {
+                    c.punct("=")?;
+                    let name = c.string()?;
+                    let Some(p) = CopyPref::from_name(&name) else {
+                        c.i -= 1;
+                        return c.err(format!("unknown copy preference {name:?}"));
+                    };
+                    prefer = p;
+                    more = c.eat_punct(",");
+                }
+                if more {
                     c.kwarg("inst")?;
                     let name = c.string()?;
                     if name == "tma" {
@@ -484,6 +496,7 @@ impl Reader {
                     src,
                     dst,
                     inst,
+                    prefer,
                     loc: Loc::NONE,
                 }
             }
