@@ -578,53 +578,52 @@ fn persistent_rows(
         (1000, 1000, 1000),
         (4097, 4095, 4099),
     ];
-    let f16s: [(&str, Launch<f16>); 3] = [
-        ("gemm f16 nn persistent (128x128)", |a, b, c| {
-            gemm::gemm_persistent(a, b, c)
-        }),
-        ("gemm f16 nn (k64, 96 KiB)", |a, b, c| {
-            gemm::gemm_nn::with(gemm::gemm_nn::Config::DEFAULT).launch(a, b, c)
-        }),
-        ("gemm f16 nn (128x256, 2 warpgroups)", |a, b, c| {
-            gemm_nn_n256(a, b, c)
-        }),
-    ];
-    let bf16s: [(&str, Launch<bf16>); 3] = [
-        ("gemm bf16 nn persistent (128x128)", |a, b, c| {
-            gemm::gemm_persistent(a, b, c)
-        }),
-        ("gemm bf16 nn (k64, 96 KiB)", |a, b, c| {
-            gemm::gemm_nn::with(gemm::gemm_nn::Config::DEFAULT).launch(a, b, c)
-        }),
-        ("gemm bf16 nn (128x256, 2 warpgroups)", |a, b, c| {
-            gemm_nn_n256(a, b, c)
-        }),
-    ];
     for s in shapes {
-        for (name, f) in &f16s {
-            bench_gemm::<f16>(
-                name,
-                f,
-                dev,
-                stream,
-                blas,
-                s,
-                cudaDataType::CUDA_R_16F,
-                rows,
-            )?;
-        }
-        for (name, f) in &bf16s {
-            bench_gemm::<bf16>(
-                name,
-                f,
-                dev,
-                stream,
-                blas,
-                s,
-                cudaDataType::CUDA_R_16BF,
-                rows,
-            )?;
-        }
+        persistent_set::<f16>(
+            "f16",
+            cudaDataType::CUDA_R_16F,
+            (dev, stream, blas),
+            s,
+            rows,
+        )?;
+        persistent_set::<bf16>(
+            "bf16",
+            cudaDataType::CUDA_R_16BF,
+            (dev, stream, blas),
+            s,
+            rows,
+        )?;
+    }
+    Ok(())
+}
+
+/// The three kernels of `bench persistent` in one dtype on one shape.
+fn persistent_set<E>(
+    dname: &str,
+    dt: cudaDataType,
+    (dev, stream, blas): (Device, &Arc<CudaStream>, &CudaBlas),
+    shape: (usize, usize, usize),
+    rows: &mut Vec<Row>,
+) -> Res<()>
+where
+    E: gemm::gemm_persistent::Dtype
+        + gemm::gemm_nn::Dtype
+        + gemm_nn_n256::Dtype
+        + cudarc::driver::DeviceRepr
+        + cudarc::driver::ValidAsZeroBits,
+{
+    let kernels: [(&str, Launch<E>); 3] = [
+        ("persistent (128x128)", |a, b, c| {
+            gemm::gemm_persistent(a, b, c)
+        }),
+        ("(k64, 96 KiB)", |a, b, c| {
+            gemm::gemm_nn::with(gemm::gemm_nn::Config::DEFAULT).launch(a, b, c)
+        }),
+        ("(128x256, 2 warpgroups)", |a, b, c| gemm_nn_n256(a, b, c)),
+    ];
+    for (what, f) in kernels {
+        let name = format!("gemm {dname} nn {what}");
+        bench_gemm::<E>(&name, &f, dev, stream, blas, shape, dt, rows)?;
     }
     Ok(())
 }
@@ -643,21 +642,14 @@ fn main() -> Res<()> {
     // Measured in every mode: it is the roofline's memory roof.
     let copy_bw = copy_bandwidth(&stream)?;
     let device = stream.context().name().unwrap_or_else(|_| dev.to_string());
-    let only_fp8 = std::env::args().nth(1).as_deref() == Some("fp8");
-    if only_fp8 {
-        fp8::fp8_rows(dev, &stream, &mut rows)?;
-        print_rows(&rows);
-        roofline::write(&rows, copy_bw, &device);
-        return Ok(());
-    }
-    if std::env::args().nth(1).as_deref() == Some("persistent") {
-        persistent_rows(dev, &stream, &blas, &mut rows)?;
-        print_rows(&rows);
-        roofline::write(&rows, copy_bw, &device);
-        return Ok(());
-    }
-    if std::env::args().nth(1).as_deref() == Some("splitk") {
-        splitk::splitk_rows(dev, &stream, &blas, &mut rows)?;
+    // The modes that time one group of rows alone.
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    if matches!(mode.as_str(), "fp8" | "persistent" | "splitk") {
+        match mode.as_str() {
+            "fp8" => fp8::fp8_rows(dev, &stream, &mut rows)?,
+            "persistent" => persistent_rows(dev, &stream, &blas, &mut rows)?,
+            _ => splitk::splitk_rows(dev, &stream, &blas, &mut rows)?,
+        }
         print_rows(&rows);
         roofline::write(&rows, copy_bw, &device);
         return Ok(());
@@ -726,7 +718,7 @@ fn main() -> Res<()> {
     // The memory-bound table now (the GEMM part takes minutes); `bench
     // memory` stops here.
     print_rows(&rows);
-    if std::env::args().nth(1).as_deref() == Some("memory") {
+    if mode == "memory" {
         roofline::write(&rows, copy_bw, &device);
         return Ok(());
     }
