@@ -64,9 +64,11 @@ pub fn gemm_fp8(
 /// multiprocessor of an H100/H200) walk the output tiles. On Hopper the
 /// producer warpgroup runs the tile loop too, so the next tile's first
 /// stages load while the consumers scale and store this one (through `c_s`,
-/// which keeps bytes of its own).
+/// which keeps bytes of its own). e4m3 only: the e5m2 instance's portable
+/// code (loops: sm_80 has no fp8 tensor cores) spills 60 bytes at the
+/// two-blocks-per-SM register cap; its Hopper code is the e4m3 one's.
 #[tile::kernel(
-    dtype = [f8e4m3, f8e5m2],
+    dtype = [f8e4m3],
     block_m = 128,
     block_n = 128,
     block_k = 128,
@@ -161,7 +163,6 @@ pub fn run(
         check_one::<f8e4m3>("gemm_fp8 e4m3", gemm_fp8, dev, s)?,
         check_one::<f8e5m2>("gemm_fp8 e5m2", gemm_fp8, dev, s)?,
         check_one::<f8e4m3>("gemm_fp8_persistent e4m3", gemm_fp8_persistent, dev, s)?,
-        check_one::<f8e5m2>("gemm_fp8_persistent e5m2", gemm_fp8_persistent, dev, s)?,
     ];
     for (config, label) in gemm_fp8::CONFIGS.iter().zip(gemm_fp8::LABELS) {
         lines.push(check_one::<f8e4m3>(
