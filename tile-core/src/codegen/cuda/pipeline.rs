@@ -357,9 +357,8 @@ impl Writer<'_> {
         cons: &[&Stmt],
     ) -> Result<(), Diagnostic> {
         let f = self.f;
-        let threads = f.launch.threads;
-        let (pipe_offset, consumer_regs, persistent) = match &self.ws {
-            Some(p) if p.var == var => (p.pipe_offset, p.consumer_regs, p.outer.is_some()),
+        let (pipe_offset, persistent) = match &self.ws {
+            Some(p) if p.var == var => (p.pipe_offset, p.outer.is_some()),
             _ => {
                 return Err(err(
                     "internal error: a warp-specialized pipeline without its plan",
@@ -384,27 +383,10 @@ impl Writer<'_> {
         ));
         self.line(&format!("const bool tl_use_tma{k} = {cond};"));
         if !persistent {
-            self.line(&format!(
-                "if (threadIdx.x == 0) tl_pipe{k}->init({});",
-                threads / 32
-            ));
-            self.line("__syncthreads();");
-            // The producer warpgroup.
-            self.line(&format!("if (threadIdx.x >= {threads}) {{"));
-            self.depth += 1;
-            self.line(&format!("tl::tma::setmaxnreg_dec<{WS_PRODUCER_REGS}>();"));
-            self.line(&format!(
-                "if (tl_use_tma{k} && threadIdx.x == {threads}) {{"
-            ));
-            self.depth += 1;
-            self.line(&format!("{pipe}::State tl_st{k};"));
-            self.ws_produce(k, &name, s0, &copies, bytes)?;
-            self.depth -= 1;
-            self.line("}");
-            self.line("return;");
-            self.depth -= 1;
-            self.line("}");
-            self.line(&format!("tl::tma::setmaxnreg_inc<{consumer_regs}>();"));
+            self.ws_split_roles(&format!("tl_pipe{k}"), &format!("tl_use_tma{k}"), |w| {
+                w.line(&format!("{pipe}::State tl_st{k};"));
+                w.ws_produce(k, &name, s0, &copies, bytes)
+            })?;
         }
         // The consumers.
         self.ws_split = true;
@@ -473,6 +455,45 @@ impl Writer<'_> {
         Ok((copies, cond.join(" && "), bytes))
     }
 
+    /// The split of a warp-specialized block into its roles: one thread
+    /// initializes `pipe` and the block syncs; the producer warpgroup gives
+    /// back its registers, its first thread runs `produce` when `use_tma`
+    /// holds, and it leaves the kernel; the consumers take the registers.
+    fn ws_split_roles(
+        &mut self,
+        pipe: &str,
+        use_tma: &str,
+        produce: impl FnOnce(&mut Self) -> Result<(), Diagnostic>,
+    ) -> Result<(), Diagnostic> {
+        let threads = self.f.launch.threads;
+        let consumer_regs = match &self.ws {
+            Some(p) => p.consumer_regs,
+            None => {
+                return Err(err(
+                    "internal error: a warp-specialized split without its plan",
+                ))
+            }
+        };
+        self.line(&format!(
+            "if (threadIdx.x == 0) {pipe}->init({});",
+            threads / 32
+        ));
+        self.line("__syncthreads();");
+        self.line(&format!("if (threadIdx.x >= {threads}) {{"));
+        self.depth += 1;
+        self.line(&format!("tl::tma::setmaxnreg_dec<{WS_PRODUCER_REGS}>();"));
+        self.line(&format!("if ({use_tma} && threadIdx.x == {threads}) {{"));
+        self.depth += 1;
+        produce(self)?;
+        self.depth -= 1;
+        self.line("}");
+        self.line("return;");
+        self.depth -= 1;
+        self.line("}");
+        self.line(&format!("tl::tma::setmaxnreg_inc<{consumer_regs}>();"));
+        Ok(())
+    }
+
     /// The producer thread's loop over one pipeline's `tl_n{k}` stages on
     /// state `tl_st{k}`: wait for the stage to be free, announce its bytes,
     /// issue its copies.
@@ -531,9 +552,8 @@ impl Writer<'_> {
         body: &Stmt,
     ) -> Result<(), Diagnostic> {
         let f = self.f;
-        let threads = f.launch.threads;
-        let (inner, stages, pipe_offset, consumer_regs) = match &self.ws {
-            Some(p) => (p.var, p.stages, p.pipe_offset, p.consumer_regs),
+        let (inner, stages, pipe_offset) = match &self.ws {
+            Some(p) => (p.var, p.stages, p.pipe_offset),
             None => {
                 return Err(err(
                     "internal error: a persistent pipeline without its plan",
@@ -582,43 +602,30 @@ impl Writer<'_> {
             "{pipe}* tl_wpipe = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
         ));
         self.line(&format!("const bool tl_wuse = {cond};"));
-        self.line(&format!(
-            "if (threadIdx.x == 0) tl_wpipe->init({});",
-            threads / 32
-        ));
-        self.line("__syncthreads();");
-        self.line(&format!("if (threadIdx.x >= {threads}) {{"));
-        self.depth += 1;
-        self.line(&format!("tl::tma::setmaxnreg_dec<{WS_PRODUCER_REGS}>();"));
-        self.line(&format!("if (tl_wuse && threadIdx.x == {threads}) {{"));
-        self.depth += 1;
         let k = self.nest_counter;
         self.nest_counter += 1;
-        self.line(&format!("{pipe}* tl_pipe{k} = tl_wpipe;"));
-        self.line(&format!("{pipe}::State tl_st{k};"));
-        self.line(&format!("{header} {{"));
-        self.depth += 1;
-        // The scalars and shared tiles the copies name; nothing else of the
-        // consumers' prologue.
-        for x in &items[..at] {
-            match x {
-                Stmt::Let { .. } => self.stmt(x)?,
-                Stmt::Alloc { buf, .. } if f.buf(*buf).scope == Scope::Shared => self.stmt(x)?,
-                _ => {}
+        self.ws_split_roles("tl_wpipe", "tl_wuse", |w| {
+            w.line(&format!("{pipe}* tl_pipe{k} = tl_wpipe;"));
+            w.line(&format!("{pipe}::State tl_st{k};"));
+            w.line(&format!("{header} {{"));
+            w.depth += 1;
+            // The scalars and shared tiles the copies name; nothing else of the
+            // consumers' prologue.
+            for x in &items[..at] {
+                match x {
+                    Stmt::Let { .. } => w.stmt(x)?,
+                    Stmt::Alloc { buf, .. } if f.buf(*buf).scope == Scope::Shared => w.stmt(x)?,
+                    _ => {}
+                }
             }
-        }
-        self.line(&format!("const int tl_n{k} = {};", self.expr(i_extent)?));
-        let name = ident(&f.var(inner).name);
-        let i_s0 = self.expr(i_start)?;
-        self.ws_produce(k, &name, &i_s0, &copies, bytes)?;
-        self.depth -= 1;
-        self.line("}");
-        self.depth -= 1;
-        self.line("}");
-        self.line("return;");
-        self.depth -= 1;
-        self.line("}");
-        self.line(&format!("tl::tma::setmaxnreg_inc<{consumer_regs}>();"));
+            w.line(&format!("const int tl_n{k} = {};", w.expr(i_extent)?));
+            let name = ident(&f.var(inner).name);
+            let i_s0 = w.expr(i_start)?;
+            w.ws_produce(k, &name, &i_s0, &copies, bytes)?;
+            w.depth -= 1;
+            w.line("}");
+            Ok(())
+        })?;
         self.line(&format!("{pipe}::State tl_wst, tl_wprev;"));
         self.ws_split = true;
         self.loop_body(&header, body)?;
