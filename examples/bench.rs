@@ -19,9 +19,16 @@
 //! (`bench/roofline.rs`): an SVG written to `$TILE_ROOFLINE` or
 //! `roofline.svg` in the current directory, in every mode.
 //!
-//! `cargo run --release --example bench [memory|fp8]` (needs a CUDA device;
-//! `memory` stops after the memory-bound kernels, `fp8` runs only the fp8
-//! GEMM rows)
+//! GEMM rows are timed with L2 flushed before each run (a device memset that
+//! also keeps the GPU busy while the host issues the timed launch, so small
+//! shapes are not timed with their launch cost); `TILE_BENCH_WARM_L2=1`
+//! waits on the GPU instead and leaves L2 warm.
+//!
+//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk]`
+//! (needs a CUDA device; `memory` stops after the memory-bound kernels,
+//! `gemm` runs only the f16/bf16 GEMM table with its tuned rows, `tune` only
+//! the GEMM tuning table (run it twice: the second process reads every
+//! choice from the disk cache), the others one group of rows)
 
 #[allow(dead_code)]
 #[path = "bench/cublaslt.rs"]
@@ -218,9 +225,79 @@ fn time_ms(
     Ok(ts[ts.len() / 2])
 }
 
+/// Bytes written before each paired timing: more than the H200's 50 MB L2.
+const FLUSH_BYTES: usize = 256 << 20;
+
+/// A kernel of one thread that waits `ns` nanoseconds of the GPU's clock.
+const SPIN_PTX: &str = ".version 7.0
+.target sm_80
+.address_size 64
+.visible .entry tl_spin(.param .u64 ns)
+{
+  .reg .pred %p;
+  .reg .b64 %t0, %t1, %d, %lim;
+  ld.param.u64 %lim, [ns];
+  mov.u64 %t0, %globaltimer;
+SPIN:
+  mov.u64 %t1, %globaltimer;
+  sub.u64 %d, %t1, %t0;
+  setp.lt.u64 %p, %d, %lim;
+  @%p bra SPIN;
+  ret;
+}
+";
+
+enum Before {
+    Flush(cudarc::driver::CudaSlice<u8>),
+    Spin(cudarc::driver::CudaFunction),
+}
+
+thread_local! {
+    static BEFORE: std::cell::RefCell<Option<Before>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs before each paired timing. By default it overwrites L2 with a
+/// device memset (as `triton.testing.do_bench` and the tuner do); with
+/// `TILE_BENCH_WARM_L2=1` it only waits 0.1 ms on the GPU, leaving L2 as
+/// the previous run left it. Either keeps the GPU busy while the host
+/// issues the timed call, so the start event does not open before the
+/// launch reaches the GPU: without it a kernel of a few microseconds is
+/// timed together with its host launch cost (which launch_overhead
+/// measures).
+fn flush_l2(stream: &Arc<CudaStream>) -> Res<()> {
+    BEFORE.with(|b| -> Res<()> {
+        let mut b = b.borrow_mut();
+        if b.is_none() {
+            *b = Some(if std::env::var_os("TILE_BENCH_WARM_L2").is_some() {
+                let m = stream
+                    .context()
+                    .load_module(cudarc::nvrtc::Ptx::from_src(SPIN_PTX))?;
+                Before::Spin(m.load_function("tl_spin")?)
+            } else {
+                Before::Flush(stream.alloc_zeros::<u8>(FLUSH_BYTES)?)
+            });
+        }
+        match b.as_mut().expect("set above") {
+            Before::Flush(buf) => stream.memset_zeros(buf)?,
+            Before::Spin(f) => {
+                use cudarc::driver::PushKernelArg;
+                let ns = 100_000u64;
+                let cfg = cudarc::driver::LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (1, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                // SAFETY: tl_spin takes one u64 by value and touches no memory.
+                unsafe { stream.launch_builder(f).arg(&ns).launch(cfg) }?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Median milliseconds of `f` and of `g`, timed alternately (f, g, f, g, ...)
 /// after `warm` runs of each, so that clock and temperature drift during the
-/// measurement fall on both alike.
+/// measurement fall on both alike. L2 is flushed before every timed run.
 fn time_pair_ms(
     stream: &Arc<CudaStream>,
     warm: usize,
@@ -233,6 +310,7 @@ fn time_pair_ms(
         g()?;
     }
     let once = |h: &mut dyn FnMut() -> Res<()>| -> Res<f64> {
+        flush_l2(stream)?;
         let start = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         h()?;
         let end = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
@@ -569,15 +647,8 @@ fn persistent_rows(
     blas: &CudaBlas,
     rows: &mut Vec<Row>,
 ) -> Res<()> {
-    let shapes = [
-        (4096, 4096, 4096),
-        (8192, 8192, 8192),
-        (4096, 11008, 4096),
-        (4096, 4096, 11008),
-        (8192, 28672, 8192),
-        (1000, 1000, 1000),
-        (4097, 4095, 4099),
-    ];
+    // 4096³ and the large and odd shapes (no decode shapes).
+    let shapes = std::iter::once((4096, 4096, 4096)).chain(GEMM_SHAPES.into_iter().take(6));
     for s in shapes {
         persistent_set::<f16>(
             "f16",
@@ -655,6 +726,60 @@ fn main() -> Res<()> {
         return Ok(());
     }
 
+    let mut tuned: Vec<Tuned> = Vec::new();
+    if mode == "tune" {
+        // Only the GEMM tuning table: a second run in a new process shows
+        // whether the choices come from the disk cache (nothing timed).
+        for s in std::iter::once((4096, 4096, 4096)).chain(GEMM_SHAPES) {
+            tuned.push(tune_gemm::<f16>("f16", dev, s)?);
+            tuned.push(tune_gemm::<bf16>("bf16", dev, s)?);
+        }
+        print_tuned(&tuned);
+        return Ok(());
+    }
+    if mode != "gemm" {
+        memory_rows(dev, &stream, copy_bw, &mut rows, &mut tuned)?;
+        // The memory-bound table now (the GEMM part takes minutes); `bench
+        // memory` stops here.
+        print_rows(&rows);
+        if mode == "memory" {
+            roofline::write(&rows, copy_bw, &device);
+            return Ok(());
+        }
+    }
+    gemm_rows(dev, &stream, &blas, &mut rows, &mut tuned)?;
+    if mode != "gemm" {
+        fp8::fp8_rows(dev, &stream, &mut rows)?;
+        splitk::splitk_rows(dev, &stream, &blas, &mut rows)?;
+    }
+    print_rows(&rows);
+    roofline::write(&rows, copy_bw, &device);
+    print_tuned(&tuned);
+    Ok(())
+}
+
+/// The shapes of the Hopper issue after 4096³: square, LLaMA-7B
+/// projections, a large MLP, odd sizes, decode (small M).
+const GEMM_SHAPES: [(usize, usize, usize); 8] = [
+    (8192, 8192, 8192),
+    (4096, 11008, 4096),
+    (4096, 4096, 11008),
+    (8192, 28672, 8192),
+    (1000, 1000, 1000),
+    (4097, 4095, 4099),
+    (16, 8192, 8192),
+    (1, 8192, 8192),
+];
+
+/// Row kernels (softmax and rmsnorm, default and tuned) and the other
+/// memory-bound kernels against the copy bandwidth.
+fn memory_rows(
+    dev: Device,
+    stream: &Arc<CudaStream>,
+    copy_bw: f64,
+    rows: &mut Vec<Row>,
+    tuned: &mut Vec<Tuned>,
+) -> Res<()> {
     // Row kernels on 8192 × 8192 f16: read once, write once. Conventional
     // flop counts per element (only to place them on the roofline): softmax
     // 5 (max, subtract, exp, sum, scale), rmsnorm 3 (square, sum, scale).
@@ -663,7 +788,6 @@ fn main() -> Res<()> {
     let mut y = Tensor::full(&[m, n], f16::NAN, dev)?;
     let moved = 2.0 * (m * n * 2) as f64;
     type RowKernel = fn(&Tensor<f16>, &mut Tensor<f16>) -> Result<(), tile::Error>;
-    let mut tuned: Vec<Tuned> = Vec::new();
     for (name, kernel) in [("softmax", 0), ("rmsnorm", 1)] {
         let t0 = std::time::Instant::now();
         if kernel == 0 {
@@ -714,15 +838,18 @@ fn main() -> Res<()> {
         rows.push(memory_row(&series, what, t, moved, flops, copy_bw));
     }
     drop((x, y));
-    memory_bound(dev, &stream, copy_bw, &mut rows)?;
-    // The memory-bound table now (the GEMM part takes minutes); `bench
-    // memory` stops here.
-    print_rows(&rows);
-    if mode == "memory" {
-        roofline::write(&rows, copy_bw, &device);
-        return Ok(());
-    }
+    memory_bound(dev, stream, copy_bw, rows)
+}
 
+/// The example GEMM's variants and the bench's own kernels against cuBLAS,
+/// default and tuned per shape.
+fn gemm_rows(
+    dev: Device,
+    stream: &Arc<CudaStream>,
+    blas: &CudaBlas,
+    rows: &mut Vec<Row>,
+    tuned: &mut Vec<Tuned>,
+) -> Res<()> {
     // In table order: the example's kernels and the variants above.
     enum Gemm {
         F16(&'static str, Launch<f16>),
@@ -750,8 +877,8 @@ fn main() -> Res<()> {
             name,
             &f,
             dev,
-            &stream,
-            &blas,
+            stream,
+            blas,
             shape,
             cudaDataType::CUDA_R_16F,
             rows,
@@ -760,31 +887,20 @@ fn main() -> Res<()> {
             name,
             &f,
             dev,
-            &stream,
-            &blas,
+            stream,
+            blas,
             shape,
             cudaDataType::CUDA_R_16BF,
             rows,
         ),
     };
     for g in &gemms {
-        run(g, (4096, 4096, 4096), &mut rows)?;
+        run(g, (4096, 4096, 4096), rows)?;
     }
-    // The example's kernels over the shapes of the Hopper issue: square,
-    // LLaMA-7B projections, a large MLP, odd sizes, decode (small M).
-    let shapes = [
-        (8192, 8192, 8192),
-        (4096, 11008, 4096),
-        (4096, 4096, 11008),
-        (8192, 28672, 8192),
-        (1000, 1000, 1000),
-        (4097, 4095, 4099),
-        (16, 8192, 8192),
-        (1, 8192, 8192),
-    ];
+    let shapes = GEMM_SHAPES;
     for g in [&gemms[0], &gemms[3], &gemms[7], &gemms[8]] {
         for s in shapes {
-            run(g, s, &mut rows)?;
+            run(g, s, rows)?;
         }
     }
     // The 16-row tile on the decode shapes (and one ragged M).
@@ -793,7 +909,7 @@ fn main() -> Res<()> {
         Gemm::Bf16("gemm bf16 nn (16-row tile)", gemm_nn_m16),
     ] {
         for s in [(16, 8192, 8192), (1, 8192, 8192), (33, 8192, 8192)] {
-            run(&g, s, &mut rows)?;
+            run(&g, s, rows)?;
         }
     }
 
@@ -811,18 +927,17 @@ fn main() -> Res<()> {
         tuned.push(tune_gemm::<f16>("f16", dev, s)?);
         tuned.push(tune_gemm::<bf16>("bf16", dev, s)?);
         for g in &tuned_gemms {
-            run(g, s, &mut rows)?;
+            run(g, s, rows)?;
         }
     }
-    fp8::fp8_rows(dev, &stream, &mut rows)?;
-    splitk::splitk_rows(dev, &stream, &blas, &mut rows)?;
+    Ok(())
+}
 
-    print_rows(&rows);
-    roofline::write(&rows, copy_bw, &device);
+fn print_tuned(tuned: &[Tuned]) {
     // Per tuned shape: the chosen variant, its median and the default's (both
     // from the tuning run, L2 flushed), variants that ran and matched, the
     // time spent timing, on first launches (module loads) and on checking
-    // (saving, restoring and comparing outputs through the host), the tuning
+    // (saving, restoring and comparing outputs, on the device), the tuning
     // call's wall time, and whether the choice came from the disk cache (then
     // nothing was timed: the times are the earlier run's).
     println!();
@@ -838,7 +953,7 @@ fn main() -> Res<()> {
         "wall ms",
         "cached"
     );
-    for t in &tuned {
+    for t in tuned {
         let r = &t.report;
         let chosen = r
             .rows
@@ -866,5 +981,4 @@ fn main() -> Res<()> {
             r.chosen_label
         );
     }
-    Ok(())
 }
