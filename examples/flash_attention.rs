@@ -27,11 +27,13 @@ use tile::prelude::*;
 /// Head dim 64, not causal. Blocks of 128 query rows over 4 warps, 32 rows
 /// each: every warp reads whole K and V tiles from shared memory, so more
 /// rows per warp means fewer reads per multiply (16 rows per warp ran 12-18%
-/// slower on the H200; see bench/RESULTS.md). The three kernels after it repeat this body
+/// slower on the H200; see bench/RESULTS.md). Four stages of K/V: on Hopper
+/// the loop is rotated (each iteration's softmax runs while the previous
+/// P·V is in flight), which holds a stage one iteration longer. The three kernels after it repeat this body
 /// with another head dim and tiling, or the causal mask and loop bound:
 /// the build reads kernels from the source file, so a macro cannot stamp
 /// them out (compile-time variants of one kernel are planned).
-#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 2, threads = 128)]
+#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128)]
 pub fn flash_attention(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
@@ -94,7 +96,7 @@ pub fn flash_attention(
 }
 
 /// Causal attention, head dim 64: query `i` sees keys `j ≤ i`.
-#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 2, threads = 128)]
+#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128)]
 pub fn flash_attention_causal(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
@@ -160,8 +162,10 @@ pub fn flash_attention_causal(
 /// Head dim 128: 128 x 128 tiles over 8 warps. On Hopper both products take
 /// `wgmma` (two warpgroups of 64 rows; P is the second one's A operand in
 /// registers) and the K/V loop is warp-specialized (a producer warpgroup
-/// issues bulk tensor copies); elsewhere both run on `mma.sync`.
-#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 2, threads = 256)]
+/// issues bulk tensor copies) and rotated; elsewhere both run on
+/// `mma.sync`. Three stages take 224 KiB of shared memory, Hopper's budget
+/// (an A100 has 164 KiB: there, two stages).
+#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
 pub fn flash_attention_d128(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
@@ -224,7 +228,7 @@ pub fn flash_attention_d128(
 }
 
 /// Causal attention, head dim 128.
-#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 2, threads = 256)]
+#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
 pub fn flash_attention_d128_causal(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,

@@ -221,12 +221,19 @@ impl Printer<'_> {
                             let tiles: Vec<&str> =
                                 p.tiles.iter().map(|&b| f.buf(b).name.as_str()).collect();
                             format!(
-                                "T.Pipelined[num_stages={stages}, producers=({}){}]",
+                                "T.Pipelined[num_stages={stages}, producers=({}){}{}]",
                                 tiles.join(", "),
                                 match (p.warp_specialized, p.persistent) {
                                     (true, true) => ", warp_specialized=true, persistent=true",
                                     (true, false) => ", warp_specialized=true",
                                     _ => "",
+                                },
+                                match p.rotate {
+                                    Some(r) => format!(
+                                        ", rotate=(first={}, late={}, wait={})",
+                                        r.first, r.late, r.wait
+                                    ),
+                                    None => String::new(),
                                 }
                             )
                         }

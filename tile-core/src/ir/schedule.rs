@@ -39,6 +39,29 @@ pub struct Pipeline {
     /// runs too: one pipe for every tile, so the producer fills the next
     /// tile's stages while the consumers run this tile's epilogue.
     pub persistent: bool,
+    /// A warp-specialized pipeline whose consumers run two `wgmma` gemms,
+    /// the second one last, is rotated (FA3's intra-warpgroup overlap): in
+    /// iteration `i` the consumers issue the first gemm of `i`, then the last
+    /// gemm of `i - 1` (with the statements that `late` counts, which moved
+    /// there), and run the register work of `i` while both are in flight.
+    pub rotate: Option<Rotation>,
+}
+
+/// Where a rotated pipeline's consumer statements (its body after the
+/// producers, as `plan_pipelines` reordered them) split. The last statement
+/// is the deferred gemm; the `late` statements before it touch its
+/// accumulator and run right before it is issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rotation {
+    /// Index of the gemm issued early (its accumulator is waited for right
+    /// after the deferred gemm is issued).
+    pub first: usize,
+    /// How many statements before the deferred gemm run with it.
+    pub late: usize,
+    /// Index of the first statement that needs the deferred gemm completed
+    /// (it writes that gemm's A operand); the stage it read is released
+    /// there.
+    pub wait: usize,
 }
 
 /// The thread partition of a `T::parallel` nest: element `e` of the flattened

@@ -12,11 +12,15 @@
 //!
 //! On Hopper it also decides which pipeline is warp-specialized
 //! (`Pipeline::warp_specialized`): a producer warpgroup added to the block
-//! issues the bulk tensor copies, the block's warpgroups run the `wgmma`s.
+//! issues the bulk tensor copies, the block's warpgroups run the `wgmma`s;
+//! and whether its consumers' two gemms overlap across iterations
+//! (`Pipeline::rotate`, [`rotate`]).
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::collections::BTreeMap;
+
+mod rotate;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     f.schedule.pipelines = plan(&f);
@@ -24,6 +28,10 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
             p.warp_specialized = true;
             p.persistent = persistent;
+        }
+        let rotation = rotate::rotate(&mut f, var);
+        if let Some(p) = f.schedule.pipelines.get_mut(&var) {
+            p.rotate = rotation;
         }
     }
     tma_requests_met(&f)?;
@@ -391,6 +399,7 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
                 tiles: targets,
                 warp_specialized: false,
                 persistent: false,
+                rotate: None,
             },
         );
     });

@@ -175,7 +175,11 @@ impl Writer<'_> {
                     .collect::<Result<Vec<_>, Diagnostic>>()?;
                 let x = &xs[0];
                 let rsqrt = format!("rsqrt{}({x})", if d { "" } else { "f" });
-                let v = math_call(*i, &xs, d, &rsqrt);
+                let v = match i {
+                    // exp2f without its subnormal fix-up (`tl/math.cuh`).
+                    Intrin::Exp2 if !d => format!("tl::exp2_ftz({x})"),
+                    _ => math_call(*i, &xs, d, &rsqrt),
+                };
                 match t {
                     DType::F16 | DType::BF16 => format!("(({})({v}))", ty(*t)?),
                     _ => v,

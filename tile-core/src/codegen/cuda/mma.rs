@@ -178,6 +178,37 @@ impl Writer<'_> {
         Ok((lib, args, k))
     }
 
+    /// The library namespace and template arguments of a gemm whose A operand
+    /// is a converted accumulator in registers (`gemm_rs`, `RsAsync`):
+    /// operand type, `M, N, K`, the warps along M (`mma.sync`) or the
+    /// warpgroups (`wgmma`), `TRANS_B`.
+    pub(super) fn gemm_rs_shape(&self, g: &Gemm) -> Result<(&'static str, String), Diagnostic> {
+        let f = self.f;
+        let (lib, warps) = match g.inst {
+            GemmInst::MmaSync { wm, .. } => ("tl", wm),
+            GemmInst::Wgmma { wgs } => ("tl::wg", wgs),
+            GemmInst::Loops => {
+                return Err(err(
+                    "internal error: an A operand in registers off tensor cores",
+                ))
+            }
+        };
+        let (a, c) = (f.buf(g.a), f.buf(g.c));
+        let (sa, sc) = (
+            a.const_shape().unwrap_or_default(),
+            c.const_shape().unwrap_or_default(),
+        );
+        let args = format!(
+            "{}, {}, {}, {}, {warps}, {}",
+            ty(a.dtype)?,
+            sc[0],
+            sc[1],
+            sa[1],
+            g.trans_b
+        );
+        Ok((lib, args))
+    }
+
     /// `C += A · B` on tensor cores (`tl::gemm_ss` or `tl::wg::gemm_ss`;
     /// `tl::gemm_rs` or `tl::wg::gemm_rs` when A is a converted accumulator
     /// in registers).
@@ -186,27 +217,9 @@ impl Writer<'_> {
         if f.buf(g.a).scope == Scope::Fragment {
             // `tl::gemm_rs` (mma.sync: the warps along M) or `tl::wg::gemm_rs`
             // (wgmma: the warpgroups); the same arguments otherwise.
-            let (lib, warps) = match g.inst {
-                GemmInst::MmaSync { wm, .. } => ("tl", wm),
-                GemmInst::Wgmma { wgs } => ("tl::wg", wgs),
-                GemmInst::Loops => {
-                    return Err(err(
-                        "internal error: an A operand in registers off tensor cores",
-                    ))
-                }
-            };
-            let (a, c) = (f.buf(g.a), f.buf(g.c));
-            let (sa, sc) = (
-                a.const_shape().unwrap_or_default(),
-                c.const_shape().unwrap_or_default(),
-            );
+            let (lib, args) = self.gemm_rs_shape(g)?;
             self.line(&format!(
-                "{lib}::gemm_rs<{}, {}, {}, {}, {warps}, {}>({}, {}, {});",
-                ty(a.dtype)?,
-                sc[0],
-                sc[1],
-                sa[1],
-                g.trans_b,
+                "{lib}::gemm_rs<{args}>({}, {}, {});",
                 self.name(g.a),
                 self.tile_base(g.b),
                 self.name(g.c)

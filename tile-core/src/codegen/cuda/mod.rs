@@ -20,6 +20,7 @@ mod mma;
 mod nest;
 mod pipeline;
 mod reduce;
+mod rotate;
 mod rows;
 mod stmt;
 
@@ -52,6 +53,10 @@ pub const WGMMA_HEADER: &str = include_str!("../tl/wgmma.cuh");
 /// The Hopper bulk tensor copy and mbarrier library (`tl::tma`), pasted after
 /// `WGMMA_HEADER` into a kernel with a warp-specialized pipeline.
 pub const TMA_HEADER: &str = include_str!("../tl/tma.cuh");
+
+/// Float math on the special-function units (`tl::exp2_ftz`), pasted after
+/// the prelude into a kernel that calls `T::exp2` in single precision.
+pub const MATH_HEADER: &str = include_str!("../tl/math.cuh");
 
 pub struct Source {
     pub code: String,
@@ -120,6 +125,13 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         }
     }
     head.push_str(PRELUDE);
+    let mut fast_exp2 = false;
+    f.body.visit_exprs(&mut |x| {
+        fast_exp2 |= matches!(x, Expr::Call(Intrin::Exp2, _, t) if *t != DType::F64)
+    });
+    if fast_exp2 {
+        head.push_str(MATH_HEADER);
+    }
     // The device library (tensor-core GEMM, tile copies and the cp.async
     // helpers a pipeline issues its copies with), pasted so NVRTC needs no
     // headers.

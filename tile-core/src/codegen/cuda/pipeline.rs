@@ -392,9 +392,10 @@ impl Writer<'_> {
         self.ws_split = true;
         self.line(&format!("if (tl_use_tma{k}) {{"));
         self.depth += 1;
-        match gemm {
-            Some(g) => self.ws_consume_gemm(k, g, &pipe)?,
-            None => self.ws_consume(k, &name, s0, &pipe, &tiles, cons)?,
+        match (gemm, f.schedule.pipelines[&var].rotate) {
+            (Some(g), _) => self.ws_consume_gemm(k, g, &pipe)?,
+            (None, Some(rot)) => self.ws_consume_rotated(k, &name, s0, &pipe, &tiles, cons, rot)?,
+            (None, None) => self.ws_consume(k, &name, s0, &pipe, &tiles, cons)?,
         }
         self.depth -= 1;
         self.line("} else {");
@@ -523,7 +524,7 @@ impl Writer<'_> {
 
     /// The consumers' pipe state(s) of pipeline `k`: declared here, or, in a
     /// persistent loop, references to the state that outlives its tiles.
-    fn ws_state(&mut self, k: usize, pipe: &str, with_prev: bool) {
+    pub(super) fn ws_state(&mut self, k: usize, pipe: &str, with_prev: bool) {
         let persistent = self.ws.as_ref().is_some_and(|p| p.outer.is_some());
         match (persistent, with_prev) {
             (false, false) => self.line(&format!("{pipe}::State tl_st{k};")),

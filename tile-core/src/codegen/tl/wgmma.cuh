@@ -751,39 +751,65 @@ __device__ __forceinline__ void gemm_ss(const TA* A, const TA* B, TC* acc) {
 // wgmma leaves an m64nK product in, one strip after another). Its slots
 // mi*(K/2) + 8*ks + 0..7 are, in pairs, exactly the four A registers of k16 step ks of
 // strip mi (rows g, g+8 x k lo, k hi), so A needs no data movement at all. B and acc as
-// in gemm_ss (B: [K][N], or TRANS_B [N][K]). Synchronous, like gemm_ss.
+// in gemm_ss (B: [K][N], or TRANS_B [N][K]).
+//
+// issue() packs A into `ra` (AREGS words the caller keeps until the wait: wgmma reads
+// its A registers asynchronously too), issues every k16 step and commits them as one
+// wgmma group; wait<P>() returns once at most P groups are pending and pins acc and ra.
+// A consumer that overlaps the product with other register work issues, works, waits.
 template <typename TA, int M, int N, int K, int WGS, bool TRANS_B>
-__device__ __forceinline__ void gemm_rs(const TA* a, const TA* B, float* acc) {
+struct RsAsync {
   static_assert(::tl::detail::is_same<TA, half>::value || ::tl::detail::is_same<TA, __nv_bfloat16>::value,
                 "tl::wg::gemm_rs: TA must be half or __nv_bfloat16");
   using G = detail::Geom<M, N, K, WGS, false, TRANS_B>;
-  constexpr int MI = G::MI, KS = G::KS, REGS = G::REGS;
+  static constexpr int MI = G::MI, KS = G::KS, REGS = G::REGS, AREGS = MI * KS * 4;
+
+  __device__ __forceinline__ static void issue(const TA* a, const TA* B, float* acc, unsigned* ra) {
 #if TLWG_SM90A
-  const unsigned long long db = G::OB::desc(::tl::detail::smem_u32(B));
-  unsigned ra[MI][KS][4];
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-      const TA* p = a + mi * (K / 2) + 8 * ks;
-#pragma unroll
-      for (int r = 0; r < 4; ++r) ra[mi][ks][r] = ::tl::detail::pack2(p[2 * r], p[2 * r + 1]);
-    }
-  detail::fence_regs<REGS>(acc);
-  detail::wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks)
+    const unsigned long long db = G::OB::desc(::tl::detail::smem_u32(B));
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
-      detail::MmaRs<TA, N>::template run<G::TRANS_B_IMM>(acc + mi * (N / 2), ra[mi][ks],
-                                                         detail::desc_add(db, G::b_off(ks)));
-  detail::wgmma_commit();
-  detail::wgmma_wait<0>();
-  detail::fence_regs<REGS>(acc);
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks) {
+        const TA* p = a + mi * (K / 2) + 8 * ks;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) ra[(mi * KS + ks) * 4 + r] = ::tl::detail::pack2(p[2 * r], p[2 * r + 1]);
+      }
+    detail::fence_regs<REGS>(acc);
+    detail::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+        detail::MmaRs<TA, N>::template run<G::TRANS_B_IMM>(
+            acc + mi * (N / 2), *reinterpret_cast<const unsigned(*)[4]>(ra + (mi * KS + ks) * 4),
+            detail::desc_add(db, G::b_off(ks)));
+    detail::wgmma_commit();
 #elif TLWG_OTHER_DEVICE
-  static_assert(detail::dependent_false<TA>::value,
-                "tl::wg::gemm_rs needs sm_90a (-gencode=arch=compute_90a,code=sm_90a)");
+    static_assert(detail::dependent_false<TA>::value,
+                  "tl::wg::gemm_rs needs sm_90a (-gencode=arch=compute_90a,code=sm_90a)");
 #endif
+  }
+  template <int P>
+  __device__ __forceinline__ static void wait(float* acc, unsigned* ra) {
+#if TLWG_SM90A
+    detail::wgmma_wait<P>();
+    detail::fence_regs<REGS>(acc);
+#pragma unroll
+    for (int i = 0; i < AREGS; ++i) asm volatile("" : "+r"(ra[i])::"memory");
+#elif TLWG_OTHER_DEVICE
+    static_assert(P < 0 && P >= 0, "tl::wg::RsAsync needs sm_90a");
+#endif
+  }
+};
+
+// The same product, synchronous (issue, then wait for it).
+template <typename TA, int M, int N, int K, int WGS, bool TRANS_B>
+__device__ __forceinline__ void gemm_rs(const TA* a, const TA* B, float* acc) {
+  using R = RsAsync<TA, M, N, K, WGS, TRANS_B>;
+  unsigned ra[R::AREGS];
+  R::issue(a, B, acc, ra);
+  R::template wait<0>(acc, ra);
 }
 
 // Which element (i, j) of the block's C[M][N] tile this thread's acc[slot] holds.

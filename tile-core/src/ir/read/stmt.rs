@@ -288,14 +288,33 @@ impl Reader {
                     }
                     c.punct(")")?;
                     let (mut warp_specialized, mut persistent) = (false, false);
+                    let mut rotate = None;
                     if c.eat_punct(",") {
                         c.kwarg("warp_specialized")?;
                         c.keyword("true")?;
                         warp_specialized = true;
-                        if c.eat_punct(",") {
+                        if c.eat_punct(",") && c.at_ident("persistent") {
                             c.kwarg("persistent")?;
                             c.keyword("true")?;
                             persistent = true;
+                            c.eat_punct(",");
+                        }
+                        if c.at_ident("rotate") {
+                            c.kwarg("rotate")?;
+                            c.punct("(")?;
+                            let field = |c: &mut Cursor, name: &str, last: bool| {
+                                c.kwarg(name)?;
+                                let v = c.int()?;
+                                if !last {
+                                    c.punct(",")?;
+                                }
+                                usize::try_from(v).or_else(|_| c.err("expected a count"))
+                            };
+                            let first = field(c, "first", false)?;
+                            let late = field(c, "late", false)?;
+                            let wait = field(c, "wait", true)?;
+                            c.punct(")")?;
+                            rotate = Some(Rotation { first, late, wait });
                         }
                     }
                     producers = Some(Pipeline {
@@ -303,6 +322,7 @@ impl Reader {
                         tiles,
                         warp_specialized,
                         persistent,
+                        rotate,
                     });
                 }
                 c.punct("]")?;

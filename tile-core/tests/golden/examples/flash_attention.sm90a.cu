@@ -4,6 +4,19 @@
 // tile:tma map=1 param=2 box=64x64 (v)
 // <tile CUDA prelude>
 
+namespace tl {
+// 2^x of a float on the special-function unit: ex2.approx.ftz.f32 (within 2 ulp, as
+// exp2f; results below 2^-126 flush to zero). exp2f computes the same approximation
+// and adds a fix-up for subnormal results (a compare and two predicated multiplies per
+// call), which in attention's softmax is a third of the work per score. What
+// Triton's exp2 and fast-math builds compile to.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+}  // namespace tl
+
 // <tl/gemm.cuh>
 
 // <tl/wgmma.cuh>
@@ -17,9 +30,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
   const int by = (int)blockIdx.y;
   const int bz = (int)blockIdx.z;
   const int kv_head = (by / (H / HKV));
-  half* __restrict__ q_s = reinterpret_cast<half*>(tl_smem + 0);  // 8192 elements
-  half* __restrict__ k_s = reinterpret_cast<half*>(tl_smem + 16384);  // 8192 elements
-  half* __restrict__ v_s = reinterpret_cast<half*>(tl_smem + 32768);  // 8192 elements
+  half* __restrict__ q_s = reinterpret_cast<half*>(tl_smem + 65536);  // 8192 elements
+  half* __restrict__ k_s = reinterpret_cast<half*>(tl_smem + 0);  // 16384 elements
+  half* __restrict__ v_s = reinterpret_cast<half*>(tl_smem + 32768);  // 16384 elements
   float s[64];  // gemm accumulator: 8192 elements in wgmma order
   half p[64];  // gemm accumulator: 8192 elements in wgmma order
   float acc[64];  // gemm accumulator: 8192 elements in wgmma order
@@ -58,17 +71,17 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
   }
   tl::wg::fence_proxy_async();
   __syncthreads();
-  // T.Pipelined: 2 stages, warp-specialized: a producer warpgroup issues 2 bulk tensor copies per stage
+  // T.Pipelined: 4 stages, warp-specialized: a producer warpgroup issues 2 bulk tensor copies per stage
   {
     const int tl_n3 = (((S + 64) - 1) / 64);
-    tl::tma::Pipe<2>* tl_pipe3 = reinterpret_cast<tl::tma::Pipe<2>*>(tl_smem + 49152);
+    tl::tma::Pipe<4>* tl_pipe3 = reinterpret_cast<tl::tma::Pipe<4>*>(tl_smem + 81920);
     const bool tl_use_tma3 = tl::aligned16(k) && tl::aligned16(v);
     if (threadIdx.x == 0) tl_pipe3->init(4);
     __syncthreads();
     if (threadIdx.x >= 128) {
       tl::tma::setmaxnreg_dec<40>();
       if (tl_use_tma3 && threadIdx.x == 128) {
-        tl::tma::Pipe<2>::State tl_st3;
+        tl::tma::Pipe<4>::State tl_st3;
         for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
           const int kt = 0 + tl_i3;
           tl_pipe3->producer_acquire(tl_st3, 16384);
@@ -81,9 +94,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
     }
     tl::tma::setmaxnreg_inc<216>();
     if (tl_use_tma3) {
-      tl::tma::Pipe<2>::State tl_st3;
-      for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
-        const int kt = 0 + tl_i3;
+      tl::tma::Pipe<4>::State tl_st3, tl_prev3;
+      unsigned tl_ra3[tl::wg::RsAsync<half, 128, 64, 64, 1, false>::AREGS];
+      tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::begin(s);
+      if (tl_n3 > 0) {
+        const int kt = 0;
         tl_pipe3->consumer_wait(tl_st3);
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
@@ -96,7 +111,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
             s[tl_s4 + 0] = 0.0f;
           }
         }
-        tl::wg::gemm_ss<half, float, 128, 64, 64, 1, false, true>(q_s, k_s + tl_st3.stage * 4096, s);
+        tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::issue(q_s, k_s + tl_st3.stage * 4096, s);
+        tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::wait<0>(s);
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
         for (int tl_s5 = 0; tl_s5 < 64; tl_s5 += 1) {
@@ -136,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
         #pragma unroll
         for (int tl_r9 = 0; tl_r9 < 4; ++tl_r9) {
           const int i_1 = tl::wg_row<128, 1>(tl_r9);
-          rescale[tl_r9] = exp2f((m_prev[tl_r9] - m[tl_r9]));
+          rescale[tl_r9] = tl::exp2_ftz((m_prev[tl_r9] - m[tl_r9]));
         }
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
@@ -144,98 +160,77 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
           int tl_i10, tl_j10;
           tl::wg::acc_coord<128, 64, 1>(tl_s10, tl_i10, tl_j10);
           {
-            const int i_2 = tl_i10;
-            const int j_1 = tl_j10;
-            acc[tl_s10 + 0] = (acc[tl_s10 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s10 + 0)]);
-          }
-        }
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s11 = 0; tl_s11 < 64; tl_s11 += 1) {
-          int tl_i11, tl_j11;
-          tl::wg::acc_coord<128, 64, 1>(tl_s11, tl_i11, tl_j11);
-          {
-            const int i_3 = tl_i11;
-            const int j_2 = tl_j11;
-            s[tl_s11 + 0] = exp2f((s[tl_s11 + 0] - m[tl::wg_row_slot<128, 64, 1>(tl_s11 + 0)]));
+            const int i_3 = tl_i10;
+            const int j_2 = tl_j10;
+            s[tl_s10 + 0] = tl::exp2_ftz((s[tl_s10 + 0] - m[tl::wg_row_slot<128, 64, 1>(tl_s10 + 0)]));
           }
         }
         // T.reduce_sum: 128 outputs of 64 elements
         {
-          float tl_part13[4];
+          float tl_part12[4];
           #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part13[tl_r] = 0.0f;
+          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part12[tl_r] = 0.0f;
           #pragma unroll
           for (int tl_s = 0; tl_s < 64; ++tl_s) {
             const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
-            tl_part13[tl_r] = tl_part13[tl_r] + ((float)(s[tl_s]));
+            tl_part12[tl_r] = tl_part12[tl_r] + ((float)(s[tl_s]));
           }
           #pragma unroll
           for (int tl_r = 0; tl_r < 4; ++tl_r) {
-            tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 1);
-            tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 2);
+            tl_part12[tl_r] = tl_part12[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part12[tl_r], 1);
+            tl_part12[tl_r] = tl_part12[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part12[tl_r], 2);
           }
           #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part13[tl_r];
+          for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part12[tl_r];
         }
         // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
         #pragma unroll
-        for (int tl_r14 = 0; tl_r14 < 4; ++tl_r14) {
-          const int i_4 = tl::wg_row<128, 1>(tl_r14);
-          l[tl_r14] = ((l[tl_r14] * rescale[tl_r14]) + row_sum[tl_r14]);
+        for (int tl_r13 = 0; tl_r13 < 4; ++tl_r13) {
+          const int i_4 = tl::wg_row<128, 1>(tl_r13);
+          l[tl_r13] = ((l[tl_r13] * rescale[tl_r13]) + row_sum[tl_r13]);
         }
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s14 = 0; tl_s14 < 64; tl_s14 += 1) {
+          int tl_i14, tl_j14;
+          tl::wg::acc_coord<128, 64, 1>(tl_s14, tl_i14, tl_j14);
+          {
+            const int i_11 = tl_i14;
+            const int j_6 = tl_j14;
+            p[tl_s14 + 0] = ((half)((float)(s[tl_s14 + 0])));
+          }
+        }
+        tl_prev3 = tl_st3;
+        tl_st3.advance();
+      }
+      for (int tl_i3 = 1; tl_i3 < tl_n3; ++tl_i3) {
+        const int kt = 0 + tl_i3;
+        tl_pipe3->consumer_wait(tl_st3);
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
         for (int tl_s15 = 0; tl_s15 < 64; tl_s15 += 1) {
           int tl_i15, tl_j15;
           tl::wg::acc_coord<128, 64, 1>(tl_s15, tl_i15, tl_j15);
           {
-            const int i_11 = tl_i15;
-            const int j_6 = tl_j15;
-            p[tl_s15 + 0] = ((half)((float)(s[tl_s15 + 0])));
+            const int i_9 = tl_i15;
+            const int j_5 = tl_j15;
+            s[tl_s15 + 0] = 0.0f;
           }
         }
-        tl::wg::gemm_rs<half, 128, 64, 64, 1, false>(p, v_s + tl_st3.stage * 4096, acc);
-        __syncwarp();
-        tl_pipe3->consumer_release(tl_st3);
-        tl_st3.advance();
-      }
-    } else {
-      #pragma unroll
-      for (int tl_pi3 = 0; tl_pi3 < 1; ++tl_pi3) {
-        if (tl_pi3 < tl_n3) {
-          const int kt = 0 + tl_pi3;
-          const int tl_stage_p3 = (tl_pi3) % 2;
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-        }
-        tl::cp_async_commit();
-      }
-      for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
-        tl::cp_async_wait<0>();
-        tl::wg::fence_proxy_async();
-        tl::tma::bar_sync<1, 128>();
-        if (tl_i3 + 1 < tl_n3) {
-          const int kt = 0 + tl_i3 + 1;
-          const int tl_stage_p3 = (tl_i3 + 1) % 2;
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-        }
-        tl::cp_async_commit();
-        const int kt = 0 + tl_i3;
-        const int tl_stage_c3 = tl_i3 % 2;
+        tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::issue(q_s, k_s + tl_st3.stage * 4096, s);
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
         for (int tl_s16 = 0; tl_s16 < 64; tl_s16 += 1) {
           int tl_i16, tl_j16;
           tl::wg::acc_coord<128, 64, 1>(tl_s16, tl_i16, tl_j16);
           {
-            const int i_9 = tl_i16;
-            const int j_5 = tl_j16;
-            s[tl_s16 + 0] = 0.0f;
+            const int i_2 = tl_i16;
+            const int j_1 = tl_j16;
+            acc[tl_s16 + 0] = (acc[tl_s16 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s16 + 0)]);
           }
         }
-        tl::wg::gemm_ss<half, float, 128, 64, 64, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
+        tl::wg::RsAsync<half, 128, 64, 64, 1, false>::issue(p, v_s + tl_prev3.stage * 4096, acc, tl_ra3);
+        tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::wait<1>(s);
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
         for (int tl_s17 = 0; tl_s17 < 64; tl_s17 += 1) {
@@ -275,7 +270,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
         #pragma unroll
         for (int tl_r21 = 0; tl_r21 < 4; ++tl_r21) {
           const int i_1 = tl::wg_row<128, 1>(tl_r21);
-          rescale[tl_r21] = exp2f((m_prev[tl_r21] - m[tl_r21]));
+          rescale[tl_r21] = tl::exp2_ftz((m_prev[tl_r21] - m[tl_r21]));
         }
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
@@ -283,55 +278,201 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
           int tl_i22, tl_j22;
           tl::wg::acc_coord<128, 64, 1>(tl_s22, tl_i22, tl_j22);
           {
-            const int i_2 = tl_i22;
-            const int j_1 = tl_j22;
-            acc[tl_s22 + 0] = (acc[tl_s22 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s22 + 0)]);
-          }
-        }
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s23 = 0; tl_s23 < 64; tl_s23 += 1) {
-          int tl_i23, tl_j23;
-          tl::wg::acc_coord<128, 64, 1>(tl_s23, tl_i23, tl_j23);
-          {
-            const int i_3 = tl_i23;
-            const int j_2 = tl_j23;
-            s[tl_s23 + 0] = exp2f((s[tl_s23 + 0] - m[tl::wg_row_slot<128, 64, 1>(tl_s23 + 0)]));
+            const int i_3 = tl_i22;
+            const int j_2 = tl_j22;
+            s[tl_s22 + 0] = tl::exp2_ftz((s[tl_s22 + 0] - m[tl::wg_row_slot<128, 64, 1>(tl_s22 + 0)]));
           }
         }
         // T.reduce_sum: 128 outputs of 64 elements
         {
-          float tl_part25[4];
+          float tl_part24[4];
           #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part25[tl_r] = 0.0f;
+          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part24[tl_r] = 0.0f;
           #pragma unroll
           for (int tl_s = 0; tl_s < 64; ++tl_s) {
             const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
-            tl_part25[tl_r] = tl_part25[tl_r] + ((float)(s[tl_s]));
+            tl_part24[tl_r] = tl_part24[tl_r] + ((float)(s[tl_s]));
           }
           #pragma unroll
           for (int tl_r = 0; tl_r < 4; ++tl_r) {
-            tl_part25[tl_r] = tl_part25[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part25[tl_r], 1);
-            tl_part25[tl_r] = tl_part25[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part25[tl_r], 2);
+            tl_part24[tl_r] = tl_part24[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part24[tl_r], 1);
+            tl_part24[tl_r] = tl_part24[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part24[tl_r], 2);
           }
           #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part25[tl_r];
+          for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part24[tl_r];
         }
         // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
         #pragma unroll
-        for (int tl_r26 = 0; tl_r26 < 4; ++tl_r26) {
-          const int i_4 = tl::wg_row<128, 1>(tl_r26);
-          l[tl_r26] = ((l[tl_r26] * rescale[tl_r26]) + row_sum[tl_r26]);
+        for (int tl_r25 = 0; tl_r25 < 4; ++tl_r25) {
+          const int i_4 = tl::wg_row<128, 1>(tl_r25);
+          l[tl_r25] = ((l[tl_r25] * rescale[tl_r25]) + row_sum[tl_r25]);
         }
+        tl::wg::RsAsync<half, 128, 64, 64, 1, false>::wait<0>(acc, tl_ra3);
+        __syncwarp();
+        tl_pipe3->consumer_release(tl_prev3);
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s26 = 0; tl_s26 < 64; tl_s26 += 1) {
+          int tl_i26, tl_j26;
+          tl::wg::acc_coord<128, 64, 1>(tl_s26, tl_i26, tl_j26);
+          {
+            const int i_11 = tl_i26;
+            const int j_6 = tl_j26;
+            p[tl_s26 + 0] = ((half)((float)(s[tl_s26 + 0])));
+          }
+        }
+        tl_prev3 = tl_st3;
+        tl_st3.advance();
+      }
+      if (tl_n3 > 0) {
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
         for (int tl_s27 = 0; tl_s27 < 64; tl_s27 += 1) {
           int tl_i27, tl_j27;
           tl::wg::acc_coord<128, 64, 1>(tl_s27, tl_i27, tl_j27);
           {
-            const int i_11 = tl_i27;
-            const int j_6 = tl_j27;
-            p[tl_s27 + 0] = ((half)((float)(s[tl_s27 + 0])));
+            const int i_2 = tl_i27;
+            const int j_1 = tl_j27;
+            acc[tl_s27 + 0] = (acc[tl_s27 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s27 + 0)]);
+          }
+        }
+        tl::wg::RsAsync<half, 128, 64, 64, 1, false>::issue(p, v_s + tl_prev3.stage * 4096, acc, tl_ra3);
+        tl::wg::RsAsync<half, 128, 64, 64, 1, false>::wait<0>(acc, tl_ra3);
+        __syncwarp();
+        tl_pipe3->consumer_release(tl_prev3);
+      }
+    } else {
+      #pragma unroll
+      for (int tl_pi3 = 0; tl_pi3 < 3; ++tl_pi3) {
+        if (tl_pi3 < tl_n3) {
+          const int kt = 0 + tl_pi3;
+          const int tl_stage_p3 = (tl_pi3) % 4;
+          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        }
+        tl::cp_async_commit();
+      }
+      for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
+        tl::cp_async_wait<2>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 128>();
+        if (tl_i3 + 3 < tl_n3) {
+          const int kt = 0 + tl_i3 + 3;
+          const int tl_stage_p3 = (tl_i3 + 3) % 4;
+          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        }
+        tl::cp_async_commit();
+        const int kt = 0 + tl_i3;
+        const int tl_stage_c3 = tl_i3 % 4;
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s28 = 0; tl_s28 < 64; tl_s28 += 1) {
+          int tl_i28, tl_j28;
+          tl::wg::acc_coord<128, 64, 1>(tl_s28, tl_i28, tl_j28);
+          {
+            const int i_9 = tl_i28;
+            const int j_5 = tl_j28;
+            s[tl_s28 + 0] = 0.0f;
+          }
+        }
+        tl::wg::gemm_ss<half, float, 128, 64, 64, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s29 = 0; tl_s29 < 64; tl_s29 += 1) {
+          int tl_i29, tl_j29;
+          tl::wg::acc_coord<128, 64, 1>(tl_s29, tl_i29, tl_j29);
+          {
+            const int i = tl_i29;
+            const int j = tl_j29;
+            s[tl_s29 + 0] = ((((kt * 64) + j) < S) ? (s[tl_s29 + 0] * (1.4426950216293335f / sqrtf(64.0f))) : -__int_as_float(0x7f800000));
+          }
+        }
+        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+        #pragma unroll
+        for (int tl_r30 = 0; tl_r30 < 4; ++tl_r30) {
+          const int i_10 = tl::wg_row<128, 1>(tl_r30);
+          m_prev[tl_r30] = m[tl_r30];
+        }
+        // T.reduce_max: 128 outputs of 64 elements
+        {
+          float tl_part32[4];
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part32[tl_r] = -__int_as_float(0x7f800000);
+          #pragma unroll
+          for (int tl_s = 0; tl_s < 64; ++tl_s) {
+            const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
+            tl_part32[tl_r] = fmaxf(tl_part32[tl_r], ((float)(s[tl_s])));
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) {
+            tl_part32[tl_r] = fmaxf(tl_part32[tl_r], __shfl_xor_sync(0xffffffffu, tl_part32[tl_r], 1));
+            tl_part32[tl_r] = fmaxf(tl_part32[tl_r], __shfl_xor_sync(0xffffffffu, tl_part32[tl_r], 2));
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part32[tl_r]);
+        }
+        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+        #pragma unroll
+        for (int tl_r33 = 0; tl_r33 < 4; ++tl_r33) {
+          const int i_1 = tl::wg_row<128, 1>(tl_r33);
+          rescale[tl_r33] = tl::exp2_ftz((m_prev[tl_r33] - m[tl_r33]));
+        }
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s34 = 0; tl_s34 < 64; tl_s34 += 1) {
+          int tl_i34, tl_j34;
+          tl::wg::acc_coord<128, 64, 1>(tl_s34, tl_i34, tl_j34);
+          {
+            const int i_3 = tl_i34;
+            const int j_2 = tl_j34;
+            s[tl_s34 + 0] = tl::exp2_ftz((s[tl_s34 + 0] - m[tl::wg_row_slot<128, 64, 1>(tl_s34 + 0)]));
+          }
+        }
+        // T.reduce_sum: 128 outputs of 64 elements
+        {
+          float tl_part36[4];
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part36[tl_r] = 0.0f;
+          #pragma unroll
+          for (int tl_s = 0; tl_s < 64; ++tl_s) {
+            const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
+            tl_part36[tl_r] = tl_part36[tl_r] + ((float)(s[tl_s]));
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) {
+            tl_part36[tl_r] = tl_part36[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part36[tl_r], 1);
+            tl_part36[tl_r] = tl_part36[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part36[tl_r], 2);
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part36[tl_r];
+        }
+        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+        #pragma unroll
+        for (int tl_r37 = 0; tl_r37 < 4; ++tl_r37) {
+          const int i_4 = tl::wg_row<128, 1>(tl_r37);
+          l[tl_r37] = ((l[tl_r37] * rescale[tl_r37]) + row_sum[tl_r37]);
+        }
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s38 = 0; tl_s38 < 64; tl_s38 += 1) {
+          int tl_i38, tl_j38;
+          tl::wg::acc_coord<128, 64, 1>(tl_s38, tl_i38, tl_j38);
+          {
+            const int i_11 = tl_i38;
+            const int j_6 = tl_j38;
+            p[tl_s38 + 0] = ((half)((float)(s[tl_s38 + 0])));
+          }
+        }
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s39 = 0; tl_s39 < 64; tl_s39 += 1) {
+          int tl_i39, tl_j39;
+          tl::wg::acc_coord<128, 64, 1>(tl_s39, tl_i39, tl_j39);
+          {
+            const int i_2 = tl_i39;
+            const int j_1 = tl_j39;
+            acc[tl_s39 + 0] = (acc[tl_s39 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s39 + 0)]);
           }
         }
         tl::wg::gemm_rs<half, 128, 64, 64, 1, false>(p, v_s + tl_stage_c3 * 4096, acc);
@@ -343,56 +484,56 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
   }
   // T.Parallel[128, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s28 = 0; tl_s28 < 64; tl_s28 += 1) {
-    int tl_i28, tl_j28;
-    tl::wg::acc_coord<128, 64, 1>(tl_s28, tl_i28, tl_j28);
+  for (int tl_s40 = 0; tl_s40 < 64; tl_s40 += 1) {
+    int tl_i40, tl_j40;
+    tl::wg::acc_coord<128, 64, 1>(tl_s40, tl_i40, tl_j40);
     {
-      const int i_5 = tl_i28;
-      const int j_3 = tl_j28;
-      acc[tl_s28 + 0] = (acc[tl_s28 + 0] / l[tl::wg_row_slot<128, 64, 1>(tl_s28 + 0)]);
+      const int i_5 = tl_i40;
+      const int j_3 = tl_j40;
+      acc[tl_s40 + 0] = (acc[tl_s40 + 0] / l[tl::wg_row_slot<128, 64, 1>(tl_s40 + 0)]);
     }
   }
   // T.Parallel[128, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s29 = 0; tl_s29 < 64; tl_s29 += 2) {
-    int tl_i29, tl_j29;
-    tl::wg::acc_coord<128, 64, 1>(tl_s29, tl_i29, tl_j29);
-    bool tl_ok29 = true;
+  for (int tl_s41 = 0; tl_s41 < 64; tl_s41 += 2) {
+    int tl_i41, tl_j41;
+    tl::wg::acc_coord<128, 64, 1>(tl_s41, tl_i41, tl_j41);
+    bool tl_ok41 = true;
     {
-      const int i_12 = tl_i29;
-      const int j_7 = tl_j29 + 1;
-      tl_ok29 = (((bx * 128) + i_12) < S);
+      const int i_12 = tl_i41;
+      const int j_7 = tl_j41 + 1;
+      tl_ok41 = (((bx * 128) + i_12) < S);
     }
-    if (tl_ok29) {
-      tl::vec<half, 2> tl_pair29;
+    if (tl_ok41) {
+      tl::vec<half, 2> tl_pair41;
       {
-        const int i_12 = tl_i29;
-        const int j_7 = tl_j29;
-        tl_pair29.x[0] = ((half)((float)(acc[tl_s29 + 0])));
+        const int i_12 = tl_i41;
+        const int j_7 = tl_j41;
+        tl_pair41.x[0] = ((half)((float)(acc[tl_s41 + 0])));
       }
       {
-        const int i_12 = tl_i29;
-        const int j_7 = tl_j29 + 1;
-        tl_pair29.x[1] = ((half)((float)(acc[tl_s29 + 1])));
+        const int i_12 = tl_i41;
+        const int j_7 = tl_j41 + 1;
+        tl_pair41.x[1] = ((half)((float)(acc[tl_s41 + 1])));
       }
       {
-        const int i_12 = tl_i29;
-        const int j_7 = tl_j29;
-        *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)]) = tl_pair29;
+        const int i_12 = tl_i41;
+        const int j_7 = tl_j41;
+        *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)]) = tl_pair41;
       }
     } else {
       {
-        const int i_12 = tl_i29;
-        const int j_7 = tl_j29;
+        const int i_12 = tl_i41;
+        const int j_7 = tl_j41;
         if ((((bx * 128) + i_12) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s29 + 0])));
+          o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s41 + 0])));
         }
       }
       {
-        const int i_12 = tl_i29;
-        const int j_7 = tl_j29 + 1;
+        const int i_12 = tl_i41;
+        const int j_7 = tl_j41 + 1;
         if ((((bx * 128) + i_12) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s29 + 1])));
+          o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s41 + 1])));
         }
       }
     }

@@ -1,0 +1,138 @@
+//! The consumers of a rotated warp-specialized pipeline (`Pipeline::rotate`,
+//! decided and reordered by `plan_pipelines`): iteration `i` issues its
+//! first gemm, then the last gemm of iteration `i - 1`, and runs its register
+//! work while both are in flight, waiting for the last gemm only where the
+//! rotation says.
+
+use super::*;
+
+impl Writer<'_> {
+    /// Prints the consumers of pipeline `k` (loop variable `name` from `s0`,
+    /// `tl_n{k}` iterations, stage tiles `tiles`) for consumer statements
+    /// `cons` split as `rot` says:
+    ///
+    /// ```text
+    /// iteration 0:       wait stage; head; first gemm (synchronous); body
+    /// iteration i >= 1:  wait stage; head; issue first gemm (stage i);
+    ///                    late; issue last gemm (stage i - 1); wait for the first;
+    ///                    body up to `wait`; wait for the last; release stage i - 1;
+    ///                    rest of body
+    /// after the loop:    late; last gemm (synchronous); release the last stage
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn ws_consume_rotated(
+        &mut self,
+        k: usize,
+        name: &str,
+        s0: &str,
+        pipe: &str,
+        tiles: &[BufId],
+        cons: &[&Stmt],
+        rot: Rotation,
+    ) -> Result<(), Diagnostic> {
+        let n = cons.len();
+        let (first, wait) = (rot.first, rot.wait);
+        let (Some(Stmt::Gemm(g1)), Some(Stmt::Gemm(g2))) = (cons.get(first), cons.last()) else {
+            return Err(err(
+                "internal error: a rotated pipeline without its two gemms",
+            ));
+        };
+        let late_at = n - 1 - rot.late;
+        // The rotation's indices count the statements `plan_pipelines`
+        // reordered; a barrier added since would shift them (none is: the
+        // body is register work and gemms of tiles no one writes in it).
+        if !(first < wait && wait <= late_at) || cons.iter().any(|x| matches!(x, Stmt::Barrier)) {
+            return Err(err("internal error: a rotation out of order"));
+        }
+        let (lib, args1, _) = self.gemm_shape(g1)?;
+        let (lib2, args2) = self.gemm_rs_shape(g2)?;
+        if lib != "tl::wg" || lib2 != "tl::wg" {
+            return Err(err("internal error: a rotated pipeline needs wgmma gemms"));
+        }
+        let mma = format!("tl::wg::MmaAsync<{args1}>");
+        let rs = format!("tl::wg::RsAsync<{args2}>");
+        let (s, acc, p) = (self.name(g1.c), self.name(g2.c), self.name(g2.a));
+        let head = &cons[..first];
+        let body = &cons[first + 1..late_at];
+        let (before, after) = body.split_at(wait - first - 1);
+        let late = &cons[late_at..n - 1];
+        let cur = format!("tl_st{k}.stage");
+        let prev = format!("tl_prev{k}.stage");
+        let on = |w: &mut Self, stage: &str| {
+            for &t in tiles {
+                w.stage.insert(t, stage.to_string());
+            }
+        };
+        let run = |w: &mut Self, xs: &[&Stmt]| xs.iter().try_for_each(|x| w.stmt(x));
+        // An iteration's start: its loop variable, its stage, the statements
+        // before the first gemm and that gemm's issue.
+        let start = |w: &mut Self, at: String| -> Result<(), Diagnostic> {
+            w.line(&format!("const int {name} = {at};"));
+            w.line(&format!("tl_pipe{k}->consumer_wait(tl_st{k});"));
+            on(w, &cur);
+            run(w, head)?;
+            w.line(&format!(
+                "{mma}::issue({}, {}, {s});",
+                w.tile_base(g1.a),
+                w.tile_base(g1.b)
+            ));
+            Ok(())
+        };
+
+        self.ws_state(k, pipe, true);
+        self.line(&format!("unsigned tl_ra{k}[{rs}::AREGS];"));
+        self.line(&format!("{mma}::begin({s});"));
+        // Iteration 0: nothing in flight before it.
+        self.line(&format!("if (tl_n{k} > 0) {{"));
+        self.depth += 1;
+        start(self, s0.to_string())?;
+        self.line(&format!("{mma}::wait<0>({s});"));
+        run(self, body)?;
+        self.line(&format!("tl_prev{k} = tl_st{k};"));
+        self.line(&format!("tl_st{k}.advance();"));
+        self.depth -= 1;
+        self.line("}");
+        // Iterations 1 ..: the first gemm of this one and the last of the
+        // previous one in flight together.
+        self.line(&format!(
+            "for (int tl_i{k} = 1; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        start(self, format!("{s0} + tl_i{k}"))?;
+        run(self, late)?;
+        on(self, &prev);
+        self.line(&format!(
+            "{rs}::issue({p}, {}, {acc}, tl_ra{k});",
+            self.tile_base(g2.b)
+        ));
+        on(self, &cur);
+        self.line(&format!("{mma}::wait<1>({s});"));
+        run(self, before)?;
+        self.line(&format!("{rs}::wait<0>({acc}, tl_ra{k});"));
+        self.line("__syncwarp();");
+        self.line(&format!("tl_pipe{k}->consumer_release(tl_prev{k});"));
+        run(self, after)?;
+        self.line(&format!("tl_prev{k} = tl_st{k};"));
+        self.line(&format!("tl_st{k}.advance();"));
+        self.depth -= 1;
+        self.line("}");
+        // The last iteration's deferred gemm.
+        self.line(&format!("if (tl_n{k} > 0) {{"));
+        self.depth += 1;
+        run(self, late)?;
+        on(self, &prev);
+        self.line(&format!(
+            "{rs}::issue({p}, {}, {acc}, tl_ra{k});",
+            self.tile_base(g2.b)
+        ));
+        self.line(&format!("{rs}::wait<0>({acc}, tl_ra{k});"));
+        self.line("__syncwarp();");
+        self.line(&format!("tl_pipe{k}->consumer_release(tl_prev{k});"));
+        self.depth -= 1;
+        self.line("}");
+        for t in tiles {
+            self.stage.remove(t);
+        }
+        Ok(())
+    }
+}

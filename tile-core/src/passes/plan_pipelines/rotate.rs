@@ -1,0 +1,255 @@
+//! The rotation of a warp-specialized pipeline whose consumers run two
+//! `wgmma` gemms (`Pipeline::rotate`): attention's `S = Q·Kᵀ`, register
+//! work on `S` (the online softmax), then `O += P·V` last. Run as written,
+//! each warpgroup's tensor cores idle during the softmax and its CUDA cores
+//! during both gemms. Rotated (FA3's intra-warpgroup overlap), iteration `i`
+//! issues `S(i)`, then `O += P(i-1)·V(i-1)`, waits only for `S(i)` and runs
+//! the softmax of `i` while `P·V` is still in flight.
+//!
+//! Legal when moving the last gemm (and the statements that touch its
+//! accumulator, which move to just before it) past the next iteration's
+//! statements up to its first gemm changes no value: those statements and
+//! the first gemm neither read what the moved ones write nor write what they
+//! read or write. Everything in the consumers other than the two gemms must
+//! be register work (no shared or global memory, no barrier, no block-wide
+//! reduction), and the moved statements name no scalar bound in the loop (in
+//! the rotated loop they run in the next iteration's scope).
+
+use crate::ir::*;
+use std::collections::BTreeSet;
+
+/// A buffer or a scalar that a statement reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Name {
+    Buf(BufId),
+    Var(VarId),
+}
+
+#[derive(Default)]
+struct Rw {
+    reads: BTreeSet<Name>,
+    writes: BTreeSet<Name>,
+}
+
+impl Rw {
+    fn of(s: &Stmt) -> Rw {
+        let mut rw = Rw::default();
+        s.visit_exprs(&mut |e| match e {
+            Expr::Load(b, _, _) => {
+                rw.reads.insert(Name::Buf(*b));
+            }
+            Expr::Var(v, _) => {
+                rw.reads.insert(Name::Var(*v));
+            }
+            _ => {}
+        });
+        s.visit(&mut |x| match x {
+            Stmt::Let { var, .. } | Stmt::Local { var, .. } | Stmt::Assign { var, .. } => {
+                rw.writes.insert(Name::Var(*var));
+            }
+            Stmt::For { var, .. } => {
+                rw.writes.insert(Name::Var(*var));
+            }
+            Stmt::Store { buf, .. } | Stmt::AtomicAdd { buf, .. } => {
+                rw.writes.insert(Name::Buf(*buf));
+            }
+            Stmt::Gemm(g) => {
+                rw.reads.extend([g.a, g.b, g.c].into_iter().map(Name::Buf));
+                rw.writes.insert(Name::Buf(g.c));
+            }
+            Stmt::Reduce(r) => {
+                rw.reads.extend([r.src, r.dst].into_iter().map(Name::Buf));
+                rw.writes.insert(Name::Buf(r.dst));
+            }
+            Stmt::Copy { src, dst, .. } | Stmt::AtomicAddTile { src, dst, .. } => {
+                rw.reads.insert(Name::Buf(src.buf));
+                rw.writes.insert(Name::Buf(dst.buf));
+            }
+            Stmt::Fill { dst, .. } => {
+                rw.writes.insert(Name::Buf(dst.buf));
+            }
+            _ => {}
+        });
+        rw
+    }
+
+    fn touches(&self, n: Name) -> bool {
+        self.reads.contains(&n) || self.writes.contains(&n)
+    }
+
+    /// Whether running `self` and `other` in either order gives the same values.
+    fn commutes(&self, other: &Rw) -> bool {
+        self.writes.is_disjoint(&other.reads)
+            && self.writes.is_disjoint(&other.writes)
+            && other.writes.is_disjoint(&self.reads)
+    }
+
+    fn add(&mut self, other: &Rw) {
+        self.reads.extend(other.reads.iter().copied());
+        self.writes.extend(other.writes.iter().copied());
+    }
+}
+
+/// Register work a consumer warpgroup runs alone: no memory but registers
+/// (`registers_only`), or a reduction into per-row registers.
+fn register_work(f: &PrimFunc, s: &Stmt) -> bool {
+    match s {
+        Stmt::Reduce(r) => super::in_registers(f, r),
+        _ => super::registers_only(f, s),
+    }
+}
+
+/// The rotation of the warp-specialized pipeline over `var`, if it
+/// qualifies, with the loop body reordered for it (the statements that touch
+/// the last gemm's accumulator moved to just before that gemm).
+pub(super) fn rotate(f: &mut PrimFunc, var: VarId) -> Option<Rotation> {
+    let p = f.schedule.pipelines.get(&var)?;
+    // The stage of iteration `i` stays held until the middle of iteration
+    // `i + 1` (its V is read by the deferred gemm), so with two stages the
+    // producer could fetch the next one only then: measured 5% slower than
+    // not rotating (attention D128 on the H200), 2% faster with three.
+    if !p.warp_specialized || p.persistent || p.stages < 3 {
+        return None;
+    }
+    let producers = p.tiles.len();
+    let tiles = p.tiles.clone();
+    let mut plan = None;
+    f.body.visit(&mut |s| {
+        if let Stmt::For { var: v, body, .. } = s {
+            if *v == var {
+                plan = order(f, &tiles, var, body, producers);
+            }
+        }
+    });
+    let (order, rotation) = plan?;
+    reorder(&mut f.body, var, producers, &order);
+    Some(rotation)
+}
+
+/// The new order of the consumer statements (indices into them) and the
+/// rotation, when the body qualifies.
+fn order(
+    f: &PrimFunc,
+    tiles: &[BufId],
+    var: VarId,
+    body: &Stmt,
+    producers: usize,
+) -> Option<(Vec<usize>, Rotation)> {
+    let Stmt::Seq(items) = body else {
+        return None;
+    };
+    let cons = items.get(producers..)?;
+    let gemms: Vec<usize> = (0..cons.len())
+        .filter(|&i| matches!(cons[i], Stmt::Gemm(_)))
+        .collect();
+    let [first, last] = gemms[..] else {
+        return None;
+    };
+    let (Stmt::Gemm(g1), Stmt::Gemm(g2)) = (&cons[first], &cons[last]) else {
+        return None;
+    };
+    let whole_block =
+        |g: &Gemm| matches!(g.inst, GemmInst::Wgmma { wgs } if wgs * 128 == f.launch.threads);
+    let scope = |b: BufId| f.buf(b).scope;
+    // The first reads shared tiles; the last takes A from registers and B
+    // from a stage; neither clears (both only accumulate when asynchronous).
+    let shapes_ok = whole_block(g1)
+        && whole_block(g2)
+        && !g1.clear
+        && !g2.clear
+        && scope(g1.a) == Scope::Shared
+        && scope(g1.b) == Scope::Shared
+        && scope(g2.a) == Scope::Fragment
+        && tiles.contains(&g2.b)
+        && g1.c != g2.c
+        && g1.c != g2.a
+        && last == cons.len() - 1;
+    if !shapes_ok {
+        return None;
+    }
+    if !cons
+        .iter()
+        .enumerate()
+        .all(|(i, s)| i == first || i == last || register_work(f, s))
+    {
+        return None;
+    }
+    let rw: Vec<Rw> = cons.iter().map(Rw::of).collect();
+    let acc = Name::Buf(g2.c);
+    // Between the gemms: the statements touching the last gemm's
+    // accumulator move to just before it, past the later ones.
+    let between: Vec<usize> = (first + 1..last).collect();
+    let (late, early): (Vec<usize>, Vec<usize>) =
+        between.iter().partition(|&&i| rw[i].touches(acc));
+    for &l in &late {
+        if early.iter().any(|&e| e > l && !rw[l].commutes(&rw[e])) {
+            return None;
+        }
+    }
+    // What runs in the next iteration (the late statements, then the last
+    // gemm) moves past the statements up to and including the first gemm,
+    // and names no scalar of the loop.
+    let mut moved = Rw::default();
+    for &i in late.iter().chain([&last]) {
+        moved.add(&rw[i]);
+    }
+    let mut ahead = Rw::default();
+    for r in &rw[..=first] {
+        ahead.add(r);
+    }
+    if !moved.commutes(&ahead) {
+        return None;
+    }
+    // (Scalars the moved statements bind themselves, their loops' variables,
+    // move with them.)
+    let mut bound = BTreeSet::from([Name::Var(var)]);
+    for (i, r) in rw.iter().enumerate() {
+        if i != last && !late.contains(&i) {
+            bound.extend(r.writes.iter().filter(|n| matches!(n, Name::Var(_))));
+        }
+    }
+    if !moved.reads.is_disjoint(&bound) {
+        return None;
+    }
+    // The register work of the next iteration runs while the last gemm is
+    // in flight until the first statement that writes its A operand.
+    let operand = Name::Buf(g2.a);
+    let order: Vec<usize> = (0..=first)
+        .chain(early.iter().copied())
+        .chain(late.iter().copied())
+        .chain([last])
+        .collect();
+    let wait = early
+        .iter()
+        .position(|&i| rw[i].writes.contains(&operand))
+        .map_or(last - late.len(), |at| first + 1 + at);
+    Some((
+        order,
+        Rotation {
+            first,
+            late: late.len(),
+            wait,
+        },
+    ))
+}
+
+/// Reorders the consumer statements of the loop over `var` to `order`.
+fn reorder(s: &mut Stmt, var: VarId, producers: usize, order: &[usize]) {
+    match s {
+        Stmt::For { var: v, body, .. } if *v == var => {
+            if let Stmt::Seq(items) = &mut **body {
+                let cons: Vec<Stmt> = items.drain(producers..).collect();
+                items.extend(order.iter().map(|&i| cons[i].clone()));
+            }
+        }
+        Stmt::Seq(v) => v.iter_mut().for_each(|x| reorder(x, var, producers, order)),
+        Stmt::For { body, .. } => reorder(body, var, producers, order),
+        Stmt::If { then, els, .. } => {
+            reorder(then, var, producers, order);
+            if let Some(e) = els {
+                reorder(e, var, producers, order);
+            }
+        }
+        _ => {}
+    }
+}
