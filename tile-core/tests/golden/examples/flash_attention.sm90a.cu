@@ -4,6 +4,8 @@
 // tile:tma map=1 param=2 box=64x64 (v)
 // <tile CUDA prelude>
 
+#ifndef TL_MATH_CUH_
+#define TL_MATH_CUH_
 namespace tl {
 // 2^x of a float on the special-function unit: ex2.approx.ftz.f32 (within 2 ulp, as
 // exp2f; results below 2^-126 flush to zero). exp2f computes the same approximation
@@ -16,6 +18,7 @@ __device__ __forceinline__ float exp2_ftz(float x) {
   return y;
 }
 }  // namespace tl
+#endif  // TL_MATH_CUH_
 
 // <tl/gemm.cuh>
 
