@@ -264,7 +264,7 @@ thread_local! {
 /// launch reaches the GPU: without it a kernel of a few microseconds is
 /// timed together with its host launch cost (which launch_overhead
 /// measures).
-fn flush_l2(stream: &Arc<CudaStream>) -> Res<()> {
+fn before_timed_run(stream: &Arc<CudaStream>) -> Res<()> {
     BEFORE.with(|b| -> Res<()> {
         let mut b = b.borrow_mut();
         if b.is_none() {
@@ -310,7 +310,7 @@ fn time_pair_ms(
         g()?;
     }
     let once = |h: &mut dyn FnMut() -> Res<()>| -> Res<f64> {
-        flush_l2(stream)?;
+        before_timed_run(stream)?;
         let start = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         h()?;
         let end = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;

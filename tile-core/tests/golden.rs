@@ -12,6 +12,7 @@ fn strip_preludes(code: &str) -> String {
     code.replace(cuda::GEMM_HEADER, "// <tl/gemm.cuh>\n")
         .replace(cuda::WGMMA_HEADER, "// <tl/wgmma.cuh>\n")
         .replace(cuda::TMA_HEADER, "// <tl/tma.cuh>\n")
+        .replace(cuda::MATH_HEADER, "// <tl/math.cuh>\n")
         .replace(cuda::PRELUDE, "// <tile CUDA prelude>\n")
         .replace(c::PRELUDE, "// <tile C prelude>\n")
 }

@@ -78,6 +78,22 @@ impl Writer<'_> {
             ));
             Ok(())
         };
+        // The previous iteration's deferred statements and last gemm, issued
+        // on its stage; then, once it completed, that stage's release.
+        let defer = |w: &mut Self| -> Result<(), Diagnostic> {
+            run(w, late)?;
+            on(w, &prev);
+            w.line(&format!(
+                "{rs}::issue({p}, {}, {acc}, tl_ra{k});",
+                w.tile_base(g2.b)
+            ));
+            Ok(())
+        };
+        let retire = |w: &mut Self| {
+            w.line(&format!("{rs}::wait<0>({acc}, tl_ra{k});"));
+            w.line("__syncwarp();");
+            w.line(&format!("tl_pipe{k}->consumer_release(tl_prev{k});"));
+        };
 
         self.ws_state(k, pipe, true);
         self.line(&format!("unsigned tl_ra{k}[{rs}::AREGS];"));
@@ -99,18 +115,11 @@ impl Writer<'_> {
         ));
         self.depth += 1;
         start(self, format!("{s0} + tl_i{k}"))?;
-        run(self, late)?;
-        on(self, &prev);
-        self.line(&format!(
-            "{rs}::issue({p}, {}, {acc}, tl_ra{k});",
-            self.tile_base(g2.b)
-        ));
+        defer(self)?;
         on(self, &cur);
         self.line(&format!("{mma}::wait<1>({s});"));
         run(self, before)?;
-        self.line(&format!("{rs}::wait<0>({acc}, tl_ra{k});"));
-        self.line("__syncwarp();");
-        self.line(&format!("tl_pipe{k}->consumer_release(tl_prev{k});"));
+        retire(self);
         run(self, after)?;
         self.line(&format!("tl_prev{k} = tl_st{k};"));
         self.line(&format!("tl_st{k}.advance();"));
@@ -119,15 +128,8 @@ impl Writer<'_> {
         // The last iteration's deferred gemm.
         self.line(&format!("if (tl_n{k} > 0) {{"));
         self.depth += 1;
-        run(self, late)?;
-        on(self, &prev);
-        self.line(&format!(
-            "{rs}::issue({p}, {}, {acc}, tl_ra{k});",
-            self.tile_base(g2.b)
-        ));
-        self.line(&format!("{rs}::wait<0>({acc}, tl_ra{k});"));
-        self.line("__syncwarp();");
-        self.line(&format!("tl_pipe{k}->consumer_release(tl_prev{k});"));
+        defer(self)?;
+        retire(self);
         self.depth -= 1;
         self.line("}");
         for t in tiles {

@@ -122,7 +122,8 @@ pub(super) fn rotate(f: &mut PrimFunc, var: VarId) -> Option<Rotation> {
         }
     });
     let (order, rotation) = plan?;
-    reorder(&mut f.body, var, producers, &order);
+    let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
+    f.body = reorder(body, var, producers, &order);
     Some(rotation)
 }
 
@@ -234,22 +235,33 @@ fn order(
 }
 
 /// Reorders the consumer statements of the loop over `var` to `order`.
-fn reorder(s: &mut Stmt, var: VarId, producers: usize, order: &[usize]) {
-    match s {
-        Stmt::For { var: v, body, .. } if *v == var => {
-            if let Stmt::Seq(items) = &mut **body {
-                let cons: Vec<Stmt> = items.drain(producers..).collect();
-                items.extend(order.iter().map(|&i| cons[i].clone()));
+fn reorder(s: Stmt, var: VarId, producers: usize, order: &[usize]) -> Stmt {
+    s.fold(&mut |x| match x {
+        Stmt::For {
+            loc,
+            var: v,
+            start,
+            extent,
+            kind,
+            body,
+        } if v == var => {
+            let body = match *body {
+                Stmt::Seq(mut items) => {
+                    let mut cons: Vec<Option<Stmt>> = items.drain(producers..).map(Some).collect();
+                    items.extend(order.iter().filter_map(|&i| cons[i].take()));
+                    Stmt::Seq(items)
+                }
+                b => b,
+            };
+            Stmt::For {
+                loc,
+                var: v,
+                start,
+                extent,
+                kind,
+                body: Box::new(body),
             }
         }
-        Stmt::Seq(v) => v.iter_mut().for_each(|x| reorder(x, var, producers, order)),
-        Stmt::For { body, .. } => reorder(body, var, producers, order),
-        Stmt::If { then, els, .. } => {
-            reorder(then, var, producers, order);
-            if let Some(e) = els {
-                reorder(e, var, producers, order);
-            }
-        }
-        _ => {}
-    }
+        x => x,
+    })
 }
