@@ -942,7 +942,7 @@ fn print_tuned(tuned: &[Tuned]) {
     // nothing was timed: the times are the earlier run's).
     println!();
     println!(
-        "{:<30} {:>9} {:>10} {:>7} {:>6} {:>10} {:>10} {:>9} {:>6}  chosen",
+        "{:<30} {:>9} {:>10} {:>7} {:>6} {:>10} {:>9} {:>9} {:>9} {:>6}  chosen",
         "autotune",
         "tuned ms",
         "default ms",
@@ -950,6 +950,7 @@ fn print_tuned(tuned: &[Tuned]) {
         "ok",
         "timing ms",
         "first ms",
+        "check ms",
         "wall ms",
         "cached"
     );
