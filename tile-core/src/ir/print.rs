@@ -230,8 +230,11 @@ impl Printer<'_> {
                                 },
                                 match p.rotate {
                                     Some(r) => format!(
-                                        ", rotate=(first={}, late={}, wait={})",
-                                        r.first, r.late, r.wait
+                                        ", rotate=(first={}, late={}, wait={}{})",
+                                        r.first,
+                                        r.late,
+                                        r.wait,
+                                        if r.pingpong { ", pingpong=true" } else { "" }
                                     ),
                                     None => String::new(),
                                 }

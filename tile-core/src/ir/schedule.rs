@@ -62,6 +62,12 @@ pub struct Rotation {
     /// (it writes that gemm's A operand); the stage it read is released
     /// there.
     pub wait: usize,
+    /// Two consumer warpgroups take turns issuing their gemms (FA3's
+    /// ping-pong): each waits for its turn before issuing an iteration's two
+    /// gemms and hands the turn over once they are issued, so one
+    /// warpgroup's softmax runs while the other's gemms hold the tensor
+    /// cores, instead of both softmaxes at once with the tensor cores idle.
+    pub pingpong: bool,
 }
 
 /// The thread partition of a `T::parallel` nest: element `e` of the flattened

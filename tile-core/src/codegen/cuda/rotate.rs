@@ -13,11 +13,13 @@ impl Writer<'_> {
     ///
     /// ```text
     /// iteration 0:       wait stage; head; first gemm (synchronous); body
-    /// iteration i >= 1:  wait stage; head; issue first gemm (stage i);
-    ///                    late; issue last gemm (stage i - 1); wait for the first;
+    /// iteration i >= 1:  wait stage; head; [wait for this warpgroup's turn;]
+    ///                    issue first gemm (stage i); late; issue last gemm
+    ///                    (stage i - 1); [pass the turn;] wait for the first;
     ///                    body up to `wait`; wait for the last; release stage i - 1;
     ///                    rest of body
-    /// after the loop:    late; last gemm (synchronous); release the last stage
+    /// after the loop:    late; last gemm (synchronous); release the last stage;
+    ///                    [take the last turn passed]
     /// ```
     #[allow(clippy::too_many_arguments)]
     pub(super) fn ws_consume_rotated(
@@ -66,11 +68,20 @@ impl Writer<'_> {
         let run = |w: &mut Self, xs: &[&Stmt]| xs.iter().try_for_each(|x| w.stmt(x));
         // An iteration's start: its loop variable, its stage, the statements
         // before the first gemm and that gemm's issue.
-        let start = |w: &mut Self, at: String| -> Result<(), Diagnostic> {
+        // With ping-pong (`Rotation::pingpong`) the steady iterations wait
+        // for their warpgroup's turn before issuing their two gemms.
+        let turn = format!(
+            "tl::tma::pingpong_wait<{}>(tl_wg{k});",
+            self.f.launch.threads
+        );
+        let start = |w: &mut Self, at: String, turn: Option<&str>| -> Result<(), Diagnostic> {
             w.line(&format!("const int {name} = {at};"));
             w.line(&format!("tl_pipe{k}->consumer_wait(tl_st{k});"));
             on(w, &cur);
             run(w, head)?;
+            if let Some(t) = turn {
+                w.line(t);
+            }
             w.line(&format!(
                 "{mma}::issue({}, {}, {s});",
                 w.tile_base(g1.a),
@@ -98,10 +109,15 @@ impl Writer<'_> {
         self.ws_state(k, pipe, true);
         self.line(&format!("unsigned tl_ra{k}[{rs}::AREGS];"));
         self.line(&format!("{mma}::begin({s});"));
+        if rot.pingpong {
+            let n = self.f.launch.threads;
+            self.line(&format!("const int tl_wg{k} = threadIdx.x / 128;"));
+            self.line(&format!("tl::tma::pingpong_begin<{n}>(tl_wg{k});"));
+        }
         // Iteration 0: nothing in flight before it.
         self.line(&format!("if (tl_n{k} > 0) {{"));
         self.depth += 1;
-        start(self, s0.to_string())?;
+        start(self, s0.to_string(), None)?;
         self.line(&format!("{mma}::wait<0>({s});"));
         run(self, body)?;
         self.line(&format!("tl_prev{k} = tl_st{k};"));
@@ -114,8 +130,16 @@ impl Writer<'_> {
             "for (int tl_i{k} = 1; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
         ));
         self.depth += 1;
-        start(self, format!("{s0} + tl_i{k}"))?;
+        start(
+            self,
+            format!("{s0} + tl_i{k}"),
+            rot.pingpong.then_some(turn.as_str()),
+        )?;
         defer(self)?;
+        if rot.pingpong {
+            let n = self.f.launch.threads;
+            self.line(&format!("tl::tma::pingpong_pass<{n}>(tl_wg{k});"));
+        }
         on(self, &cur);
         self.line(&format!("{mma}::wait<1>({s});"));
         run(self, before)?;
@@ -132,6 +156,10 @@ impl Writer<'_> {
         retire(self);
         self.depth -= 1;
         self.line("}");
+        if rot.pingpong {
+            let n = self.f.launch.threads;
+            self.line(&format!("tl::tma::pingpong_end<{n}>(tl_wg{k});"));
+        }
         for t in tiles {
             self.stage.remove(t);
         }

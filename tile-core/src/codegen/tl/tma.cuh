@@ -124,6 +124,40 @@ template <int ID, int N> __device__ __forceinline__ void bar_sync() {
 #endif
 }
 
+// Two consumer warpgroups taking turns (a rotated attention loop's ping-pong): warpgroup
+// `wg` (0 or 1) waits on barrier 2 + wg for its turn and passes the turn by arriving on the
+// other's. Each barrier counts N = 256 threads: the 128 of its warpgroup waiting and the 128
+// of the other arriving. Warpgroup 0 arrives on its own barrier once at the start, so it
+// takes the first turn, and waits there once more at the end for the turn warpgroup 1
+// passed last, so both barriers end complete (no arrival is left pending at exit).
+// bar.sync/bar.arrive are .aligned: every lane of a warp must execute the same one, and
+// a warp can leave the mbarrier spin before them lane by lane, hence the __syncwarp().
+// ID 1 is the consumers' barrier (bar_sync above).
+template <int N> __device__ __forceinline__ void pingpong_begin(int wg) {
+#if defined(__CUDA_ARCH__)
+  __syncwarp();
+  if (wg == 0) asm volatile("bar.arrive 2, %0;\n" ::"n"(N) : "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void pingpong_wait(int wg) {
+#if defined(__CUDA_ARCH__)
+  __syncwarp();
+  asm volatile("bar.sync %0, %1;\n" ::"r"(2 + wg), "n"(N) : "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void pingpong_pass(int wg) {
+#if defined(__CUDA_ARCH__)
+  __syncwarp();
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(3 - wg), "n"(N) : "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void pingpong_end(int wg) {
+#if defined(__CUDA_ARCH__)
+  __syncwarp();
+  if (wg == 0) asm volatile("bar.sync 2, %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
 // ---- bulk tensor copies ------------------------------------------------------
 // Hint that the tensor map will be used soon (one thread, before the first copy).
 template <int UNUSED = 0> __device__ __forceinline__ void prefetch(const Desc* d) {

@@ -313,8 +313,19 @@ impl Reader {
                             let first = field(c, "first", false)?;
                             let late = field(c, "late", false)?;
                             let wait = field(c, "wait", true)?;
+                            let mut pingpong = false;
+                            if c.eat_punct(",") {
+                                c.kwarg("pingpong")?;
+                                c.keyword("true")?;
+                                pingpong = true;
+                            }
                             c.punct(")")?;
-                            rotate = Some(Rotation { first, late, wait });
+                            rotate = Some(Rotation {
+                                first,
+                                late,
+                                wait,
+                                pingpong,
+                            });
                         }
                     }
                     producers = Some(Pipeline {

@@ -224,12 +224,20 @@ fn order(
         .iter()
         .position(|&i| rw[i].writes.contains(&operand))
         .map_or(last - late.len(), |at| first + 1 + at);
+    // Two warpgroups of one block run the same loop on their own rows; left
+    // alone they reach each gemm together and then run their softmaxes
+    // together while the tensor cores wait. Taking turns staggers them by
+    // half an iteration. (With three or more the turns would need more
+    // barriers and registers than the block has to spare; with one there is
+    // no one to take turns with.)
+    let pingpong = matches!(g1.inst, GemmInst::Wgmma { wgs: 2 });
     Some((
         order,
         Rotation {
             first,
             late: late.len(),
             wait,
+            pingpong,
         },
     ))
 }
