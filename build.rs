@@ -3,6 +3,7 @@
 fn main() {
     let report = tile_core::build::Builder::new()
         .dir("examples")
+        .dir("examples/bench")
         .dir("tests")
         .dir("tests/kernels")
         .compile();

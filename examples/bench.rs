@@ -24,7 +24,7 @@
 //! shapes are not timed with their launch cost); `TILE_BENCH_WARM_L2=1`
 //! waits on the GPU instead and leaves L2 warm.
 //!
-//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk]`
+//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk|space]`
 //! (needs a CUDA device; `memory` stops after the memory-bound kernels,
 //! `gemm` runs only the f16/bf16 GEMM table with its tuned rows, `tune` only
 //! the GEMM tuning table (run it twice: the second process reads every
@@ -55,6 +55,8 @@ mod roofline;
 #[allow(dead_code)]
 #[path = "softmax.rs"]
 mod softmax;
+#[path = "bench/space.rs"]
+mod space;
 #[path = "bench/splitk.rs"]
 mod splitk;
 #[allow(dead_code)]
@@ -715,10 +717,11 @@ fn main() -> Res<()> {
     let device = stream.context().name().unwrap_or_else(|_| dev.to_string());
     // The modes that time one group of rows alone.
     let mode = std::env::args().nth(1).unwrap_or_default();
-    if matches!(mode.as_str(), "fp8" | "persistent" | "splitk") {
+    if matches!(mode.as_str(), "fp8" | "persistent" | "splitk" | "space") {
         match mode.as_str() {
             "fp8" => fp8::fp8_rows(dev, &stream, &mut rows)?,
             "persistent" => persistent_rows(dev, &stream, &blas, &mut rows)?,
+            "space" => space::space_rows(dev, &stream, &blas, &mut rows)?,
             _ => splitk::splitk_rows(dev, &stream, &blas, &mut rows)?,
         }
         print_rows(&rows);

@@ -1,0 +1,84 @@
+//! `bench space`: a wide space of GEMM tile configurations, each timed
+//! against cuBLAS on the same data, on shapes whose output tiles fill the
+//! H200 only once or twice (1000³ and its neighbours) and on 4096³. It asks
+//! which lever these shapes need: more blocks (smaller tiles), more bytes in
+//! flight (more stages, longer k steps), or both.
+
+use super::{bench_gemm, Res, Row};
+use cudarc::cublas::sys::cudaDataType;
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::CudaStream;
+use std::sync::Arc;
+use tile::prelude::*;
+
+/// The example's NN GEMM over tiles of 64 or 128 rows and columns, k steps
+/// of 64 or 128, 3 to 8 stages, one or two consumer warpgroups; the filter
+/// keeps the stages within 200 KiB of shared memory and the accumulator
+/// within 128 floats per thread.
+#[tile::kernel(
+    dtype = [f16],
+    block_m = [128, 64],
+    block_n = [128, 64],
+    block_k = [64, 128],
+    stages = [4, 3, 6, 8],
+    threads = [256, 128],
+    filter = (threads == 128 || block_m == 128)
+        && block_m * block_n / threads <= 128
+        && (block_m + block_n) * block_k * 2 * stages <= 200 * 1024
+)]
+pub fn gemm_space(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            T::use_swizzle(8);
+            let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
+            let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            let c_s = T::alloc_shared::<dtype>([block_m, block_n]);
+            T::annotate_layout(c_s, T::swizzled);
+            T::copy(acc, c_s);
+            T::copy(c_s, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
+/// Shapes of one or two waves of 128 × 128 tiles, and 4096³ for contrast.
+const SHAPES: [(usize, usize, usize); 6] = [
+    (1000, 1000, 1000),
+    (1024, 1024, 1024),
+    (1000, 1000, 4000),
+    (2000, 1000, 1000),
+    (1536, 1536, 768),
+    (4096, 4096, 4096),
+];
+
+pub(crate) fn space_rows(
+    dev: Device,
+    stream: &Arc<CudaStream>,
+    blas: &CudaBlas,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    for s in SHAPES {
+        for (cfg, label) in gemm_space::CONFIGS.iter().zip(gemm_space::LABELS) {
+            let cfg = *cfg;
+            bench_gemm::<f16>(
+                &format!("gemm f16 space {label}"),
+                &|a, b, c| gemm_space::with(cfg).launch(a, b, c),
+                dev,
+                stream,
+                blas,
+                s,
+                cudaDataType::CUDA_R_16F,
+                rows,
+            )?;
+        }
+    }
+    Ok(())
+}
