@@ -3,7 +3,7 @@
 //! f16/bf16 in and out, f32 compute), softmax and rmsnorm against the
 //! device-to-device copy bandwidth. Random inputs, CUDA-event timing, median
 //! of many runs after warm-up (a GEMM and its cuBLAS baseline alternate run
-//! by run). The example GEMM (`gemm_nn`, a space of 12 tile configurations
+//! by run). The example GEMM (`gemm_nn`, a space of 14 tile configurations
 //! per dtype) and the row kernels (a space of block sizes) appear twice: the
 //! default variant, and the variant tuned for each shape in this process
 //! (`kernel::tune()`: every variant timed on the shape, L2 flushed; the

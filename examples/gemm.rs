@@ -12,7 +12,7 @@ use tile::prelude::*;
 
 /// NN, written once over the element type and over a space of tile
 /// configurations: `gemm_nn::<f16>` and `gemm_nn::<bf16>`, each built ahead
-/// of time in every variant the filter keeps (12). A plain call runs the
+/// of time in every variant the filter keeps (14). A plain call runs the
 /// default (the first value of every list: 128 × 128 × 64, 3 stages, 4
 /// warps) unless these shapes were tuned in this process;
 /// `gemm_nn::tune().launch(..)` (or `TILE_AUTOTUNE=1`) times the variants on
@@ -20,22 +20,30 @@ use tile::prelude::*;
 /// `gemm_nn::with(Config { .. })` runs one.
 ///
 /// The filter keeps: the 16-row decode tile only as 16 × 64 × 128 with 4
-/// warps (small M spreads over N/64 blocks streaming B); otherwise k64
-/// tiles of 64 or 128 rows and 128 or 256 columns, at most 128 accumulator
-/// floats per thread (registers), and 8 warps only for 128-row tiles (two
-/// 64-row warpgroups on Hopper).
+/// warps and 3 or 4 stages (small M spreads over N/64 blocks streaming B);
+/// otherwise k64 tiles of 64 or 128 rows and 128 or 256 columns, at most
+/// 128 accumulator floats per thread (registers), and 8 warps only for
+/// 128-row tiles (two 64-row warpgroups on Hopper). Deeper pipelines for
+/// the shapes that fill the GPU once or twice, where each block's k loop is
+/// bound by copy latency rather than tensor cores (`bench space` in
+/// bench/RESULTS.md: 1024³ at 0.95× cuBLAS with 64 × 128 and 6 stages, 0.66×
+/// with the default): 64 × 128 with 6 stages, and 128 × 64 on two
+/// warpgroups with 4 (with 6 it spills on sm_90a). 8 stages measured 3%
+/// faster at 1024³ but fill 192 KiB, more than an A100 block may have
+/// (164 KiB; of the variants here only 128 × 256 with 4 stages needs that).
 #[tile::kernel(
     dtype = [f16, bf16],
     block_m = [128, 64, 16],
     block_n = [128, 256, 64],
     block_k = [64, 128],
-    stages = [3, 4],
+    stages = [3, 4, 6],
     threads = [128, 256],
-    filter = (block_m == 16) == (block_n == 64)
-        && (block_m == 16) == (block_k == 128)
-        && (block_m != 16 || threads == 128)
+    filter = (block_m == 16) == (block_k == 128)
+        && (block_m != 16 || (threads == 128 && block_n == 64 && stages <= 4))
         && block_m * block_n / threads <= 128
         && (threads == 128 || block_m == 128)
+        && (stages <= 4 || (block_m == 64 && block_n == 128))
+        && (block_n != 64 || block_m == 16 || (threads == 256 && stages == 4))
 )]
 pub fn gemm_nn(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {
     T::kernel(
