@@ -11,7 +11,9 @@ use cudarc::driver::CudaStream;
 use std::sync::Arc;
 use tile::prelude::*;
 
-/// The example's NN GEMM over tiles of 64 or 128 rows and columns, k steps
+/// The example's NN GEMM (`gemm_nn`, the same body: a kernel's variant
+/// space is its attribute, so a wider space is a second kernel) over tiles
+/// of 64 or 128 rows and columns, k steps
 /// of 64 or 128, 3 to 8 stages, one or two consumer warpgroups; the filter
 /// keeps the stages within 200 KiB of shared memory and the accumulator
 /// within 128 floats per thread.
