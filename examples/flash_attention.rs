@@ -291,6 +291,138 @@ pub fn flash_attention_d128_causal(
     });
 }
 
+/// Head dim 256: the D128 kernel's body on 128 × 32 tiles (two warpgroups
+/// of 64 rows on Hopper, rotated and taking turns). The accumulator alone
+/// is 128 floats per thread; key tiles of 32 rows keep the scores at 16 and
+/// three stages of K and V plus Q within 160 KiB, so the same tiles fit an
+/// A100's 164 KiB. (Not yet timed on the GPU: the tiling is the smallest
+/// that keeps both products on tensor cores, not a tuned one.)
+#[tile::kernel(dtype = [f16, bf16], dim = 256, block_m = 128, block_n = 32, stages = 3, threads = 256)]
+pub fn flash_attention_d256(
+    q: Tensor<dtype, (B, H, S, dim)>,
+    k: Tensor<dtype, (B, HKV, S, dim)>,
+    v: Tensor<dtype, (B, HKV, S, dim)>,
+    o: TensorMut<dtype, (B, H, S, dim)>,
+) {
+    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
+        let kv_head = by / (H / HKV);
+        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
+        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, dim]);
+        let m = T::alloc_fragment::<f32>([block_m]);
+        let m_prev = T::alloc_fragment::<f32>([block_m]);
+        let rescale = T::alloc_fragment::<f32>([block_m]);
+        let l = T::alloc_fragment::<f32>([block_m]);
+        let row_sum = T::alloc_fragment::<f32>([block_m]);
+        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+        T::fill(acc, 0.0);
+        T::fill(l, 0.0);
+        T::fill(m, -T::infinity::<f32>());
+        for kt in T::pipelined(T::ceildiv(S, block_n), stages) {
+            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+            T::clear(s);
+            T::gemm(q_s, k_s, s, transpose_b = true);
+            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::if_then_else(
+                    kt * block_n + j < S,
+                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
+                    -T::infinity::<f32>(),
+                );
+            }
+            T::copy(m, m_prev);
+            T::reduce_max(s, m, 1, false);
+            for i in T::parallel(block_m) {
+                rescale[i] = T::exp2(m_prev[i] - m[i]);
+            }
+            for (i, j) in T::parallel([block_m, dim]) {
+                acc[(i, j)] = acc[(i, j)] * rescale[i];
+            }
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+            }
+            T::reduce_sum(s, row_sum, 1);
+            for i in T::parallel(block_m) {
+                l[i] = l[i] * rescale[i] + row_sum[i];
+            }
+            T::copy(s, p);
+            T::gemm(p, v_s, acc);
+        }
+        for (i, j) in T::parallel([block_m, dim]) {
+            acc[(i, j)] = acc[(i, j)] / l[i];
+        }
+        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
+    });
+}
+
+/// Causal attention, head dim 256.
+#[tile::kernel(dtype = [f16, bf16], dim = 256, block_m = 128, block_n = 32, stages = 3, threads = 256)]
+pub fn flash_attention_d256_causal(
+    q: Tensor<dtype, (B, H, S, dim)>,
+    k: Tensor<dtype, (B, HKV, S, dim)>,
+    v: Tensor<dtype, (B, HKV, S, dim)>,
+    o: TensorMut<dtype, (B, H, S, dim)>,
+) {
+    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
+        let kv_head = by / (H / HKV);
+        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
+        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, dim]);
+        let m = T::alloc_fragment::<f32>([block_m]);
+        let m_prev = T::alloc_fragment::<f32>([block_m]);
+        let rescale = T::alloc_fragment::<f32>([block_m]);
+        let l = T::alloc_fragment::<f32>([block_m]);
+        let row_sum = T::alloc_fragment::<f32>([block_m]);
+        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+        T::fill(acc, 0.0);
+        T::fill(l, 0.0);
+        T::fill(m, -T::infinity::<f32>());
+        // Key tiles up to the block's last query (the loop bound depends on bx).
+        for kt in T::pipelined(T::ceildiv(T::min((bx + 1) * block_m, S), block_n), stages) {
+            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+            T::clear(s);
+            T::gemm(q_s, k_s, s, transpose_b = true);
+            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::if_then_else(
+                    kt * block_n + j <= T::min(bx * block_m + i, S - 1),
+                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
+                    -T::infinity::<f32>(),
+                );
+            }
+            T::copy(m, m_prev);
+            T::reduce_max(s, m, 1, false);
+            for i in T::parallel(block_m) {
+                rescale[i] = T::exp2(m_prev[i] - m[i]);
+            }
+            for (i, j) in T::parallel([block_m, dim]) {
+                acc[(i, j)] = acc[(i, j)] * rescale[i];
+            }
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+            }
+            T::reduce_sum(s, row_sum, 1);
+            for i in T::parallel(block_m) {
+                l[i] = l[i] * rescale[i] + row_sum[i];
+            }
+            T::copy(s, p);
+            T::gemm(p, v_s, acc);
+        }
+        for (i, j) in T::parallel([block_m, dim]) {
+            acc[(i, j)] = acc[(i, j)] / l[i];
+        }
+        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
+    });
+}
+
 /// The shape of one attention call: `b` batches of `h` query heads and `hkv`
 /// key/value heads over `s` positions of head dim `d`.
 #[derive(Clone, Copy, Debug)]
@@ -381,6 +513,8 @@ pub trait Elem:
     + flash_attention_causal::Dtype
     + flash_attention_d128::Dtype
     + flash_attention_d128_causal::Dtype
+    + flash_attention_d256::Dtype
+    + flash_attention_d256_causal::Dtype
 {
     /// The check's tolerance against the f64 reference (absolute, relative):
     /// P and the output are rounded to this type.
@@ -405,6 +539,8 @@ fn launch<E: Elem>(
     match (sh.d, sh.causal) {
         (64, false) => flash_attention::on(st).launch(q, k, v, o),
         (64, true) => flash_attention_causal::on(st).launch(q, k, v, o),
+        (256, false) => flash_attention_d256::on(st).launch(q, k, v, o),
+        (256, true) => flash_attention_d256_causal::on(st).launch(q, k, v, o),
         // Any other head dim: the d128 kernels refuse the shape.
         (_, false) => flash_attention_d128::on(st).launch(q, k, v, o),
         (_, true) => flash_attention_d128_causal::on(st).launch(q, k, v, o),
@@ -468,7 +604,7 @@ pub fn bench<E: Elem>(dev: Device, sh: Shape) -> Result<String, Box<dyn std::err
 
 /// The shapes of the attention benchmark (torch SDPA runs the same ones in
 /// `bench/gpu_run.sh`).
-pub const BENCH_SHAPES: [Shape; 6] = [
+pub const BENCH_SHAPES: [Shape; 8] = [
     Shape {
         b: 4,
         h: 32,
@@ -517,6 +653,22 @@ pub const BENCH_SHAPES: [Shape; 6] = [
         d: 64,
         causal: true,
     },
+    Shape {
+        b: 4,
+        h: 16,
+        hkv: 16,
+        s: 4096,
+        d: 256,
+        causal: false,
+    },
+    Shape {
+        b: 4,
+        h: 16,
+        hkv: 16,
+        s: 4096,
+        d: 256,
+        causal: true,
+    },
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -527,7 +679,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut next = |default: usize| args.next().transpose().map(|x| x.unwrap_or(default));
     let (b, h, hkv) = (next(1)?, next(4)?, next(2)?);
     let s = next(if dev == Device::Cpu { 200 } else { 1000 })?;
-    for d in [64, 128] {
+    for d in [64, 128, 256] {
         for causal in [false, true] {
             println!(
                 "{}",

@@ -187,7 +187,7 @@ fn flash_attention_example() -> TestResult {
     use flash_attention::Shape;
     // Whole tiles, a ragged last key/query tile, a single position; multi-head
     // and grouped-query (4 query heads over 2 and over 1 key/value heads);
-    // both head dims, causal or not.
+    // every head dim, causal or not.
     let shapes = [
         (1, 2, 2, 128),
         (2, 1, 1, 130),
@@ -196,7 +196,7 @@ fn flash_attention_example() -> TestResult {
         (1, 1, 1, 200),
     ];
     for (b, h, hkv, s) in shapes {
-        for d in [64, 128] {
+        for d in [64, 128, 256] {
             for causal in [false, true] {
                 let sh = Shape {
                     b,
