@@ -96,6 +96,9 @@ pub fn attention_bwd_prep(
 ) {
     T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
         let prod = T::alloc_fragment::<f32>([block_m, dim]);
+        // Row sums of a plain fragment (not a gemm accumulator, so there is
+        // no row layout to tie them to): reduced into shared memory, from
+        // which the block stores them to `delta` in one copy.
         let sum = T::alloc_shared::<f32>([block_m]);
         for (i, j) in T::parallel([block_m, dim]) {
             let row = bx * block_m + i;
@@ -130,6 +133,10 @@ pub fn attention_bwd(
         let v_s = T::alloc_shared::<f16>([block_n, dim]);
         let q_s = T::alloc_shared::<f16>([block_m, dim]);
         let do_s = T::alloc_shared::<f16>([block_m, dim]);
+        // Per-query statistics: in the transposed tiles below a query is a
+        // column (`st[(j, i)]` reads `lse_s[i]`), and a 1-D fragment can
+        // follow an accumulator's rows, not its columns, so every thread
+        // reads them from shared memory.
         let lse_s = T::alloc_shared::<f32>([block_m]);
         let delta_s = T::alloc_shared::<f32>([block_m]);
         let ds_s = T::alloc_shared::<f16>([block_n, block_m]);
