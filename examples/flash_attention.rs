@@ -29,10 +29,12 @@ use tile::prelude::*;
 /// rows per warp means fewer reads per multiply (16 rows per warp ran 12-18%
 /// slower on the H200; see bench/RESULTS.md). Four stages of K/V: on Hopper
 /// the loop is rotated (each iteration's softmax runs while the previous
-/// P·V is in flight), which holds a stage one iteration longer. The three kernels after it repeat this body
-/// with another head dim and tiling, or the causal mask and loop bound:
-/// the build reads kernels from the source file, so a macro cannot stamp
-/// them out (compile-time variants of one kernel are planned).
+/// P·V is in flight), which holds a stage one iteration longer. The five
+/// kernels after it repeat this body with another head dim and tiling, or
+/// the causal mask and loop bound: the build reads kernels from the source
+/// file, so a macro cannot stamp them out, and a variant list (`dim = [64,
+/// 128]`) would make one typed function whose default refuses the other
+/// head dims' shapes.
 #[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128)]
 pub fn flash_attention(
     q: Tensor<dtype, (B, H, S, dim)>,
