@@ -66,21 +66,25 @@ impl Writer<'_> {
             }
         };
         let run = |w: &mut Self, xs: &[&Stmt]| xs.iter().try_for_each(|x| w.stmt(x));
+        // With ping-pong (`Rotation::pingpong`) the consumer warpgroups take
+        // turns: `step` is `begin`, `wait`, `pass` or `end` of
+        // `tl::tma::pingpong_*`; without it nothing is printed.
+        let threads = self.f.launch.threads;
+        let turn = |w: &mut Self, step: &str| {
+            if rot.pingpong {
+                w.line(&format!("tl::tma::pingpong_{step}<{threads}>(tl_wg{k});"));
+            }
+        };
         // An iteration's start: its loop variable, its stage, the statements
-        // before the first gemm and that gemm's issue.
-        // With ping-pong (`Rotation::pingpong`) the steady iterations wait
-        // for their warpgroup's turn before issuing their two gemms.
-        let turn = format!(
-            "tl::tma::pingpong_wait<{}>(tl_wg{k});",
-            self.f.launch.threads
-        );
-        let start = |w: &mut Self, at: String, turn: Option<&str>| -> Result<(), Diagnostic> {
+        // before the first gemm and that gemm's issue. The steady iterations
+        // wait for their turn before the issue (`turns`); iteration 0 does not.
+        let start = |w: &mut Self, at: String, turns: bool| -> Result<(), Diagnostic> {
             w.line(&format!("const int {name} = {at};"));
             w.line(&format!("tl_pipe{k}->consumer_wait(tl_st{k});"));
             on(w, &cur);
             run(w, head)?;
-            if let Some(t) = turn {
-                w.line(t);
+            if turns {
+                turn(w, "wait");
             }
             w.line(&format!(
                 "{mma}::issue({}, {}, {s});",
@@ -110,14 +114,13 @@ impl Writer<'_> {
         self.line(&format!("unsigned tl_ra{k}[{rs}::AREGS];"));
         self.line(&format!("{mma}::begin({s});"));
         if rot.pingpong {
-            let n = self.f.launch.threads;
             self.line(&format!("const int tl_wg{k} = threadIdx.x / 128;"));
-            self.line(&format!("tl::tma::pingpong_begin<{n}>(tl_wg{k});"));
         }
+        turn(self, "begin");
         // Iteration 0: nothing in flight before it.
         self.line(&format!("if (tl_n{k} > 0) {{"));
         self.depth += 1;
-        start(self, s0.to_string(), None)?;
+        start(self, s0.to_string(), false)?;
         self.line(&format!("{mma}::wait<0>({s});"));
         run(self, body)?;
         self.line(&format!("tl_prev{k} = tl_st{k};"));
@@ -130,16 +133,9 @@ impl Writer<'_> {
             "for (int tl_i{k} = 1; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
         ));
         self.depth += 1;
-        start(
-            self,
-            format!("{s0} + tl_i{k}"),
-            rot.pingpong.then_some(turn.as_str()),
-        )?;
+        start(self, format!("{s0} + tl_i{k}"), true)?;
         defer(self)?;
-        if rot.pingpong {
-            let n = self.f.launch.threads;
-            self.line(&format!("tl::tma::pingpong_pass<{n}>(tl_wg{k});"));
-        }
+        turn(self, "pass");
         on(self, &cur);
         self.line(&format!("{mma}::wait<1>({s});"));
         run(self, before)?;
@@ -156,10 +152,7 @@ impl Writer<'_> {
         retire(self);
         self.depth -= 1;
         self.line("}");
-        if rot.pingpong {
-            let n = self.f.launch.threads;
-            self.line(&format!("tl::tma::pingpong_end<{n}>(tl_wg{k});"));
-        }
+        turn(self, "end");
         for t in tiles {
             self.stage.remove(t);
         }

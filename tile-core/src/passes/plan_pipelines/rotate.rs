@@ -227,9 +227,10 @@ fn order(
     // Two warpgroups of one block run the same loop on their own rows; left
     // alone they reach each gemm together and then run their softmaxes
     // together while the tensor cores wait. Taking turns staggers them by
-    // half an iteration. (With three or more the turns would need more
-    // barriers and registers than the block has to spare; with one there is
-    // no one to take turns with.)
+    // half an iteration. (With one there is no one to take turns with;
+    // three would need the turn to rotate through three barriers, which
+    // `tl::tma::pingpong_*` does not do: not built, as no kernel here has
+    // three consumer warpgroups.)
     let pingpong = matches!(g1.inst, GemmInst::Wgmma { wgs: 2 });
     Some((
         order,
