@@ -24,12 +24,14 @@
 //! shapes are not timed with their launch cost); `TILE_BENCH_WARM_L2=1`
 //! waits on the GPU instead and leaves L2 warm.
 //!
-//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk|space]`
+//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk|space|pitch]`
 //! (needs a CUDA device; `memory` stops after the memory-bound kernels,
 //! `gemm` runs only the f16/bf16 GEMM table with its tuned rows, `tune` only
 //! the GEMM tuning table (run it twice: the second process reads every
 //! choice from the disk cache), the others one group of rows)
 
+#[path = "bench/blas.rs"]
+mod blas;
 #[allow(dead_code)]
 #[path = "bench/cublaslt.rs"]
 mod cublaslt;
@@ -63,14 +65,15 @@ mod splitk;
 #[path = "transpose.rs"]
 mod transpose;
 
+use blas::bench_gemm;
 use gemm::Launch;
 use roofline::{Roof, Work};
 use std::sync::Arc;
 use tile::prelude::*;
 
-use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType};
+use cudarc::cublas::sys::cudaDataType;
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::{sys::CUevent_flags, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{sys::CUevent_flags, CudaStream};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -531,115 +534,6 @@ fn tune_gemm<E: gemm::gemm_nn::Dtype>(
     ))
 }
 
-/// cuBLAS `C = A · B` for row-major f16/bf16 matrices (computed as
-/// `Cᵀ = Bᵀ · Aᵀ` in column-major), f32 accumulation.
-#[allow(clippy::too_many_arguments)]
-fn cublas_gemm<T: cudarc::driver::DeviceRepr>(
-    blas: &CudaBlas,
-    stream: &Arc<CudaStream>,
-    a: &cudarc::driver::CudaSlice<T>,
-    b: &cudarc::driver::CudaSlice<T>,
-    c: &mut cudarc::driver::CudaSlice<T>,
-    (m, n, k): (usize, usize, usize),
-    dt: cudaDataType,
-) -> Res<()> {
-    let (alpha, beta) = (1.0f32, 0.0f32);
-    let (pa, _ga) = a.device_ptr(stream);
-    let (pb, _gb) = b.device_ptr(stream);
-    let (pc, _gc) = c.device_ptr_mut(stream);
-    // SAFETY: the three buffers hold m·k, k·n and m·n elements of `dt` on
-    // this stream's device; leading dimensions match their row-major shapes;
-    // alpha and beta are host f32 values as the f32 compute type requires.
-    unsafe {
-        cudarc::cublas::result::gemm_ex(
-            *blas.handle(),
-            cublasOperation_t::CUBLAS_OP_N,
-            cublasOperation_t::CUBLAS_OP_N,
-            n as i32,
-            m as i32,
-            k as i32,
-            (&alpha as *const f32).cast(),
-            pb as *const std::ffi::c_void,
-            dt,
-            n as i32,
-            pa as *const std::ffi::c_void,
-            dt,
-            k as i32,
-            (&beta as *const f32).cast(),
-            pc as *mut std::ffi::c_void,
-            dt,
-            n as i32,
-            cublasComputeType_t::CUBLAS_COMPUTE_32F,
-            cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
-        )?;
-    }
-    Ok(())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn bench_gemm<E: Element + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
-    name: &str,
-    launch: &dyn Fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), tile::Error>,
-    dev: Device,
-    stream: &Arc<CudaStream>,
-    blas: &CudaBlas,
-    (m, n, k): (usize, usize, usize),
-    dt: cudaDataType,
-    rows: &mut Vec<Row>,
-) -> Res<()> {
-    let ha = tile::testing::random_vec::<E>(m * k, 31, -1.0, 1.0);
-    let hb = tile::testing::random_vec::<E>(k * n, 32, -1.0, 1.0);
-    let a = Tensor::from_slice(&ha, &[m, k], dev)?;
-    let b = Tensor::from_slice(&hb, &[k, n], dev)?;
-    let mut c = Tensor::full(&[m, n], E::from_f64(f64::NAN), dev)?;
-    let ca = stream.clone_htod(&ha)?;
-    let cb = stream.clone_htod(&hb)?;
-    let mut cc = stream.alloc_zeros::<E>(m * n)?;
-    // Same results (spot check of a few hundred elements against cuBLAS).
-    launch(&a, &b, &mut c)?;
-    cublas_gemm(blas, stream, &ca, &cb, &mut cc, (m, n, k), dt)?;
-    stream.synchronize()?;
-    let ours = c.to_vec()?;
-    let theirs = stream.clone_dtoh(&cc)?;
-    let mut worst = 0f64;
-    for i in (0..m * n).step_by((m * n / 997).max(1)) {
-        let (x, y) = (ours[i].to_f64(), theirs[i].to_f64());
-        worst = worst.max((x - y).abs() / (1.0 + y.abs()));
-    }
-    if worst.is_nan() || worst > 2e-2 {
-        return Err(format!("{name}: differs from cuBLAS (worst {worst:.3e})").into());
-    }
-    let flops = 2.0 * (m * n * k) as f64;
-    let bytes = ((m * k + k * n + m * n) * std::mem::size_of::<E>()) as f64;
-    let (t_tile, t_blas) = time_pair_ms(
-        stream,
-        5,
-        50,
-        || Ok(launch(&a, &b, &mut c)?),
-        || cublas_gemm(blas, stream, &ca, &cb, &mut cc, (m, n, k), dt),
-    )?;
-    let (tf, bf) = (flops / t_tile / 1e9, flops / t_blas / 1e9);
-    rows.push(Row {
-        what: if m == n && n == k {
-            format!("{name} {n}^3")
-        } else {
-            format!("{name} {m}x{n}x{k}")
-        },
-        series: name.into(),
-        tile: format!("{tf:.1} TFLOP/s"),
-        base: format!("cuBLAS {bf:.1} TFLOP/s"),
-        ratio: tf / bf,
-        work: Work {
-            flops,
-            bytes,
-            tile_ms: t_tile,
-            base_ms: Some(t_blas),
-            roof: Roof::Dense16,
-        },
-    });
-    Ok(())
-}
-
 /// `bench persistent`: the persistent GEMM of the example (one pipe across
 /// tiles) beside the one-tile-per-block kernels of the same and a larger
 /// tile, on the large and odd shapes of the Hopper issue.
@@ -717,11 +611,15 @@ fn main() -> Res<()> {
     let device = stream.context().name().unwrap_or_else(|_| dev.to_string());
     // The modes that time one group of rows alone.
     let mode = std::env::args().nth(1).unwrap_or_default();
-    if matches!(mode.as_str(), "fp8" | "persistent" | "splitk" | "space") {
+    if matches!(
+        mode.as_str(),
+        "fp8" | "persistent" | "splitk" | "space" | "pitch"
+    ) {
         match mode.as_str() {
             "fp8" => fp8::fp8_rows(dev, &stream, &mut rows)?,
             "persistent" => persistent_rows(dev, &stream, &blas, &mut rows)?,
             "space" => space::space_rows(dev, &stream, &blas, &mut rows)?,
+            "pitch" => space::pitch_rows(dev, &stream, &blas, &mut rows)?,
             _ => splitk::splitk_rows(dev, &stream, &blas, &mut rows)?,
         }
         print_rows(&rows);

@@ -4,7 +4,8 @@
 //! which lever these shapes need: more blocks (smaller tiles), more bytes in
 //! flight (more stages, longer k steps), or both.
 
-use super::{bench_gemm, Res, Row};
+use super::blas::bench_gemm;
+use super::{Res, Row};
 use cudarc::cublas::sys::cudaDataType;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaStream;
@@ -69,6 +70,58 @@ pub(crate) fn space_rows(
 ) -> Res<()> {
     for s in SHAPES {
         for (cfg, label) in gemm_space::CONFIGS.iter().zip(gemm_space::LABELS) {
+            let cfg = *cfg;
+            bench_gemm::<f16>(
+                &format!("gemm f16 space {label}"),
+                &|a, b, c| gemm_space::with(cfg).launch(a, b, c),
+                dev,
+                stream,
+                blas,
+                s,
+                cudaDataType::CUDA_R_16F,
+                rows,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `bench pitch`: shapes around 1024 that tell a row pitch that is 16-byte
+/// but not 128-byte aligned (a dim of 1000: 2000 bytes; 1008: 2016; 1016:
+/// 2032) from ragged tile edges. Kernels take contiguous tensors, so a
+/// pitch is a dim: (1000, 1024, 1024) is ragged in M with aligned pitches,
+/// (1024, 1024, 1000) has A's pitch at 2000 bytes and a ragged last k step,
+/// (1024, 1000, 1024) B's and C's pitches at 2000 bytes and ragged columns.
+/// Four variants of the space: the example's default tile and the best at
+/// 1000³ and 1024³ in `bench space`.
+pub(crate) fn pitch_rows(
+    dev: Device,
+    stream: &Arc<CudaStream>,
+    blas: &CudaBlas,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let shapes = [
+        (1000, 1000, 1000),
+        (1008, 1008, 1008),
+        (1016, 1016, 1016),
+        (1024, 1024, 1024),
+        (1000, 1024, 1024),
+        (1024, 1024, 1000),
+        (1024, 1000, 1024),
+        (1024, 1024, 1008),
+        (1024, 1024, 1016),
+    ];
+    let wanted = [
+        "block_m=128, block_n=128, block_k=64, stages=3, threads=128",
+        "block_m=128, block_n=64, block_k=64, stages=4, threads=256",
+        "block_m=64, block_n=128, block_k=64, stages=8, threads=128",
+        "block_m=128, block_n=128, block_k=64, stages=4, threads=256",
+    ];
+    for s in shapes {
+        for (cfg, label) in gemm_space::CONFIGS.iter().zip(gemm_space::LABELS) {
+            if !wanted.contains(label) {
+                continue;
+            }
             let cfg = *cfg;
             bench_gemm::<f16>(
                 &format!("gemm f16 space {label}"),
