@@ -6,8 +6,15 @@
 //!
 //! ```text
 //! tile-fuzz [--seed N] [--inputs N | --minutes M] [--out DIR] [--root DIR]
-//!           [--cc-every N] [--nvcc-every N] [--timeout SECS] [--focus variants]
+//!           [--cc-every N] [--nvcc-every N] [--emit-cuda DIR] [--timeout SECS]
+//!           [--focus variants]
 //! ```
+//!
+//! `--emit-cuda DIR` writes the nvcc sample (every `--nvcc-every`-th
+//! accepted kernel: `<n>.rs`, its input, and `<n>.sm_80.cu`, plus
+//! `<n>.sm_90a.cu` for a Hopper specialization) instead of running nvcc, so
+//! that a machine with many cores builds the sample afterwards
+//! (`bench/fuzz_nvcc.sh DIR`), while the campaign runs where nvcc is slow.
 //!
 //! `--focus variants` fuzzes the variant syntax: every seed lists values in
 //! its attribute (one is added where it does not), half the mutations change
@@ -43,6 +50,8 @@ struct Args {
     timeout: Duration,
     /// `--focus variants`.
     variants: bool,
+    /// `--emit-cuda`: where the nvcc sample is written instead of built.
+    emit_cuda: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -56,6 +65,7 @@ fn parse_args() -> Result<Args, String> {
         nvcc_every: 200,
         timeout: Duration::from_secs(20),
         variants: false,
+        emit_cuda: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -71,6 +81,7 @@ fn parse_args() -> Result<Args, String> {
             "--root" => a.root = PathBuf::from(value()?),
             "--cc-every" => a.cc_every = num(value()?)?.max(1),
             "--nvcc-every" => a.nvcc_every = num(value()?)?.max(1),
+            "--emit-cuda" => a.emit_cuda = Some(PathBuf::from(value()?)),
             "--timeout" => a.timeout = Duration::from_secs(num(value()?)?),
             "--focus" => match value()?.as_str() {
                 "variants" => a.variants = true,
@@ -79,8 +90,8 @@ fn parse_args() -> Result<Args, String> {
             "-h" | "--help" => {
                 return Err(
                     "usage: tile-fuzz [--seed N] [--inputs N | --minutes M] [--out DIR] \
-                            [--root DIR] [--cc-every N] [--nvcc-every N] [--timeout SECS] \
-                            [--focus variants]"
+                            [--root DIR] [--cc-every N] [--nvcc-every N] [--emit-cuda DIR] \
+                            [--timeout SECS] [--focus variants]"
                         .into(),
                 )
             }
@@ -106,6 +117,8 @@ struct Tally {
     /// Accepted kernels whose CUDA went through nvcc (sm_80, and sm_90a for
     /// a Hopper specialization).
     nvcc_checked: u64,
+    /// Accepted kernels whose CUDA was written for a later nvcc run.
+    cuda_emitted: u64,
 }
 
 impl Tally {
@@ -144,10 +157,11 @@ impl Tally {
     fn summary(&self, inputs: u64, took: Duration, seed: u64) -> String {
         let mut s = format!(
             "tile-fuzz: {inputs} inputs in {:.1} s (seed {seed}); generated C built by cc: {}, \
-             CUDA built by nvcc: {}\n",
+             CUDA built by nvcc: {}, CUDA written for nvcc: {}\n",
             took.as_secs_f64(),
             self.cc_checked,
-            self.nvcc_checked
+            self.nvcc_checked,
+            self.cuda_emitted
         );
         for c in Class::ALL {
             s.push_str(&format!(
@@ -203,6 +217,9 @@ fn main() {
     let scratch = args.out.join("scratch");
     std::fs::create_dir_all(&scratch).expect("create the scratch folder");
     let nvcc = std::env::var("NVCC").ok().filter(|s| !s.is_empty());
+    if let Some(dir) = &args.emit_cuda {
+        std::fs::create_dir_all(dir).expect("create the --emit-cuda folder");
+    }
     check::install_panic_hook();
     let mut worker = Worker::new(match args.variants {
         true => check::compile_every_instance,
@@ -246,7 +263,15 @@ fn main() {
                     tally.add(Class::CcRejects, &e, &src, &args.out);
                 }
             }
-            if let Some(nv) = &nvcc {
+            if let Some(dir) = &args.emit_cuda {
+                if accepted % args.nvcc_every == 0 {
+                    tally.cuda_emitted += 1;
+                    if let Err(e) = emit_cuda(dir, accepted, &src, &o) {
+                        eprintln!("tile-fuzz: cannot write the nvcc sample: {e}");
+                        std::process::exit(2);
+                    }
+                }
+            } else if let Some(nv) = &nvcc {
                 if accepted % args.nvcc_every == 0 {
                     // The portable code for sm_80, and the Hopper
                     // specialization (when there is one) for sm_90a.
@@ -276,4 +301,15 @@ fn main() {
     let _ = std::fs::write(args.out.join("summary.txt"), &s);
     print!("{s}");
     std::process::exit(if tally.bugs() > 0 { 1 } else { 0 });
+}
+
+/// Writes accepted kernel `n`'s input and generated CUDA (sm_80, and the
+/// Hopper specialization for sm_90a when there is one) into `dir`.
+fn emit_cuda(dir: &Path, n: u64, src: &str, o: &check::Outcome) -> std::io::Result<()> {
+    std::fs::write(dir.join(format!("{n}.rs")), src)?;
+    std::fs::write(dir.join(format!("{n}.sm_80.cu")), &o.cuda)?;
+    if let Some(h) = &o.cuda_sm90a {
+        std::fs::write(dir.join(format!("{n}.sm_90a.cu")), h)?;
+    }
+    Ok(())
 }
