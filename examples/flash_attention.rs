@@ -55,6 +55,7 @@ pub fn flash_attention(
         let rescale = T::alloc_fragment::<f32>([block_m]);
         let l = T::alloc_fragment::<f32>([block_m]);
         let row_sum = T::alloc_fragment::<f32>([block_m]);
+        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
         T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
         T::fill(acc, 0.0);
         T::fill(l, 0.0);
@@ -64,24 +65,26 @@ pub fn flash_attention(
             T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
             T::clear(s);
             T::gemm(q_s, k_s, s, transpose_b = true);
-            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
-            for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::if_then_else(
-                    kt * block_n + j < S,
-                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
-                    -T::infinity::<f32>(),
-                );
+            // Only a key tile that crosses the sequence's end needs the mask
+            // (a branch taken alike by every thread).
+            if (kt + 1) * block_n > S {
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] =
+                        T::if_then_else(kt * block_n + j < S, s[(i, j)], -T::infinity::<f32>());
+                }
             }
             T::copy(m, m_prev);
             T::reduce_max(s, m, 1, false);
+            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
             for i in T::parallel(block_m) {
-                rescale[i] = T::exp2(m_prev[i] - m[i]);
+                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
             }
             for (i, j) in T::parallel([block_m, dim]) {
                 acc[(i, j)] = acc[(i, j)] * rescale[i];
             }
             for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
             }
             T::reduce_sum(s, row_sum, 1);
             for i in T::parallel(block_m) {
@@ -118,6 +121,7 @@ pub fn flash_attention_causal(
         let rescale = T::alloc_fragment::<f32>([block_m]);
         let l = T::alloc_fragment::<f32>([block_m]);
         let row_sum = T::alloc_fragment::<f32>([block_m]);
+        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
         T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
         T::fill(acc, 0.0);
         T::fill(l, 0.0);
@@ -128,24 +132,29 @@ pub fn flash_attention_causal(
             T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
             T::clear(s);
             T::gemm(q_s, k_s, s, transpose_b = true);
-            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
-            for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::if_then_else(
-                    kt * block_n + j <= T::min(bx * block_m + i, S - 1),
-                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
-                    -T::infinity::<f32>(),
-                );
+            // Only a key tile past the block's first query (on or after the
+            // diagonal) or crossing the sequence's end needs the mask.
+            if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] = T::if_then_else(
+                        kt * block_n + j <= T::min(bx * block_m + i, S - 1),
+                        s[(i, j)],
+                        -T::infinity::<f32>(),
+                    );
+                }
             }
             T::copy(m, m_prev);
             T::reduce_max(s, m, 1, false);
+            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
             for i in T::parallel(block_m) {
-                rescale[i] = T::exp2(m_prev[i] - m[i]);
+                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
             }
             for (i, j) in T::parallel([block_m, dim]) {
                 acc[(i, j)] = acc[(i, j)] * rescale[i];
             }
             for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
             }
             T::reduce_sum(s, row_sum, 1);
             for i in T::parallel(block_m) {
@@ -165,8 +174,8 @@ pub fn flash_attention_causal(
 /// `wgmma` (two warpgroups of 64 rows; P is the second one's A operand in
 /// registers) and the K/V loop is warp-specialized (a producer warpgroup
 /// issues bulk tensor copies) and rotated; elsewhere both run on
-/// `mma.sync`. Three stages take 224 KiB of shared memory, Hopper's budget
-/// (an A100 has 164 KiB: there, two stages).
+/// `mma.sync`. Three stages take 224 KiB of shared memory, Hopper's budget;
+/// an A100 block has 164 KiB, which needs `stages = 2` here.
 #[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
 pub fn flash_attention_d128(
     q: Tensor<dtype, (B, H, S, dim)>,
@@ -187,6 +196,7 @@ pub fn flash_attention_d128(
         let rescale = T::alloc_fragment::<f32>([block_m]);
         let l = T::alloc_fragment::<f32>([block_m]);
         let row_sum = T::alloc_fragment::<f32>([block_m]);
+        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
         T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
         T::fill(acc, 0.0);
         T::fill(l, 0.0);
@@ -196,24 +206,26 @@ pub fn flash_attention_d128(
             T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
             T::clear(s);
             T::gemm(q_s, k_s, s, transpose_b = true);
-            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
-            for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::if_then_else(
-                    kt * block_n + j < S,
-                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
-                    -T::infinity::<f32>(),
-                );
+            // Only a key tile that crosses the sequence's end needs the mask
+            // (a branch taken alike by every thread).
+            if (kt + 1) * block_n > S {
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] =
+                        T::if_then_else(kt * block_n + j < S, s[(i, j)], -T::infinity::<f32>());
+                }
             }
             T::copy(m, m_prev);
             T::reduce_max(s, m, 1, false);
+            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
             for i in T::parallel(block_m) {
-                rescale[i] = T::exp2(m_prev[i] - m[i]);
+                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
             }
             for (i, j) in T::parallel([block_m, dim]) {
                 acc[(i, j)] = acc[(i, j)] * rescale[i];
             }
             for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
             }
             T::reduce_sum(s, row_sum, 1);
             for i in T::parallel(block_m) {
@@ -250,6 +262,7 @@ pub fn flash_attention_d128_causal(
         let rescale = T::alloc_fragment::<f32>([block_m]);
         let l = T::alloc_fragment::<f32>([block_m]);
         let row_sum = T::alloc_fragment::<f32>([block_m]);
+        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
         T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
         T::fill(acc, 0.0);
         T::fill(l, 0.0);
@@ -260,24 +273,29 @@ pub fn flash_attention_d128_causal(
             T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
             T::clear(s);
             T::gemm(q_s, k_s, s, transpose_b = true);
-            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
-            for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::if_then_else(
-                    kt * block_n + j <= T::min(bx * block_m + i, S - 1),
-                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
-                    -T::infinity::<f32>(),
-                );
+            // Only a key tile past the block's first query (on or after the
+            // diagonal) or crossing the sequence's end needs the mask.
+            if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] = T::if_then_else(
+                        kt * block_n + j <= T::min(bx * block_m + i, S - 1),
+                        s[(i, j)],
+                        -T::infinity::<f32>(),
+                    );
+                }
             }
             T::copy(m, m_prev);
             T::reduce_max(s, m, 1, false);
+            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
             for i in T::parallel(block_m) {
-                rescale[i] = T::exp2(m_prev[i] - m[i]);
+                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
             }
             for (i, j) in T::parallel([block_m, dim]) {
                 acc[(i, j)] = acc[(i, j)] * rescale[i];
             }
             for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
             }
             T::reduce_sum(s, row_sum, 1);
             for i in T::parallel(block_m) {
@@ -293,13 +311,15 @@ pub fn flash_attention_d128_causal(
     });
 }
 
-/// Head dim 256: the D128 kernel's body on 128 × 32 tiles (two warpgroups
-/// of 64 rows on Hopper, rotated and taking turns). The accumulator alone
-/// is 128 floats per thread; key tiles of 32 rows keep the scores at 16 and
-/// three stages of K and V plus Q within 160 KiB, so the same tiles fit an
-/// A100's 164 KiB. (Not yet timed on the GPU: the tiling is the smallest
-/// that keeps both products on tensor cores, not a tuned one.)
-#[tile::kernel(dtype = [f16, bf16], dim = 256, block_m = 128, block_n = 32, stages = 3, threads = 256)]
+/// Head dim 256: the D128 kernel's body on 128 × 64 tiles (two warpgroups
+/// of 64 rows on Hopper). The accumulator alone is 128 floats per thread
+/// and the scores 32 more. Two stages of K and V plus Q take 192 KiB, within
+/// Hopper's 227 KiB but over an A100's 164 KiB (like the D128 kernel's
+/// three stages). Two stages do not rotate (see `plan_pipelines`), yet on
+/// the H200 this ran 17-20% faster than 128 × 32 tiles with three rotated
+/// stages, which fit 160 KiB: a 32-column score tile issues too little
+/// work per `wgmma` (bench/RESULTS.md).
+#[tile::kernel(dtype = [f16, bf16], dim = 256, block_m = 128, block_n = 64, stages = 2, threads = 256)]
 pub fn flash_attention_d256(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
@@ -319,6 +339,7 @@ pub fn flash_attention_d256(
         let rescale = T::alloc_fragment::<f32>([block_m]);
         let l = T::alloc_fragment::<f32>([block_m]);
         let row_sum = T::alloc_fragment::<f32>([block_m]);
+        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
         T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
         T::fill(acc, 0.0);
         T::fill(l, 0.0);
@@ -328,24 +349,26 @@ pub fn flash_attention_d256(
             T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
             T::clear(s);
             T::gemm(q_s, k_s, s, transpose_b = true);
-            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
-            for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::if_then_else(
-                    kt * block_n + j < S,
-                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
-                    -T::infinity::<f32>(),
-                );
+            // Only a key tile that crosses the sequence's end needs the mask
+            // (a branch taken alike by every thread).
+            if (kt + 1) * block_n > S {
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] =
+                        T::if_then_else(kt * block_n + j < S, s[(i, j)], -T::infinity::<f32>());
+                }
             }
             T::copy(m, m_prev);
             T::reduce_max(s, m, 1, false);
+            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
             for i in T::parallel(block_m) {
-                rescale[i] = T::exp2(m_prev[i] - m[i]);
+                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
             }
             for (i, j) in T::parallel([block_m, dim]) {
                 acc[(i, j)] = acc[(i, j)] * rescale[i];
             }
             for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
             }
             T::reduce_sum(s, row_sum, 1);
             for i in T::parallel(block_m) {
@@ -362,7 +385,7 @@ pub fn flash_attention_d256(
 }
 
 /// Causal attention, head dim 256.
-#[tile::kernel(dtype = [f16, bf16], dim = 256, block_m = 128, block_n = 32, stages = 3, threads = 256)]
+#[tile::kernel(dtype = [f16, bf16], dim = 256, block_m = 128, block_n = 64, stages = 2, threads = 256)]
 pub fn flash_attention_d256_causal(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
@@ -382,6 +405,7 @@ pub fn flash_attention_d256_causal(
         let rescale = T::alloc_fragment::<f32>([block_m]);
         let l = T::alloc_fragment::<f32>([block_m]);
         let row_sum = T::alloc_fragment::<f32>([block_m]);
+        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
         T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
         T::fill(acc, 0.0);
         T::fill(l, 0.0);
@@ -392,24 +416,29 @@ pub fn flash_attention_d256_causal(
             T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
             T::clear(s);
             T::gemm(q_s, k_s, s, transpose_b = true);
-            // Scores in base 2: (q·k / √dim) · log2(e), so exp2 below is e^x.
-            for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::if_then_else(
-                    kt * block_n + j <= T::min(bx * block_m + i, S - 1),
-                    s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)),
-                    -T::infinity::<f32>(),
-                );
+            // Only a key tile past the block's first query (on or after the
+            // diagonal) or crossing the sequence's end needs the mask.
+            if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] = T::if_then_else(
+                        kt * block_n + j <= T::min(bx * block_m + i, S - 1),
+                        s[(i, j)],
+                        -T::infinity::<f32>(),
+                    );
+                }
             }
             T::copy(m, m_prev);
             T::reduce_max(s, m, 1, false);
+            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
             for i in T::parallel(block_m) {
-                rescale[i] = T::exp2(m_prev[i] - m[i]);
+                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
             }
             for (i, j) in T::parallel([block_m, dim]) {
                 acc[(i, j)] = acc[(i, j)] * rescale[i];
             }
             for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::exp2(s[(i, j)] - m[i]);
+                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
             }
             T::reduce_sum(s, row_sum, 1);
             for i in T::parallel(block_m) {
