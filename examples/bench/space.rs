@@ -68,22 +68,7 @@ pub(crate) fn space_rows(
     blas: &CudaBlas,
     rows: &mut Vec<Row>,
 ) -> Res<()> {
-    for s in SHAPES {
-        for (cfg, label) in gemm_space::CONFIGS.iter().zip(gemm_space::LABELS) {
-            let cfg = *cfg;
-            bench_gemm::<f16>(
-                &format!("gemm f16 space {label}"),
-                &|a, b, c| gemm_space::with(cfg).launch(a, b, c),
-                dev,
-                stream,
-                blas,
-                s,
-                cudaDataType::CUDA_R_16F,
-                rows,
-            )?;
-        }
-    }
-    Ok(())
+    time_variants(&SHAPES, &|_| true, dev, stream, blas, rows)
 }
 
 /// `bench pitch`: shapes around 1024 that tell a row pitch that is 16-byte
@@ -117,9 +102,29 @@ pub(crate) fn pitch_rows(
         "block_m=64, block_n=128, block_k=64, stages=8, threads=128",
         "block_m=128, block_n=128, block_k=64, stages=4, threads=256",
     ];
-    for s in shapes {
+    time_variants(
+        &shapes,
+        &|label| wanted.contains(&label),
+        dev,
+        stream,
+        blas,
+        rows,
+    )
+}
+
+/// Times every variant of the space whose label `keep` accepts on each of
+/// `shapes`, beside cuBLAS.
+fn time_variants(
+    shapes: &[(usize, usize, usize)],
+    keep: &dyn Fn(&str) -> bool,
+    dev: Device,
+    stream: &Arc<CudaStream>,
+    blas: &CudaBlas,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    for &s in shapes {
         for (cfg, label) in gemm_space::CONFIGS.iter().zip(gemm_space::LABELS) {
-            if !wanted.contains(label) {
+            if !keep(label) {
                 continue;
             }
             let cfg = *cfg;
