@@ -33,6 +33,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
     float rescale[128];
     float l[128];
     float row_sum[128];
+    const float scale = (1.4426950216293335f / sqrtf(64.0f));
     if ((((bx * 128) + 127) < S)) {
       for (int32_t i_6 = 0; i_6 < 128; ++i_6) {
         #pragma GCC ivdep
@@ -109,10 +110,12 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
           s[((i_13 * 64) + j_9)] = acc_1;
         }
       }
-      for (int32_t i = 0; i < 128; ++i) {
-        #pragma GCC ivdep
-        for (int32_t j = 0; j < 64; ++j) {
-          s[((i * 64) + j)] = ((((kt * 64) + j) < S) ? (s[((i * 64) + j)] * (1.4426950216293335f / sqrtf(64.0f))) : -INFINITY);
+      if ((((kt + 1) * 64) > S)) {
+        for (int32_t i = 0; i < 128; ++i) {
+          #pragma GCC ivdep
+          for (int32_t j = 0; j < 64; ++j) {
+            s[((i * 64) + j)] = ((((kt * 64) + j) < S) ? s[((i * 64) + j)] : -INFINITY);
+          }
         }
       }
       #pragma GCC ivdep
@@ -129,7 +132,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
       }
       #pragma GCC ivdep
       for (int32_t i_1 = 0; i_1 < 128; ++i_1) {
-        rescale[i_1] = exp2f((m_prev[i_1] - m[i_1]));
+        rescale[i_1] = exp2f(((m_prev[i_1] * scale) - (m[i_1] * scale)));
       }
       for (int32_t i_2 = 0; i_2 < 128; ++i_2) {
         #pragma GCC ivdep
@@ -140,7 +143,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
       for (int32_t i_3 = 0; i_3 < 128; ++i_3) {
         #pragma GCC ivdep
         for (int32_t j_2 = 0; j_2 < 64; ++j_2) {
-          s[((i_3 * 64) + j_2)] = exp2f((s[((i_3 * 64) + j_2)] - m[i_3]));
+          s[((i_3 * 64) + j_2)] = exp2f(((s[((i_3 * 64) + j_2)] * scale) - (m[i_3] * scale)));
         }
       }
       #pragma GCC ivdep

@@ -21,6 +21,7 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_f16_kernel(con
   float rescale[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
   float l[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
   float row_sum[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
+  const float scale = (1.4426950216293335f / sqrtf(64.0f));
   tl::copy_tile<half, 128, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 128))) * 64 + (0), 64, S - ((bx * 128)), 64 - (0));
   tl::cp_async_commit();
   tl::cp_async_wait<0>();
@@ -85,15 +86,17 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_f16_kernel(con
         }
       }
       tl::gemm_ss<half, float, 128, 64, 64, 4, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
-      // T.Parallel[128, 64] over the gemm accumulator layout
-      #pragma unroll
-      for (int tl_s5 = 0; tl_s5 < 64; tl_s5 += 1) {
-        int tl_i5, tl_j5;
-        tl::acc_coord<128, 64, 4, 1>(tl_s5, tl_i5, tl_j5);
-        {
-          const int i = tl_i5;
-          const int j = tl_j5;
-          s[tl_s5 + 0] = ((((kt * 64) + j) < S) ? (s[tl_s5 + 0] * (1.4426950216293335f / sqrtf(64.0f))) : -__int_as_float(0x7f800000));
+      if ((((kt + 1) * 64) > S)) {
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s5 = 0; tl_s5 < 64; tl_s5 += 1) {
+          int tl_i5, tl_j5;
+          tl::acc_coord<128, 64, 4, 1>(tl_s5, tl_i5, tl_j5);
+          {
+            const int i = tl_i5;
+            const int j = tl_j5;
+            s[tl_s5 + 0] = ((((kt * 64) + j) < S) ? s[tl_s5 + 0] : -__int_as_float(0x7f800000));
+          }
         }
       }
       // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
@@ -124,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_f16_kernel(con
       #pragma unroll
       for (int tl_r9 = 0; tl_r9 < 4; ++tl_r9) {
         const int i_1 = tl::mma_row<128, 4>(tl_r9);
-        rescale[tl_r9] = tl::exp2_ftz((m_prev[tl_r9] - m[tl_r9]));
+        rescale[tl_r9] = tl::exp2_ftz(((m_prev[tl_r9] * scale) - (m[tl_r9] * scale)));
       }
       // T.Parallel[128, 64] over the gemm accumulator layout
       #pragma unroll
@@ -145,7 +148,7 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_f16_kernel(con
         {
           const int i_3 = tl_i11;
           const int j_2 = tl_j11;
-          s[tl_s11 + 0] = tl::exp2_ftz((s[tl_s11 + 0] - m[tl::mma_row_slot<128, 64, 4, 1>(tl_s11 + 0)]));
+          s[tl_s11 + 0] = tl::exp2_ftz(((s[tl_s11 + 0] * scale) - (m[tl::mma_row_slot<128, 64, 4, 1>(tl_s11 + 0)] * scale)));
         }
       }
       // T.reduce_sum: 128 outputs of 64 elements

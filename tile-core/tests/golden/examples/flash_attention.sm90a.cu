@@ -29,6 +29,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
   float rescale[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
   float l[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
   float row_sum[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
+  const float scale = (1.4426950216293335f / sqrtf(64.0f));
   if (threadIdx.x < 128) {
     tl::wg::copy_tile<half, 128, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 128))) * 64 + (0), 64, S - ((bx * 128)), 64 - (0));
     tl::cp_async_commit();
@@ -101,15 +102,17 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
         }
         tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::issue(q_s, k_s + tl_st3.stage * 4096, s);
         tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::wait<0>(s);
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s5 = 0; tl_s5 < 64; tl_s5 += 1) {
-          int tl_i5, tl_j5;
-          tl::wg::acc_coord<128, 64, 1>(tl_s5, tl_i5, tl_j5);
-          {
-            const int i = tl_i5;
-            const int j = tl_j5;
-            s[tl_s5 + 0] = ((((kt * 64) + j) < S) ? (s[tl_s5 + 0] * (1.4426950216293335f / sqrtf(64.0f))) : -__int_as_float(0x7f800000));
+        if ((((kt + 1) * 64) > S)) {
+          // T.Parallel[128, 64] over the gemm accumulator layout
+          #pragma unroll
+          for (int tl_s5 = 0; tl_s5 < 64; tl_s5 += 1) {
+            int tl_i5, tl_j5;
+            tl::wg::acc_coord<128, 64, 1>(tl_s5, tl_i5, tl_j5);
+            {
+              const int i = tl_i5;
+              const int j = tl_j5;
+              s[tl_s5 + 0] = ((((kt * 64) + j) < S) ? s[tl_s5 + 0] : -__int_as_float(0x7f800000));
+            }
           }
         }
         // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
@@ -140,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
         #pragma unroll
         for (int tl_r9 = 0; tl_r9 < 4; ++tl_r9) {
           const int i_1 = tl::wg_row<128, 1>(tl_r9);
-          rescale[tl_r9] = tl::exp2_ftz((m_prev[tl_r9] - m[tl_r9]));
+          rescale[tl_r9] = tl::exp2_ftz(((m_prev[tl_r9] * scale) - (m[tl_r9] * scale)));
         }
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
@@ -150,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
           {
             const int i_3 = tl_i10;
             const int j_2 = tl_j10;
-            s[tl_s10 + 0] = tl::exp2_ftz((s[tl_s10 + 0] - m[tl::wg_row_slot<128, 64, 1>(tl_s10 + 0)]));
+            s[tl_s10 + 0] = tl::exp2_ftz(((s[tl_s10 + 0] * scale) - (m[tl::wg_row_slot<128, 64, 1>(tl_s10 + 0)] * scale)));
           }
         }
         // T.reduce_sum: 128 outputs of 64 elements
@@ -219,15 +222,17 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
         }
         tl::wg::RsAsync<half, 128, 64, 64, 1, false>::issue(p, v_s + tl_prev3.stage * 4096, acc, tl_ra3);
         tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::wait<1>(s);
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s17 = 0; tl_s17 < 64; tl_s17 += 1) {
-          int tl_i17, tl_j17;
-          tl::wg::acc_coord<128, 64, 1>(tl_s17, tl_i17, tl_j17);
-          {
-            const int i = tl_i17;
-            const int j = tl_j17;
-            s[tl_s17 + 0] = ((((kt * 64) + j) < S) ? (s[tl_s17 + 0] * (1.4426950216293335f / sqrtf(64.0f))) : -__int_as_float(0x7f800000));
+        if ((((kt + 1) * 64) > S)) {
+          // T.Parallel[128, 64] over the gemm accumulator layout
+          #pragma unroll
+          for (int tl_s17 = 0; tl_s17 < 64; tl_s17 += 1) {
+            int tl_i17, tl_j17;
+            tl::wg::acc_coord<128, 64, 1>(tl_s17, tl_i17, tl_j17);
+            {
+              const int i = tl_i17;
+              const int j = tl_j17;
+              s[tl_s17 + 0] = ((((kt * 64) + j) < S) ? s[tl_s17 + 0] : -__int_as_float(0x7f800000));
+            }
           }
         }
         // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
@@ -258,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
         #pragma unroll
         for (int tl_r21 = 0; tl_r21 < 4; ++tl_r21) {
           const int i_1 = tl::wg_row<128, 1>(tl_r21);
-          rescale[tl_r21] = tl::exp2_ftz((m_prev[tl_r21] - m[tl_r21]));
+          rescale[tl_r21] = tl::exp2_ftz(((m_prev[tl_r21] * scale) - (m[tl_r21] * scale)));
         }
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
@@ -268,7 +273,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
           {
             const int i_3 = tl_i22;
             const int j_2 = tl_j22;
-            s[tl_s22 + 0] = tl::exp2_ftz((s[tl_s22 + 0] - m[tl::wg_row_slot<128, 64, 1>(tl_s22 + 0)]));
+            s[tl_s22 + 0] = tl::exp2_ftz(((s[tl_s22 + 0] * scale) - (m[tl::wg_row_slot<128, 64, 1>(tl_s22 + 0)] * scale)));
           }
         }
         // T.reduce_sum: 128 outputs of 64 elements
@@ -365,15 +370,17 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
           }
         }
         tl::wg::gemm_ss<half, float, 128, 64, 64, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s29 = 0; tl_s29 < 64; tl_s29 += 1) {
-          int tl_i29, tl_j29;
-          tl::wg::acc_coord<128, 64, 1>(tl_s29, tl_i29, tl_j29);
-          {
-            const int i = tl_i29;
-            const int j = tl_j29;
-            s[tl_s29 + 0] = ((((kt * 64) + j) < S) ? (s[tl_s29 + 0] * (1.4426950216293335f / sqrtf(64.0f))) : -__int_as_float(0x7f800000));
+        if ((((kt + 1) * 64) > S)) {
+          // T.Parallel[128, 64] over the gemm accumulator layout
+          #pragma unroll
+          for (int tl_s29 = 0; tl_s29 < 64; tl_s29 += 1) {
+            int tl_i29, tl_j29;
+            tl::wg::acc_coord<128, 64, 1>(tl_s29, tl_i29, tl_j29);
+            {
+              const int i = tl_i29;
+              const int j = tl_j29;
+              s[tl_s29 + 0] = ((((kt * 64) + j) < S) ? s[tl_s29 + 0] : -__int_as_float(0x7f800000));
+            }
           }
         }
         // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
@@ -404,7 +411,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
         #pragma unroll
         for (int tl_r33 = 0; tl_r33 < 4; ++tl_r33) {
           const int i_1 = tl::wg_row<128, 1>(tl_r33);
-          rescale[tl_r33] = tl::exp2_ftz((m_prev[tl_r33] - m[tl_r33]));
+          rescale[tl_r33] = tl::exp2_ftz(((m_prev[tl_r33] * scale) - (m[tl_r33] * scale)));
         }
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
@@ -414,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
           {
             const int i_3 = tl_i34;
             const int j_2 = tl_j34;
-            s[tl_s34 + 0] = tl::exp2_ftz((s[tl_s34 + 0] - m[tl::wg_row_slot<128, 64, 1>(tl_s34 + 0)]));
+            s[tl_s34 + 0] = tl::exp2_ftz(((s[tl_s34 + 0] * scale) - (m[tl::wg_row_slot<128, 64, 1>(tl_s34 + 0)] * scale)));
           }
         }
         // T.reduce_sum: 128 outputs of 64 elements
