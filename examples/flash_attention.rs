@@ -132,8 +132,8 @@ pub fn flash_attention_causal(
             T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
             T::clear(s);
             T::gemm(q_s, k_s, s, transpose_b = true);
-            // Only a key tile past the block's first query (on or after the
-            // diagonal) or crossing the sequence's end needs the mask.
+            // Only a key tile that reaches past the block's first query (the
+            // diagonal crosses it) or past the sequence's end needs the mask.
             if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
                 for (i, j) in T::parallel([block_m, block_n]) {
                     s[(i, j)] = T::if_then_else(
@@ -273,8 +273,8 @@ pub fn flash_attention_d128_causal(
             T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
             T::clear(s);
             T::gemm(q_s, k_s, s, transpose_b = true);
-            // Only a key tile past the block's first query (on or after the
-            // diagonal) or crossing the sequence's end needs the mask.
+            // Only a key tile that reaches past the block's first query (the
+            // diagonal crosses it) or past the sequence's end needs the mask.
             if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
                 for (i, j) in T::parallel([block_m, block_n]) {
                     s[(i, j)] = T::if_then_else(
@@ -416,8 +416,8 @@ pub fn flash_attention_d256_causal(
             T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
             T::clear(s);
             T::gemm(q_s, k_s, s, transpose_b = true);
-            // Only a key tile past the block's first query (on or after the
-            // diagonal) or crossing the sequence's end needs the mask.
+            // Only a key tile that reaches past the block's first query (the
+            // diagonal crosses it) or past the sequence's end needs the mask.
             if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
                 for (i, j) in T::parallel([block_m, block_n]) {
                     s[(i, j)] = T::if_then_else(
