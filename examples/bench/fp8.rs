@@ -2,6 +2,7 @@
 //! scales, bf16 out) against cuBLASLt's fp8 matmul on the same inputs, the
 //! two timed alternately in this process (`bench fp8` runs only these).
 
+use super::blas::spot_check;
 use super::cublaslt::{cublaslt_available, Fp8Gemm, OutType};
 use super::gemm_fp8::{gemm_fp8, gemm_fp8_persistent};
 use super::roofline::{Roof, Work};
@@ -66,18 +67,12 @@ fn fp8_shape(
     gemm_fp8::with(default).launch(&a, &b, &mut c, sa, sb)?;
     baseline()?;
     stream.synchronize()?;
-    let ours = c.to_vec()?;
-    let theirs = stream.clone_dtoh(&cd)?;
-    let mut worst = 0f64;
-    for i in (0..m * n).step_by((m * n / 997).max(1)) {
-        let (x, y) = (ours[i].to_f64(), theirs[i].to_f64());
-        worst = worst.max((x - y).abs() / (1.0 + y.abs()));
-    }
-    if worst.is_nan() || worst > 2e-2 {
-        return Err(
-            format!("gemm_fp8 {m}x{n}x{k}: differs from cuBLASLt (worst {worst:.3e})").into(),
-        );
-    }
+    spot_check(
+        &format!("gemm_fp8 {m}x{n}x{k}"),
+        "cuBLASLt",
+        &c.to_vec()?,
+        &stream.clone_dtoh(&cd)?,
+    )?;
     let flops = 2.0 * (m * n * k) as f64;
     // One byte per fp8 input element, two per bf16 output element.
     let bytes = (m * k + n * k + 2 * m * n) as f64;
