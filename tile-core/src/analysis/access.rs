@@ -37,6 +37,55 @@ pub fn aligned_dims(
     (inner_seen == 1).then_some(need)
 }
 
+/// Whether the bounds guard `cond` has one value over every chunk of `v`
+/// lanes along `inner` (chunks start at multiples of `v`), assuming the
+/// returned dynamic dims are multiples of `v`. It holds for conjunctions
+/// and disjunctions of terms that do not use `inner` and of comparisons
+/// `x + inner < bound` (or `bound > x + inner`) with `x` and `bound`
+/// multiples of `v`: then `x + base < bound` implies `x + base + v - 1 <
+/// bound`, so the chunk's first lane decides for all of them.
+pub fn uniform_in_chunk(
+    cond: &Expr,
+    inner: VarId,
+    v: i64,
+    dims: &BTreeSet<VarId>,
+) -> Option<BTreeSet<VarId>> {
+    if v == 1 || !cond.uses_var(inner) {
+        return Some(BTreeSet::new());
+    }
+    let below = |lhs: &Expr, bound: &Expr| -> Option<BTreeSet<VarId>> {
+        if bound.uses_var(inner) {
+            return None;
+        }
+        let mut terms = Vec::new();
+        sum_terms(lhs, 1, &mut terms);
+        let mut need = zero_mod(bound, v, dims)?;
+        let mut inner_seen = 0;
+        for (sign, t) in terms {
+            if t.uses_var(inner) {
+                let bare = matches!(&t, Expr::Var(x, _) if *x == inner);
+                if !bare || sign != 1 {
+                    return None;
+                }
+                inner_seen += 1;
+            } else {
+                need.extend(zero_mod(&t, v, dims)?);
+            }
+        }
+        (inner_seen == 1).then_some(need)
+    };
+    match cond {
+        Expr::Bin(BinOp::And | BinOp::Or, a, b, _) => {
+            let mut need = uniform_in_chunk(a, inner, v, dims)?;
+            need.extend(uniform_in_chunk(b, inner, v, dims)?);
+            Some(need)
+        }
+        Expr::Bin(BinOp::Lt, a, b, _) => below(a, b),
+        Expr::Bin(BinOp::Gt, a, b, _) => below(b, a),
+        _ => None,
+    }
+}
+
 /// The terms of a sum, with their signs.
 fn sum_terms(e: &Expr, sign: i64, out: &mut Vec<(i64, Expr)>) {
     match e {

@@ -293,7 +293,47 @@ pub struct Nest<'a> {
     pub body: &'a Stmt,
 }
 
-impl Nest<'_> {
+impl<'a> Nest<'a> {
+    /// The body as `[let]* if (cond) { [let]* store }`: one bounds guard, no
+    /// `else`, no select and no other `if` anywhere (so every load under the
+    /// guard is a plain one). (cond, the lets before it, the statements under
+    /// it), if it is that.
+    pub fn store_guard(&self) -> Option<(&'a Expr, Vec<&'a Stmt>, Vec<&'a Stmt>)> {
+        let items: Vec<&'a Stmt> = match self.body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let (last, pre) = items.split_last()?;
+        let Stmt::If {
+            cond,
+            then,
+            els: None,
+            ..
+        } = last
+        else {
+            return None;
+        };
+        let then: Vec<&'a Stmt> = match &**then {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let lets = |s: &&Stmt| matches!(s, Stmt::Let { .. });
+        let stores = then
+            .iter()
+            .filter(|s| matches!(s, Stmt::Store { .. }))
+            .count();
+        let mut select = false;
+        self.body
+            .visit_exprs(&mut |e| select |= matches!(e, Expr::Select(..)));
+        let plain = pre.iter().all(lets)
+            && then
+                .iter()
+                .all(|s| matches!(s, Stmt::Let { .. } | Stmt::Store { .. }))
+            && stores == 1
+            && !select;
+        plain.then_some((cond, pre.to_vec(), then))
+    }
+
     /// The body as one store, possibly under one bounds guard without
     /// `else`: (guard, store), if it is that.
     pub fn guarded_store(&self) -> Option<(Option<Expr>, Stmt)> {

@@ -5,11 +5,15 @@
 //! belongs to thread `(e / V) % threads`, in iteration `e / (V * threads)`.
 //! For a nest over memory only, `V` is the widest power of two with
 //! `V * elem_bytes <= 16` that divides the innermost extent and keeps every
-//! contiguous access aligned; a nest with bounds guards uses `V = 1` (the
-//! bounds-checked form). A nest whose accesses would be aligned at a wider
-//! width if some dynamic dims were multiples of it also records that width:
-//! the backend tests the dims at run time and runs the wider form when they
-//! are.
+//! contiguous access aligned. A nest with bounds guards keeps such a width
+//! only where its guard is one `if` around the store that has the same value
+//! for every lane of a chunk (`x + j < bound` with `x` and `bound` multiples
+//! of `V`): the backend then tests it once per chunk, at the first lane, and
+//! a ragged edge still moves whole vectors; otherwise it uses `V = 1` (the
+//! lane-by-lane bounds-checked form). A nest whose accesses (and guard)
+//! would be aligned at a wider width if some dynamic dims were multiples of
+//! it also records that width: the backend tests the dims at run time and
+//! runs the wider form when they are.
 //!
 //! Fragments are distributed with the same rule, so a fragment is only ever
 //! touched by the thread that owns an element: every nest over a fragment uses
@@ -25,7 +29,7 @@
 //! Runs last: it must see the final nests (`inject_bounds` splits some into
 //! interior and edge, `insert_barriers` adds none inside them).
 
-use crate::analysis::access::{accesses, aligned_dims, bufs_in, lets_in};
+use crate::analysis::access::{accesses, aligned_dims, bufs_in, lets_in, uniform_in_chunk};
 use crate::analysis::ownership::owner_access;
 use crate::diag::Diagnostic;
 use crate::ir::*;
@@ -135,13 +139,19 @@ fn plan(f: &PrimFunc) -> Schedule {
             });
             continue;
         }
-        if guarded {
-            v = 1;
+        // A bounds-guarded nest keeps a width only where its guard has one
+        // value over each chunk (tested once, at the chunk's first lane).
+        let guard = |w: i64| match guarded {
+            false => Some(BTreeSet::new()),
+            true => guard_dims(f, n, w),
+        };
+        let vmax = v;
+        while v > 1 && !guard(v).is_some_and(|d| d.is_empty()) {
+            v /= 2;
         }
         // Every contiguous access must stay aligned at the chosen width.
         let lets = lets_in(n.body);
         let inner_var = *n.vars.last().unwrap_or(&VarId(0));
-        let vmax = v;
         let memory: Vec<(BufId, Vec<Expr>)> = accesses(n.body)
             .into_iter()
             .filter(|(b, _)| matches!(f.buf(*b).scope, Scope::Global | Scope::Shared))
@@ -173,13 +183,13 @@ fn plan(f: &PrimFunc) -> Schedule {
                     }
                     None => false,
                 }
-            });
+            }) && guard(wide).map(|d| need.extend(d)).is_some();
             if ok {
                 break;
             }
             wide /= 2;
         }
-        if wide > v && !need.is_empty() && !guarded && frags.is_empty() {
+        if wide > v && !need.is_empty() && frags.is_empty() {
             nest_cond.insert(n.vars[0], (wide, need.iter().copied().collect()));
         }
         infos.push(Info {
@@ -254,12 +264,16 @@ fn plan(f: &PrimFunc) -> Schedule {
 /// time; both forms own the same elements).
 fn same_width_test(f: &PrimFunc, n: &Nest<'_>, v: i64) -> Option<(i64, Vec<VarId>)> {
     let (_, guarded) = bufs_in(n.body);
-    if v == 1 || guarded {
+    if v == 1 {
         return None;
     }
     let lets = lets_in(n.body);
     let inner = *n.vars.last()?;
-    let mut need = BTreeSet::new();
+    // A bounds guard must have one value per chunk in the tested form too.
+    let mut need = match guarded {
+        false => BTreeSet::new(),
+        true => guard_dims(f, n, v)?,
+    };
     for (b, idx) in accesses(n.body) {
         if !matches!(f.buf(b).scope, Scope::Global | Scope::Shared)
             || f.buf(b).dtype.bytes() * v > 16
@@ -273,6 +287,16 @@ fn same_width_test(f: &PrimFunc, n: &Nest<'_>, v: i64) -> Option<(i64, Vec<VarId
     (!need.is_empty()).then(|| (v, need.into_iter().collect()))
 }
 
+/// For a nest whose body is one bounds-guarded store: the dynamic dims that
+/// must be multiples of `w` for the guard to have one value over each chunk
+/// of `w` lanes (`None`: it cannot be shown, or the body is another shape).
+fn guard_dims(f: &PrimFunc, n: &Nest<'_>, w: i64) -> Option<BTreeSet<VarId>> {
+    let (cond, _, _) = n.store_guard()?;
+    let cond = cond.inline_lets(&lets_in(n.body));
+    let inner = *n.vars.last()?;
+    uniform_in_chunk(&cond, inner, w, &f.dims.iter().copied().collect())
+}
+
 /// The accesses of nest `n` done as vectors at width `v`, assuming the dims
 /// in `assume` are multiples of `v`: in a nest of lets and one store (no
 /// guards), every global or shared access contiguous along the innermost loop
@@ -283,9 +307,12 @@ fn vector_accesses(
     v: i64,
     assume: &BTreeSet<VarId>,
 ) -> Vec<(BufId, Vec<Expr>)> {
-    let items: Vec<&Stmt> = match n.body {
-        Stmt::Seq(v) => v.iter().collect(),
-        s => vec![s],
+    // Under a bounds guard (which `plan` kept only where it is uniform over
+    // each chunk at width `v`), the statements it guards.
+    let items: Vec<&Stmt> = match (n.store_guard(), n.body) {
+        (Some((_, pre, then)), _) => pre.into_iter().chain(then).collect(),
+        (None, Stmt::Seq(v)) => v.iter().collect(),
+        (None, s) => vec![s],
     };
     let stores = items
         .iter()
@@ -294,7 +321,12 @@ fn vector_accesses(
     let simple = items
         .iter()
         .all(|s| matches!(s, Stmt::Let { .. } | Stmt::Store { .. }));
-    if v == 1 || !simple || stores != 1 {
+    // A guard must have one value per chunk under the same assumptions.
+    let guard_ok = match n.store_guard() {
+        Some(_) => guard_dims(f, n, v).is_some_and(|d| d.is_subset(assume)),
+        None => true,
+    };
+    if v == 1 || !simple || stores != 1 || !guard_ok {
         return Vec::new();
     }
     let lets = lets_in(n.body);
@@ -345,8 +377,16 @@ fn pair_store_if(f: &PrimFunc, n: &Nest<'_>) -> Option<Vec<VarId>> {
         return None;
     }
     let (_, store) = n.guarded_store()?;
-    let Stmt::Store { buf, ref idx, .. } = store else {
-        return None;
+    let (buf, idx) = match &store {
+        Stmt::Store { buf, idx, .. } => (*buf, idx),
+        // f32 atomic adds to global memory pair up too (one 8-byte vector
+        // reduction on sm_90+, two scalar ones before).
+        Stmt::AtomicAdd { buf, idx, .. }
+            if f.buf(*buf).dtype == DType::F32 && f.buf(*buf).scope == Scope::Global =>
+        {
+            (*buf, idx)
+        }
+        _ => return None,
     };
     let b = f.buf(buf);
     // A swizzled tile permutes 16-byte chunks only: an element pair at an

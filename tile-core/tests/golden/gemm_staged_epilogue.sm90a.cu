@@ -183,14 +183,39 @@ extern "C" __global__ void __launch_bounds__(128) gemm_staged_epilogue_kernel(co
       }
     }
   } else {
-    // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it6 = 0; tl_it6 < 32; ++tl_it6) {
-      const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
-      const int i_3_1 = tl_flat6 / 64;
-      const int j_3_1 = tl_flat6 % 64;
-      if (((((by * 64) + i_3_1) < M) && (((bx * 64) + j_3_1) < N))) {
-        c[((((by * 64) + i_3_1) * N) + ((bx * 64) + j_3_1))] = c_s[((i_3_1 * 64) + j_3_1)];
+    if (N % 4 == 0) {
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it6 = 0; tl_it6 < 8; ++tl_it6) {
+        const int tl_flat6 = (tl_it6 * 128 + (int)threadIdx.x) * 4;
+        const int i_3_1 = tl_flat6 / 64;
+        const int tl_base6 = tl_flat6 % 64;
+        bool tl_in6;
+        {
+          const int j_3_1 = tl_base6;
+          tl_in6 = ((((by * 64) + i_3_1) < M) && (((bx * 64) + j_3_1) < N));
+        }
+        if (tl_in6) {
+          const tl::vec<float, 4> tl_ld6_0 = *(const tl::vec<float, 4>*)(&c_s[((i_3_1 * 64) + tl_base6)]);
+          tl::vec<float, 4> tl_st6;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 4; ++tl_v) {
+            const int j_3_1 = tl_base6 + tl_v;
+            tl_st6.x[tl_v] = tl_ld6_0.x[tl_v];
+          }
+          *(tl::vec<float, 4>*)(&c[((((by * 64) + i_3_1) * N) + ((bx * 64) + tl_base6))]) = tl_st6;
+        }
+      }
+    } else {
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it7 = 0; tl_it7 < 32; ++tl_it7) {
+        const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
+        const int i_3_1 = tl_flat7 / 64;
+        const int j_3_1 = tl_flat7 % 64;
+        if (((((by * 64) + i_3_1) < M) && (((bx * 64) + j_3_1) < N))) {
+          c[((((by * 64) + i_3_1) * N) + ((bx * 64) + j_3_1))] = c_s[((i_3_1 * 64) + j_3_1)];
+        }
       }
     }
   }

@@ -72,14 +72,38 @@ extern "C" __global__ void __launch_bounds__(128) two_phase_shared_kernel(const 
       }
     }
   } else {
-    // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it5 = 0; tl_it5 < 32; ++tl_it5) {
-      const int tl_flat5 = tl_it5 * 128 + (int)threadIdx.x;
-      const int i_4 = tl_flat5 / 64;
-      const int j_4 = tl_flat5 % 64;
-      if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
-        c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = (s1[((j_4 * 64) + i_4)] + 1.0f);
+    if (N % 4 == 0) {
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it5 = 0; tl_it5 < 8; ++tl_it5) {
+        const int tl_flat5 = (tl_it5 * 128 + (int)threadIdx.x) * 4;
+        const int i_4 = tl_flat5 / 64;
+        const int tl_base5 = tl_flat5 % 64;
+        bool tl_in5;
+        {
+          const int j_4 = tl_base5;
+          tl_in5 = ((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N));
+        }
+        if (tl_in5) {
+          tl::vec<float, 4> tl_st5;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 4; ++tl_v) {
+            const int j_4 = tl_base5 + tl_v;
+            tl_st5.x[tl_v] = (s1[((j_4 * 64) + i_4)] + 1.0f);
+          }
+          *(tl::vec<float, 4>*)(&c[((((by * 64) + i_4) * N) + ((bx * 64) + tl_base5))]) = tl_st5;
+        }
+      }
+    } else {
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it6 = 0; tl_it6 < 32; ++tl_it6) {
+        const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
+        const int i_4 = tl_flat6 / 64;
+        const int j_4 = tl_flat6 % 64;
+        if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
+          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = (s1[((j_4 * 64) + i_4)] + 1.0f);
+        }
       }
     }
   }
@@ -88,36 +112,36 @@ extern "C" __global__ void __launch_bounds__(128) two_phase_shared_kernel(const 
     if (N % 4 == 0) {
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it6 = 0; tl_it6 < 8; ++tl_it6) {
-        const int tl_flat6 = (tl_it6 * 128 + (int)threadIdx.x) * 4;
-        const int i_3 = tl_flat6 / 64;
-        const int tl_base6 = tl_flat6 % 64;
-        const tl::vec<float, 4> tl_ld6_0 = *(const tl::vec<float, 4>*)(&b[((((by * 64) + i_3) * N) + ((bx * 64) + tl_base6))]);
-        tl::vec<float, 4> tl_st6;
+      for (int tl_it7 = 0; tl_it7 < 8; ++tl_it7) {
+        const int tl_flat7 = (tl_it7 * 128 + (int)threadIdx.x) * 4;
+        const int i_3 = tl_flat7 / 64;
+        const int tl_base7 = tl_flat7 % 64;
+        const tl::vec<float, 4> tl_ld7_0 = *(const tl::vec<float, 4>*)(&b[((((by * 64) + i_3) * N) + ((bx * 64) + tl_base7))]);
+        tl::vec<float, 4> tl_st7;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int j_3 = tl_base6 + tl_v;
-          tl_st6.x[tl_v] = tl_ld6_0.x[tl_v];
+          const int j_3 = tl_base7 + tl_v;
+          tl_st7.x[tl_v] = tl_ld7_0.x[tl_v];
         }
-        *(tl::vec<float, 4>*)(&s2[((i_3 * 64) + tl_base6)]) = tl_st6;
+        *(tl::vec<float, 4>*)(&s2[((i_3 * 64) + tl_base7)]) = tl_st7;
       }
     } else {
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
       #pragma unroll 4
-      for (int tl_it7 = 0; tl_it7 < 32; ++tl_it7) {
-        const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
-        const int i_3 = tl_flat7 / 64;
-        const int j_3 = tl_flat7 % 64;
+      for (int tl_it8 = 0; tl_it8 < 32; ++tl_it8) {
+        const int tl_flat8 = tl_it8 * 128 + (int)threadIdx.x;
+        const int i_3 = tl_flat8 / 64;
+        const int j_3 = tl_flat8 % 64;
         s2[((i_3 * 64) + j_3)] = b[((((by * 64) + i_3) * N) + ((bx * 64) + j_3))];
       }
     }
   } else {
     // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
     #pragma unroll 4
-    for (int tl_it8 = 0; tl_it8 < 32; ++tl_it8) {
-      const int tl_flat8 = tl_it8 * 128 + (int)threadIdx.x;
-      const int i_3_1 = tl_flat8 / 64;
-      const int j_3_1 = tl_flat8 % 64;
+    for (int tl_it9 = 0; tl_it9 < 32; ++tl_it9) {
+      const int tl_flat9 = tl_it9 * 128 + (int)threadIdx.x;
+      const int i_3_1 = tl_flat9 / 64;
+      const int j_3_1 = tl_flat9 % 64;
       s2[((i_3_1 * 64) + j_3_1)] = (((((by * 64) + i_3_1) < M) && (((bx * 64) + j_3_1) < N)) ? b[((((by * 64) + i_3_1) * N) + ((bx * 64) + j_3_1))] : 0.0f);
     }
   }
@@ -126,37 +150,61 @@ extern "C" __global__ void __launch_bounds__(128) two_phase_shared_kernel(const 
     if (N % 4 == 0) {
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it9 = 0; tl_it9 < 8; ++tl_it9) {
-        const int tl_flat9 = (tl_it9 * 128 + (int)threadIdx.x) * 4;
-        const int i_1 = tl_flat9 / 64;
-        const int tl_base9 = tl_flat9 % 64;
-        tl::vec<float, 4> tl_st9;
+      for (int tl_it10 = 0; tl_it10 < 8; ++tl_it10) {
+        const int tl_flat10 = (tl_it10 * 128 + (int)threadIdx.x) * 4;
+        const int i_1 = tl_flat10 / 64;
+        const int tl_base10 = tl_flat10 % 64;
+        tl::vec<float, 4> tl_st10;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int j_1 = tl_base9 + tl_v;
-          tl_st9.x[tl_v] = (s2[((j_1 * 64) + i_1)] * 2.0f);
+          const int j_1 = tl_base10 + tl_v;
+          tl_st10.x[tl_v] = (s2[((j_1 * 64) + i_1)] * 2.0f);
         }
-        *(tl::vec<float, 4>*)(&d[((((by * 64) + i_1) * N) + ((bx * 64) + tl_base9))]) = tl_st9;
+        *(tl::vec<float, 4>*)(&d[((((by * 64) + i_1) * N) + ((bx * 64) + tl_base10))]) = tl_st10;
       }
     } else {
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
       #pragma unroll 4
-      for (int tl_it10 = 0; tl_it10 < 32; ++tl_it10) {
-        const int tl_flat10 = tl_it10 * 128 + (int)threadIdx.x;
-        const int i_1 = tl_flat10 / 64;
-        const int j_1 = tl_flat10 % 64;
+      for (int tl_it11 = 0; tl_it11 < 32; ++tl_it11) {
+        const int tl_flat11 = tl_it11 * 128 + (int)threadIdx.x;
+        const int i_1 = tl_flat11 / 64;
+        const int j_1 = tl_flat11 % 64;
         d[((((by * 64) + i_1) * N) + ((bx * 64) + j_1))] = (s2[((j_1 * 64) + i_1)] * 2.0f);
       }
     }
   } else {
-    // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it11 = 0; tl_it11 < 32; ++tl_it11) {
-      const int tl_flat11 = tl_it11 * 128 + (int)threadIdx.x;
-      const int i_1_1 = tl_flat11 / 64;
-      const int j_1_1 = tl_flat11 % 64;
-      if (((((by * 64) + i_1_1) < M) && (((bx * 64) + j_1_1) < N))) {
-        d[((((by * 64) + i_1_1) * N) + ((bx * 64) + j_1_1))] = (s2[((j_1_1 * 64) + i_1_1)] * 2.0f);
+    if (N % 4 == 0) {
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it12 = 0; tl_it12 < 8; ++tl_it12) {
+        const int tl_flat12 = (tl_it12 * 128 + (int)threadIdx.x) * 4;
+        const int i_1_1 = tl_flat12 / 64;
+        const int tl_base12 = tl_flat12 % 64;
+        bool tl_in12;
+        {
+          const int j_1_1 = tl_base12;
+          tl_in12 = ((((by * 64) + i_1_1) < M) && (((bx * 64) + j_1_1) < N));
+        }
+        if (tl_in12) {
+          tl::vec<float, 4> tl_st12;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 4; ++tl_v) {
+            const int j_1_1 = tl_base12 + tl_v;
+            tl_st12.x[tl_v] = (s2[((j_1_1 * 64) + i_1_1)] * 2.0f);
+          }
+          *(tl::vec<float, 4>*)(&d[((((by * 64) + i_1_1) * N) + ((bx * 64) + tl_base12))]) = tl_st12;
+        }
+      }
+    } else {
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it13 = 0; tl_it13 < 32; ++tl_it13) {
+        const int tl_flat13 = tl_it13 * 128 + (int)threadIdx.x;
+        const int i_1_1 = tl_flat13 / 64;
+        const int j_1_1 = tl_flat13 % 64;
+        if (((((by * 64) + i_1_1) < M) && (((bx * 64) + j_1_1) < N))) {
+          d[((((by * 64) + i_1_1) * N) + ((bx * 64) + j_1_1))] = (s2[((j_1_1 * 64) + i_1_1)] * 2.0f);
+        }
       }
     }
   }

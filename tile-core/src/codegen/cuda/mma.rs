@@ -79,11 +79,14 @@ impl Writer<'_> {
         let r = match pair {
             None => scoped(self, 0, &|w| w.stmt(n.body)),
             Some((cond, store, dims)) => (|| {
-                let Stmt::Store {
-                    buf, idx, value, ..
-                } = store
-                else {
-                    unreachable!()
+                let (buf, idx, value, atomic) = match store {
+                    Stmt::Store {
+                        buf, idx, value, ..
+                    } => (buf, idx, value, false),
+                    Stmt::AtomicAdd {
+                        buf, idx, value, ..
+                    } => (buf, idx, value, true),
+                    _ => unreachable!("vectorize pairs stores and atomic adds only"),
                 };
                 let t = ty(f.buf(buf).dtype)?;
                 let mut ok: Vec<String> = dims
@@ -111,7 +114,13 @@ impl Writer<'_> {
                 }
                 scoped(self, 0, &|w| {
                     let target = w.access(buf, &idx)?;
-                    w.line(&format!("*(tl::vec<{t}, 2>*)(&{target}) = tl_pair{k};"));
+                    if atomic {
+                        w.line(&format!(
+                            "tl::atomic_add2(&{target}, tl_pair{k}.x[0], tl_pair{k}.x[1]);"
+                        ));
+                    } else {
+                        w.line(&format!("*(tl::vec<{t}, 2>*)(&{target}) = tl_pair{k};"));
+                    }
                     w.note_align(buf, 2);
                     Ok(())
                 })?;

@@ -313,6 +313,10 @@ type VecAccess = (BufId, Vec<Expr>, String);
 /// Renders `buf[idx]` at the first lane of the current chunk.
 type AtBase<'x> = dyn Fn(&Writer, BufId, &[Expr]) -> Result<String, Diagnostic> + 'x;
 
+/// A nest's bounds guard that has one value per chunk: (guard, the lets
+/// before it, the statements under it).
+type ChunkGuard<'x> = (&'x Expr, Vec<&'x Stmt>, Vec<&'x Stmt>);
+
 /// Context while emitting the body of a partitioned nest.
 struct Lane {
     /// Register slot of the current element in fragments of this nest.

@@ -67,11 +67,15 @@ impl Writer<'_> {
         let flat = format!("tl_flat{k}");
         let inner_var = *n.vars.last().unwrap_or(&VarId(0));
 
-        // Vectorized form: [let]* store, unguarded, store contiguous and aligned.
+        // Vectorized form: [let]* store, store contiguous and aligned; or
+        // [let]* if (guard) { [let]* store }, whose guard `vectorize` showed
+        // to have one value per chunk (tested once, at the first lane).
         let lets = lets_in(n.body);
-        let items: Vec<&Stmt> = match n.body {
-            Stmt::Seq(v) => v.iter().collect(),
-            s => vec![s],
+        let chunk_guard = n.store_guard().filter(|_| !vectorized.is_empty() && v > 1);
+        let items: Vec<&Stmt> = match (&chunk_guard, n.body) {
+            (Some((_, pre, then)), _) => pre.iter().chain(then).copied().collect(),
+            (None, Stmt::Seq(v)) => v.iter().collect(),
+            (None, s) => vec![s],
         };
         let vec_ok = |b: BufId, idx: &[Expr]| -> bool {
             vectorized
@@ -181,8 +185,8 @@ impl Writer<'_> {
         };
         // A pipeline producer's 16-byte chunk copy: one `cp.async`, no registers.
         let mut cp_async = None;
-        if let (true, Some((sb, sidx, _)), [(gb, gidx, _)]) =
-            (self.producer, &vstore, vloads.as_slice())
+        if let (true, None, Some((sb, sidx, _)), [(gb, gidx, _)]) =
+            (self.producer, &chunk_guard, &vstore, vloads.as_slice())
         {
             let plain_copy = items.iter().any(|x| {
                 matches!(x, Stmt::Store { buf, value: Expr::Load(lb, li, _), .. }
@@ -199,7 +203,17 @@ impl Writer<'_> {
             self.line(&format!("tl::cp_async16(&{d}, &{g}, true);"));
             self.note_align(gb, v);
         } else {
-            self.chunk(n, k, v, &it, inner_var, vloads, vstore, &at_base)?;
+            self.chunk(
+                n,
+                k,
+                v,
+                &it,
+                inner_var,
+                vloads,
+                vstore,
+                &at_base,
+                chunk_guard,
+            )?;
         }
         if guard {
             self.depth -= 1;
@@ -223,8 +237,31 @@ impl Writer<'_> {
         vloads: Vec<VecAccess>,
         vstore: Option<VecAccess>,
         at_base: &AtBase<'_>,
+        guard: Option<ChunkGuard<'_>>,
     ) -> Result<(), Diagnostic> {
         let f = self.f;
+        let name = ident(&f.var(inner_var).name);
+        // The bounds guard, uniform over the chunk: its lets, then the guard
+        // at the first lane, in a scope of their own.
+        let body = match &guard {
+            Some((cond, pre, then)) => {
+                self.line(&format!("bool tl_in{k};"));
+                self.line("{");
+                self.depth += 1;
+                self.line(&format!("const int {name} = tl_base{k};"));
+                for s in pre {
+                    self.stmt(s)?;
+                }
+                let c = self.expr(cond)?;
+                self.line(&format!("tl_in{k} = {c};"));
+                self.depth -= 1;
+                self.line("}");
+                self.line(&format!("if (tl_in{k}) {{"));
+                self.depth += 1;
+                Stmt::Seq(pre.iter().chain(then).map(|&s| s.clone()).collect())
+            }
+            None => n.body.clone(),
+        };
         for (i, (b, idx, _)) in vloads.iter().enumerate() {
             let t = ty(f.buf(*b).dtype)?;
             let a = at_base(self, *b, idx)?;
@@ -246,7 +283,6 @@ impl Writer<'_> {
             self.line("#pragma unroll");
             self.line(&format!("for (int tl_v = 0; tl_v < {v}; ++tl_v) {{"));
             self.depth += 1;
-            let name = ident(&f.var(inner_var).name);
             self.line(&format!("const int {name} = tl_base{k} + tl_v;"));
         }
         self.lane = Some(Lane {
@@ -255,7 +291,7 @@ impl Writer<'_> {
             vstore: vstore.clone(),
             row: None,
         });
-        let r = self.stmt(n.body);
+        let r = self.stmt(&body);
         self.lane = None;
         r?;
         if v > 1 {
@@ -267,6 +303,10 @@ impl Writer<'_> {
             let a = at_base(self, *b, idx)?;
             self.line(&format!("*(tl::vec<{t}, {v}>*)(&{a}) = tl_st{k};"));
             self.note_align(*b, v);
+        }
+        if guard.is_some() {
+            self.depth -= 1;
+            self.line("}");
         }
         Ok(())
     }

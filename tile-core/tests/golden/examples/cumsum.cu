@@ -68,14 +68,26 @@ extern "C" __global__ void __launch_bounds__(128) cumsum_rows_kernel(const float
       *(tl::vec<float, 4>*)(&y[((((bx * 4) + i_2) * 1024) + tl_base3)]) = tl_st3;
     }
   } else {
-    // T.Parallel[4, 1024]: 4096 elements over 128 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it4 = 0; tl_it4 < 32; ++tl_it4) {
-      const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
+    // T.Parallel[4, 1024]: 4096 elements over 128 threads, 4 per chunk
+    #pragma unroll
+    for (int tl_it4 = 0; tl_it4 < 8; ++tl_it4) {
+      const int tl_flat4 = (tl_it4 * 128 + (int)threadIdx.x) * 4;
       const int i_2_1 = tl_flat4 / 1024;
-      const int j_1_1 = tl_flat4 % 1024;
-      if ((((bx * 4) + i_2_1) < M)) {
-        y[((((bx * 4) + i_2_1) * 1024) + j_1_1)] = out[((i_2_1 * 1024) + j_1_1)];
+      const int tl_base4 = tl_flat4 % 1024;
+      bool tl_in4;
+      {
+        const int j_1_1 = tl_base4;
+        tl_in4 = (((bx * 4) + i_2_1) < M);
+      }
+      if (tl_in4) {
+        const tl::vec<float, 4> tl_ld4_0 = *(const tl::vec<float, 4>*)(&out[((i_2_1 * 1024) + tl_base4)]);
+        tl::vec<float, 4> tl_st4;
+        #pragma unroll
+        for (int tl_v = 0; tl_v < 4; ++tl_v) {
+          const int j_1_1 = tl_base4 + tl_v;
+          tl_st4.x[tl_v] = tl_ld4_0.x[tl_v];
+        }
+        *(tl::vec<float, 4>*)(&y[((((bx * 4) + i_2_1) * 1024) + tl_base4)]) = tl_st4;
       }
     }
   }

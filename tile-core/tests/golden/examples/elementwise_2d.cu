@@ -37,16 +37,46 @@ extern "C" __global__ void __launch_bounds__(256) elementwise_2d_kernel(const fl
       }
     }
   } else {
-    // T.Parallel[32, 64]: 2048 elements over 256 threads, 1 per chunk
-    #pragma unroll
-    for (int tl_it2 = 0; tl_it2 < 8; ++tl_it2) {
-      const int tl_flat2 = tl_it2 * 256 + (int)threadIdx.x;
-      const int local_y_1 = tl_flat2 / 64;
-      const int local_x_1 = tl_flat2 % 64;
-      const int y_1 = ((by * 32) + local_y_1);
-      const int x_1 = ((bx * 64) + local_x_1);
-      if (((y_1 < M) && (x_1 < N))) {
-        c[((y_1 * N) + x_1)] = (a[((y_1 * N) + x_1)] + b[((y_1 * N) + x_1)]);
+    if (N % 4 == 0) {
+      // T.Parallel[32, 64]: 2048 elements over 256 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it2 = 0; tl_it2 < 2; ++tl_it2) {
+        const int tl_flat2 = (tl_it2 * 256 + (int)threadIdx.x) * 4;
+        const int local_y_1 = tl_flat2 / 64;
+        const int tl_base2 = tl_flat2 % 64;
+        bool tl_in2;
+        {
+          const int local_x_1 = tl_base2;
+          const int y_1 = ((by * 32) + local_y_1);
+          const int x_1 = ((bx * 64) + local_x_1);
+          tl_in2 = ((y_1 < M) && (x_1 < N));
+        }
+        if (tl_in2) {
+          const tl::vec<float, 4> tl_ld2_0 = *(const tl::vec<float, 4>*)(&a[((((by * 32) + local_y_1) * N) + ((bx * 64) + tl_base2))]);
+          const tl::vec<float, 4> tl_ld2_1 = *(const tl::vec<float, 4>*)(&b[((((by * 32) + local_y_1) * N) + ((bx * 64) + tl_base2))]);
+          tl::vec<float, 4> tl_st2;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 4; ++tl_v) {
+            const int local_x_1 = tl_base2 + tl_v;
+            const int y_1 = ((by * 32) + local_y_1);
+            const int x_1 = ((bx * 64) + local_x_1);
+            tl_st2.x[tl_v] = (tl_ld2_0.x[tl_v] + tl_ld2_1.x[tl_v]);
+          }
+          *(tl::vec<float, 4>*)(&c[((((by * 32) + local_y_1) * N) + ((bx * 64) + tl_base2))]) = tl_st2;
+        }
+      }
+    } else {
+      // T.Parallel[32, 64]: 2048 elements over 256 threads, 1 per chunk
+      #pragma unroll
+      for (int tl_it3 = 0; tl_it3 < 8; ++tl_it3) {
+        const int tl_flat3 = tl_it3 * 256 + (int)threadIdx.x;
+        const int local_y_1 = tl_flat3 / 64;
+        const int local_x_1 = tl_flat3 % 64;
+        const int y_1 = ((by * 32) + local_y_1);
+        const int x_1 = ((bx * 64) + local_x_1);
+        if (((y_1 < M) && (x_1 < N))) {
+          c[((y_1 * N) + x_1)] = (a[((y_1 * N) + x_1)] + b[((y_1 * N) + x_1)]);
+        }
       }
     }
   }

@@ -177,14 +177,39 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_nn_f16__block_m128_blo
       }
     }
   } else {
-    // T.Parallel[128, 128]: 16384 elements over 128 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it5 = 0; tl_it5 < 128; ++tl_it5) {
-      const int tl_flat5 = tl_it5 * 128 + (int)threadIdx.x;
-      const int i_2_1 = tl_flat5 / 128;
-      const int j_2_1 = tl_flat5 % 128;
-      if (((((((long long)(by_swizzled)) * 128) + i_2_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_2_1) < N))) {
-        c[((((by_swizzled * 128) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] = c_s[tl::smem_offset<128, 128>(i_2_1, j_2_1)];
+    if (N % 8 == 0) {
+      // T.Parallel[128, 128]: 16384 elements over 128 threads, 8 per chunk
+      #pragma unroll
+      for (int tl_it5 = 0; tl_it5 < 16; ++tl_it5) {
+        const int tl_flat5 = (tl_it5 * 128 + (int)threadIdx.x) * 8;
+        const int i_2_1 = tl_flat5 / 128;
+        const int tl_base5 = tl_flat5 % 128;
+        bool tl_in5;
+        {
+          const int j_2_1 = tl_base5;
+          tl_in5 = ((((((long long)(by_swizzled)) * 128) + i_2_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_2_1) < N));
+        }
+        if (tl_in5) {
+          const tl::vec<half, 8> tl_ld5_0 = *(const tl::vec<half, 8>*)(&c_s[tl::smem_offset<128, 128>(i_2_1, tl_base5)]);
+          tl::vec<half, 8> tl_st5;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 8; ++tl_v) {
+            const int j_2_1 = tl_base5 + tl_v;
+            tl_st5.x[tl_v] = tl_ld5_0.x[tl_v];
+          }
+          *(tl::vec<half, 8>*)(&c[((((by_swizzled * 128) + i_2_1) * N) + ((bx_swizzled * 128) + tl_base5))]) = tl_st5;
+        }
+      }
+    } else {
+      // T.Parallel[128, 128]: 16384 elements over 128 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it6 = 0; tl_it6 < 128; ++tl_it6) {
+        const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
+        const int i_2_1 = tl_flat6 / 128;
+        const int j_2_1 = tl_flat6 % 128;
+        if (((((((long long)(by_swizzled)) * 128) + i_2_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_2_1) < N))) {
+          c[((((by_swizzled * 128) + i_2_1) * N) + ((bx_swizzled * 128) + j_2_1))] = c_s[tl::smem_offset<128, 128>(i_2_1, j_2_1)];
+        }
       }
     }
   }

@@ -249,14 +249,39 @@ extern "C" __global__ void __launch_bounds__(256) gemm_fp8_f8e4m3__block_m128_st
       }
     }
   } else {
-    // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it19 = 0; tl_it19 < 64; ++tl_it19) {
-      const int tl_flat19 = tl_it19 * 256 + (int)threadIdx.x;
-      const int i_6_1 = tl_flat19 / 128;
-      const int j_6_1 = tl_flat19 % 128;
-      if (((((((long long)(by_swizzled)) * 128) + i_6_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_6_1) < N))) {
-        c[((((by_swizzled * 128) + i_6_1) * N) + ((bx_swizzled * 128) + j_6_1))] = c_s[tl::smem_offset<128, 128>(i_6_1, j_6_1)];
+    if (N % 8 == 0) {
+      // T.Parallel[128, 128]: 16384 elements over 256 threads, 8 per chunk
+      #pragma unroll
+      for (int tl_it19 = 0; tl_it19 < 8; ++tl_it19) {
+        const int tl_flat19 = (tl_it19 * 256 + (int)threadIdx.x) * 8;
+        const int i_6_1 = tl_flat19 / 128;
+        const int tl_base19 = tl_flat19 % 128;
+        bool tl_in19;
+        {
+          const int j_6_1 = tl_base19;
+          tl_in19 = ((((((long long)(by_swizzled)) * 128) + i_6_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_6_1) < N));
+        }
+        if (tl_in19) {
+          const tl::vec<__nv_bfloat16, 8> tl_ld19_0 = *(const tl::vec<__nv_bfloat16, 8>*)(&c_s[tl::smem_offset<128, 128>(i_6_1, tl_base19)]);
+          tl::vec<__nv_bfloat16, 8> tl_st19;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 8; ++tl_v) {
+            const int j_6_1 = tl_base19 + tl_v;
+            tl_st19.x[tl_v] = tl_ld19_0.x[tl_v];
+          }
+          *(tl::vec<__nv_bfloat16, 8>*)(&c[((((by_swizzled * 128) + i_6_1) * N) + ((bx_swizzled * 128) + tl_base19))]) = tl_st19;
+        }
+      }
+    } else {
+      // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it20 = 0; tl_it20 < 64; ++tl_it20) {
+        const int tl_flat20 = tl_it20 * 256 + (int)threadIdx.x;
+        const int i_6_1 = tl_flat20 / 128;
+        const int j_6_1 = tl_flat20 % 128;
+        if (((((((long long)(by_swizzled)) * 128) + i_6_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_6_1) < N))) {
+          c[((((by_swizzled * 128) + i_6_1) * N) + ((bx_swizzled * 128) + j_6_1))] = c_s[tl::smem_offset<128, 128>(i_6_1, j_6_1)];
+        }
       }
     }
   }

@@ -182,14 +182,39 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_fp8_f8e4m3__block_m128
       }
     }
   } else {
-    // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it6 = 0; tl_it6 < 64; ++tl_it6) {
-      const int tl_flat6 = tl_it6 * 256 + (int)threadIdx.x;
-      const int i_3_1 = tl_flat6 / 128;
-      const int j_3_1 = tl_flat6 % 128;
-      if (((((((long long)(by_swizzled)) * 128) + i_3_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_3_1) < N))) {
-        c[((((by_swizzled * 128) + i_3_1) * N) + ((bx_swizzled * 128) + j_3_1))] = c_s[tl::smem_offset<128, 128>(i_3_1, j_3_1)];
+    if (N % 8 == 0) {
+      // T.Parallel[128, 128]: 16384 elements over 256 threads, 8 per chunk
+      #pragma unroll
+      for (int tl_it6 = 0; tl_it6 < 8; ++tl_it6) {
+        const int tl_flat6 = (tl_it6 * 256 + (int)threadIdx.x) * 8;
+        const int i_3_1 = tl_flat6 / 128;
+        const int tl_base6 = tl_flat6 % 128;
+        bool tl_in6;
+        {
+          const int j_3_1 = tl_base6;
+          tl_in6 = ((((((long long)(by_swizzled)) * 128) + i_3_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_3_1) < N));
+        }
+        if (tl_in6) {
+          const tl::vec<__nv_bfloat16, 8> tl_ld6_0 = *(const tl::vec<__nv_bfloat16, 8>*)(&c_s[tl::smem_offset<128, 128>(i_3_1, tl_base6)]);
+          tl::vec<__nv_bfloat16, 8> tl_st6;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 8; ++tl_v) {
+            const int j_3_1 = tl_base6 + tl_v;
+            tl_st6.x[tl_v] = tl_ld6_0.x[tl_v];
+          }
+          *(tl::vec<__nv_bfloat16, 8>*)(&c[((((by_swizzled * 128) + i_3_1) * N) + ((bx_swizzled * 128) + tl_base6))]) = tl_st6;
+        }
+      }
+    } else {
+      // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it7 = 0; tl_it7 < 64; ++tl_it7) {
+        const int tl_flat7 = tl_it7 * 256 + (int)threadIdx.x;
+        const int i_3_1 = tl_flat7 / 128;
+        const int j_3_1 = tl_flat7 % 128;
+        if (((((((long long)(by_swizzled)) * 128) + i_3_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_3_1) < N))) {
+          c[((((by_swizzled * 128) + i_3_1) * N) + ((bx_swizzled * 128) + j_3_1))] = c_s[tl::smem_offset<128, 128>(i_3_1, j_3_1)];
+        }
       }
     }
   }

@@ -145,17 +145,41 @@ extern "C" __global__ void __launch_bounds__(128) gemm_int8_kernel(const signed 
       }
     }
   } else {
-    // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
-    #pragma unroll
-    for (int tl_it10 = 0; tl_it10 < 8; ++tl_it10) {
-      const int tl_flat10 = (tl_it10 * 128 + (int)threadIdx.x) * 4;
-      const int i_4_1 = tl_flat10 / 64;
-      const int tl_base10 = tl_flat10 % 64;
+    if (N % 4 == 0) {
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_v = 0; tl_v < 4; ++tl_v) {
-        const int j_4_1 = tl_base10 + tl_v;
-        if (((((by * 64) + i_4_1) < M) && (((bx * 64) + j_4_1) < N))) {
-          c[((((by * 64) + i_4_1) * N) + ((bx * 64) + j_4_1))] = acc[tl_it10 * 4 + tl_v];
+      for (int tl_it10 = 0; tl_it10 < 8; ++tl_it10) {
+        const int tl_flat10 = (tl_it10 * 128 + (int)threadIdx.x) * 4;
+        const int i_4_1 = tl_flat10 / 64;
+        const int tl_base10 = tl_flat10 % 64;
+        bool tl_in10;
+        {
+          const int j_4_1 = tl_base10;
+          tl_in10 = ((((by * 64) + i_4_1) < M) && (((bx * 64) + j_4_1) < N));
+        }
+        if (tl_in10) {
+          tl::vec<int, 4> tl_st10;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 4; ++tl_v) {
+            const int j_4_1 = tl_base10 + tl_v;
+            tl_st10.x[tl_v] = acc[tl_it10 * 4 + tl_v];
+          }
+          *(tl::vec<int, 4>*)(&c[((((by * 64) + i_4_1) * N) + ((bx * 64) + tl_base10))]) = tl_st10;
+        }
+      }
+    } else {
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it11 = 0; tl_it11 < 8; ++tl_it11) {
+        const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 4;
+        const int i_4_1 = tl_flat11 / 64;
+        const int tl_base11 = tl_flat11 % 64;
+        #pragma unroll
+        for (int tl_v = 0; tl_v < 4; ++tl_v) {
+          const int j_4_1 = tl_base11 + tl_v;
+          if (((((by * 64) + i_4_1) < M) && (((bx * 64) + j_4_1) < N))) {
+            c[((((by * 64) + i_4_1) * N) + ((bx * 64) + j_4_1))] = acc[tl_it11 * 4 + tl_v];
+          }
         }
       }
     }

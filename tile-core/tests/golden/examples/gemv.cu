@@ -142,14 +142,40 @@ extern "C" __global__ void __launch_bounds__(128) gemv_f16__block_n8_block_k256_
       }
     }
   } else {
-    // T.Parallel[8]: 8 elements over 128 threads, 1 per chunk
-    #pragma unroll
-    for (int tl_it11 = 0; tl_it11 < 1; ++tl_it11) {
-      const int tl_flat11 = tl_it11 * 128 + (int)threadIdx.x;
-      if (tl_flat11 < 8) {
-        const int i_4_1 = tl_flat11;
-        if ((((bn * 8) + i_4_1) < N)) {
-          y[((bn * 8) + i_4_1)] = ((half)((float)(sum[i_4_1])));
+    if (N % 4 == 0) {
+      // T.Parallel[8]: 8 elements over 128 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it11 = 0; tl_it11 < 1; ++tl_it11) {
+        const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 4;
+        if (tl_flat11 < 8) {
+          const int tl_base11 = tl_flat11;
+          bool tl_in11;
+          {
+            const int i_4_1 = tl_base11;
+            tl_in11 = (((bn * 8) + i_4_1) < N);
+          }
+          if (tl_in11) {
+            const tl::vec<float, 4> tl_ld11_0 = *(const tl::vec<float, 4>*)(&sum[tl_base11]);
+            tl::vec<half, 4> tl_st11;
+            #pragma unroll
+            for (int tl_v = 0; tl_v < 4; ++tl_v) {
+              const int i_4_1 = tl_base11 + tl_v;
+              tl_st11.x[tl_v] = ((half)((float)(tl_ld11_0.x[tl_v])));
+            }
+            *(tl::vec<half, 4>*)(&y[((bn * 8) + tl_base11)]) = tl_st11;
+          }
+        }
+      }
+    } else {
+      // T.Parallel[8]: 8 elements over 128 threads, 1 per chunk
+      #pragma unroll
+      for (int tl_it12 = 0; tl_it12 < 1; ++tl_it12) {
+        const int tl_flat12 = tl_it12 * 128 + (int)threadIdx.x;
+        if (tl_flat12 < 8) {
+          const int i_4_1 = tl_flat12;
+          if ((((bn * 8) + i_4_1) < N)) {
+            y[((bn * 8) + i_4_1)] = ((half)((float)(sum[i_4_1])));
+          }
         }
       }
     }

@@ -22,13 +22,40 @@ extern "C" __global__ void __launch_bounds__(128) tiny_add_kernel(const float* _
       }
     }
   } else {
-    // T.Parallel[256]: 256 elements over 128 threads, 1 per chunk
-    #pragma unroll
-    for (int tl_it1 = 0; tl_it1 < 2; ++tl_it1) {
-      const int tl_flat1 = tl_it1 * 128 + (int)threadIdx.x;
-      const int i_1 = tl_flat1;
-      if ((((bx * 256) + i_1) < N)) {
-        c[((bx * 256) + i_1)] = (a[((bx * 256) + i_1)] + b[((bx * 256) + i_1)]);
+    if (N % 4 == 0) {
+      // T.Parallel[256]: 256 elements over 128 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it1 = 0; tl_it1 < 1; ++tl_it1) {
+        const int tl_flat1 = (tl_it1 * 128 + (int)threadIdx.x) * 4;
+        if (tl_flat1 < 256) {
+          const int tl_base1 = tl_flat1;
+          bool tl_in1;
+          {
+            const int i_1 = tl_base1;
+            tl_in1 = (((bx * 256) + i_1) < N);
+          }
+          if (tl_in1) {
+            const tl::vec<float, 4> tl_ld1_0 = *(const tl::vec<float, 4>*)(&a[((bx * 256) + tl_base1)]);
+            const tl::vec<float, 4> tl_ld1_1 = *(const tl::vec<float, 4>*)(&b[((bx * 256) + tl_base1)]);
+            tl::vec<float, 4> tl_st1;
+            #pragma unroll
+            for (int tl_v = 0; tl_v < 4; ++tl_v) {
+              const int i_1 = tl_base1 + tl_v;
+              tl_st1.x[tl_v] = (tl_ld1_0.x[tl_v] + tl_ld1_1.x[tl_v]);
+            }
+            *(tl::vec<float, 4>*)(&c[((bx * 256) + tl_base1)]) = tl_st1;
+          }
+        }
+      }
+    } else {
+      // T.Parallel[256]: 256 elements over 128 threads, 1 per chunk
+      #pragma unroll
+      for (int tl_it2 = 0; tl_it2 < 2; ++tl_it2) {
+        const int tl_flat2 = tl_it2 * 128 + (int)threadIdx.x;
+        const int i_1 = tl_flat2;
+        if ((((bx * 256) + i_1) < N)) {
+          c[((bx * 256) + i_1)] = (a[((bx * 256) + i_1)] + b[((bx * 256) + i_1)]);
+        }
       }
     }
   }

@@ -110,14 +110,40 @@ extern "C" __global__ void __launch_bounds__(256) row_sum_kernel(const float* __
       }
     }
   } else {
-    // T.Parallel[4]: 4 elements over 256 threads, 1 per chunk
-    #pragma unroll
-    for (int tl_it8 = 0; tl_it8 < 1; ++tl_it8) {
-      const int tl_flat8 = tl_it8 * 256 + (int)threadIdx.x;
-      if (tl_flat8 < 4) {
-        const int i_2_1 = tl_flat8;
-        if ((((bx * 4) + i_2_1) < M)) {
-          y[((bx * 4) + i_2_1)] = acc[i_2_1];
+    if (M % 4 == 0) {
+      // T.Parallel[4]: 4 elements over 256 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it8 = 0; tl_it8 < 1; ++tl_it8) {
+        const int tl_flat8 = (tl_it8 * 256 + (int)threadIdx.x) * 4;
+        if (tl_flat8 < 4) {
+          const int tl_base8 = tl_flat8;
+          bool tl_in8;
+          {
+            const int i_2_1 = tl_base8;
+            tl_in8 = (((bx * 4) + i_2_1) < M);
+          }
+          if (tl_in8) {
+            const tl::vec<float, 4> tl_ld8_0 = *(const tl::vec<float, 4>*)(&acc[tl_base8]);
+            tl::vec<float, 4> tl_st8;
+            #pragma unroll
+            for (int tl_v = 0; tl_v < 4; ++tl_v) {
+              const int i_2_1 = tl_base8 + tl_v;
+              tl_st8.x[tl_v] = tl_ld8_0.x[tl_v];
+            }
+            *(tl::vec<float, 4>*)(&y[((bx * 4) + tl_base8)]) = tl_st8;
+          }
+        }
+      }
+    } else {
+      // T.Parallel[4]: 4 elements over 256 threads, 1 per chunk
+      #pragma unroll
+      for (int tl_it9 = 0; tl_it9 < 1; ++tl_it9) {
+        const int tl_flat9 = tl_it9 * 256 + (int)threadIdx.x;
+        if (tl_flat9 < 4) {
+          const int i_2_1 = tl_flat9;
+          if ((((bx * 4) + i_2_1) < M)) {
+            y[((bx * 4) + i_2_1)] = acc[i_2_1];
+          }
         }
       }
     }

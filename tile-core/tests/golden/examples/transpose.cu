@@ -39,14 +39,38 @@ extern "C" __global__ void __launch_bounds__(256) transpose_f16__block64_threads
       }
     }
   } else {
-    // T.Parallel[64, 64]: 4096 elements over 256 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it2 = 0; tl_it2 < 16; ++tl_it2) {
-      const int tl_flat2 = tl_it2 * 256 + (int)threadIdx.x;
-      const int i_1 = tl_flat2 / 64;
-      const int j_1 = tl_flat2 % 64;
-      if (((((bx * 64) + i_1) < N) && (((by * 64) + j_1) < M))) {
-        y[((((bx * 64) + i_1) * M) + ((by * 64) + j_1))] = s[tl::smem_offset<64, 64>(j_1, i_1)];
+    if (M % 8 == 0) {
+      // T.Parallel[64, 64]: 4096 elements over 256 threads, 8 per chunk
+      #pragma unroll
+      for (int tl_it2 = 0; tl_it2 < 2; ++tl_it2) {
+        const int tl_flat2 = (tl_it2 * 256 + (int)threadIdx.x) * 8;
+        const int i_1 = tl_flat2 / 64;
+        const int tl_base2 = tl_flat2 % 64;
+        bool tl_in2;
+        {
+          const int j_1 = tl_base2;
+          tl_in2 = ((((bx * 64) + i_1) < N) && (((by * 64) + j_1) < M));
+        }
+        if (tl_in2) {
+          tl::vec<half, 8> tl_st2;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 8; ++tl_v) {
+            const int j_1 = tl_base2 + tl_v;
+            tl_st2.x[tl_v] = s[tl::smem_offset<64, 64>(j_1, i_1)];
+          }
+          *(tl::vec<half, 8>*)(&y[((((bx * 64) + i_1) * M) + ((by * 64) + tl_base2))]) = tl_st2;
+        }
+      }
+    } else {
+      // T.Parallel[64, 64]: 4096 elements over 256 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it3 = 0; tl_it3 < 16; ++tl_it3) {
+        const int tl_flat3 = tl_it3 * 256 + (int)threadIdx.x;
+        const int i_1 = tl_flat3 / 64;
+        const int j_1 = tl_flat3 % 64;
+        if (((((bx * 64) + i_1) < N) && (((by * 64) + j_1) < M))) {
+          y[((((bx * 64) + i_1) * M) + ((by * 64) + j_1))] = s[tl::smem_offset<64, 64>(j_1, i_1)];
+        }
       }
     }
   }

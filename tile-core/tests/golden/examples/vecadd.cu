@@ -20,13 +20,38 @@ extern "C" __global__ void __launch_bounds__(256) vecadd_kernel(const half* __re
       *(tl::vec<half, 8>*)(&c[((bx * 2048) + tl_base0)]) = tl_st0;
     }
   } else {
-    // T.Parallel[2048]: 2048 elements over 256 threads, 1 per chunk
-    #pragma unroll
-    for (int tl_it1 = 0; tl_it1 < 8; ++tl_it1) {
-      const int tl_flat1 = tl_it1 * 256 + (int)threadIdx.x;
-      const int i_1 = tl_flat1;
-      if ((((bx * 2048) + i_1) < N)) {
-        c[((bx * 2048) + i_1)] = (a[((bx * 2048) + i_1)] + b[((bx * 2048) + i_1)]);
+    if (N % 8 == 0) {
+      // T.Parallel[2048]: 2048 elements over 256 threads, 8 per chunk
+      #pragma unroll
+      for (int tl_it1 = 0; tl_it1 < 1; ++tl_it1) {
+        const int tl_flat1 = (tl_it1 * 256 + (int)threadIdx.x) * 8;
+        const int tl_base1 = tl_flat1;
+        bool tl_in1;
+        {
+          const int i_1 = tl_base1;
+          tl_in1 = (((bx * 2048) + i_1) < N);
+        }
+        if (tl_in1) {
+          const tl::vec<half, 8> tl_ld1_0 = *(const tl::vec<half, 8>*)(&a[((bx * 2048) + tl_base1)]);
+          const tl::vec<half, 8> tl_ld1_1 = *(const tl::vec<half, 8>*)(&b[((bx * 2048) + tl_base1)]);
+          tl::vec<half, 8> tl_st1;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 8; ++tl_v) {
+            const int i_1 = tl_base1 + tl_v;
+            tl_st1.x[tl_v] = (tl_ld1_0.x[tl_v] + tl_ld1_1.x[tl_v]);
+          }
+          *(tl::vec<half, 8>*)(&c[((bx * 2048) + tl_base1)]) = tl_st1;
+        }
+      }
+    } else {
+      // T.Parallel[2048]: 2048 elements over 256 threads, 1 per chunk
+      #pragma unroll
+      for (int tl_it2 = 0; tl_it2 < 8; ++tl_it2) {
+        const int tl_flat2 = tl_it2 * 256 + (int)threadIdx.x;
+        const int i_1 = tl_flat2;
+        if ((((bx * 2048) + i_1) < N)) {
+          c[((bx * 2048) + i_1)] = (a[((bx * 2048) + i_1)] + b[((bx * 2048) + i_1)]);
+        }
       }
     }
   }

@@ -86,16 +86,39 @@ extern "C" __global__ void __launch_bounds__(128) vecadd_buffered_kernel(const f
       *(tl::vec<float, 4>*)(&c[((bx * 1024) + tl_base5)]) = tl_st5;
     }
   } else {
-    // T.Parallel[1024]: 1024 elements over 128 threads, 4 per chunk
-    #pragma unroll
-    for (int tl_it6 = 0; tl_it6 < 2; ++tl_it6) {
-      const int tl_flat6 = (tl_it6 * 128 + (int)threadIdx.x) * 4;
-      const int tl_base6 = tl_flat6;
+    if (N % 4 == 0) {
+      // T.Parallel[1024]: 1024 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_v = 0; tl_v < 4; ++tl_v) {
-        const int i_3_1 = tl_base6 + tl_v;
-        if ((((bx * 1024) + i_3_1) < N)) {
-          c[((bx * 1024) + i_3_1)] = c_local[tl_it6 * 4 + tl_v];
+      for (int tl_it6 = 0; tl_it6 < 2; ++tl_it6) {
+        const int tl_flat6 = (tl_it6 * 128 + (int)threadIdx.x) * 4;
+        const int tl_base6 = tl_flat6;
+        bool tl_in6;
+        {
+          const int i_3_1 = tl_base6;
+          tl_in6 = (((bx * 1024) + i_3_1) < N);
+        }
+        if (tl_in6) {
+          tl::vec<float, 4> tl_st6;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 4; ++tl_v) {
+            const int i_3_1 = tl_base6 + tl_v;
+            tl_st6.x[tl_v] = c_local[tl_it6 * 4 + tl_v];
+          }
+          *(tl::vec<float, 4>*)(&c[((bx * 1024) + tl_base6)]) = tl_st6;
+        }
+      }
+    } else {
+      // T.Parallel[1024]: 1024 elements over 128 threads, 4 per chunk
+      #pragma unroll
+      for (int tl_it7 = 0; tl_it7 < 2; ++tl_it7) {
+        const int tl_flat7 = (tl_it7 * 128 + (int)threadIdx.x) * 4;
+        const int tl_base7 = tl_flat7;
+        #pragma unroll
+        for (int tl_v = 0; tl_v < 4; ++tl_v) {
+          const int i_3_1 = tl_base7 + tl_v;
+          if ((((bx * 1024) + i_3_1) < N)) {
+            c[((bx * 1024) + i_3_1)] = c_local[tl_it7 * 4 + tl_v];
+          }
         }
       }
     }
