@@ -1,7 +1,8 @@
 //! How the CUDA backend prints two vector forms `vectorize` records: a
 //! ragged edge whose bounds guard has one value per chunk (tested once, at
 //! the chunk's first lane, around whole-vector accesses), and an f32 atomic
-//! add of a tensor-core accumulator in register pairs (`tl::atomic_add2`).
+//! add of a tensor-core accumulator in register pairs (`tl::atomic_add2`);
+//! and what must stay lane by lane: a fragment's guarded reads on the edge.
 
 fn compile(src: &str) -> tile_core::Compiled {
     let def = tile_core::frontend::parse_kernel_source(src).unwrap_or_else(|d| panic!("{}", d[0]));
@@ -80,5 +81,35 @@ fn accumulator_atomic_adds_pair_up() {
     assert!(
         !c.c_source.contains("atomic_add2"),
         "the C backend adds one by one"
+    );
+}
+
+#[test]
+fn guarded_fragment_loads_stay_lane_by_lane() {
+    // A fragment's chunk is its ownership (4 floats), also on the ragged
+    // edge, where each lane's read is guarded: a vector read there would
+    // run past the end of the tensor.
+    let c = compile(
+        r#"#[tile::kernel(block = 1024, threads = 128)]
+        fn buffered(a: Tensor<f32, (N,)>, c: TensorMut<f32, (N,)>) {
+            T::kernel(T::ceildiv(N, block), threads, |bx| {
+                let a_local = T::alloc_fragment::<f32>([block]);
+                T::copy(a.at(bx * block), a_local);
+                for i in T::parallel(block) {
+                    a_local[i] = a_local[i] * 2.0;
+                }
+                T::copy(a_local, c.at(bx * block));
+            });
+        }"#,
+    );
+    let src = kernel(&c.cuda_source);
+    let vector_reads = src.matches("*(const tl::vec<float, 4>*)(&a[").count();
+    assert_eq!(
+        vector_reads, 1,
+        "the interior reads vectors, the edge lane by lane:\n{src}"
+    );
+    assert!(
+        src.contains("< N) ? a["),
+        "the edge's guarded reads:\n{src}"
     );
 }

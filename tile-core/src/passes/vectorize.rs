@@ -352,8 +352,26 @@ fn vector_accesses(
             _ => {}
         }
     }
+    // A load under a select (`cond ? a[..] : 0`, a guarded read of a ragged
+    // edge) is read lane by lane: as one vector it would read the whole
+    // chunk, past the end of the tensor.
+    let mut guarded = Vec::new();
+    n.body.visit_exprs(&mut |e| {
+        if let Expr::Select(_, a, b, _) = e {
+            for branch in [a, b] {
+                branch.visit(&mut |x| {
+                    if let Expr::Load(b, i, _) = x {
+                        guarded.push((*b, i.clone()));
+                    }
+                });
+            }
+        }
+    });
     let mut out: Vec<(BufId, Vec<Expr>)> = Vec::new();
     for (b, idx) in candidates {
+        if guarded.contains(&(b, idx.clone())) {
+            continue;
+        }
         // A chunk wider than 16 bytes (an f32 access in a nest chunked for
         // f16 fragments) stays lane by lane.
         let ok = matches!(f.buf(b).scope, Scope::Global | Scope::Shared)

@@ -25,11 +25,10 @@ extern "C" __global__ void __launch_bounds__(128) vecadd_buffered_kernel(const f
     for (int tl_it1 = 0; tl_it1 < 2; ++tl_it1) {
       const int tl_flat1 = (tl_it1 * 128 + (int)threadIdx.x) * 4;
       const int tl_base1 = tl_flat1;
-      const tl::vec<float, 4> tl_ld1_0 = *(const tl::vec<float, 4>*)(&a[((bx * 1024) + tl_base1)]);
       #pragma unroll
       for (int tl_v = 0; tl_v < 4; ++tl_v) {
         const int i_1_1 = tl_base1 + tl_v;
-        a_local[tl_it1 * 4 + tl_v] = ((((bx * 1024) + i_1_1) < N) ? tl_ld1_0.x[tl_v] : 0.0f);
+        a_local[tl_it1 * 4 + tl_v] = ((((bx * 1024) + i_1_1) < N) ? a[((bx * 1024) + i_1_1)] : 0.0f);
       }
     }
   }
@@ -52,11 +51,10 @@ extern "C" __global__ void __launch_bounds__(128) vecadd_buffered_kernel(const f
     for (int tl_it3 = 0; tl_it3 < 2; ++tl_it3) {
       const int tl_flat3 = (tl_it3 * 128 + (int)threadIdx.x) * 4;
       const int tl_base3 = tl_flat3;
-      const tl::vec<float, 4> tl_ld3_0 = *(const tl::vec<float, 4>*)(&b[((bx * 1024) + tl_base3)]);
       #pragma unroll
       for (int tl_v = 0; tl_v < 4; ++tl_v) {
         const int i_2_1 = tl_base3 + tl_v;
-        b_local[tl_it3 * 4 + tl_v] = ((((bx * 1024) + i_2_1) < N) ? tl_ld3_0.x[tl_v] : 0.0f);
+        b_local[tl_it3 * 4 + tl_v] = ((((bx * 1024) + i_2_1) < N) ? b[((bx * 1024) + i_2_1)] : 0.0f);
       }
     }
   }
