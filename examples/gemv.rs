@@ -6,39 +6,43 @@
 //!
 //! Both are written the plain way: each block owns `block_n` rows, each
 //! thread accumulates its own columns' products in a fragment, and one
-//! `T::reduce_sum` per row at the end combines the threads' partial sums.
+//! `T::reduce_sum` per row at the end combines the threads' partial sums;
+//! `gemv` stages its rows through shared memory in a pipeline.
 //!
 //! `cargo run --release --example gemv [N] [K]`
 
 use std::time::Instant;
 use tile::prelude::*;
 
-/// `y[n] = Σ_k a[n, k] · x[k]`, f32 accumulation. A space of tile shapes
+/// `y[n] = Σ_k a[n, k] · x[k]`, f32 accumulation. Each step's tile of rows
+/// goes through shared memory in a `stages`-deep pipeline (`cp.async` on
+/// CUDA), so every block keeps `stages - 1` steps of the matrix in flight:
+/// a memory-bound loop reaches the bandwidth only with that many bytes
+/// outstanding. (Copying the rows straight into a register fragment, one
+/// step at a time, left each block waiting on one step's loads: 0.70-0.76x
+/// of copy bandwidth; `bench/RESULTS.md`.) A space of tile shapes
 /// (`gemv::tune()` picks per shape): rows per block trade the grid's size
-/// (waves over the SMs) against loads in flight per thread, from 16 to 64
-/// elements per thread. The default holds 16 (about 64 registers, so 8
-/// blocks per SM; 32 elements took 100 registers and halved the occupancy).
+/// against the bytes each block streams, from 8 to 32 elements per thread.
 #[tile::kernel(
     dtype = [f16, bf16],
     block_n = [8, 4, 16],
-    block_k = [512, 1024, 256],
-    threads = [128, 256],
-    filter = block_n * block_k / threads <= 64 && block_n * block_k / threads >= 16,
-    default(block_n = 8, block_k = 256, threads = 128)
+    block_k = [256, 512, 1024],
+    stages = [4, 6],
+    threads = 128,
+    filter = block_n * block_k / threads <= 32 && block_n * block_k / threads >= 8
 )]
 pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype, (N,)>) {
     T::kernel(T::ceildiv(N, block_n), threads, |bn| {
-        // x is read by every row: in shared memory, loaded once per step.
         let x_s = T::alloc_shared::<dtype>([block_k]);
-        let a_f = T::alloc_fragment::<dtype>([block_n, block_k]);
+        let a_s = T::alloc_shared::<dtype>([block_n, block_k]);
         let acc = T::alloc_fragment::<f32>([block_n, block_k]);
         let sum = T::alloc_fragment::<f32>([block_n]);
         T::clear(acc);
-        for k in T::serial(T::ceildiv(K, block_k)) {
+        for k in T::pipelined(T::ceildiv(K, block_k), stages) {
             T::copy(x.at([k * block_k]), x_s);
-            T::copy(a.at([bn * block_n, k * block_k]), a_f);
+            T::copy(a.at([bn * block_n, k * block_k]), a_s);
             for (i, j) in T::parallel([block_n, block_k]) {
-                acc[(i, j)] += (a_f[(i, j)] as f32) * (x_s[j] as f32);
+                acc[(i, j)] += (a_s[(i, j)] as f32) * (x_s[j] as f32);
             }
         }
         T::reduce_sum(acc, sum, 1);

@@ -95,6 +95,13 @@ pub(crate) fn pitch_rows(
         (1024, 1000, 1024),
         (1024, 1024, 1008),
         (1024, 1024, 1016),
+        // B's (and C's) pitch apart from its raggedness: 1080 and 1088 both
+        // leave a part-filled last column of 128-wide tiles, with 2160- and
+        // 2176-byte rows (the latter a multiple of 128 bytes); 1152 is whole
+        // 128-wide tiles.
+        (1024, 1080, 1024),
+        (1024, 1088, 1024),
+        (1024, 1152, 1024),
     ];
     let wanted = [
         "block_m=128, block_n=128, block_k=64, stages=3, threads=128",
