@@ -53,7 +53,9 @@ pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype
 /// `y[n] = Σ_k (q[n, k] - 8) · scale[n, k / group] · x[k]`, where `q[n, k]`
 /// is bits `4 (k % 8) ..` of `w[n, k / 8]`. `K` must be a multiple of
 /// `group` (a multiple of 8); a ragged last step reads zero words.
-#[tile::kernel(block_n = [8, 4, 16], block_k = [1024, 512], group = 128, threads = [128, 256])]
+/// The default (the first value of each list) is the variant tuning chose
+/// at 8192² on the H200 (`bench/RESULTS.md`, 2026-12-03).
+#[tile::kernel(block_n = [16, 8, 4], block_k = [512, 1024], group = 128, threads = [256, 128])]
 pub fn gemv_w4a16(
     w: Tensor<u32, (N, KW)>,
     scale: Tensor<f16, (N, G)>,
@@ -63,15 +65,21 @@ pub fn gemv_w4a16(
     T::kernel(T::ceildiv(N, block_n), threads, |bn| {
         // Eight weights per word: the fragments run over words. The step's
         // scales are copied with its words (not loaded where they are used,
-        // which would expose a memory latency per word).
-        let x_s = T::alloc_shared::<f32>([block_k]);
+        // which would expose a memory latency per word). x is kept
+        // transposed, `x_t[(t, j)] = x[8 j + t]`: a warp's lanes hold
+        // neighbouring words `j`, so they read neighbouring entries of a row
+        // of `x_t`; read as `x_s[8 j + t]` they were 32 words apart, every
+        // lane of a warp in one shared-memory bank.
+        let x_t = T::alloc_shared::<f32>([8, block_k / 8]);
         let s_s = T::alloc_shared::<f16>([block_n, block_k / group]);
         let w_f = T::alloc_fragment::<u32>([block_n, block_k / 8]);
         let acc = T::alloc_fragment::<f32>([block_n, block_k / 8]);
         let sum = T::alloc_fragment::<f32>([block_n]);
         T::clear(acc);
         for k in T::serial(T::ceildiv(K, block_k)) {
-            T::copy(x.at([k * block_k]), x_s);
+            for (t, j) in T::parallel([8, block_k / 8]) {
+                x_t[(t, j)] = x[k * block_k + j * 8 + t] as f32;
+            }
             T::copy(w.at([bn * block_n, k * (block_k / 8)]), w_f);
             T::copy(scale.at([bn * block_n, k * (block_k / group)]), s_s);
             for (i, j) in T::parallel([block_n, block_k / 8]) {
@@ -79,7 +87,7 @@ pub fn gemv_w4a16(
                 let mut dot = 0.0f32;
                 for t in T::unroll(8) {
                     let q = (word >> (4 * t)) & 15;
-                    dot += (q as f32 - 8.0) * x_s[j * 8 + t];
+                    dot += (q as f32 - 8.0) * x_t[(t, j)];
                 }
                 acc[(i, j)] += dot * (s_s[(i, j * 8 / group)] as f32);
             }
