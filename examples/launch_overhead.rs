@@ -14,6 +14,10 @@
 //! with a message, on other GPUs. (The GEMM comes from `examples/gemm.rs`, where its
 //! goldens and machine-code checks already are, rather than a new kernel here.)
 //!
+//! On CUDA it also launches the tiny kernel on views of cudarc slices (memory tile
+//! does not own): (g) their warm launch cost beside (a), and the bandwidth of the
+//! same add over 2^26 elements on tile tensors and on views, alternating.
+//!
 //! `cargo run --release --example launch_overhead [BATCHES]`
 
 use std::time::Instant;
@@ -283,9 +287,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let mut ec = Tensor::<f32>::zeros(&[0], dev)?;
     let mut empty = || tiny_add(&ea, &eb, &mut ec);
-    // Many short rounds, alternating, so clock and cache drift fall on all alike.
-    let times = alternate(batches, &sync, &mut [&mut raw, &mut typed, &mut empty])?;
-    let (raw_t, typed_t, empty_t) = (&times[0], &times[1], &times[2]);
+    // (g) The typed launcher on views of cudarc slices (memory tile does not own),
+    // allocated on this stream and viewed once: the warm launch through a view.
+    let (sa, sb) = (
+        cuda.clone_htod(&a.to_vec()?)?,
+        cuda.clone_htod(&b.to_vec()?)?,
+    );
+    let mut sc = cuda.alloc_zeros::<f32>(N)?;
+    let times = {
+        let va = TensorView::from_cuda_slice(&sa, &[N])?;
+        let vb = TensorView::from_cuda_slice(&sb, &[N])?;
+        let mut vc = TensorViewMut::from_cuda_slice_mut(&mut sc, &[N])?;
+        let mut viewed = || tiny_add(&va, &vb, &mut vc);
+        // Many short rounds, alternating, so clock and cache drift fall on all alike.
+        alternate(
+            batches,
+            &sync,
+            &mut [&mut raw, &mut typed, &mut empty, &mut viewed],
+        )?
+    };
+    let view_err = tile::testing::max_abs_err(&cuda.clone_dtoh(&sc)?, &want);
+    let (raw_t, typed_t, empty_t, view_t) = (&times[0], &times[1], &times[2], &times[3]);
 
     // (c) A graph of GRAPH typed launches, replayed.
     let side = dev.new_stream()?;
@@ -318,6 +340,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         empty_t.host(),
         "-"
     );
+    print_pair(
+        ("(a) raw cuLaunchKernel", raw_t),
+        ("(g) typed launcher, cudarc-slice views", view_t),
+        "(g)/(a)",
+    );
     println!(
         "{:<40} {:>12} {:>12.3}",
         format!("(c) graph of {GRAPH} launches / {GRAPH}"),
@@ -326,10 +353,75 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!(
         "host us: median over batches of {BATCH} launches (stream drained before each); \
-         wall us: {} launches back to back, then synchronize; max_abs_err after the graph {err:e}",
+         wall us: {} launches back to back, then synchronize; max_abs_err after the graph {err:e}, \
+         through the views {view_err:e}",
         20 * BATCH
     );
+    view_bandwidth(dev, &cuda)?;
     tma_launches(dev, &cuda, batches)
+}
+
+/// Elements of the bandwidth comparison: 768 MiB moved per launch.
+const BIG: usize = 1 << 26;
+
+/// `tiny_add` over `BIG` elements on tile tensors and on views of cudarc slices of the
+/// same size, alternating in rounds of 20 launches (stream drained around each round):
+/// the median GB/s of each (12 bytes per element), and their ratio.
+fn view_bandwidth(
+    dev: Device,
+    cuda: &std::sync::Arc<CudaStream>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let a = tile::testing::random_tensor::<f32>(&[BIG], 3, dev)?;
+    let b = tile::testing::random_tensor::<f32>(&[BIG], 4, dev)?;
+    let mut c = Tensor::full(&[BIG], f32::NAN, dev)?;
+    let (sa, sb) = (
+        cuda.clone_htod(&a.to_vec()?)?,
+        cuda.clone_htod(&b.to_vec()?)?,
+    );
+    let mut sc = cuda.alloc_zeros::<f32>(BIG)?;
+    let stream = dev.default_stream()?;
+    let (mut on_tensors, mut on_views) = (Vec::new(), Vec::new());
+    {
+        let va = TensorView::from_cuda_slice(&sa, &[BIG])?;
+        let vb = TensorView::from_cuda_slice(&sb, &[BIG])?;
+        let mut vc = TensorViewMut::from_cuda_slice_mut(&mut sc, &[BIG])?;
+        let round = |f: &mut dyn FnMut() -> Result<(), Error>| -> Result<f64, Error> {
+            stream.synchronize()?;
+            let t = Instant::now();
+            for _ in 0..20 {
+                f()?;
+            }
+            stream.synchronize()?;
+            Ok(20.0 * 12.0 * BIG as f64 / t.elapsed().as_secs_f64() / 1e9)
+        };
+        for r in 0..12 {
+            let t = round(&mut || tiny_add(&a, &b, &mut c))?;
+            let v = round(&mut || tiny_add(&va, &vb, &mut vc))?;
+            // The first round of each warms up.
+            if r > 0 {
+                on_tensors.push(t);
+                on_views.push(v);
+            }
+        }
+    }
+    let want: Vec<f32> = a
+        .to_vec()?
+        .iter()
+        .zip(b.to_vec()?)
+        .map(|(x, y)| x + y)
+        .collect();
+    let exact = c.to_vec()? == want && cuda.clone_dtoh(&sc)? == want;
+    let (t, v) = (median(on_tensors), median(on_views));
+    println!(
+        "bandwidth, {BIG} f32 elements, 12 bytes each: tile tensors {t:.0} GB/s, cudarc-slice views {v:.0} GB/s, \
+         views/tensors {:.3} (median of 11 rounds of 20 launches, alternating; results {})",
+        v / t,
+        if exact { "exact" } else { "WRONG" }
+    );
+    if !exact {
+        return Err("tiny_add through views or tensors differs from a + b".into());
+    }
+    Ok(())
 }
 
 /// What the Hopper code's leading comment lines ask of its launch (the runtime reads
