@@ -82,6 +82,7 @@ PY
   if ls "$B"/py/tile_example*.so > /dev/null 2>&1; then
     run python_torch env PYTHONPATH="$B/py" python3 "$(dirname "$0")/../examples/python/tests/test_torch.py"
     run python_torch_bench env PYTHONPATH="$B/py" python3 "$(dirname "$0")/../examples/python/tests/bench_torch.py"
+    run python_torch_overhead env PYTHONPATH="$B/py" python3 "$(dirname "$0")/../examples/python/tests/overhead_torch.py"
   fi
 fi
 fi
