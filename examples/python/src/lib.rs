@@ -62,33 +62,69 @@ fn device_of(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
 }
 
 /// The raw stream to launch on for CUDA device `ordinal`: `stream` if given, else
-/// PyTorch's current stream when torch is loaded, else the legacy default stream (0).
-fn cuda_stream_handle(py: Python<'_>, ordinal: usize, stream: Option<usize>) -> PyResult<usize> {
+/// PyTorch's current stream when torch is loaded, else the legacy default stream (0);
+/// and whether it is torch's current stream.
+fn cuda_stream_handle(
+    py: Python<'_>,
+    ordinal: usize,
+    stream: Option<usize>,
+) -> PyResult<(usize, bool)> {
     if let Some(s) = stream {
-        return Ok(s);
+        return Ok((s, false));
     }
     let loaded = py.import("sys")?.getattr("modules")?.contains("torch")?;
     if !loaded {
-        return Ok(0);
+        return Ok((0, false));
     }
     let torch = py.import("torch")?;
-    torch
+    let handle = torch
         .getattr("cuda")?
         .call_method1("current_stream", (ordinal,))?
         .getattr("cuda_stream")?
-        .extract()
+        .extract()?;
+    Ok((handle, true))
 }
 
-/// Imports `obj` through `__dlpack__` as a tile tensor on `stream` (no copy).
-fn import(py: Python<'_>, obj: &Bound<'_, PyAny>, stream: &Stream, handle: usize) -> PyResult<tile::Tensor<f32>> {
+/// A torch tensor's DLPack capsule without the stream handshake, for a launch on
+/// torch's current stream of the tensor's device. There `__dlpack__(stream=h)` only
+/// wraps `h` in a stream object, finds it equal to the current one and synchronizes
+/// nothing, at some 12 µs per tensor (`tests/overhead_torch.py`);
+/// `torch.utils.dlpack.to_dlpack` returns the same capsule without that. `None` for
+/// objects that are not torch tensors.
+fn torch_capsule<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let torch = py.import("torch")?;
+    if !obj.is_instance(&torch.getattr("Tensor")?)? {
+        return Ok(None);
+    }
+    let dlpack = py.import("torch.utils.dlpack")?;
+    Ok(Some(dlpack.call_method1("to_dlpack", (obj,))?))
+}
+
+/// Imports `obj` through `__dlpack__` as a tile tensor on `stream` (no copy);
+/// `torch_current`: `handle` is torch's current stream on `stream`'s device.
+fn import(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    stream: &Stream,
+    handle: usize,
+    torch_current: bool,
+) -> PyResult<tile::Tensor<f32>> {
     // A producer on another device than the stream's is asked for its capsule without
     // a stream (torch refuses a stream for a CPU tensor): tile's import then refuses the
     // pair with its own error, naming both devices.
     let other_device = device_of(obj)? != stream.device();
-    let capsule = match stream {
-        Stream::Cpu => obj.call_method0("__dlpack__")?,
-        Stream::Cuda(_) if other_device => obj.call_method0("__dlpack__")?,
-        Stream::Cuda(_) => {
+    let fast = match stream {
+        Stream::Cuda(_) if torch_current && !other_device => torch_capsule(py, obj)?,
+        _ => None,
+    };
+    let capsule = match (fast, stream) {
+        (Some(capsule), _) => capsule,
+        (None, Stream::Cpu) => obj.call_method0("__dlpack__")?,
+        (None, Stream::Cuda(_)) if other_device => obj.call_method0("__dlpack__")?,
+        (None, Stream::Cuda(_)) => {
             // DLPack's stream argument: 1 names the legacy default stream (0 is not
             // allowed); the producer orders its pending work before the stream given.
             let kw = pyo3::types::PyDict::new(py);
@@ -117,19 +153,24 @@ fn import(py: Python<'_>, obj: &Bound<'_, PyAny>, stream: &Stream, handle: usize
 
 /// Imports every argument; an argument that is exactly an earlier one (same memory and
 /// layout) becomes the same tile tensor, so a kernel may update it in place.
-fn import_all(py: Python<'_>, objs: &[&Bound<'_, PyAny>], stream: Option<usize>) -> PyResult<(Stream, Vec<tile::Tensor<f32>>)> {
+fn import_all(
+    py: Python<'_>,
+    objs: &[&Bound<'_, PyAny>],
+    stream: Option<usize>,
+) -> PyResult<(Stream, Vec<tile::Tensor<f32>>)> {
     let device = device_of(objs[0])?;
-    let (stream, handle) = match device {
-        Device::Cpu => (Stream::Cpu, 0),
+    let (stream, handle, torch_current) = match device {
+        Device::Cpu => (Stream::Cpu, 0, false),
         Device::Cuda(n) => {
-            let h = cuda_stream_handle(py, n, stream)?;
+            let (h, torch_current) = cuda_stream_handle(py, n, stream)?;
             // SAFETY: the caller's (or torch's) stream on this device, alive for the call.
-            (unsafe { Stream::from_raw_cuda(device, h) }.map_err(tile_err)?, h)
+            let s = unsafe { Stream::from_raw_cuda(device, h) }.map_err(tile_err)?;
+            (s, h, torch_current)
         }
     };
     let mut out: Vec<tile::Tensor<f32>> = Vec::with_capacity(objs.len());
     for obj in objs {
-        let t = import(py, obj, &stream, handle)?;
+        let t = import(py, obj, &stream, handle, torch_current)?;
         let same = out.iter().find(|u| {
             u.data_ptr() == t.data_ptr() && u.shape() == t.shape() && u.strides() == t.strides()
         });
@@ -154,7 +195,9 @@ fn vecadd_py(
     let (s, mut t) = import_all(py, &[a, b, c], stream)?;
     let (a, rest) = t.split_at_mut(1);
     let (b, c) = rest.split_at_mut(1);
-    vecadd::on(&s).launch(&a[0], &b[0], &mut c[0]).map_err(tile_err)
+    vecadd::on(&s)
+        .launch(&a[0], &b[0], &mut c[0])
+        .map_err(tile_err)
 }
 
 /// `y += alpha * x` (float32 vectors; `alpha` a one-element array).
@@ -170,7 +213,9 @@ fn axpy_py(
     let (s, mut t) = import_all(py, &[x, y, alpha], stream)?;
     let (x, rest) = t.split_at_mut(1);
     let (y, alpha) = rest.split_at_mut(1);
-    axpy::on(&s).launch(&x[0], &mut y[0], &alpha[0]).map_err(tile_err)
+    axpy::on(&s)
+        .launch(&x[0], &mut y[0], &alpha[0])
+        .map_err(tile_err)
 }
 
 /// The generated source of a kernel of this module for `target` ("cpu" or "cuda").
