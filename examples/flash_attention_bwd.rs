@@ -1,6 +1,6 @@
 //! FlashAttention backward: `dQ`, `dK`, `dV` of `O = softmax(Q Kᵀ / √d) V`
-//! for `B × H` heads of `S` positions, head dim 64, f16 in, without the
-//! `S × S` matrices in memory (FlashAttention-2's schedule).
+//! for `B × H` heads of `S` positions, head dims 64 and 128, f16 in, without
+//! the `S × S` matrices in memory (FlashAttention-2's schedule).
 //!
 //! Three kernels: the forward pass again, which also writes each row's
 //! log-sum-exp `lse` (base 2); a row kernel for `delta = rowsum(dO ∘ O)`;
@@ -14,6 +14,11 @@
 //! memory and the product reads it transposed; every key block adds its
 //! share into `dQ` (f32) with atomic adds.
 //!
+//! At head dim 128 one warpgroup cannot hold dK, dV and dQ accumulators
+//! together, so two kernels replace the backward kernel: dK and dV per key
+//! block as above, and dQ per query block (P and dS recomputed with the
+//! queries as rows), written once, without atomics.
+//!
 //! `cargo run --release --example flash_attention_bwd [B] [H] [S]`
 
 use std::time::Instant;
@@ -21,7 +26,10 @@ use tile::prelude::*;
 
 /// The forward pass (as `examples/flash_attention.rs`), also writing each
 /// query row's log-sum-exp in base 2 (`m + log2(l)` of the scaled scores).
-#[tile::kernel(dim = 64, block_m = 128, block_n = 64, stages = 2, threads = 128)]
+/// Built for head dims 64 and 128 (`attention_fwd_lse::with(Config { dim })`); 64
+/// query rows per block, so that one warpgroup's registers hold the 64 × 128
+/// accumulator at head dim 128.
+#[tile::kernel(dim = [64, 128], block_m = 64, block_n = 64, stages = 2, threads = 128)]
 pub fn attention_fwd_lse(
     q: Tensor<f16, (B, H, S, dim)>,
     k: Tensor<f16, (B, H, S, dim)>,
@@ -87,7 +95,7 @@ pub fn attention_fwd_lse(
 
 /// `delta[i] = Σ_d dO[i, d] · O[i, d]` per query row, and `dQ = 0` (the
 /// backward kernel adds into it).
-#[tile::kernel(dim = 64, block_m = 64, threads = 128)]
+#[tile::kernel(dim = [64, 128], block_m = 64, threads = 128)]
 pub fn attention_bwd_prep(
     o: Tensor<f16, (B, H, S, dim)>,
     d_o: Tensor<f16, (B, H, S, dim)>,
@@ -191,29 +199,153 @@ pub fn attention_bwd(
     });
 }
 
-const D: usize = 64;
+/// `dK`, `dV` of `block_n` keys at head dim 128, without dQ: beside 64 × 128
+/// accumulators for dK and dV, one warpgroup's registers have no room for a
+/// 64 × 128 dQ as well (the D64 kernel above keeps all three), so
+/// `attention_bwd_dq` computes dQ per query block instead, recomputing P and
+/// dS there (seven tile products per pair of tiles instead of five, and no
+/// atomic adds). The queries go by in tiles of 32, which keeps the transposed
+/// scores at 16 registers per thread.
+#[tile::kernel(dim = 128, block_m = 32, block_n = 64, stages = 2, threads = 128)]
+pub fn attention_bwd_dkdv(
+    q: Tensor<f16, (B, H, S, dim)>,
+    k: Tensor<f16, (B, H, S, dim)>,
+    v: Tensor<f16, (B, H, S, dim)>,
+    d_o: Tensor<f16, (B, H, S, dim)>,
+    lse: Tensor<f32, (B, H, S)>,
+    delta: Tensor<f32, (B, H, S)>,
+    dk: TensorMut<f16, (B, H, S, dim)>,
+    dv: TensorMut<f16, (B, H, S, dim)>,
+) {
+    T::kernel([T::ceildiv(S, block_n), H, B], threads, |bx, by, bz| {
+        let k_s = T::alloc_shared::<f16>([block_n, dim]);
+        let v_s = T::alloc_shared::<f16>([block_n, dim]);
+        let q_s = T::alloc_shared::<f16>([block_m, dim]);
+        let do_s = T::alloc_shared::<f16>([block_m, dim]);
+        // Per-query statistics are columns here (see `attention_bwd`).
+        let lse_s = T::alloc_shared::<f32>([block_m]);
+        let delta_s = T::alloc_shared::<f32>([block_m]);
+        let st = T::alloc_fragment::<f32>([block_n, block_m]);
+        let pt = T::alloc_fragment::<f16>([block_n, block_m]);
+        let dpt = T::alloc_fragment::<f32>([block_n, block_m]);
+        let dst = T::alloc_fragment::<f16>([block_n, block_m]);
+        let dk_acc = T::alloc_fragment::<f32>([block_n, dim]);
+        let dv_acc = T::alloc_fragment::<f32>([block_n, dim]);
+        T::copy(k.at([bz, by, bx * block_n, 0]), k_s);
+        T::copy(v.at([bz, by, bx * block_n, 0]), v_s);
+        T::fill(dk_acc, 0.0);
+        T::fill(dv_acc, 0.0);
+        for mt in T::pipelined(T::ceildiv(S, block_m), stages) {
+            T::copy(q.at([bz, by, mt * block_m, 0]), q_s);
+            T::copy(d_o.at([bz, by, mt * block_m, 0]), do_s);
+            T::copy(lse.at([bz, by, mt * block_m]), lse_s);
+            T::copy(delta.at([bz, by, mt * block_m]), delta_s);
+            T::clear(st);
+            T::gemm(k_s, q_s, st, transpose_b = true);
+            for (j, i) in T::parallel([block_n, block_m]) {
+                pt[(j, i)] = T::if_then_else(
+                    mt * block_m + i < S,
+                    T::exp2(st[(j, i)] * (1.4426950408889634 / T::sqrt(dim as f32)) - lse_s[i]),
+                    0.0,
+                ) as f16;
+            }
+            T::gemm(pt, do_s, dv_acc);
+            T::clear(dpt);
+            T::gemm(v_s, do_s, dpt, transpose_b = true);
+            for (j, i) in T::parallel([block_n, block_m]) {
+                dst[(j, i)] = (pt[(j, i)] as f32 * (dpt[(j, i)] - delta_s[i])) as f16;
+            }
+            T::gemm(dst, q_s, dk_acc);
+        }
+        for (j, c) in T::parallel([block_n, dim]) {
+            dk_acc[(j, c)] = dk_acc[(j, c)] * (1.0 / T::sqrt(dim as f32));
+        }
+        T::copy(dk_acc, dk.at([bz, by, bx * block_n, 0]));
+        T::copy(dv_acc, dv.at([bz, by, bx * block_n, 0]));
+    });
+}
 
-/// `dQ, dK, dV` in f64 for `bh` heads of `s` positions.
+/// `dQ` of `block_m` queries at head dim 128: P and dS again, with the queries
+/// as rows (so their statistics are row fragments), over every key tile:
+/// `dQ = Σ dS K / √d`, written once.
+#[tile::kernel(dim = 128, block_m = 64, block_n = 64, stages = 2, threads = 128)]
+pub fn attention_bwd_dq(
+    q: Tensor<f16, (B, H, S, dim)>,
+    k: Tensor<f16, (B, H, S, dim)>,
+    v: Tensor<f16, (B, H, S, dim)>,
+    d_o: Tensor<f16, (B, H, S, dim)>,
+    lse: Tensor<f32, (B, H, S)>,
+    delta: Tensor<f32, (B, H, S)>,
+    dq: TensorMut<f32, (B, H, S, dim)>,
+) {
+    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
+        let q_s = T::alloc_shared::<f16>([block_m, dim]);
+        let do_s = T::alloc_shared::<f16>([block_m, dim]);
+        let k_s = T::alloc_shared::<f16>([block_n, dim]);
+        let v_s = T::alloc_shared::<f16>([block_n, dim]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        let p = T::alloc_fragment::<f16>([block_m, block_n]);
+        let dp = T::alloc_fragment::<f32>([block_m, block_n]);
+        let ds = T::alloc_fragment::<f16>([block_m, block_n]);
+        let dq_acc = T::alloc_fragment::<f32>([block_m, dim]);
+        let lse_f = T::alloc_fragment::<f32>([block_m]);
+        let delta_f = T::alloc_fragment::<f32>([block_m]);
+        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+        T::copy(d_o.at([bz, by, bx * block_m, 0]), do_s);
+        // Queries past S read 0 (their rows of dQ are not written).
+        for i in T::parallel(block_m) {
+            lse_f[i] = lse[(bz, by, bx * block_m + i)];
+            delta_f[i] = delta[(bz, by, bx * block_m + i)];
+        }
+        T::fill(dq_acc, 0.0);
+        for nt in T::pipelined(T::ceildiv(S, block_n), stages) {
+            T::copy(k.at([bz, by, nt * block_n, 0]), k_s);
+            T::copy(v.at([bz, by, nt * block_n, 0]), v_s);
+            T::clear(s);
+            T::gemm(q_s, k_s, s, transpose_b = true);
+            for (i, j) in T::parallel([block_m, block_n]) {
+                p[(i, j)] = T::if_then_else(
+                    nt * block_n + j < S,
+                    T::exp2(s[(i, j)] * (1.4426950408889634 / T::sqrt(dim as f32)) - lse_f[i]),
+                    0.0,
+                ) as f16;
+            }
+            T::clear(dp);
+            T::gemm(do_s, v_s, dp, transpose_b = true);
+            for (i, j) in T::parallel([block_m, block_n]) {
+                ds[(i, j)] = (p[(i, j)] as f32 * (dp[(i, j)] - delta_f[i])) as f16;
+            }
+            T::gemm(ds, k_s, dq_acc);
+        }
+        for (i, c) in T::parallel([block_m, dim]) {
+            dq_acc[(i, c)] = dq_acc[(i, c)] * (1.0 / T::sqrt(dim as f32));
+        }
+        T::copy(dq_acc, dq.at([bz, by, bx * block_m, 0]));
+    });
+}
+
+/// The head dims the example runs.
+pub const DIMS: [usize; 2] = [64, 128];
+
+/// `dQ, dK, dV` in f64 for `bh` heads of `s` positions of head dim `d`.
 #[allow(clippy::type_complexity)]
 fn reference(
-    q: &[f16],
-    k: &[f16],
-    v: &[f16],
-    d_o: &[f16],
+    (q, k, v, d_o): (&[f16], &[f16], &[f16], &[f16]),
     bh: usize,
     s: usize,
+    d: usize,
 ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let scale = 1.0 / (D as f64).sqrt();
-    let at = |x: &[f16], h: usize, r: usize, c: usize| x[(h * s + r) * D + c].to_f64();
+    let scale = 1.0 / (d as f64).sqrt();
+    let at = |x: &[f16], h: usize, r: usize, c: usize| x[(h * s + r) * d + c].to_f64();
     let (mut dq, mut dk, mut dv) = (
-        vec![0f64; bh * s * D],
-        vec![0f64; bh * s * D],
-        vec![0f64; bh * s * D],
+        vec![0f64; bh * s * d],
+        vec![0f64; bh * s * d],
+        vec![0f64; bh * s * d],
     );
     for h in 0..bh {
         for i in 0..s {
             let w: Vec<f64> = (0..s)
-                .map(|j| (0..D).map(|c| at(q, h, i, c) * at(k, h, j, c)).sum::<f64>() * scale)
+                .map(|j| (0..d).map(|c| at(q, h, i, c) * at(k, h, j, c)).sum::<f64>() * scale)
                 .collect();
             let mx = w.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let e: Vec<f64> = w.iter().map(|x| (x - mx).exp()).collect();
@@ -221,15 +353,15 @@ fn reference(
             let p: Vec<f64> = e.iter().map(|x| x / sum).collect();
             // dP = dO Vᵀ; dS = P ∘ (dP - rowsum(dP ∘ P)).
             let dp: Vec<f64> = (0..s)
-                .map(|j| (0..D).map(|c| at(d_o, h, i, c) * at(v, h, j, c)).sum())
+                .map(|j| (0..d).map(|c| at(d_o, h, i, c) * at(v, h, j, c)).sum())
                 .collect();
             let delta: f64 = (0..s).map(|j| dp[j] * p[j]).sum();
             for j in 0..s {
                 let ds = p[j] * (dp[j] - delta);
-                for c in 0..D {
-                    dv[(h * s + j) * D + c] += p[j] * at(d_o, h, i, c);
-                    dk[(h * s + j) * D + c] += ds * at(q, h, i, c) * scale;
-                    dq[(h * s + i) * D + c] += ds * at(k, h, j, c) * scale;
+                for c in 0..d {
+                    dv[(h * s + j) * d + c] += p[j] * at(d_o, h, i, c);
+                    dk[(h * s + j) * d + c] += ds * at(q, h, i, c) * scale;
+                    dq[(h * s + i) * d + c] += ds * at(k, h, j, c) * scale;
                 }
             }
         }
@@ -243,111 +375,127 @@ struct Grads {
     dv: Tensor<f16>,
 }
 
-/// The three kernels on `st` for `b × h` heads of `s` positions.
-#[allow(clippy::too_many_arguments)]
-fn backward(
-    st: &tile::Stream,
-    (q, k, v, d_o): (&Tensor<f16>, &Tensor<f16>, &Tensor<f16>, &Tensor<f16>),
-    o: &mut Tensor<f16>,
-    lse: &mut Tensor<f32>,
-    delta: &mut Tensor<f32>,
-    g: &mut Grads,
-) -> Result<(), tile::Error> {
-    attention_fwd_lse::on(st).launch(q, k, v, o, lse)?;
-    attention_bwd_prep::on(st).launch(o, d_o, delta, &mut g.dq)?;
-    attention_bwd::on(st).launch(q, k, v, d_o, lse, delta, &mut g.dq, &mut g.dk, &mut g.dv)
+/// The inputs `q, k, v, dO` and the forward's outputs `O, lse` and `delta`.
+struct Inputs {
+    q: Tensor<f16>,
+    k: Tensor<f16>,
+    v: Tensor<f16>,
+    d_o: Tensor<f16>,
+    o: Tensor<f16>,
+    lse: Tensor<f32>,
+    delta: Tensor<f32>,
 }
 
-/// Runs the backward pass at `b × h × s` on `dev` and checks the three
-/// gradients against the host reference; returns the summary line.
+impl Inputs {
+    /// Random `q, k, v, dO` of shape `[b, h, s, d]` (from `seed`); the rest
+    /// NaN until the forward and the prep kernel write them.
+    fn random(dev: Device, [b, h, s, d]: [usize; 4], seed: u64) -> Result<Self, tile::Error> {
+        let shape = [b, h, s, d];
+        let r = |i: u64| tile::testing::random_tensor::<f16>(&shape, seed + i, dev);
+        Ok(Inputs {
+            q: r(0)?,
+            k: r(1)?,
+            v: r(2)?,
+            d_o: r(3)?,
+            o: Tensor::full(&shape, f16::NAN, dev)?,
+            lse: Tensor::full(&[b, h, s], f32::NAN, dev)?,
+            delta: Tensor::full(&[b, h, s], f32::NAN, dev)?,
+        })
+    }
+}
+
+/// The forward with its log-sum-exp, at head dim `d`.
+fn forward(st: &tile::Stream, d: usize, x: &mut Inputs) -> Result<(), tile::Error> {
+    let dim = d as i64;
+    attention_fwd_lse::with(attention_fwd_lse::Config { dim })
+        .on(st)
+        .launch(&x.q, &x.k, &x.v, &mut x.o, &mut x.lse)
+}
+
+/// The backward kernels at head dim `d` after the forward: delta (and dQ
+/// zeroed), then the backward kernel (D64), or the dK/dV and dQ kernels
+/// (D128).
+fn backward(st: &tile::Stream, d: usize, x: &mut Inputs, g: &mut Grads) -> Result<(), tile::Error> {
+    let dim = d as i64;
+    attention_bwd_prep::with(attention_bwd_prep::Config { dim })
+        .on(st)
+        .launch(&x.o, &x.d_o, &mut x.delta, &mut g.dq)?;
+    let (q, k, v, d_o, lse, delta) = (&x.q, &x.k, &x.v, &x.d_o, &x.lse, &x.delta);
+    if d == 64 {
+        return attention_bwd::on(st)
+            .launch(q, k, v, d_o, lse, delta, &mut g.dq, &mut g.dk, &mut g.dv);
+    }
+    attention_bwd_dkdv::on(st).launch(q, k, v, d_o, lse, delta, &mut g.dk, &mut g.dv)?;
+    attention_bwd_dq::on(st).launch(q, k, v, d_o, lse, delta, &mut g.dq)
+}
+
+/// NaN-poisoned gradients of shape `[b, h, s, d]`.
+fn grads(dev: Device, shape: [usize; 4]) -> Result<Grads, tile::Error> {
+    Ok(Grads {
+        dq: Tensor::full(&shape, f32::NAN, dev)?,
+        dk: Tensor::full(&shape, f16::NAN, dev)?,
+        dv: Tensor::full(&shape, f16::NAN, dev)?,
+    })
+}
+
+/// Runs the backward pass at `b × h × s`, head dims 64 and 128, on `dev` and
+/// checks the three gradients against the host reference; returns the
+/// summary line.
 pub fn run(
     dev: Device,
     b: usize,
     h: usize,
     s: usize,
 ) -> Result<String, Box<dyn std::error::Error>> {
-    let shape = [b, h, s, D];
-    let q = tile::testing::random_tensor::<f16>(&shape, 71, dev)?;
-    let k = tile::testing::random_tensor::<f16>(&shape, 72, dev)?;
-    let v = tile::testing::random_tensor::<f16>(&shape, 73, dev)?;
-    let d_o = tile::testing::random_tensor::<f16>(&shape, 74, dev)?;
-    let mut o = Tensor::full(&shape, f16::NAN, dev)?;
-    let mut lse = Tensor::full(&[b, h, s], f32::NAN, dev)?;
-    let mut delta = Tensor::full(&[b, h, s], f32::NAN, dev)?;
-    let mut g = Grads {
-        dq: Tensor::full(&shape, f32::NAN, dev)?,
-        dk: Tensor::full(&shape, f16::NAN, dev)?,
-        dv: Tensor::full(&shape, f16::NAN, dev)?,
-    };
-    let t = Instant::now();
-    let st = dev.default_stream()?;
-    backward(
-        &st,
-        (&q, &k, &v, &d_o),
-        &mut o,
-        &mut lse,
-        &mut delta,
-        &mut g,
-    )?;
-    dev.synchronize()?;
-    let el = t.elapsed();
-    let (want_dq, want_dk, want_dv) = reference(
-        &q.to_vec()?,
-        &k.to_vec()?,
-        &v.to_vec()?,
-        &d_o.to_vec()?,
-        b * h,
-        s,
-    );
-    let rq = tile::testing::assert_allclose(&g.dq.to_vec()?, &want_dq, 5e-3, 2e-2)?;
-    let rk = tile::testing::assert_allclose(&g.dk.to_vec()?, &want_dk, 5e-3, 2e-2)?;
-    let rv = tile::testing::assert_allclose(&g.dv.to_vec()?, &want_dv, 5e-3, 2e-2)?;
-    Ok(format!(
-        "flash_attention_bwd: device={dev} b={b} h={h} s={s} d={D} max_abs_err dq={:.2e} dk={:.2e} dv={:.2e} time={:.3} ms (first call)",
-        rq.max_abs,
-        rk.max_abs,
-        rv.max_abs,
-        el.as_secs_f64() * 1e3
-    ))
+    let mut lines = Vec::new();
+    for d in DIMS {
+        let mut x = Inputs::random(dev, [b, h, s, d], 71)?;
+        let mut g = grads(dev, [b, h, s, d])?;
+        let t = Instant::now();
+        let st = dev.default_stream()?;
+        forward(&st, d, &mut x)?;
+        backward(&st, d, &mut x, &mut g)?;
+        dev.synchronize()?;
+        let el = t.elapsed();
+        let (q, k, v, d_o) = (x.q.to_vec()?, x.k.to_vec()?, x.v.to_vec()?, x.d_o.to_vec()?);
+        let (want_dq, want_dk, want_dv) = reference((&q, &k, &v, &d_o), b * h, s, d);
+        let rq = tile::testing::assert_allclose(&g.dq.to_vec()?, &want_dq, 5e-3, 2e-2)?;
+        let rk = tile::testing::assert_allclose(&g.dk.to_vec()?, &want_dk, 5e-3, 2e-2)?;
+        let rv = tile::testing::assert_allclose(&g.dv.to_vec()?, &want_dv, 5e-3, 2e-2)?;
+        lines.push(format!(
+            "flash_attention_bwd: device={dev} b={b} h={h} s={s} d={d} max_abs_err dq={:.2e} dk={:.2e} dv={:.2e} time={:.3} ms (first call)",
+            rq.max_abs,
+            rk.max_abs,
+            rv.max_abs,
+            el.as_secs_f64() * 1e3
+        ));
+    }
+    Ok(lines.join("\n"))
 }
 
-/// Median time of the backward kernels (delta and zeroing dQ, backward; the
-/// forward with lse runs once before) at `b × h × s`, with TFLOP/s at 2.5
-/// times the forward's `4·B·H·S²·D` (the FlashAttention convention).
+/// Median time of the backward kernels (delta and zeroing dQ, then the
+/// backward kernels; the forward with lse runs once before) at `b × h × s`
+/// and head dim `d`, with TFLOP/s at 2.5 times the forward's `4·B·H·S²·D`
+/// (the FlashAttention convention, whatever products the kernels recompute).
 pub fn bench(
     dev: Device,
     b: usize,
     h: usize,
     s: usize,
+    d: usize,
 ) -> Result<String, Box<dyn std::error::Error>> {
-    let shape = [b, h, s, D];
-    let q = tile::testing::random_tensor::<f16>(&shape, 81, dev)?;
-    let k = tile::testing::random_tensor::<f16>(&shape, 82, dev)?;
-    let v = tile::testing::random_tensor::<f16>(&shape, 83, dev)?;
-    let d_o = tile::testing::random_tensor::<f16>(&shape, 84, dev)?;
-    let mut o = Tensor::<f16>::empty(&shape, dev)?;
-    let mut lse = Tensor::<f32>::empty(&[b, h, s], dev)?;
-    let mut delta = Tensor::<f32>::empty(&[b, h, s], dev)?;
-    let mut g = Grads {
-        dq: Tensor::<f32>::empty(&shape, dev)?,
-        dk: Tensor::<f16>::empty(&shape, dev)?,
-        dv: Tensor::<f16>::empty(&shape, dev)?,
-    };
+    let mut x = Inputs::random(dev, [b, h, s, d], 81)?;
+    let mut g = grads(dev, [b, h, s, d])?;
     let st = dev.default_stream()?;
-    attention_fwd_lse::on(&st).launch(&q, &k, &v, &mut o, &mut lse)?;
+    forward(&st, d, &mut x)?;
     let r = tile::do_bench(
         &st,
-        |st| {
-            attention_bwd_prep::on(st).launch(&o, &d_o, &mut delta, &mut g.dq)?;
-            attention_bwd::on(st).launch(
-                &q, &k, &v, &d_o, &lse, &delta, &mut g.dq, &mut g.dk, &mut g.dv,
-            )
-        },
+        |st| backward(st, d, &mut x, &mut g),
         &tile::BenchOptions::default(),
     )?;
-    let flops = 2.5 * 4.0 * (b * h) as f64 * (s * s) as f64 * D as f64;
+    let flops = 2.5 * 4.0 * (b * h) as f64 * (s * s) as f64 * d as f64;
     Ok(format!(
-        "flash_attention_bwd b={b} h={h} s={s} d={D}: {:.3} ms, {:.1} TFLOP/s ({})",
+        "flash_attention_bwd b={b} h={h} s={s} d={d}: {:.3} ms, {:.1} TFLOP/s ({})",
         r.median_ms,
         flops / (r.median_ms * 1e-3) / 1e12,
         r.method
@@ -363,7 +511,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let s = next(if dev == Device::Cpu { 130 } else { 1000 })?;
     println!("{}", run(dev, b, h, s)?);
     if timed {
-        println!("{}", bench(dev, 1, 64, 4096)?);
+        println!("{}", bench(dev, 1, 64, 4096, 64)?);
+        println!("{}", bench(dev, 4, 32, 4096, 128)?);
     }
     Ok(())
 }
