@@ -18,20 +18,31 @@ pub fn aligned_dims(
     let buf = f.buf(b);
     let flat = flatten(&buf.shape, idx).inline_lets(lets);
     let dims: BTreeSet<VarId> = f.dims.iter().copied().collect();
+    inner_plus_multiple(&flat, inner, v, &dims)
+}
+
+/// Whether `e` is `inner + x` with `x` a multiple of `v`, assuming the
+/// returned dynamic dims are multiples of `v` (`None`: it cannot be shown).
+/// (Integer casts are looked through: indices are non-negative and fit.)
+fn inner_plus_multiple(
+    e: &Expr,
+    inner: VarId,
+    v: i64,
+    dims: &BTreeSet<VarId>,
+) -> Option<BTreeSet<VarId>> {
     let mut terms = Vec::new();
-    sum_terms(&flat, 1, &mut terms);
+    sum_terms(e, 1, &mut terms);
     let mut need = BTreeSet::new();
     let mut inner_seen = 0;
     for (sign, t) in terms {
         if t.uses_var(inner) {
-            let bare = matches!(&t, Expr::Var(x, _) if *x == inner)
-                || matches!(&t, Expr::Cast(_, a) if matches!(&**a, Expr::Var(x, _) if *x == inner));
+            let bare = matches!(&t, Expr::Var(x, _) if *x == inner);
             if !bare || sign != 1 {
                 return None;
             }
             inner_seen += 1;
         } else {
-            need.extend(zero_mod(&t, v, &dims)?);
+            need.extend(zero_mod(&t, v, dims)?);
         }
     }
     (inner_seen == 1).then_some(need)
@@ -57,22 +68,9 @@ pub fn uniform_in_chunk(
         if bound.uses_var(inner) {
             return None;
         }
-        let mut terms = Vec::new();
-        sum_terms(lhs, 1, &mut terms);
         let mut need = zero_mod(bound, v, dims)?;
-        let mut inner_seen = 0;
-        for (sign, t) in terms {
-            if t.uses_var(inner) {
-                let bare = matches!(&t, Expr::Var(x, _) if *x == inner);
-                if !bare || sign != 1 {
-                    return None;
-                }
-                inner_seen += 1;
-            } else {
-                need.extend(zero_mod(&t, v, dims)?);
-            }
-        }
-        (inner_seen == 1).then_some(need)
+        need.extend(inner_plus_multiple(lhs, inner, v, dims)?);
+        Some(need)
     };
     match cond {
         Expr::Bin(BinOp::And | BinOp::Or, a, b, _) => {

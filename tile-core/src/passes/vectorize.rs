@@ -291,7 +291,11 @@ fn same_width_test(f: &PrimFunc, n: &Nest<'_>, v: i64) -> Option<(i64, Vec<VarId
 /// must be multiples of `w` for the guard to have one value over each chunk
 /// of `w` lanes (`None`: it cannot be shown, or the body is another shape).
 fn guard_dims(f: &PrimFunc, n: &Nest<'_>, w: i64) -> Option<BTreeSet<VarId>> {
-    let (cond, _, _) = n.store_guard()?;
+    guard_dims_of(f, n, n.store_guard()?.0, w)
+}
+
+/// [`guard_dims`] of the guard `cond` of nest `n`.
+fn guard_dims_of(f: &PrimFunc, n: &Nest<'_>, cond: &Expr, w: i64) -> Option<BTreeSet<VarId>> {
     let cond = cond.inline_lets(&lets_in(n.body));
     let inner = *n.vars.last()?;
     uniform_in_chunk(&cond, inner, w, &f.dims.iter().copied().collect())
@@ -309,8 +313,9 @@ fn vector_accesses(
 ) -> Vec<(BufId, Vec<Expr>)> {
     // Under a bounds guard (which `plan` kept only where it is uniform over
     // each chunk at width `v`), the statements it guards.
-    let items: Vec<&Stmt> = match (n.store_guard(), n.body) {
-        (Some((_, pre, then)), _) => pre.into_iter().chain(then).collect(),
+    let store_guard = n.store_guard();
+    let items: Vec<&Stmt> = match (&store_guard, n.body) {
+        (Some((_, pre, then)), _) => pre.iter().chain(then).copied().collect(),
         (None, Stmt::Seq(v)) => v.iter().collect(),
         (None, s) => vec![s],
     };
@@ -322,8 +327,8 @@ fn vector_accesses(
         .iter()
         .all(|s| matches!(s, Stmt::Let { .. } | Stmt::Store { .. }));
     // A guard must have one value per chunk under the same assumptions.
-    let guard_ok = match n.store_guard() {
-        Some(_) => guard_dims(f, n, v).is_some_and(|d| d.is_subset(assume)),
+    let guard_ok = match &store_guard {
+        Some((cond, _, _)) => guard_dims_of(f, n, cond, v).is_some_and(|d| d.is_subset(assume)),
         None => true,
     };
     if v == 1 || !simple || stores != 1 || !guard_ok {
