@@ -53,9 +53,17 @@ pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype
 /// `y[n] = Σ_k (q[n, k] - 8) · scale[n, k / group] · x[k]`, where `q[n, k]`
 /// is bits `4 (k % 8) ..` of `w[n, k / 8]`. `K` must be a multiple of
 /// `group` (a multiple of 8); a ragged last step reads zero words.
-/// The default (the first value of each list) is the variant tuning chose
-/// at 8192² on the H200 (`bench/RESULTS.md`, 2026-12-03).
-#[tile::kernel(block_n = [16, 8, 4], block_k = [512, 1024], group = 128, threads = [256, 128])]
+/// Like `gemv`, each step's words, scales and slice of `x` go through
+/// shared memory in a pipeline: loaded straight into registers one step at
+/// a time, every block waited a memory latency per step and the kernel ran
+/// at a quarter of the bandwidth (`bench/RESULTS.md`, 2026-12-03).
+#[tile::kernel(
+    block_n = [16, 8, 4],
+    block_k = [512, 1024],
+    group = 128,
+    stages = [4, 6],
+    threads = 256
+)]
 pub fn gemv_w4a16(
     w: Tensor<u32, (N, KW)>,
     scale: Tensor<f16, (N, G)>,
@@ -63,31 +71,36 @@ pub fn gemv_w4a16(
     y: TensorMut<f16, (N,)>,
 ) {
     T::kernel(T::ceildiv(N, block_n), threads, |bn| {
-        // Eight weights per word: the fragments run over words. The step's
-        // scales are copied with its words (not loaded where they are used,
-        // which would expose a memory latency per word). x is kept
-        // transposed, `x_t[(t, j)] = x[8 j + t]`: a warp's lanes hold
-        // neighbouring words `j`, so they read neighbouring entries of a row
-        // of `x_t`; read as `x_s[8 j + t]` they were 32 words apart, every
-        // lane of a warp in one shared-memory bank.
-        let x_t = T::alloc_shared::<f32>([8, block_k / 8]);
+        // Eight weights per word: the fragments run over words.
+        let x_s = T::alloc_shared::<f16>([block_k]);
+        let w_s = T::alloc_shared::<u32>([block_n, block_k / 8]);
         let s_s = T::alloc_shared::<f16>([block_n, block_k / group]);
-        let w_f = T::alloc_fragment::<u32>([block_n, block_k / 8]);
+        // x transposed, `x_t[(t, j)] = x[8 j + t]`: a warp's lanes hold
+        // neighbouring words `j`, so they read neighbouring entries of a row
+        // of `x_t`; read as `x_s[8 j + t]` they would be 16 bytes apart, four
+        // lanes in each shared-memory bank.
+        let x_t = T::alloc_shared::<f32>([8, block_k / 8]);
         let acc = T::alloc_fragment::<f32>([block_n, block_k / 8]);
         let sum = T::alloc_fragment::<f32>([block_n]);
         T::clear(acc);
-        for k in T::serial(T::ceildiv(K, block_k)) {
-            for (t, j) in T::parallel([8, block_k / 8]) {
-                x_t[(t, j)] = x[k * block_k + j * 8 + t] as f32;
-            }
-            T::copy(w.at([bn * block_n, k * (block_k / 8)]), w_f);
+        for k in T::pipelined(T::ceildiv(K, block_k), stages) {
+            T::copy(x.at([k * block_k]), x_s);
+            T::copy(w.at([bn * block_n, k * (block_k / 8)]), w_s);
             T::copy(scale.at([bn * block_n, k * (block_k / group)]), s_s);
+            // A thread reads one word's eight x (16 bytes, one load) and
+            // writes them down a column of x_t.
+            for (j, t) in T::parallel([block_k / 8, 8]) {
+                x_t[(t, j)] = x_s[j * 8 + t] as f32;
+            }
             for (i, j) in T::parallel([block_n, block_k / 8]) {
-                let word = w_f[(i, j)];
+                let word = w_s[(i, j)];
                 let mut dot = 0.0f32;
                 for t in T::unroll(8) {
-                    let q = (word >> (4 * t)) & 15;
-                    dot += (q as f32 - 8.0) * x_t[(t, j)];
+                    // `q - 8` with no int-to-float convert (a quarter-rate
+                    // instruction): the nibble in the low mantissa bits of
+                    // 2^23 reads as the float `2^23 + q`.
+                    let bits = ((word >> (4 * t)) & 15) | 0x4b000000u32;
+                    dot += (T::bitcast::<f32>(bits) - 8388616.0) * x_t[(t, j)];
                 }
                 acc[(i, j)] += dot * (s_s[(i, j * 8 / group)] as f32);
             }

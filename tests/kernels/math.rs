@@ -206,3 +206,77 @@ fn bit_operations() -> TestResult {
     check_exact("bit_ops u64", &oq, &wq);
     Ok(())
 }
+
+/// `T::bitcast` both ways between floats and integers of each size: f32 ↔
+/// u32, f16 and bf16 ↔ u16, i64 → f64, and the int4 dequantization trick
+/// (`q | 0x4b000000` read as f32 is `2^23 + q`).
+#[tile::kernel(block_n = 64, cols = 4, threads = 64)]
+pub fn bitcasts(
+    x: Tensor<f32, (N,)>,
+    h: Tensor<f16, (N,)>,
+    b: Tensor<bf16, (N,)>,
+    w: Tensor<u32, (N,)>,
+    xb: TensorMut<u32, (N,)>,
+    hb: TensorMut<u16, (N,)>,
+    bb: TensorMut<u16, (N,)>,
+    back: TensorMut<f32, (N, cols)>,
+) {
+    T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+        for j in T::parallel(block_n) {
+            let i = bx * block_n + j;
+            let xbits = T::bitcast::<u32>(x[i]);
+            xb[i] = xbits;
+            let hbits = T::bitcast::<u16>(h[i]);
+            hb[i] = hbits;
+            bb[i] = T::bitcast::<u16>(b[i]);
+            // Back again, with a sign flip on the bits (the top bit).
+            back[(i, 0)] = T::bitcast::<f32>(xbits ^ 0x80000000u32);
+            back[(i, 1)] = T::bitcast::<f16>(hbits) as f32;
+            back[(i, 2)] = T::bitcast::<f32>((w[i] & 15) | 0x4b000000u32) - 8388616.0;
+            back[(i, 3)] = T::bitcast::<f64>(T::bitcast::<i64>(x[i] as f64)) as f32;
+        }
+    });
+}
+
+#[test]
+fn bitcast_reads_bits_as_another_dtype() -> TestResult {
+    let n = 100;
+    let d = dev();
+    let x = random_tensor::<f32>(&[n], 2900, d)?;
+    let h = random_tensor::<f16>(&[n], 2901, d)?;
+    let b = random_tensor::<bf16>(&[n], 2902, d)?;
+    let wv = random_vec::<u32>(n, 2903, 0.0, 4.0e9);
+    let w = Tensor::from_slice(&wv, &[n], d)?;
+    let mut xb = Tensor::full(&[n], 0u32, d)?;
+    let mut hb = Tensor::full(&[n], 0u16, d)?;
+    let mut bb = Tensor::full(&[n], 0u16, d)?;
+    let mut back = Tensor::full(&[n, 4], f32::NAN, d)?;
+    bitcasts(&x, &h, &b, &w, &mut xb, &mut hb, &mut bb, &mut back)?;
+    let (xv, hv, bv) = (x.to_vec()?, h.to_vec()?, b.to_vec()?);
+    check_exact(
+        "bitcast f32 -> u32",
+        &xb,
+        &xv.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+    );
+    check_exact(
+        "bitcast f16 -> u16",
+        &hb,
+        &hv.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+    );
+    check_exact(
+        "bitcast bf16 -> u16",
+        &bb,
+        &bv.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+    );
+    let mut want = Vec::new();
+    for i in 0..n {
+        want.extend([
+            -xv[i] as f64,
+            hv[i].to_f64(),
+            (wv[i] & 15) as f64 - 8.0,
+            xv[i] as f64,
+        ]);
+    }
+    check("bitcast back", &back, &want, 0.0, 0.0);
+    Ok(())
+}

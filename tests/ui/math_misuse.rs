@@ -22,6 +22,9 @@ pub fn math_misuse(
             z[i] = (v & 1.0) as i32 + (n ^ v) as i32 + (v << 1) as i32 + (1 << 40);
             y[i] = v.exp(1.0) + v.tan() + v.sin::<f32>() + n.ceildiv(2) as f32;
             y[i] = m[i][j];
+            y[i] = T::bitcast::<f64>(v) as f32;
+            y[i] = T::bitcast(v);
+            z[i] = T::bitcast::<i32>(v > 0.0);
         }
     });
 }

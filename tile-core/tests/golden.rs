@@ -13,6 +13,7 @@ fn strip_preludes(code: &str) -> String {
         .replace(cuda::WGMMA_HEADER, "// <tl/wgmma.cuh>\n")
         .replace(cuda::TMA_HEADER, "// <tl/tma.cuh>\n")
         .replace(cuda::MATH_HEADER, "// <tl/math.cuh>\n")
+        .replace(cuda::BITS_HEADER, "// <tl/bits.cuh>\n")
         .replace(cuda::PRELUDE, "// <tile CUDA prelude>\n")
         .replace(c::PRELUDE, "// <tile C prelude>\n")
 }

@@ -140,6 +140,28 @@ fn mem_type(t: DType) -> Result<&'static str, Diagnostic> {
     })
 }
 
+/// `x` (a value of dtype `from`) with its bits read as dtype `to`: the value
+/// in its memory encoding, through a union (C's type pun), decoded again where
+/// `to` computes in float.
+fn bitcast(x: &str, from: DType, to: DType) -> Result<String, Diagnostic> {
+    let bits = match from {
+        DType::F16 => format!("tl_f2h({x})"),
+        DType::BF16 => format!("tl_f2bf({x})"),
+        DType::F8E4M3 => format!("tl_f2e4m3({x})"),
+        DType::F8E5M2 => format!("tl_f2e5m2({x})"),
+        _ => x.to_string(),
+    };
+    let (a, b) = (mem_type(from)?, mem_type(to)?);
+    let pun = format!("((union {{ {a} a; {b} b; }}){{ .a = ({bits}) }}).b");
+    Ok(match to {
+        DType::F16 => format!("tl_h2f({pun})"),
+        DType::BF16 => format!("tl_bf2f({pun})"),
+        DType::F8E4M3 => format!("tl_e4m32f({pun})"),
+        DType::F8E5M2 => format!("tl_e5m22f({pun})"),
+        _ => pun,
+    })
+}
+
 /// Type of a value of dtype `t` in C expressions (f16/bf16 compute in
 /// float; an f8 value is its exact float).
 fn val_type(t: DType) -> Result<&'static str, Diagnostic> {
@@ -355,6 +377,9 @@ impl Writer<'_> {
                 self.expr(a)?,
                 self.expr(b)?
             ),
+            Expr::Call(Intrin::Bitcast, args, t) => {
+                bitcast(&self.expr(&args[0])?, args[0].dtype(), *t)?
+            }
             Expr::Call(i, args, t) => {
                 let xs = args
                     .iter()

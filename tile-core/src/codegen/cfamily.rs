@@ -132,6 +132,8 @@ pub(super) fn math_call(i: Intrin, args: &[String], double: bool, rsqrt: &str) -
         Intrin::Expm1 => format!("expm1{sfx}({x})"),
         Intrin::Pow => format!("pow{sfx}({x}, {})", arg(1)),
         Intrin::Fma => format!("fma{sfx}({x}, {}, {})", arg(1), arg(2)),
+        // Not math: each backend prints it before calling this.
+        Intrin::Bitcast => unreachable!("bitcast is printed by the backend"),
     }
 }
 

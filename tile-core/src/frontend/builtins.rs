@@ -175,6 +175,7 @@ static BUILTINS: &[Builtin] = &[
     row("fma",                exactly(3),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Fma)),                              "`T::fma(a, b, c)`", "`a * b + c` with one rounding"),
     row("log1p",              exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Log1p)),                            "`T::log1p(x)`", "ln(1 + x), accurate near 0"),
     row("expm1",              exactly(1),     Lower::Value(|cx, k| values::math(cx, k, Intrin::Expm1)),                            "`T::expm1(x)`", "e^x - 1, accurate near 0"),
+    row("bitcast",            exactly(1),     Lower::Value(values::bitcast),                                                       "`T::bitcast::<f32>(x)`", "the bits of `x` read as another dtype of the same size"),
     row("clamp",              exactly(3),     Lower::Value(values::clamp),                                                         "`T::clamp(x, lo, hi)`", "x limited to `lo..=hi` (`T::min(T::max(x, lo), hi)`)"),
     row("if_then_else",       exactly(3),     Lower::Value(values::if_then_else),                                                  "`T::if_then_else(cond, a, b)`", "`a` where `cond` holds, else `b` (as `if cond { a } else { b }`)"),
     row("infinity",           between(0, 1),  Lower::Value(values::infinity),                                                      "`T::infinity::<f32>()`", "positive infinity of a float dtype"),

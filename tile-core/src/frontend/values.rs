@@ -94,6 +94,43 @@ pub(super) fn math(cx: &mut Ctx, k: &Call, i: Intrin) -> Expr {
     Expr::Call(i, vec![a], t)
 }
 
+/// `T::bitcast::<D>(x)`: the bits of `x` read as dtype `D`, which must have
+/// the size of `x`'s dtype (what dequantization tricks need: `q | 0x4b000000`
+/// read as f32 is `2^23 + q`, one integer op and no int-to-float convert).
+pub(super) fn bitcast(cx: &mut Ctx, k: &Call) -> Expr {
+    let [x]: [Expr; 1] = operands(cx, k).try_into().expect("arity 1");
+    let Some(to) = k.turbofish().and_then(expr::dtype_of_type) else {
+        cx.err(
+            k.span(),
+            "`T::bitcast` takes the dtype to read the bits as: `T::bitcast::<f32>(bits)`",
+        );
+        return x;
+    };
+    let from = x.dtype();
+    if from == DType::Bool || to == DType::Bool {
+        cx.err(k.span(), "`T::bitcast` does not take or give bool values");
+        return Expr::Int(0, to).cast(to);
+    }
+    if from.bytes() != to.bytes() {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::bitcast::<{t}>` of a {f} value: {t} has {} bytes, {f} has {}; \
+                 bitcast keeps the size (cast with `as` to convert a value)",
+                to.bytes(),
+                from.bytes(),
+                t = to.rust_name(),
+                f = from.rust_name(),
+            ),
+        );
+        return Expr::Int(0, to).cast(to);
+    }
+    if from == to {
+        return x;
+    }
+    Expr::Call(Intrin::Bitcast, vec![x], to)
+}
+
 /// The dtype of `T::f::<dtype>()` or `T::f(dtype)`.
 fn type_arg(cx: &mut Ctx, k: &Call) -> Option<DType> {
     let t = match (k.turbofish(), k.args.as_slice()) {

@@ -96,7 +96,7 @@ impl BinOp {
 }
 
 /// Math intrinsics; each takes [`arity`](Intrin::arity) values of one float
-/// dtype and returns that dtype.
+/// dtype and returns that dtype, except [`Intrin::Bitcast`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Intrin {
     Exp,
@@ -122,10 +122,13 @@ pub enum Intrin {
     Pow,
     /// `fma(a, b, c)` = `a * b + c`, rounded once.
     Fma,
+    /// The bits of a value read as the call's dtype, of the same size
+    /// (`T::bitcast::<f32>(0x3f800000u32)` is 1.0): any non-bool dtypes.
+    Bitcast,
 }
 
 impl Intrin {
-    pub const ALL: [Intrin; 20] = [
+    pub const ALL: [Intrin; 21] = [
         Intrin::Exp,
         Intrin::Exp2,
         Intrin::Log,
@@ -146,6 +149,7 @@ impl Intrin {
         Intrin::Expm1,
         Intrin::Pow,
         Intrin::Fma,
+        Intrin::Bitcast,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -169,6 +173,7 @@ impl Intrin {
             Intrin::Expm1 => "expm1",
             Intrin::Pow => "pow",
             Intrin::Fma => "fma",
+            Intrin::Bitcast => "bitcast",
         }
     }
     /// How many values it takes.

@@ -414,6 +414,9 @@ impl Printer<'_> {
                 )
             }
             Expr::Thread => "T.get_thread_binding(0)".to_string(),
+            Expr::Call(Intrin::Bitcast, args, t) => {
+                format!("T.bitcast(\"{}\", {})", t.name(), self.list(args))
+            }
             Expr::Call(i, args, _) => {
                 let mut s = String::new();
                 let _ = write!(s, "T.{}({})", i.name(), self.list(args));

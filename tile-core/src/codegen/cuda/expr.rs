@@ -160,6 +160,9 @@ impl Writer<'_> {
                 }
             }
             Expr::Select(c, a, b, _) => format!("({} ? {} : {})", r(c)?, r(a)?, r(b)?),
+            Expr::Call(Intrin::Bitcast, args, t) => {
+                format!("tl::bitcast<{}>({})", ty(*t)?, r(&args[0])?)
+            }
             Expr::Call(i, args, t) => {
                 // f16/bf16 compute in float (the math library's precision).
                 let d = *t == DType::F64;

@@ -58,6 +58,10 @@ pub const TMA_HEADER: &str = include_str!("../tl/tma.cuh");
 /// the prelude into a kernel that calls `T::exp2` in single precision.
 pub const MATH_HEADER: &str = include_str!("../tl/math.cuh");
 
+/// `tl::bitcast`, pasted after the prelude into a kernel that calls
+/// `T::bitcast` (only there: the prelude is part of every kernel's key).
+pub const BITS_HEADER: &str = include_str!("../tl/bits.cuh");
+
 pub struct Source {
     pub code: String,
     pub entry: String,
@@ -125,12 +129,16 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         }
     }
     head.push_str(PRELUDE);
-    let mut fast_exp2 = false;
+    let (mut fast_exp2, mut bitcast) = (false, false);
     f.body.visit_exprs(&mut |x| {
-        fast_exp2 |= matches!(x, Expr::Call(Intrin::Exp2, _, t) if *t != DType::F64)
+        fast_exp2 |= matches!(x, Expr::Call(Intrin::Exp2, _, t) if *t != DType::F64);
+        bitcast |= matches!(x, Expr::Call(Intrin::Bitcast, ..));
     });
     if fast_exp2 {
         head.push_str(MATH_HEADER);
+    }
+    if bitcast {
+        head.push_str(BITS_HEADER);
     }
     // The device library (tensor-core GEMM, tile copies and the cp.async
     // helpers a pipeline issues its copies with), pasted so NVRTC needs no

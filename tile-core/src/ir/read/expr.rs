@@ -97,7 +97,7 @@ impl Reader {
         Ok(Expr::Var(v, self.f.var(v).dtype))
     }
 
-    /// `T.<dtype>(literal)`, `T.min(a, b)`, `T.Cast("t", x)`, `T.exp(x)`, ..
+    /// `T.<dtype>(literal)`, `T.min(a, b)`, `T.Cast("t", x)`, `T.bitcast("t", x)`, `T.exp(x)`, ..
     pub(super) fn t_expr(&self, c: &mut Cursor) -> Res<Expr> {
         let name = c.t_name()?;
         c.punct("(")?;
@@ -129,6 +129,15 @@ impl Reader {
                     };
                     c.punct(",")?;
                     Expr::Cast(t, Box::new(self.expr(c)?))
+                }
+                "bitcast" => {
+                    let s = c.string()?;
+                    let Some(t) = dtype_named(&s) else {
+                        c.i -= 1;
+                        return c.err(format!("unknown dtype {s:?}"));
+                    };
+                    c.punct(",")?;
+                    Expr::Call(Intrin::Bitcast, vec![self.expr(c)?], t)
                 }
                 "if_then_else" => {
                     let cond = self.expr(c)?;
