@@ -29,8 +29,8 @@
 pub use tile_macros::{func, kernel};
 pub use tile_runtime::{
     bf16, cache, do_bench, f16, f8e4m3, f8e5m2, testing, AnyTensor, BenchOptions, BenchResult,
-    CudaRead, CudaWrite, DType, Device, Element, Error, Graph, HostArg, Origin, Profiler, Result,
-    Stream, Target, Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
+    CudaRead, CudaWrite, DType, Device, DeviceInfo, Element, Error, Graph, HostArg, Origin,
+    Profiler, Result, Stream, Target, Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
 };
 
 /// Kernel variants and the autotuner: tuning reports, and the policies a launch of a
@@ -39,6 +39,10 @@ pub use tile_runtime::autotune;
 
 /// cudarc, the CUDA driver bindings tile uses (for views of `CudaSlice`s).
 pub use tile_runtime::cudarc;
+
+/// Collectives across GPUs over NCCL: communicators, all-reduce, all-gather,
+/// reduce-scatter, broadcast on tile tensors and streams.
+pub use tile_runtime::dist;
 
 /// DLPack import and export (see `Tensor::from_dlpack`, `Tensor::to_dlpack`).
 pub use tile_runtime::dlpack;

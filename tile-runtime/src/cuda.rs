@@ -110,6 +110,88 @@ pub(crate) fn device(ordinal: usize) -> Result<&'static DeviceState> {
     })
 }
 
+/// What the driver says about device `ordinal`, without creating its context.
+pub(crate) fn describe(ordinal: usize) -> Result<(String, (i32, i32), usize)> {
+    let count = probe().count;
+    if count == 0 {
+        return Err(no_cuda());
+    }
+    if ordinal >= count {
+        return Err(Error::NoSuchDevice { ordinal, count });
+    }
+    use cudarc::driver::result::device;
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let query = || -> std::result::Result<_, (&'static str, cudarc::driver::DriverError)> {
+        let dev = device::get(ordinal as i32).map_err(|e| ("cuDeviceGet", e))?;
+        let name = device::get_name(dev).map_err(|e| ("cuDeviceGetName", e))?;
+        // SAFETY: `dev` came from `cuDeviceGet` above.
+        let attr = |a| unsafe { device::get_attribute(dev, a) };
+        let major = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+            .map_err(|e| ("cuDeviceGetAttribute", e))?;
+        let minor = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+            .map_err(|e| ("cuDeviceGetAttribute", e))?;
+        // SAFETY: as above.
+        let memory = unsafe { device::total_mem(dev) }.map_err(|e| ("cuDeviceTotalMem", e))?;
+        Ok((name, (major, minor), memory))
+    };
+    match catch_unwind(query) {
+        Ok(Ok(info)) => Ok(info),
+        Ok(Err((call, e))) => Err(Error::driver(call, e)),
+        Err(_) => Err(no_symbol("cuDeviceGetName")),
+    }
+}
+
+/// Whether device `to` can read and write device `from`'s memory directly (peer access
+/// over NVLink or PCIe), enabling it in `to`'s context the first time. The answer is
+/// kept per ordered pair: enabling twice is an error in the driver.
+pub(crate) fn peer_access(to: usize, from: usize) -> Result<bool> {
+    static PAIRS: std::sync::Mutex<Vec<((usize, usize), bool)>> = std::sync::Mutex::new(Vec::new());
+    if to == from {
+        device(to)?;
+        return Ok(true);
+    }
+    let (dst, src) = (device(to)?, device(from)?);
+    let mut pairs = PAIRS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, on)) = pairs.iter().find(|(p, _)| *p == (to, from)) {
+        return Ok(on);
+    }
+    use cudarc::driver::sys;
+    let mut can = 0i32;
+    // SAFETY: both handles are devices of contexts this process holds; `can` is a local.
+    let r = catch_unwind(AssertUnwindSafe(|| unsafe {
+        sys::cuDeviceCanAccessPeer(&mut can, dst.ctx.cu_device(), src.ctx.cu_device())
+    }))
+    .map_err(|_| no_symbol("cuDeviceCanAccessPeer"))?;
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(Error::driver(
+            "cuDeviceCanAccessPeer",
+            cudarc::driver::DriverError(r),
+        ));
+    }
+    let on = can != 0;
+    if on {
+        dst.ctx
+            .bind_to_thread()
+            .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        // SAFETY: `to`'s context is current and `src.ctx` is a live context of another
+        // device; flags must be 0.
+        let r = catch_unwind(AssertUnwindSafe(|| unsafe {
+            sys::cuCtxEnablePeerAccess(src.ctx.cu_ctx(), 0)
+        }))
+        .map_err(|_| no_symbol("cuCtxEnablePeerAccess"))?;
+        if r != sys::CUresult::CUDA_SUCCESS
+            && r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+        {
+            return Err(Error::driver(
+                "cuCtxEnablePeerAccess",
+                cudarc::driver::DriverError(r),
+            ));
+        }
+    }
+    pairs.push(((to, from), on));
+    Ok(on)
+}
+
 fn no_symbol(call: &'static str) -> Error {
     Error::Driver {
         call,

@@ -28,6 +28,36 @@ impl Device {
     }
 }
 
+/// What a device is: its name and, for a GPU, compute capability, memory and the
+/// architecture whose code it runs ([`Device::info`], [`Device::cuda_devices`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub device: Device,
+    /// The driver's name for a GPU (`NVIDIA H200`); `cpu` for the host.
+    pub name: String,
+    /// `(major, minor)`; `None` for the host.
+    pub compute_capability: Option<(i32, i32)>,
+    /// Total device memory in bytes; `None` for the host.
+    pub total_memory: Option<usize>,
+    /// The architecture whose code this device runs (`sm_90a` on a compute-capability-9.0
+    /// GPU): ahead-of-time cubins are taken for it (or an older one of the same major
+    /// version, see `Origin`), and NVRTC compiles for it; `None` for the host.
+    pub arch: Option<String>,
+}
+
+impl fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.device, self.name)?;
+        if let (Some((major, minor)), Some(arch)) = (self.compute_capability, &self.arch) {
+            write!(f, ", compute capability {major}.{minor} ({arch})")?;
+        }
+        if let Some(bytes) = self.total_memory {
+            write!(f, ", {:.1} GiB", bytes as f64 / (1u64 << 30) as f64)?;
+        }
+        Ok(())
+    }
+}
+
 impl From<Device> for Target {
     /// The target that runs on `device`.
     fn from(device: Device) -> Target {

@@ -182,6 +182,25 @@ pub enum Error {
         kernel: &'static str,
         message: String,
     },
+    /// A collective ([`crate::dist`]) or communicator refused its arguments before NCCL
+    /// saw them: a dtype NCCL has no type for, a tensor on another device or not
+    /// contiguous, sizes that do not match the world size, a bad root or rank. Nothing
+    /// was queued or written.
+    Collective {
+        op: &'static str,
+        rank: usize,
+        buffer: &'static str,
+        message: String,
+    },
+    /// An NCCL call failed (`rank` is `None` for a call of no single rank:
+    /// `ncclCommInitAll`, `ncclGroupEnd`).
+    Nccl {
+        op: &'static str,
+        rank: Option<usize>,
+        message: String,
+    },
+    /// The NCCL library could not be loaded or is unusable.
+    NcclUnavailable { reason: String },
 }
 
 impl Error {
@@ -424,6 +443,23 @@ impl fmt::Display for Error {
             ),
             Error::Profile { kernel, message } => write!(f, "kernel {kernel}: profiler: {message}"),
             Error::Tune { kernel, message } => write!(f, "kernel {kernel}: autotune: {message}"),
+            Error::Collective {
+                op,
+                rank,
+                buffer,
+                message,
+            } => write!(f, "collective {op} on rank {rank}: {buffer}: {message}"),
+            Error::Nccl {
+                op,
+                rank: Some(rank),
+                message,
+            } => write!(f, "NCCL {op} failed on rank {rank}: {message}"),
+            Error::Nccl {
+                op,
+                rank: None,
+                message,
+            } => write!(f, "NCCL {op} failed: {message}"),
+            Error::NcclUnavailable { reason } => write!(f, "NCCL is not usable: {reason}"),
         }
     }
 }

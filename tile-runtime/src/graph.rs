@@ -19,6 +19,9 @@
 //!   it names no stream (the default stream) from the capturing thread on the graph's
 //!   device: like PyTorch's graph capture, the default stream is the capture stream while
 //!   capturing. Launches on other streams run as usual.
+//! - Collectives ([`crate::dist`]) on the capture's stream are captured too (NCCL queues
+//!   its kernels on the stream it is given); the graph holds their storages and
+//!   communicator. CPU graphs record kernels only.
 //! - The graph holds an `Arc` of every storage a recorded launch touched (and the loaded
 //!   kernel it calls), so buffers outlive the graph even if their tensors are dropped: a
 //!   replay can never touch freed memory. A storage is freed when its last tensor and the
@@ -29,6 +32,7 @@
 //! - A graph replays one at a time (a mutex): CUDA executable graphs must not be launched
 //!   concurrently from several threads.
 
+use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -65,6 +69,8 @@ struct Recorded {
     cpu: Vec<CpuLaunch>,
     /// Kernels a CUDA graph calls (their modules must stay loaded).
     functions: Vec<CudaFunction>,
+    /// Other objects a recorded operation needs alive (a collective's communicator).
+    keep: Vec<Arc<dyn Any + Send + Sync>>,
     launches: usize,
 }
 
@@ -116,6 +122,21 @@ impl Recorder {
             st.touch(a.storage, a.output);
         }
         st.functions.push(func.clone());
+        st.launches += 1;
+    }
+
+    /// Records an operation that is not a kernel (a collective, see [`crate::dist`])
+    /// queued on the capture's stream: the graph holds its storages and `keep`.
+    pub fn record_other(
+        &self,
+        storages: &[(&Arc<Storage>, bool)],
+        keep: Arc<dyn Any + Send + Sync>,
+    ) {
+        let mut st = self.state();
+        for (s, write) in storages {
+            st.touch(s, *write);
+        }
+        st.keep.push(keep);
         st.launches += 1;
     }
 
@@ -244,6 +265,7 @@ pub struct Graph {
     kind: Mutex<Kind>,
     storages: Vec<(Arc<Storage>, bool)>,
     _functions: Vec<CudaFunction>,
+    _keep: Vec<Arc<dyn Any + Send + Sync>>,
     launches: usize,
 }
 
@@ -299,7 +321,7 @@ impl Graph {
         self.device
     }
 
-    /// Number of recorded launches.
+    /// Number of recorded launches (kernels and collectives).
     pub fn launches(&self) -> usize {
         self.launches
     }
@@ -377,6 +399,7 @@ fn capture_cpu(f: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
                 kind: Mutex::new(Kind::Cpu(st.cpu)),
                 storages: st.storages,
                 _functions: Vec::new(),
+                _keep: st.keep,
                 launches: st.launches,
             })
         }
@@ -455,6 +478,7 @@ fn capture_cuda(origin: &Stream, f: impl FnOnce(&Stream) -> Result<()>) -> Resul
         kind: Mutex::new(Kind::Cuda(exec)),
         storages: st.storages,
         _functions: st.functions,
+        _keep: st.keep,
         launches: st.launches,
     })
 }

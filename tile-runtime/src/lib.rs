@@ -16,10 +16,11 @@
 //! in-process cache level), `find` (the cold path and its keys), `loaded` (what finding
 //! produces), `cache` (disk levels, public inspection API), `cc`/`nvrtc` (JITs), `cpu`
 //! (the worker pool), `cuda` (driver access), `device` (the device type), `select`
-//! (choosing a device), `sync` (cross-stream ordering), `graph`, `profile`, `autotune`
-//! (kernel variants: choosing one, tuning, the tuned choices in memory and on disk), `host`
-//! (`host_source`, `export_sources`), `storage` (tile's allocations and memory owned
-//! elsewhere), `view` (borrowed views and the launcher's argument traits), `f8` (the
+//! (choosing and listing devices), `sync` (cross-stream ordering), `graph`, `profile`,
+//! `autotune` (kernel variants: choosing one, tuning, the tuned choices in memory and on
+//! disk), `host` (`host_source`, `export_sources`), `storage` (tile's allocations and
+//! memory owned elsewhere), `dist` (NCCL communicators and collectives), `view` (borrowed
+//! views and the launcher's argument traits), `f8` (the
 //! host types of the fp8 dtypes), `dlpack`, `candle` (feature `candle`). The module dependency graph is acyclic. The kernel
 //! ABI itself (dtypes, targets, the spec tables) is the `tile-abi` crate's, re-exported
 //! here as `DType`, `Target` and `spec`.
@@ -33,6 +34,7 @@ pub mod autotune;
 pub mod cache;
 #[cfg(feature = "candle")]
 pub mod candle;
+pub mod dist;
 pub mod dlpack;
 pub mod spec;
 
@@ -67,7 +69,7 @@ mod view;
 pub use arg::ArgRef;
 pub use cache::params_json;
 pub use check::{check_args, Bound};
-pub use device::Device;
+pub use device::{Device, DeviceInfo};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use f8::{f8e4m3, f8e5m2};

@@ -8,7 +8,7 @@
 //!   from [`Device::from_env`], never a silent fallback.
 
 use crate::cuda;
-use crate::device::Device;
+use crate::device::{Device, DeviceInfo};
 use crate::error::{Error, Result};
 
 impl Device {
@@ -32,6 +32,54 @@ impl Device {
     /// Number of CUDA devices (0 without a usable driver).
     pub fn cuda_device_count() -> usize {
         cuda::probe().count
+    }
+
+    /// Every CUDA device the driver reports, by ordinal, with its name and compute
+    /// capability (empty without a usable driver). Contexts are not created: listing
+    /// costs no device memory.
+    pub fn cuda_devices() -> Result<Vec<DeviceInfo>> {
+        (0..cuda::probe().count)
+            .map(|n| Device::Cuda(n).info())
+            .collect()
+    }
+
+    /// The CUDA devices the driver reports, as devices (`cuda:0`, `cuda:1`, ..).
+    pub fn all_cuda() -> Vec<Device> {
+        (0..cuda::probe().count).map(Device::Cuda).collect()
+    }
+
+    /// What this device is (see [`DeviceInfo`]).
+    pub fn info(self) -> Result<DeviceInfo> {
+        match self {
+            Device::Cpu => Ok(DeviceInfo {
+                device: self,
+                name: "cpu".into(),
+                compute_capability: None,
+                total_memory: None,
+                arch: None,
+            }),
+            Device::Cuda(n) => {
+                let (name, cc, memory) = cuda::describe(n)?;
+                Ok(DeviceInfo {
+                    device: self,
+                    name,
+                    compute_capability: Some(cc),
+                    total_memory: Some(memory),
+                    arch: Some(cuda::nvrtc_arch(cc)),
+                })
+            }
+        }
+    }
+
+    /// Whether this GPU reads and writes `peer`'s memory directly (NVLink or PCIe peer
+    /// access); the first call for a pair enables it. True for a device and itself;
+    /// false when either is the host. [`Tensor::to_device`](crate::Tensor::to_device)
+    /// between GPUs copies directly when it is true, staged through the host otherwise.
+    pub fn peer_access(self, peer: Device) -> Result<bool> {
+        match (self, peer) {
+            (Device::Cuda(to), Device::Cuda(from)) => cuda::peer_access(to, from),
+            _ => Ok(false),
+        }
     }
 
     /// The device named by `TILE_DEVICE` (`cpu`, `cuda`, `cuda:N`), or when it is unset

@@ -417,6 +417,75 @@ impl Storage {
         Ok(())
     }
 
+    /// Copies `nbytes` bytes from byte `src_byte0` of `src` to byte `byte0` of `self`,
+    /// two device storages, queued on `self`'s home stream after every conflicting use
+    /// of either on other streams (`src`'s home stream may be on another device). One
+    /// GPU: a device-to-device copy. Two: a peer copy, direct when `self`'s device has
+    /// peer access to `src`'s (`peer`), otherwise staged through host memory by the
+    /// driver. Returns once the copy is queued.
+    pub(crate) fn copy_device(
+        &self,
+        byte0: usize,
+        src: &Storage,
+        src_byte0: usize,
+        nbytes: usize,
+    ) -> Result<()> {
+        self.in_bounds(byte0, nbytes, "copy")?;
+        src.in_bounds(src_byte0, nbytes, "copy")?;
+        let (Mem::Cuda(dst_mem), Mem::Cuda(src_mem)) = (&self.mem, &src.mem) else {
+            return Err(Error::view(
+                "a device copy between storages that are not both on a GPU",
+            ));
+        };
+        if std::ptr::eq(self, src) {
+            return Err(Error::view("a device copy within one storage"));
+        }
+        if nbytes == 0 {
+            return Ok(());
+        }
+        // Address order, as launches lock, so concurrent copies cannot deadlock.
+        let (_first, _second) = if (self as *const Storage) < (src as *const Storage) {
+            (self.lock(true), src.lock(false))
+        } else {
+            let s = src.lock(false);
+            (self.lock(true), s)
+        };
+        let stream = dst_mem.home();
+        src_mem.sync.order(stream, false)?;
+        dst_mem.sync.order(stream, true)?;
+        bind(stream)?;
+        let (dst_ptr, src_ptr) = ((self.base + byte0) as u64, (src.base + src_byte0) as u64);
+        if self.device == src.device {
+            // SAFETY: both ranges are inside live device memory of this context (checked
+            // above), the storages are locked (exclusive for the destination) and both
+            // were ordered on `stream`, which the copy is queued on.
+            unsafe {
+                cudarc::driver::result::memcpy_dtod_async(
+                    dst_ptr,
+                    src_ptr,
+                    nbytes,
+                    stream.cu_stream(),
+                )
+            }
+            .map_err(|e| Error::driver("cuMemcpyDtoDAsync", e))
+        } else {
+            let (dst_ctx, src_ctx) = (stream.context(), src_mem.home().context());
+            // SAFETY: as above, each pointer in the context named beside it; the driver
+            // copies directly with peer access enabled and through the host otherwise.
+            unsafe {
+                cudarc::driver::result::memcpy_peer_async(
+                    dst_ctx.cu_ctx(),
+                    dst_ptr,
+                    src_ctx.cu_ctx(),
+                    src_ptr,
+                    nbytes,
+                    stream.cu_stream(),
+                )
+            }
+            .map_err(|e| Error::driver("cuMemcpyPeerAsync", e))
+        }
+    }
+
     /// Host address of byte 0 for an element-wise host write, with the exclusive lock
     /// held by the caller; `None` for device memory.
     pub(crate) fn host_base(&self) -> Option<*mut u8> {

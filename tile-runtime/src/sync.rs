@@ -16,6 +16,9 @@
 //!   covers all work queued there so far, a superset of the access) and waited on here.
 //! - Whenever `home` names a stream, `state` holds an `Arc` of that stream, so the handle
 //!   cannot be reused by a new stream while it is compared against.
+//! - The streams may belong to different devices (a peer copy reads its source on the
+//!   destination's stream): an event is recorded on a stream of its own context and may
+//!   be waited on by any stream.
 //! - Accesses on a stream that is being captured into a graph are not ordered here (a
 //!   captured stream may not wait on events recorded outside the capture); the graph
 //!   orders its buffers when it is replayed.
@@ -121,9 +124,11 @@ impl StreamSync {
 
 /// Makes `to` wait for everything queued on `from` so far.
 fn hand_off(event: &mut Option<CudaEvent>, from: &CudaStream, to: &CudaStream) -> Result<()> {
+    // An event is recorded on a stream of its own context: a storage handed between
+    // devices (a peer copy reads it on another GPU's stream) needs a new one.
     let ev = match event {
-        Some(ev) => ev,
-        None => event.insert(
+        Some(ev) if ev.context() == from.context() => ev,
+        _ => event.insert(
             from.context()
                 .new_event(None)
                 .map_err(|e| Error::driver("cuEventCreate", e))?,

@@ -303,8 +303,26 @@ impl<T: Element> Tensor<T> {
     }
 
     /// A contiguous copy on `device` (always a new storage, even on the same device).
+    ///
+    /// Between GPUs (and on one) a contiguous tensor is copied on the device, queued on
+    /// the destination's default stream after the source's pending work: directly when
+    /// the destination has peer access to the source's GPU ([`Device::peer_access`],
+    /// enabled here on first use), otherwise staged through host memory by the driver.
+    /// Other copies go through the host.
     pub fn to_device(&self, device: Device) -> Result<Tensor<T>> {
-        Tensor::from_vec(self.to_vec()?, &self.shape, device)
+        let gpus = self.device().is_cuda() && device.is_cuda();
+        if !gpus || !self.is_contiguous() {
+            return Tensor::from_vec(self.to_vec()?, &self.shape, device);
+        }
+        if let (Device::Cuda(to), Device::Cuda(from)) = (device, self.device()) {
+            // Enables direct access when the pair has it; the copy below is the same call
+            // either way.
+            crate::cuda::peer_access(to, from)?;
+        }
+        let (storage, numel) = Self::new_storage(&self.shape, device, false)?;
+        let size = std::mem::size_of::<T>();
+        storage.copy_device(0, &self.storage, self.offset * size, numel * size)?;
+        Ok(Self::row_major(storage, &self.shape))
     }
 
     /// A contiguous tensor of `shape` over `storage` from its start.
