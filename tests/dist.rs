@@ -564,8 +564,15 @@ fn readme_block_is_this_code() {
             .collect()
     };
     let root = env!("CARGO_MANIFEST_DIR");
-    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap_or_default();
-    let this = lines(&std::fs::read_to_string(format!("{root}/tests/dist.rs")).unwrap_or_default());
+    let (Ok(readme), Ok(this)) = (
+        std::fs::read_to_string(format!("{root}/README.md")),
+        std::fs::read_to_string(format!("{root}/tests/dist.rs")),
+    ) else {
+        // A test binary copied to another machine, without the sources.
+        println!("readme_block_is_this_code: skipped, no sources at {root}");
+        return;
+    };
+    let this = lines(&this);
     let start = readme
         .find("## Multiple GPUs")
         .expect("README has a Multiple GPUs section");
