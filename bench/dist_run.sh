@@ -7,6 +7,9 @@
 # NCCL comes from the Python packages (nvidia-nccl-*) when it is not on the
 # library path already; NVLink SHARP (multicast) stays off.
 #   bash gpu-dist/run.sh            (from the repository root)
+# ONLY="devices dist" runs only the steps named (devices dist runtime_graph
+# tile_runtime tp_mlp tp_mlp_ragged tp_mlp_1gpu tp_mlp_bench allreduce_256
+# torch_allreduce_256); each step has STEP_TIMEOUT seconds (default 300).
 set -uo pipefail
 B=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$PWD/dist-logs}
@@ -54,8 +57,9 @@ cat "$OUT/env.log"
 rows=()
 run() {
   local name=$1; shift
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
   echo "--- $name: $*"
-  timeout 540 "$@" > "$OUT/$name.log" 2>&1; local rc=$?
+  timeout "${STEP_TIMEOUT:-300}" "$@" > "$OUT/$name.log" 2>&1; local rc=$?
   tail -40 "$OUT/$name.log"
   if [ $rc -eq 0 ]; then rows+=("PASS  $name  $(grep -v '^$' "$OUT/$name.log" | tail -1 | cut -c1-150)")
   else rows+=("FAIL  $name  (exit $rc) $(tail -1 "$OUT/$name.log" | cut -c1-150)"); fi
