@@ -1,9 +1,12 @@
 //! A fused tile kernel inside a small candle model: RMS normalization with a learned
 //! weight (`y = x / sqrt(mean(x²) + eps) * w`) as a candle custom op, on candle's CPU
-//! backend (and its CUDA backend with the `candle-cuda` feature), checked against the
-//! same model built from candle's own ops.
+//! backend (and its CUDA backend with the `candle-cuda` feature: the kernel reads and
+//! writes candle's device memory, on candle's stream), checked against the same model
+//! built from candle's own ops, then timed against candle's ops composition.
 //!
-//! `cargo run --release --features candle --example candle_rmsnorm [M]`
+//! `cargo run --release --features candle --example candle_rmsnorm [M] [ROWS]`
+//! (`--features candle-cuda` for the GPU: see the README). `M` rows are checked
+//! (default 64), `ROWS` rows are timed (default 16384 on a GPU, 1024 on the CPU).
 
 use candle_core::{CpuStorage, CustomOp2, Device, Layout, Shape, Tensor, D};
 use tile::candle::{cpu_view, to_candle};
@@ -148,17 +151,71 @@ pub fn run(device: &Device, m: usize) -> Result<String, Box<dyn std::error::Erro
     ))
 }
 
+/// Median seconds per call of `f`: `samples` batches of `calls` calls after `warmup`
+/// calls, each batch closed by a device synchronization (candle's CUDA ops return before
+/// the GPU is done), so a batch is the time the device takes for `calls` calls.
+fn median_per_call(
+    device: &Device,
+    warmup: usize,
+    samples: usize,
+    calls: usize,
+    mut f: impl FnMut() -> candle_core::Result<Tensor>,
+) -> candle_core::Result<f64> {
+    for _ in 0..warmup {
+        f()?;
+    }
+    device.synchronize()?;
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t0 = std::time::Instant::now();
+        for _ in 0..calls {
+            f()?;
+        }
+        device.synchronize()?;
+        times.push(t0.elapsed().as_secs_f64() / calls as f64);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[samples / 2])
+}
+
+/// Times tile's fused norm against candle's ops composition on `rows` rows, both on
+/// `device` in this process; returns the summary line. GB/s counts `x` read once and
+/// `y` written once (the least traffic a norm needs).
+pub fn time(device: &Device, rows: usize) -> candle_core::Result<String> {
+    let model = Mlp::new(device)?;
+    let x = Tensor::randn(0f32, 1.0, (rows, HIDDEN), device)?;
+    let (warmup, samples, calls) = (20, 31, 20);
+    let tile = median_per_call(device, warmup, samples, calls, || {
+        x.apply_op2_no_bwd(&model.norm, &TileRmsNorm)
+    })?;
+    let candle = median_per_call(device, warmup, samples, calls, || model.reference_norm(&x))?;
+    let gbs = |s: f64| (2 * rows * HIDDEN * 4) as f64 / s / 1e9;
+    Ok(format!(
+        "candle_rmsnorm timing: device={device:?} rows={rows} hidden={HIDDEN} (median of \
+         {samples}x{calls} calls after {warmup}): tile fused {:.2} us ({:.0} GB/s), candle \
+         ops {:.2} us ({:.0} GB/s), {:.2}x",
+        tile * 1e6,
+        gbs(tile),
+        candle * 1e6,
+        gbs(candle),
+        candle / tile
+    ))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device = if cfg!(feature = "candle-cuda") {
         Device::cuda_if_available(0)?
     } else {
         Device::Cpu
     };
-    let m = std::env::args()
-        .nth(1)
+    let mut args = std::env::args().skip(1);
+    let m = args.next().map(|s| s.parse()).transpose()?.unwrap_or(64);
+    let rows = args
+        .next()
         .map(|s| s.parse())
         .transpose()?
-        .unwrap_or(64);
+        .unwrap_or(if device.is_cuda() { 16384 } else { 1024 });
     println!("{}", run(&device, m)?);
+    println!("{}", time(&device, rows)?);
     Ok(())
 }

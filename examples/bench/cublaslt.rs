@@ -63,9 +63,16 @@ impl OutType {
 
 /// Whether libcublasLt can be loaded (cudarc loads it on first use and
 /// panics if it cannot; [`Fp8Gemm::new`] asks this first and errs instead).
+#[cfg(not(feature = "cuda-dynamic-linking"))]
 pub(crate) fn cublaslt_available() -> bool {
     // SAFETY: only tries to dlopen the library's candidate names.
     unsafe { sys::is_culib_present() }
+}
+
+/// Linked (feature `cuda-dynamic-linking`): the process started, so it is there.
+#[cfg(feature = "cuda-dynamic-linking")]
+pub(crate) fn cublaslt_available() -> bool {
+    true
 }
 
 /// One fp8 GEMM shape, planned once (handle, descriptors, algorithm,

@@ -5,7 +5,9 @@
 //! - Nothing here panics on a machine without CUDA. cudarc's dynamic loading panics when
 //!   the driver library or a symbol is missing, so the library is probed first
 //!   (through cudarc's own candidate list, so the probe and the later load agree) and
-//!   every first call into the driver runs under `catch_unwind`.
+//!   every first call into the driver runs under `catch_unwind`. With the
+//!   `cuda-dynamic-linking` feature the libraries are linked, and there is nothing to
+//!   probe.
 //! - Each device's primary context and default stream are created once, lazily, and
 //!   live for the process (they sit in a static table and are never dropped, which
 //!   avoids tearing down contexts during process exit).
@@ -38,7 +40,11 @@ pub(crate) fn probe() -> &'static Probe {
     PROBE.get_or_init(|| {
         // SAFETY: loading the driver library runs its initialisers, as any CUDA use does;
         // the probe only opens and closes it.
+        #[cfg(not(feature = "cuda-dynamic-linking"))]
         let present = unsafe { cudarc::driver::sys::is_culib_present() };
+        // Linked: the process would not have started without it.
+        #[cfg(feature = "cuda-dynamic-linking")]
+        let present = true;
         if !present {
             return Probe {
                 count: 0,

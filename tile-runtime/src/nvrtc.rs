@@ -7,7 +7,8 @@
 //!   not find by itself: the toolkit include folder is passed explicitly, and a missing
 //!   toolkit is an error naming every folder searched.
 //! - Loading libnvrtc never panics (probe first, then `catch_unwind` around each call,
-//!   since cudarc panics on a missing library or symbol).
+//!   since cudarc panics on a missing library or symbol); with `cuda-dynamic-linking` it
+//!   is linked instead.
 //! - Fast-math is not enabled: generated code must match the CPU backend's results.
 
 use std::ffi::{c_char, CString};
@@ -107,6 +108,19 @@ fn reproduce(arch: &str, includes: &[PathBuf], source: &Path) -> String {
         .join(" ")
 }
 
+/// Whether libnvrtc can be loaded.
+#[cfg(not(feature = "cuda-dynamic-linking"))]
+fn library_present() -> bool {
+    // SAFETY: probing loads and unloads libnvrtc, which has no unusual initialisers.
+    unsafe { sys::is_culib_present() }
+}
+
+/// Linked (`cuda-dynamic-linking`): the process would not have started without it.
+#[cfg(feature = "cuda-dynamic-linking")]
+fn library_present() -> bool {
+    true
+}
+
 fn unavailable(what: &str) -> Error {
     Error::NvrtcUnavailable {
         reason: format!("{what} (is libnvrtc from CUDA 13 on the library search path?)"),
@@ -115,8 +129,7 @@ fn unavailable(what: &str) -> Error {
 
 /// The NVRTC version `(major, minor)`; part of the device binary cache key.
 pub(crate) fn version() -> Result<(i32, i32)> {
-    // SAFETY: probing loads and unloads libnvrtc, which has no unusual initialisers.
-    if !unsafe { sys::is_culib_present() } {
+    if !library_present() {
         return Err(unavailable("the NVRTC library could not be loaded"));
     }
     let (mut major, mut minor) = (0, 0);
@@ -140,8 +153,7 @@ pub(crate) fn compile(
     arch: &str,
     includes: &[PathBuf],
 ) -> Result<Vec<u8>> {
-    // SAFETY: probing loads and unloads libnvrtc, which has no unusual initialisers.
-    if !unsafe { sys::is_culib_present() } {
+    if !library_present() {
         return Err(unavailable("the NVRTC library could not be loaded"));
     }
     let opts = options(arch, includes);
@@ -259,8 +271,7 @@ mod tests {
 
     #[test]
     fn compile_without_nvrtc_is_an_error_not_a_panic() {
-        // SAFETY: probe only.
-        if unsafe { sys::is_culib_present() } {
+        if library_present() {
             return;
         }
         let r = compile(
