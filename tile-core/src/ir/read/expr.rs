@@ -121,23 +121,20 @@ impl Reader {
                     let t = a.dtype();
                     Expr::Bin(op, Box::new(a), Box::new(b), t)
                 }
-                "Cast" => {
+                // `T.Cast("t", x)` converts; `T.bitcast("t", x)` reads the bits.
+                "Cast" | "bitcast" => {
                     let s = c.string()?;
                     let Some(t) = dtype_named(&s) else {
                         c.i -= 1;
                         return c.err(format!("unknown dtype {s:?}"));
                     };
                     c.punct(",")?;
-                    Expr::Cast(t, Box::new(self.expr(c)?))
-                }
-                "bitcast" => {
-                    let s = c.string()?;
-                    let Some(t) = dtype_named(&s) else {
-                        c.i -= 1;
-                        return c.err(format!("unknown dtype {s:?}"));
-                    };
-                    c.punct(",")?;
-                    Expr::Call(Intrin::Bitcast, vec![self.expr(c)?], t)
+                    let x = self.expr(c)?;
+                    if name == "Cast" {
+                        Expr::Cast(t, Box::new(x))
+                    } else {
+                        Expr::Call(Intrin::Bitcast, vec![x], t)
+                    }
                 }
                 "if_then_else" => {
                     let cond = self.expr(c)?;
