@@ -57,12 +57,21 @@ pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype
 /// shared memory in a pipeline: loaded straight into registers one step at
 /// a time, every block waited a memory latency per step and the kernel ran
 /// at a quarter of the bandwidth (`bench/RESULTS.md`, 2026-12-03).
+///
+/// A thread owns one column of words (`j`) in all `block_n` rows of the
+/// block: the serial loop over `i` inside the nest keeps `block_n` of
+/// `acc`'s rows in its registers, and the eight `x` a word needs are read
+/// from shared memory once and reused for every row. With one row per
+/// thread (a nest over `(i, j)`), every weight read its `x` from shared
+/// memory, and the kernel was bound by shared-memory bandwidth at 35 µs
+/// (8192², `bench/RESULTS.md`, 2026-12-03).
 #[tile::kernel(
-    block_n = [16, 8, 4],
-    block_k = [512, 1024],
+    block_n = [16, 8, 32],
+    block_k = [1024, 2048],
     group = 128,
-    stages = [4, 6],
-    threads = 256
+    stages = [4, 3],
+    threads = [128, 256],
+    filter = (block_k / 8) % threads == 0
 )]
 pub fn gemv_w4a16(
     w: Tensor<u32, (N, KW)>,
@@ -88,21 +97,33 @@ pub fn gemv_w4a16(
             T::copy(w.at([bn * block_n, k * (block_k / 8)]), w_s);
             T::copy(scale.at([bn * block_n, k * (block_k / group)]), s_s);
             // A thread reads one word's eight x (16 bytes, one load) and
-            // writes them down a column of x_t.
+            // writes them down a column of x_t, each times `16^-(t % 5)`
+            // (a power of two, exact) for the dequantization below.
             for (j, t) in T::parallel([block_k / 8, 8]) {
-                x_t[(t, j)] = x_s[j * 8 + t] as f32;
+                let unscale = T::bitcast::<f32>(((127 - 4 * (t % 5)) as u32) << 23);
+                x_t[(t, j)] = x_s[j * 8 + t] as f32 * unscale;
             }
-            for (i, j) in T::parallel([block_n, block_k / 8]) {
-                let word = w_s[(i, j)];
-                let mut dot = 0.0f32;
-                for t in T::unroll(8) {
-                    // `q - 8` with no int-to-float convert (a quarter-rate
-                    // instruction): the nibble in the low mantissa bits of
-                    // 2^23 reads as the float `2^23 + q`.
-                    let bits = ((word >> (4 * t)) & 15) | 0x4b000000u32;
-                    dot += (T::bitcast::<f32>(bits) - 8388616.0) * x_t[(t, j)];
+            for j in T::parallel(block_k / 8) {
+                for i in T::unroll(block_n) {
+                    let word = w_s[(i, j)];
+                    // Nibbles 5-7 moved down to where nibbles 0-2 were.
+                    let high = word >> 20;
+                    let mut dot = 0.0f32;
+                    for t in T::unroll(8) {
+                        // `q - 8` with no int-to-float convert (a quarter-rate
+                        // instruction) and no shift: nibble `t` left in place
+                        // at bit `4 s` (s = t % 5 < 5) of the mantissa of
+                        // 2^23 reads as `2^23 + q 16^s`, exactly; less
+                        // `2^23 + 8 · 16^s`, times x_t's `16^-s` x, it is
+                        // `(q - 8) x`. One AND-OR, one add, one FMA a weight.
+                        let s = t % 5;
+                        let src = T::if_then_else(t < 5, word, high);
+                        let bits = (src & (15u32 << (4 * s))) | 0x4b000000u32;
+                        let bias = 8388608.0f32 + ((8u32 << (4 * s)) as f32);
+                        dot += (T::bitcast::<f32>(bits) - bias) * x_t[(t, j)];
+                    }
+                    acc[(i, j)] += dot * (s_s[(i, j * 8 / group)] as f32);
                 }
-                acc[(i, j)] += dot * (s_s[(i, j * 8 / group)] as f32);
             }
         }
         T::reduce_sum(acc, sum, 1);

@@ -80,7 +80,8 @@ pub fn bit_ops(
             let mut m = (x & 0xff0f) | (x >> k) ^ !x;
             m ^= (x & 0xfff) << 3 & 0x7fff;
             m >>= 1;
-            oa[i] = m;
+            // `c | (a & b)`: one lop3 on CUDA (`tl::and_or`), as `(a & b) | c` above.
+            oa[i] = m ^ (k | (x & 0x0ff0));
             let u = b[i];
             ob[i] = (!u ^ (u << 2) | (u >> k)) as u8;
             let w = c[i];
@@ -191,7 +192,7 @@ fn bit_operations() -> TestResult {
         let mut m = (x & 0xff0f) | (x >> k) ^ !x;
         m ^= ((x & 0xfff) << 3) & 0x7fff;
         m >>= 1;
-        wa.push(m);
+        wa.push(m ^ (k | (x & 0x0ff0)));
         // u8 computes in i32 (C's promotion), then the store wraps.
         let u = bv[i] as i32;
         wb.push((!u ^ (u << 2) | (u >> k)) as u8);

@@ -5,7 +5,8 @@
 //! rule as the `T::parallel` nests that touch it. That only works if every
 //! access is by the owning thread: inside a top-level `T::parallel` nest that
 //! runs over exactly the fragment's shape, indexed by the nest's variables
-//! in order. A fragment read any other way (broadcast `row_max[i]` in a 2-D
+//! in order, or over its trailing dims with the leading ones indexed by loops
+//! inside the nest (per-thread rows, `ownership::thread_rows_access`). A fragment read any other way (broadcast `row_max[i]` in a 2-D
 //! nest, a reduction, a scan, serial code) is demoted to shared memory, where
 //! every thread can read every element; `insert_barriers` then orders the
 //! accesses. This keeps every program correct; register-resident layouts for
@@ -20,7 +21,7 @@
 //! (`plan_mma`) stay in registers: `plan_mma` gave them layouts only where
 //! every use is by a thread that holds the value.
 
-use crate::analysis::ownership::owner_access;
+use crate::analysis::ownership::{inner_loops, thread_rows_access};
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::collections::BTreeSet;
@@ -79,12 +80,15 @@ fn scan(f: &PrimFunc, s: &Stmt, bad: &mut BTreeSet<BufId>) {
         body,
     }) = s.parallel_nest()
     {
+        let loops = inner_loops(body);
         let identity = |b: BufId, idx: &[Expr]| {
-            owner_access(
+            thread_rows_access(
                 &f.buf(b).const_shape().unwrap_or_default(),
                 idx,
                 &vars,
                 &ext,
+                &loops,
+                f.launch.threads,
             )
         };
         body.visit_exprs(&mut |e| {

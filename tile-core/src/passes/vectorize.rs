@@ -18,7 +18,9 @@
 //! Fragments are distributed with the same rule, so a fragment is only ever
 //! touched by the thread that owns an element: every nest over a fragment uses
 //! one `V`, the minimum any of them allows (found by a fixed point, since
-//! nests share fragments). For these nests `V` is only the ownership: it comes
+//! nests share fragments). A nest that keeps several rows of a fragment per
+//! thread (leading dims indexed by loops inside it) allows only a `V` that
+//! divides its element count over the thread count. For these nests `V` is only the ownership: it comes
 //! from the memory dtypes (registers have no width limit) and the extents,
 //! never from guards or alignment. Each access is then a vector where it is
 //! aligned at `V` (unconditionally, or under a run-time test of the dynamic
@@ -30,7 +32,7 @@
 //! interior and edge, `insert_barriers` adds none inside them).
 
 use crate::analysis::access::{accesses, aligned_dims, bufs_in, lets_in, uniform_in_chunk};
-use crate::analysis::ownership::owner_access;
+use crate::analysis::ownership::{has_thread_rows, inner_loops, thread_rows_access};
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::collections::{BTreeSet, HashMap};
@@ -68,9 +70,10 @@ fn check_fragments(f: &PrimFunc) -> Result<(), Diagnostic> {
             let own_layout = buf
                 .layout
                 .is_some_and(|l| l.is_accumulator() || l.is_rows());
+            let loops = inner_loops(n.body);
             if buf.scope != Scope::Fragment
                 || own_layout
-                || owner_access(&shape, &idx, &n.vars, &n.extents)
+                || thread_rows_access(&shape, &idx, &n.vars, &n.extents, &loops, f.launch.threads)
                 || result.is_err()
             {
                 continue;
@@ -127,7 +130,14 @@ fn plan(f: &PrimFunc) -> Schedule {
             .max(1);
         let mut v = (16 / max_bytes).max(1);
         let inner_ext = *n.extents.last().unwrap_or(&1);
-        while v > 1 && inner_ext % v != 0 {
+        // Per-thread rows (a fragment's leading dims indexed inside the
+        // nest) keep one owner per element only if `V * threads` divides the
+        // nest's element count (`analysis::ownership`).
+        let total: i64 = n.extents.iter().product();
+        let rows = frags
+            .iter()
+            .any(|&b| has_thread_rows(&f.buf(b).const_shape().unwrap_or_default(), &n.extents));
+        while v > 1 && (inner_ext % v != 0 || (rows && total % (v * f.launch.threads) != 0)) {
             v /= 2;
         }
         if plain {

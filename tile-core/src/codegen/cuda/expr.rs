@@ -10,6 +10,18 @@ impl Writer<'_> {
             let rows = buf.layout.is_some_and(Layout::is_rows);
             return match &self.lane {
                 Some(Lane { row: Some(r), .. }) if rows => Ok(format!("{}[{r}]", self.name(b))),
+                // Per-thread rows: the leading dims pick a run of registers.
+                Some(Lane {
+                    thread_rows: Some((dims, per)),
+                    slot,
+                    ..
+                }) if idx.len() > *dims
+                    && buf.shape[..idx.len() - dims].iter().any(|d| d.as_int() != Some(1)) =>
+                {
+                    let lead = idx.len() - dims;
+                    let row = self.expr(&flatten(&buf.shape[..lead], &idx[..lead]))?;
+                    Ok(format!("{}[({row}) * {per} + {slot}]", self.name(b)))
+                }
                 Some(l) => Ok(format!("{}[{}]", self.name(b), l.slot)),
                 None => Err(err(format!(
                     "kernel `{}`: fragment `{}` is distributed over threads and can only be accessed inside \
@@ -98,6 +110,10 @@ impl Writer<'_> {
                 } else {
                     self.access(*b, idx)?
                 }
+            }
+            e @ Expr::Bin(..) if and_or(e).is_some() => {
+                let (a, b, c) = and_or(e).unwrap_or((e, e, e));
+                format!("tl::and_or({}, {}, {})", r(a)?, r(b)?, r(c)?)
             }
             Expr::Bin(op, a, b, _) => {
                 let (x, y) = (r(a)?, r(b)?);
@@ -221,4 +237,23 @@ fn float_to_int(x: &str, from: DType, t: DType) -> Result<String, Diagnostic> {
             format!("(({})min({hi}u, {}))", ty(t)?, conv("uint"))
         }
     })
+}
+
+/// `(a & b) | c` (either order) on 32-bit integers: one `lop3` instruction
+/// (`tl::and_or`). Left to itself ptxas emits an AND and an OR when `b` and
+/// `c` are both constants, since an instruction takes one immediate; the
+/// nibble unpacking of quantized weights is made of these.
+pub(super) fn and_or(e: &Expr) -> Option<(&Expr, &Expr, &Expr)> {
+    let Expr::Bin(BinOp::BitOr, l, r, t) = e else {
+        return None;
+    };
+    if !matches!(t, DType::U32 | DType::I32) {
+        return None;
+    }
+    match (&**l, &**r) {
+        (Expr::Bin(BinOp::BitAnd, a, b, _), c) | (c, Expr::Bin(BinOp::BitAnd, a, b, _)) => {
+            Some((a, b, c))
+        }
+        _ => None,
+    }
 }

@@ -69,6 +69,7 @@ impl Writer<'_> {
                     vloads: Vec::new(),
                     vstore: None,
                     row: Some(format!("{row_slot}(tl_s{k} + {lane})")),
+                    thread_rows: None,
                 });
                 let r = body(w);
                 w.lane = None;

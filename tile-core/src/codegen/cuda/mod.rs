@@ -132,7 +132,7 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     let (mut fast_exp2, mut bitcast) = (false, false);
     f.body.visit_exprs(&mut |x| {
         fast_exp2 |= matches!(x, Expr::Call(Intrin::Exp2, _, t) if *t != DType::F64);
-        bitcast |= matches!(x, Expr::Call(Intrin::Bitcast, ..));
+        bitcast |= matches!(x, Expr::Call(Intrin::Bitcast, ..)) || expr::and_or(x).is_some();
     });
     if fast_exp2 {
         head.push_str(MATH_HEADER);
@@ -337,6 +337,10 @@ struct Lane {
     /// (`Layout::MmaRows`), when it differs from `slot` (nests over an
     /// accumulator).
     row: Option<String>,
+    /// In a plain nest: its dim count and its elements per thread, to place
+    /// a fragment's leading dims indexed inside the nest (per-thread rows,
+    /// `analysis::ownership`).
+    thread_rows: Option<(usize, i64)>,
 }
 
 struct Writer<'a> {

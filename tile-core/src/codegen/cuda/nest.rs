@@ -290,6 +290,10 @@ impl Writer<'_> {
             vloads,
             vstore: vstore.clone(),
             row: None,
+            thread_rows: Some((
+                n.vars.len(),
+                n.extents.iter().product::<i64>() / f.launch.threads,
+            )),
         });
         let r = self.stmt(&body);
         self.lane = None;

@@ -240,8 +240,9 @@ impl Writer<'_> {
     /// The fragment's element `e` is in register `(e / (V * T)) * V + e % V`
     /// of thread `(e / V) % T`, so a row of `L` elements is `L / V` chunks:
     /// either a whole number of passes over all threads (each thread first
-    /// combines its registers of the row), or a group of `L / V` consecutive
-    /// threads within one pass.
+    /// combines its registers of the row; with several rows, all rows go
+    /// through one shared scratch and one barrier), or a group of `L / V`
+    /// consecutive threads within one pass.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn reduce_registers(
         &mut self,
@@ -264,7 +265,60 @@ impl Writer<'_> {
         let acc = format!("tl_acc{k}");
         self.line("{");
         self.depth += 1;
-        if chunks % threads == 0 {
+        let warps = threads / 32;
+        let bytes = self.f.buf(r.dst).dtype.bytes();
+        if chunks % threads == 0
+            && p > 1
+            && threads % 32 == 0
+            && warps > 1
+            && p * warps * bytes <= 8192
+        {
+            // Several rows, each over the whole block: every warp reduces all
+            // its rows, then one barrier for all of them (a block-wide combine
+            // per row would cost two barriers a row).
+            let per_row = chunks / threads;
+            self.scratch_bytes += p * warps * bytes;
+            self.line(&format!("__shared__ {acc_t} tl_red{k}[{}];", p * warps));
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int tl_p{k} = 0; tl_p{k} < {p}; ++tl_p{k}) {{"
+            ));
+            self.depth += 1;
+            self.line(&format!("{acc_t} {acc} = {init};"));
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int tl_r = 0; tl_r < {}; ++tl_r) {{",
+                per_row * v
+            ));
+            let x = elem(&format!("{sn}[tl_p{k} * {} + tl_r]", per_row * v));
+            self.line(&format!("  {acc} = {};", combine(&acc, &x)));
+            self.line("}");
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {acc} = {};",
+                combine(&acc, &format!("__shfl_xor_sync({mask}, {acc}, tl_o)"))
+            ));
+            self.line(&format!(
+                "if ((int)threadIdx.x % 32 == 0) tl_red{k}[tl_p{k} * {warps} + (int)threadIdx.x / 32] = {acc};"
+            ));
+            self.depth -= 1;
+            self.line("}");
+            self.line("__syncthreads();");
+            self.line(&format!(
+                "for (int tl_p{k} = (int)threadIdx.x; tl_p{k} < {p}; tl_p{k} += {threads}) {{"
+            ));
+            self.depth += 1;
+            self.line(&format!("{acc_t} {acc} = tl_red{k}[tl_p{k} * {warps}];"));
+            self.line(&format!(
+                "for (int tl_w = 1; tl_w < {warps}; ++tl_w) {acc} = {};",
+                combine(&acc, &format!("tl_red{k}[tl_p{k} * {warps} + tl_w]"))
+            ));
+            store(self, &format!("tl_p{k}"), &acc);
+            self.depth -= 1;
+            self.line("}");
+            // The scratch is read before a later reduction writes it again.
+            self.line("__syncthreads();");
+        } else if chunks % threads == 0 {
             let per_row = chunks / threads;
             self.line("#pragma unroll");
             self.line(&format!(

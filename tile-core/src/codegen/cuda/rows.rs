@@ -60,6 +60,7 @@ impl Writer<'_> {
             vloads: Vec::new(),
             vstore: None,
             row: Some(format!("tl_r{k}")),
+            thread_rows: None,
         });
         self.row_owner = Some(owner);
         let r = self.stmt(n.body);

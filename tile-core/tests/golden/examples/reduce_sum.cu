@@ -68,6 +68,7 @@ extern "C" __global__ void __launch_bounds__(256) row_sum_kernel(const float* __
     }
     // T.reduce_sum: 4 outputs of 1024 elements
     {
+      __shared__ float tl_red5[32];
       #pragma unroll
       for (int tl_p5 = 0; tl_p5 < 4; ++tl_p5) {
         float tl_acc5 = 0.0f;
@@ -77,17 +78,15 @@ extern "C" __global__ void __launch_bounds__(256) row_sum_kernel(const float* __
         }
         #pragma unroll
         for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc5 = tl_acc5 + __shfl_xor_sync(0xffffffffu, tl_acc5, tl_o);
-        __shared__ float tl_red6[8];
-        if ((int)threadIdx.x % 32 == 0) tl_red6[(int)threadIdx.x / 32] = tl_acc5;
-        __syncthreads();
-        if ((int)threadIdx.x % 256 == 0) {
-          for (int tl_w = 1; tl_w < 8; ++tl_w) tl_acc5 = tl_acc5 + tl_red6[(int)threadIdx.x / 32 + tl_w];
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-          acc[tl_p5] = acc[tl_p5] + tl_acc5;
-        }
+        if ((int)threadIdx.x % 32 == 0) tl_red5[tl_p5 * 8 + (int)threadIdx.x / 32] = tl_acc5;
       }
+      __syncthreads();
+      for (int tl_p5 = (int)threadIdx.x; tl_p5 < 4; tl_p5 += 256) {
+        float tl_acc5 = tl_red5[tl_p5 * 8];
+        for (int tl_w = 1; tl_w < 8; ++tl_w) tl_acc5 = tl_acc5 + tl_red5[tl_p5 * 8 + tl_w];
+        acc[tl_p5] = acc[tl_p5] + tl_acc5;
+      }
+      __syncthreads();
     }
     __syncthreads();
   }
@@ -95,52 +94,52 @@ extern "C" __global__ void __launch_bounds__(256) row_sum_kernel(const float* __
   if ((((bx * 4) + 3) < M)) {
     // T.Parallel[4]: 4 elements over 256 threads, 4 per chunk
     #pragma unroll
-    for (int tl_it7 = 0; tl_it7 < 1; ++tl_it7) {
-      const int tl_flat7 = (tl_it7 * 256 + (int)threadIdx.x) * 4;
-      if (tl_flat7 < 4) {
-        const int tl_base7 = tl_flat7;
-        const tl::vec<float, 4> tl_ld7_0 = *(const tl::vec<float, 4>*)(&acc[tl_base7]);
-        tl::vec<float, 4> tl_st7;
+    for (int tl_it6 = 0; tl_it6 < 1; ++tl_it6) {
+      const int tl_flat6 = (tl_it6 * 256 + (int)threadIdx.x) * 4;
+      if (tl_flat6 < 4) {
+        const int tl_base6 = tl_flat6;
+        const tl::vec<float, 4> tl_ld6_0 = *(const tl::vec<float, 4>*)(&acc[tl_base6]);
+        tl::vec<float, 4> tl_st6;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int i_2 = tl_base7 + tl_v;
-          tl_st7.x[tl_v] = tl_ld7_0.x[tl_v];
+          const int i_2 = tl_base6 + tl_v;
+          tl_st6.x[tl_v] = tl_ld6_0.x[tl_v];
         }
-        *(tl::vec<float, 4>*)(&y[((bx * 4) + tl_base7)]) = tl_st7;
+        *(tl::vec<float, 4>*)(&y[((bx * 4) + tl_base6)]) = tl_st6;
       }
     }
   } else {
     if (M % 4 == 0) {
       // T.Parallel[4]: 4 elements over 256 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it8 = 0; tl_it8 < 1; ++tl_it8) {
-        const int tl_flat8 = (tl_it8 * 256 + (int)threadIdx.x) * 4;
-        if (tl_flat8 < 4) {
-          const int tl_base8 = tl_flat8;
-          bool tl_in8;
+      for (int tl_it7 = 0; tl_it7 < 1; ++tl_it7) {
+        const int tl_flat7 = (tl_it7 * 256 + (int)threadIdx.x) * 4;
+        if (tl_flat7 < 4) {
+          const int tl_base7 = tl_flat7;
+          bool tl_in7;
           {
-            const int i_2_1 = tl_base8;
-            tl_in8 = (((bx * 4) + i_2_1) < M);
+            const int i_2_1 = tl_base7;
+            tl_in7 = (((bx * 4) + i_2_1) < M);
           }
-          if (tl_in8) {
-            const tl::vec<float, 4> tl_ld8_0 = *(const tl::vec<float, 4>*)(&acc[tl_base8]);
-            tl::vec<float, 4> tl_st8;
+          if (tl_in7) {
+            const tl::vec<float, 4> tl_ld7_0 = *(const tl::vec<float, 4>*)(&acc[tl_base7]);
+            tl::vec<float, 4> tl_st7;
             #pragma unroll
             for (int tl_v = 0; tl_v < 4; ++tl_v) {
-              const int i_2_1 = tl_base8 + tl_v;
-              tl_st8.x[tl_v] = tl_ld8_0.x[tl_v];
+              const int i_2_1 = tl_base7 + tl_v;
+              tl_st7.x[tl_v] = tl_ld7_0.x[tl_v];
             }
-            *(tl::vec<float, 4>*)(&y[((bx * 4) + tl_base8)]) = tl_st8;
+            *(tl::vec<float, 4>*)(&y[((bx * 4) + tl_base7)]) = tl_st7;
           }
         }
       }
     } else {
       // T.Parallel[4]: 4 elements over 256 threads, 1 per chunk
       #pragma unroll
-      for (int tl_it9 = 0; tl_it9 < 1; ++tl_it9) {
-        const int tl_flat9 = tl_it9 * 256 + (int)threadIdx.x;
-        if (tl_flat9 < 4) {
-          const int i_2_1 = tl_flat9;
+      for (int tl_it8 = 0; tl_it8 < 1; ++tl_it8) {
+        const int tl_flat8 = tl_it8 * 256 + (int)threadIdx.x;
+        if (tl_flat8 < 4) {
+          const int i_2_1 = tl_flat8;
           if ((((bx * 4) + i_2_1) < M)) {
             y[((bx * 4) + i_2_1)] = acc[i_2_1];
           }
