@@ -112,60 +112,22 @@ impl Builder {
         };
         let old = Previous::read(&dir.join("manifest.txt"));
         let nvcc_id = nvcc.as_deref().map(tool_identity);
+        // Each file is read, parsed and compiled on a worker thread (syn's
+        // spans stay on the thread that made them; what comes back is text).
+        let per_file = parallel_map(&self.files, |f| compile_file(f));
         let mut compiled = Vec::new();
         // Where each kernel is defined, for messages: symbol -> "file:line".
         let mut place = std::collections::HashMap::new();
         let mut frontend_errors = Vec::new();
-        for f in &self.files {
+        for (f, r) in self.files.iter().zip(per_file) {
             println!("cargo:rerun-if-changed={}", f.display());
-            let text =
-                std::fs::read_to_string(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
-            let Ok(file) = syn::parse_file(&text) else {
-                continue;
-            };
-            let mut fns = Vec::new();
-            collect_fns(&file.items, &mut fns);
-            for item in fns {
-                let Some(attr) = kernel_attr(&item.attrs) else {
-                    continue;
-                };
-                let mut item = item.clone();
-                item.attrs.retain(|a| !is_kernel_attr(a));
-                let env = Env::for_fn(&file, &item.sig.ident.to_string());
-                let at = format!("{}:{}", f.display(), item.sig.ident.span().start().line);
-                // Every instance of a dtype-generic kernel.
-                // A kernel the frontend rejects is skipped: the macro reports
-                // it at its spans when the crate compiles. Strict builds list
-                // it too, since they stop before that.
-                let rejected = |d: Vec<crate::diag::Diagnostic>| {
-                    let line = d.first().map_or(0, |d| d.span.start.start().line);
-                    let msg = d.first().map(|d| d.message.clone()).unwrap_or_default();
-                    format!("{}:{line}: {msg}", f.display())
-                };
-                let instances = match instances(attr, &item) {
-                    Ok(v) => v,
-                    Err(d) => {
-                        frontend_errors.push(rejected(d));
-                        continue;
-                    }
-                };
-                for i in instances {
-                    let def = match parse_kernel_in(i.attr, &i.item, &env) {
-                        Ok(def) => def,
-                        Err(d) => {
-                            frontend_errors.push(rejected(d));
-                            continue;
-                        }
-                    };
-                    match crate::compile(def) {
-                        Ok(c) => {
-                            place.insert(c.c_symbol.clone(), at.clone());
-                            compiled.push(c)
-                        }
-                        Err(d) => report.warnings.push(format!("{at}: {}", d[0])),
-                    }
-                }
+            let r = r?;
+            for (at, c) in r.kernels {
+                place.insert(c.c_symbol.clone(), at);
+                compiled.push(c);
             }
+            frontend_errors.extend(r.frontend_errors);
+            report.warnings.extend(r.warnings);
         }
         // The same kernel in two files has one symbol and key: build it once.
         let mut seen = std::collections::HashSet::new();
@@ -188,7 +150,7 @@ impl Builder {
                 report.reused += 1;
                 continue;
             }
-            let who = format!("{} ({})", c.def.func.name, at(&c.c_symbol));
+            let who = format!("{} ({})", c.name, at(&c.c_symbol));
             c_jobs.push((c.c_symbol.clone(), c.c_source.clone(), who));
         }
         let results = parallel_map(&c_jobs, |(sym, code, name)| {
@@ -225,7 +187,7 @@ impl Builder {
             for c in &compiled {
                 for a in &archs {
                     let (key, source) = match &c.cuda_sm90a {
-                        Some(v) if a == v.arch.name() => (&v.key, &v.source),
+                        Some((arch, key, source)) if a == arch => (key, source),
                         _ => (&c.cuda_key, &c.cuda_source),
                     };
                     if !queued.insert((key.clone(), a.clone())) {
@@ -238,7 +200,7 @@ impl Builder {
                         report.reused += 1;
                         continue;
                     }
-                    let who = format!("{} ({})", c.def.func.name, at(&c.c_symbol));
+                    let who = format!("{} ({})", c.name, at(&c.c_symbol));
                     jobs.push((key.clone(), source.clone(), who, a.clone()));
                 }
             }
@@ -452,22 +414,121 @@ pub fn find_nvcc() -> Option<PathBuf> {
     None
 }
 
+/// `f` over `items` on up to 8 threads, each taking the next item when it is
+/// done with one (files and kernels differ in cost); results in order.
 fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let n = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
-        .clamp(1, 8);
-    let chunk = items.len().div_ceil(n).max(1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>()))
+        .clamp(1, 8)
+        .min(items.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<(usize, R)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        done.push((i, f(item)));
+                    }
+                    done
+                })
+            })
             .collect();
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
-    })
+    });
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
+}
+
+/// What the build needs of one compiled kernel (plain text: it crosses
+/// threads, which syn's spans cannot).
+struct Built {
+    name: String,
+    c_symbol: String,
+    c_source: String,
+    cuda_key: String,
+    cuda_source: String,
+    /// (arch name, key, source) of the sm_90a specialization, if any.
+    cuda_sm90a: Option<(String, String, String)>,
+}
+
+/// The kernels of one file: (file:line, kernel) each, and the messages.
+struct FileKernels {
+    kernels: Vec<(String, Built)>,
+    frontend_errors: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// Reads, parses and compiles every kernel of file `f`. A file that does not
+/// parse has no kernels here (rustc reports it); a kernel the frontend
+/// rejects is skipped (the macro reports it at its spans when the crate
+/// compiles), and listed for strict builds, which stop before that.
+fn compile_file(f: &Path) -> Result<FileKernels, String> {
+    let text = std::fs::read_to_string(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
+    let mut out = FileKernels {
+        kernels: Vec::new(),
+        frontend_errors: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let Ok(file) = syn::parse_file(&text) else {
+        return Ok(out);
+    };
+    let mut fns = Vec::new();
+    collect_fns(&file.items, &mut fns);
+    for item in fns {
+        let Some(attr) = kernel_attr(&item.attrs) else {
+            continue;
+        };
+        let mut item = item.clone();
+        item.attrs.retain(|a| !is_kernel_attr(a));
+        let env = Env::for_fn(&file, &item.sig.ident.to_string());
+        let at = format!("{}:{}", f.display(), item.sig.ident.span().start().line);
+        let rejected = |d: Vec<crate::diag::Diagnostic>| {
+            let line = d.first().map_or(0, |d| d.span.start.start().line);
+            let msg = d.first().map(|d| d.message.clone()).unwrap_or_default();
+            format!("{}:{line}: {msg}", f.display())
+        };
+        // Every instance of a dtype-generic kernel.
+        let instances = match instances(attr, &item) {
+            Ok(v) => v,
+            Err(d) => {
+                out.frontend_errors.push(rejected(d));
+                continue;
+            }
+        };
+        for i in instances {
+            let def = match parse_kernel_in(i.attr, &i.item, &env) {
+                Ok(def) => def,
+                Err(d) => {
+                    out.frontend_errors.push(rejected(d));
+                    continue;
+                }
+            };
+            match crate::compile(def) {
+                Ok(c) => out.kernels.push((
+                    at.clone(),
+                    Built {
+                        name: c.def.func.name.clone(),
+                        cuda_sm90a: c
+                            .cuda_sm90a
+                            .map(|v| (v.arch.name().to_string(), v.key, v.source)),
+                        c_symbol: c.c_symbol,
+                        c_source: c.c_source,
+                        cuda_key: c.cuda_key,
+                        cuda_source: c.cuda_source,
+                    },
+                )),
+                Err(d) => out.warnings.push(format!("{at}: {}", d[0])),
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Artifacts the build script produced for one kernel (read by the macro).
