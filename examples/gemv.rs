@@ -60,11 +60,12 @@ pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype
 ///
 /// A thread owns one column of words (`j`) in all `block_n` rows of the
 /// block: the serial loop over `i` inside the nest keeps `block_n` of
-/// `acc`'s rows in its registers, and the eight `x` a word needs are read
-/// from shared memory once and reused for every row. With one row per
-/// thread (a nest over `(i, j)`), every weight read its `x` from shared
-/// memory, and the kernel was bound by shared-memory bandwidth at 35 µs
-/// (8192², `bench/RESULTS.md`, 2026-12-03).
+/// `acc`'s rows in its registers (per-thread rows), and the eight `x` a
+/// word needs are read from shared memory once, into `xr`, for every row.
+/// With one row per thread (a nest over `(i, j)`) every weight read its `x`
+/// from shared memory, and the kernel was bound by shared-memory bandwidth
+/// at 35 µs (8192², `bench/RESULTS.md`). What is left is three instructions
+/// a weight (AND-OR, add, FMA): the kernel is issue-bound.
 #[tile::kernel(
     block_n = [16, 8, 32],
     block_k = [1024, 2048],
@@ -84,11 +85,9 @@ pub fn gemv_w4a16(
         let x_s = T::alloc_shared::<f16>([block_k]);
         let w_s = T::alloc_shared::<u32>([block_n, block_k / 8]);
         let s_s = T::alloc_shared::<f16>([block_n, block_k / group]);
-        // x transposed, `x_t[(t, j)] = x[8 j + t]`: a warp's lanes hold
-        // neighbouring words `j`, so they read neighbouring entries of a row
-        // of `x_t`; read as `x_s[8 j + t]` they would be 16 bytes apart, four
-        // lanes in each shared-memory bank.
-        let x_t = T::alloc_shared::<f32>([8, block_k / 8]);
+        // A thread's eight x, each times `16^-(t % 5)` (a power of two,
+        // exact) for the dequantization below.
+        let xr = T::alloc_local::<f32>([8]);
         let acc = T::alloc_fragment::<f32>([block_n, block_k / 8]);
         let sum = T::alloc_fragment::<f32>([block_n]);
         T::clear(acc);
@@ -96,14 +95,11 @@ pub fn gemv_w4a16(
             T::copy(x.at([k * block_k]), x_s);
             T::copy(w.at([bn * block_n, k * (block_k / 8)]), w_s);
             T::copy(scale.at([bn * block_n, k * (block_k / group)]), s_s);
-            // A thread reads one word's eight x (16 bytes, one load) and
-            // writes them down a column of x_t, each times `16^-(t % 5)`
-            // (a power of two, exact) for the dequantization below.
-            for (j, t) in T::parallel([block_k / 8, 8]) {
-                let unscale = T::bitcast::<f32>(((127 - 4 * (t % 5)) as u32) << 23);
-                x_t[(t, j)] = x_s[j * 8 + t] as f32 * unscale;
-            }
             for j in T::parallel(block_k / 8) {
+                for t in T::unroll(8) {
+                    let unscale = T::bitcast::<f32>(((127 - 4 * (t % 5)) as u32) << 23);
+                    xr[t] = x_s[j * 8 + t] as f32 * unscale;
+                }
                 for i in T::unroll(block_n) {
                     let word = w_s[(i, j)];
                     // Nibbles 5-7 moved down to where nibbles 0-2 were.
@@ -114,13 +110,13 @@ pub fn gemv_w4a16(
                         // instruction) and no shift: nibble `t` left in place
                         // at bit `4 s` (s = t % 5 < 5) of the mantissa of
                         // 2^23 reads as `2^23 + q 16^s`, exactly; less
-                        // `2^23 + 8 · 16^s`, times x_t's `16^-s` x, it is
+                        // `2^23 + 8 · 16^s`, times xr's `16^-s` x, it is
                         // `(q - 8) x`. One AND-OR, one add, one FMA a weight.
                         let s = t % 5;
                         let src = T::if_then_else(t < 5, word, high);
                         let bits = (src & (15u32 << (4 * s))) | 0x4b000000u32;
                         let bias = 8388608.0f32 + ((8u32 << (4 * s)) as f32);
-                        dot += (T::bitcast::<f32>(bits) - bias) * x_t[(t, j)];
+                        dot += (T::bitcast::<f32>(bits) - bias) * xr[t];
                     }
                     acc[(i, j)] += dot * (s_s[(i, j * 8 / group)] as f32);
                 }
