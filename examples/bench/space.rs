@@ -52,53 +52,6 @@ pub fn gemm_space(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorM
     );
 }
 
-/// `gemm_space` with its tiles loaded by `cp.async` (the pipeline is then
-/// not warp-specialized): at a row pitch that is not a multiple of 128
-/// bytes, every 128-byte row of a TMA box starts mid-sector (`bench pitch`).
-#[tile::kernel(
-    dtype = [f16],
-    block_m = [128, 64],
-    block_n = [128, 64],
-    block_k = 64,
-    stages = [4, 3],
-    threads = [256, 128],
-    filter = (threads == 128 || block_m == 128) && block_m * block_n / threads <= 128
-)]
-pub fn gemm_space_cp(
-    a: Tensor<dtype, (M, K)>,
-    b: Tensor<dtype, (K, N)>,
-    c: TensorMut<dtype, (M, N)>,
-) {
-    T::kernel(
-        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
-        threads,
-        |bx, by| {
-            T::use_swizzle(8);
-            let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
-            let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
-            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
-            T::clear(acc);
-            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
-                T::copy(
-                    a.at([by * block_m, ko * block_k]),
-                    a_s,
-                    instruction = "cp_async",
-                );
-                T::copy(
-                    b.at([ko * block_k, bx * block_n]),
-                    b_s,
-                    instruction = "cp_async",
-                );
-                T::gemm(a_s, b_s, acc);
-            }
-            let c_s = T::alloc_shared::<dtype>([block_m, block_n]);
-            T::annotate_layout(c_s, T::swizzled);
-            T::copy(acc, c_s);
-            T::copy(c_s, c.at([by * block_m, bx * block_n]));
-        },
-    );
-}
-
 /// Shapes of one or two waves of 128 × 128 tiles, and 4096³ for contrast.
 const SHAPES: [(usize, usize, usize); 6] = [
     (1000, 1000, 1000),
@@ -163,24 +116,7 @@ pub(crate) fn pitch_rows(
         stream,
         blas,
         rows,
-    )?;
-    // The same tiles over cp.async, where the pitch is and is not 128-byte aligned.
-    for s in [(1000, 1000, 1000), (1024, 1000, 1024), (1024, 1024, 1024)] {
-        for (cfg, label) in gemm_space_cp::CONFIGS.iter().zip(gemm_space_cp::LABELS) {
-            let cfg = *cfg;
-            bench_gemm::<f16>(
-                &format!("gemm f16 cp.async {label}"),
-                &|a, b, c| gemm_space_cp::with(cfg).launch(a, b, c),
-                dev,
-                stream,
-                blas,
-                s,
-                cudaDataType::CUDA_R_16F,
-                rows,
-            )?;
-        }
-    }
-    Ok(())
+    )
 }
 
 /// Times every variant of the space whose label `keep` accepts on each of

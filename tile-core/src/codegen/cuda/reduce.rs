@@ -267,18 +267,16 @@ impl Writer<'_> {
         self.depth += 1;
         let warps = threads / 32;
         let bytes = self.f.buf(r.dst).dtype.bytes();
-        if chunks % threads == 0
-            && p > 1
-            && threads % 32 == 0
-            && warps > 1
-            && p * warps * bytes <= 8192
-        {
+        if chunks % threads == 0 {
             // Several rows, each over the whole block: every warp reduces all
-            // its rows, then one barrier for all of them (a block-wide combine
-            // per row would cost two barriers a row).
+            // its rows into a shared scratch, then one barrier for all of them
+            // (a block-wide combine per row costs two barriers a row).
+            let batched = p > 1 && threads % 32 == 0 && warps > 1 && p * warps * bytes <= 8192;
             let per_row = chunks / threads;
-            self.scratch_bytes += p * warps * bytes;
-            self.line(&format!("__shared__ {acc_t} tl_red{k}[{}];", p * warps));
+            if batched {
+                self.scratch_bytes += p * warps * bytes;
+                self.line(&format!("__shared__ {acc_t} tl_red{k}[{}];", p * warps));
+            }
             self.line("#pragma unroll");
             self.line(&format!(
                 "for (int tl_p{k} = 0; tl_p{k} < {p}; ++tl_p{k}) {{"
@@ -293,55 +291,42 @@ impl Writer<'_> {
             let x = elem(&format!("{sn}[tl_p{k} * {} + tl_r]", per_row * v));
             self.line(&format!("  {acc} = {};", combine(&acc, &x)));
             self.line("}");
-            self.line("#pragma unroll");
-            self.line(&format!(
-                "for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {acc} = {};",
-                combine(&acc, &format!("__shfl_xor_sync({mask}, {acc}, tl_o)"))
-            ));
-            self.line(&format!(
-                "if ((int)threadIdx.x % 32 == 0) tl_red{k}[tl_p{k} * {warps} + (int)threadIdx.x / 32] = {acc};"
-            ));
+            if batched {
+                self.line("#pragma unroll");
+                self.line(&format!(
+                    "for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {acc} = {};",
+                    combine(&acc, &format!("__shfl_xor_sync({mask}, {acc}, tl_o)"))
+                ));
+                self.line(&format!(
+                    "if ((int)threadIdx.x % 32 == 0) tl_red{k}[tl_p{k} * {warps} + (int)threadIdx.x / 32] = {acc};"
+                ));
+            } else {
+                self.group_combine(&acc, threads, acc_t, mask, combine);
+                self.line("if (threadIdx.x == 0) {");
+                self.depth += 1;
+                store(self, &format!("tl_p{k}"), &acc);
+                self.depth -= 1;
+                self.line("}");
+            }
             self.depth -= 1;
             self.line("}");
-            self.line("__syncthreads();");
-            self.line(&format!(
-                "for (int tl_p{k} = (int)threadIdx.x; tl_p{k} < {p}; tl_p{k} += {threads}) {{"
-            ));
-            self.depth += 1;
-            self.line(&format!("{acc_t} {acc} = tl_red{k}[tl_p{k} * {warps}];"));
-            self.line(&format!(
-                "for (int tl_w = 1; tl_w < {warps}; ++tl_w) {acc} = {};",
-                combine(&acc, &format!("tl_red{k}[tl_p{k} * {warps} + tl_w]"))
-            ));
-            store(self, &format!("tl_p{k}"), &acc);
-            self.depth -= 1;
-            self.line("}");
-            // The scratch is read before a later reduction writes it again.
-            self.line("__syncthreads();");
-        } else if chunks % threads == 0 {
-            let per_row = chunks / threads;
-            self.line("#pragma unroll");
-            self.line(&format!(
-                "for (int tl_p{k} = 0; tl_p{k} < {p}; ++tl_p{k}) {{"
-            ));
-            self.depth += 1;
-            self.line(&format!("{acc_t} {acc} = {init};"));
-            self.line("#pragma unroll");
-            self.line(&format!(
-                "for (int tl_r = 0; tl_r < {}; ++tl_r) {{",
-                per_row * v
-            ));
-            let x = elem(&format!("{sn}[tl_p{k} * {} + tl_r]", per_row * v));
-            self.line(&format!("  {acc} = {};", combine(&acc, &x)));
-            self.line("}");
-            self.group_combine(&acc, threads, acc_t, mask, combine);
-            self.line("if (threadIdx.x == 0) {");
-            self.depth += 1;
-            store(self, &format!("tl_p{k}"), &acc);
-            self.depth -= 1;
-            self.line("}");
-            self.depth -= 1;
-            self.line("}");
+            if batched {
+                self.line("__syncthreads();");
+                self.line(&format!(
+                    "for (int tl_p{k} = (int)threadIdx.x; tl_p{k} < {p}; tl_p{k} += {threads}) {{"
+                ));
+                self.depth += 1;
+                self.line(&format!("{acc_t} {acc} = tl_red{k}[tl_p{k} * {warps}];"));
+                self.line(&format!(
+                    "for (int tl_w = 1; tl_w < {warps}; ++tl_w) {acc} = {};",
+                    combine(&acc, &format!("tl_red{k}[tl_p{k} * {warps} + tl_w]"))
+                ));
+                store(self, &format!("tl_p{k}"), &acc);
+                self.depth -= 1;
+                self.line("}");
+                // The scratch is read before a later reduction writes it again.
+                self.line("__syncthreads();");
+            }
         } else {
             // threads % chunks == 0: `chunks` threads per row in each pass.
             let g = chunks;
