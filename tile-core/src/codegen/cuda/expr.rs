@@ -78,6 +78,22 @@ impl Writer<'_> {
         })
     }
 
+    /// `tl::and_or(a, b, c)` for `(a & b) | c` ([`and_or`]). Out of line: the
+    /// printer recurses once per level of an expression, and its frame must
+    /// stay small for the deepest expression the frontend takes.
+    #[inline(never)]
+    fn and_or_call(&self, e: &Expr, subst: Option<(VarId, &str)>) -> Result<String, Diagnostic> {
+        let Some((a, b, c)) = and_or(e) else {
+            return Err(err("and_or_call on another expression".to_string()));
+        };
+        Ok(format!(
+            "tl::and_or({}, {}, {})",
+            self.expr_with(a, subst)?,
+            self.expr_with(b, subst)?,
+            self.expr_with(c, subst)?
+        ))
+    }
+
     pub(super) fn expr(&self, e: &Expr) -> Result<String, Diagnostic> {
         self.expr_with(e, None)
     }
@@ -111,10 +127,7 @@ impl Writer<'_> {
                     self.access(*b, idx)?
                 }
             }
-            e @ Expr::Bin(..) if and_or(e).is_some() => {
-                let (a, b, c) = and_or(e).unwrap_or((e, e, e));
-                format!("tl::and_or({}, {}, {})", r(a)?, r(b)?, r(c)?)
-            }
+            Expr::Bin(BinOp::BitOr, ..) if and_or(e).is_some() => self.and_or_call(e, subst)?,
             Expr::Bin(op, a, b, _) => {
                 let (x, y) = (r(a)?, r(b)?);
                 let t = a.dtype();
