@@ -54,11 +54,18 @@ pub fn thread_rows_access(
         && total % threads == 0
 }
 
-/// Whether any access of `idx` to a buffer of `shape` in a nest over `ext`
-/// indexes leading dims (the per-thread-rows form of [`thread_rows_access`]).
+/// Whether a fragment of `shape` reached from a nest over `ext` has leading
+/// dims beyond the nest's other than unit ones: its accesses there are the
+/// per-thread-rows form of [`thread_rows_access`].
 pub fn has_thread_rows(shape: &[i64], ext: &[i64]) -> bool {
     let lead = shape.len().saturating_sub(ext.len());
     shape[..lead].iter().any(|&d| d != 1)
+}
+
+/// Registers between consecutive leading-dim rows of a fragment in a nest
+/// over `ext` (per-thread rows): the nest's elements per thread.
+pub fn thread_row_stride(ext: &[i64], threads: i64) -> i64 {
+    ext.iter().product::<i64>() / threads.max(1)
 }
 
 /// The loops inside a nest body with constant bounds from 0: variable → extent.

@@ -82,10 +82,11 @@ impl Writer<'_> {
     /// printer recurses once per level of an expression, and its frame must
     /// stay small for the deepest expression the frontend takes.
     #[inline(never)]
-    fn and_or_call(&self, e: &Expr, subst: Option<(VarId, &str)>) -> Result<String, Diagnostic> {
-        let Some((a, b, c)) = and_or(e) else {
-            return Err(err("and_or_call on another expression".to_string()));
-        };
+    fn and_or_call(
+        &self,
+        (a, b, c): (&Expr, &Expr, &Expr),
+        subst: Option<(VarId, &str)>,
+    ) -> Result<String, Diagnostic> {
         Ok(format!(
             "tl::and_or({}, {}, {})",
             self.expr_with(a, subst)?,
@@ -127,8 +128,10 @@ impl Writer<'_> {
                     self.access(*b, idx)?
                 }
             }
-            Expr::Bin(BinOp::BitOr, ..) if and_or(e).is_some() => self.and_or_call(e, subst)?,
             Expr::Bin(op, a, b, _) => {
+                if let Some(parts) = and_or(e) {
+                    return self.and_or_call(parts, subst);
+                }
                 let (x, y) = (r(a)?, r(b)?);
                 let t = a.dtype();
                 match op {

@@ -58,8 +58,8 @@ pub const TMA_HEADER: &str = include_str!("../tl/tma.cuh");
 /// the prelude into a kernel that calls `T::exp2` in single precision.
 pub const MATH_HEADER: &str = include_str!("../tl/math.cuh");
 
-/// `tl::bitcast`, pasted after the prelude into a kernel that calls
-/// `T::bitcast` (only there: the prelude is part of every kernel's key).
+/// `tl::bitcast` and `tl::and_or`, pasted after the prelude into a kernel
+/// that uses either (only there: the prelude is part of every kernel's key).
 pub const BITS_HEADER: &str = include_str!("../tl/bits.cuh");
 
 pub struct Source {
@@ -129,15 +129,15 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         }
     }
     head.push_str(PRELUDE);
-    let (mut fast_exp2, mut bitcast) = (false, false);
+    let (mut fast_exp2, mut bits) = (false, false);
     f.body.visit_exprs(&mut |x| {
         fast_exp2 |= matches!(x, Expr::Call(Intrin::Exp2, _, t) if *t != DType::F64);
-        bitcast |= matches!(x, Expr::Call(Intrin::Bitcast, ..)) || expr::and_or(x).is_some();
+        bits |= matches!(x, Expr::Call(Intrin::Bitcast, ..)) || expr::and_or(x).is_some();
     });
     if fast_exp2 {
         head.push_str(MATH_HEADER);
     }
-    if bitcast {
+    if bits {
         head.push_str(BITS_HEADER);
     }
     // The device library (tensor-core GEMM, tile copies and the cp.async

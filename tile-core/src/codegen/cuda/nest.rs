@@ -292,7 +292,7 @@ impl Writer<'_> {
             row: None,
             thread_rows: Some((
                 n.vars.len(),
-                n.extents.iter().product::<i64>() / f.launch.threads,
+                crate::analysis::ownership::thread_row_stride(&n.extents, f.launch.threads),
             )),
         });
         let r = self.stmt(&body);
