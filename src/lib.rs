@@ -28,9 +28,10 @@
 
 pub use tile_macros::{func, kernel};
 pub use tile_runtime::{
-    bf16, cache, do_bench, f16, f8e4m3, f8e5m2, testing, AnyTensor, BenchOptions, BenchResult,
-    CudaRead, CudaWrite, DType, Device, DeviceInfo, Element, Error, Graph, HostArg, Origin,
-    Profiler, Result, Stream, Target, Tensor, TensorArg, TensorArgMut, TensorView, TensorViewMut,
+    bf16, cache, do_bench, do_bench_interleaved, f16, f8e4m3, f8e5m2, testing, AnyTensor, BenchFn,
+    BenchOptions, BenchResult, CudaRead, CudaWrite, DType, Device, DeviceInfo, Element, Error,
+    Graph, HostArg, Origin, Profiler, Result, Stream, Target, Tensor, TensorArg, TensorArgMut,
+    TensorView, TensorViewMut,
 };
 
 /// Kernel variants and the autotuner: tuning reports, and the policies a launch of a

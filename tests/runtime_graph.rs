@@ -182,6 +182,47 @@ fn do_bench_times_launches_and_graph_replays() -> Result<(), Error> {
 }
 
 #[test]
+fn interleaved_bench_keeps_each_callable_apart() -> Result<(), Error> {
+    let d = dev();
+    let opts = BenchOptions {
+        warmup: std::time::Duration::from_millis(2),
+        rep: std::time::Duration::from_millis(20),
+        ..BenchOptions::default()
+    };
+    let (small, large) = (1 << 10, 1 << 20);
+    let a = random_tensor::<f32>(&[large], 7, d)?;
+    let mut c = Tensor::zeros(&[large], d)?;
+    let a_small = random_tensor::<f32>(&[small], 8, d)?;
+    let mut c_small = Tensor::zeros(&[small], d)?;
+    let stream = d.new_stream()?;
+    let (mut calls_large, mut calls_small) = (0usize, 0usize);
+    let mut f_large = |s: &Stream| {
+        calls_large += 1;
+        g_scale::on(s).launch(&a, &mut c)
+    };
+    let mut f_small = |s: &Stream| {
+        calls_small += 1;
+        g_scale::on(s).launch(&a_small, &mut c_small)
+    };
+    let r = tile::do_bench_interleaved(&stream, &mut [&mut f_large, &mut f_small], &opts)?;
+    assert_eq!(r.len(), 2);
+    // Every round calls both once: the same sample counts, and as many calls.
+    assert_eq!(r[0].times_ms.len(), r[1].times_ms.len());
+    assert!(r[0].times_ms.len() >= opts.min_samples);
+    assert_eq!(calls_large, calls_small);
+    // In the order given: 1024 times the elements takes longer.
+    assert!(r[0].median_ms > r[1].median_ms, "{:?} vs {:?}", r[0], r[1]);
+    assert!(r
+        .iter()
+        .all(|x| x.min_ms <= x.median_ms && x.median_ms <= x.max_ms));
+    // c holds the last call's result.
+    let (x, y) = (a.to_vec()?, c.to_vec()?);
+    let want: Vec<f32> = x.iter().map(|v| v * 3.0).collect();
+    assert_eq!(y[..8], want[..8]);
+    Ok(())
+}
+
+#[test]
 fn inspection_of_a_kernel() -> Result<(), Error> {
     let host = g_add::host_source();
     assert!(

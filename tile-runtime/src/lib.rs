@@ -79,7 +79,8 @@ pub use host::{export_sources, grid_text, host_source};
 pub use launch::{kernel_source, launch, launch_scalars, scalar_arg};
 pub use loaded::Origin;
 pub use profile::{
-    do_bench, AnyTensor, BenchOptions, BenchResult, HostArg, Profiler, L2_FLUSH_BYTES,
+    do_bench, do_bench_interleaved, AnyTensor, BenchFn, BenchOptions, BenchResult, HostArg,
+    Profiler, L2_FLUSH_BYTES,
 };
 pub use slot::KernelSlot;
 pub use stream::Stream;

@@ -249,6 +249,89 @@ fn bench_cuda(
     Ok(BenchResult::new(times, k, method))
 }
 
+/// One callable of [`do_bench_interleaved`].
+pub type BenchFn<'a> = &'a mut dyn FnMut(&Stream) -> Result<()>;
+
+/// Times several callables against each other in rounds: each round calls every one
+/// once, in order, and each call is one sample of its callable. A clock that drifts
+/// (boost, power or thermal limits: several percent over seconds on a loaded GPU)
+/// then moves every callable's samples alike, where timing them one after the other
+/// would give the drift to whichever ran in the slow period. Warm-up and round counts
+/// come from `opts` as [`do_bench`]'s sample counts do, taking one round as the unit;
+/// `graph` and `calls_per_sample` are not used. Results are in the order of `fs`.
+pub fn do_bench_interleaved(
+    stream: &Stream,
+    fs: &mut [BenchFn<'_>],
+    opts: &BenchOptions,
+) -> Result<Vec<BenchResult>> {
+    let round = |fs: &mut [BenchFn<'_>]| fs.iter_mut().try_for_each(|f| f(stream));
+    // The first calls (module loads) and a timed round for the estimate.
+    round(fs)?;
+    stream.synchronize()?;
+    let t = Instant::now();
+    round(fs)?;
+    stream.synchronize()?;
+    let est = t.elapsed().as_secs_f64() * 1e3;
+    let (warm, rounds) = counts(opts, est);
+    for _ in 0..warm {
+        round(fs)?;
+    }
+    stream.synchronize()?;
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); fs.len()];
+    let method = match stream {
+        Stream::Cpu => {
+            for _ in 0..rounds {
+                for (f, t) in fs.iter_mut().zip(&mut times) {
+                    let start = Instant::now();
+                    f(stream)?;
+                    t.push(start.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            "cpu-clock"
+        }
+        Stream::Cuda(s) => {
+            let drv = |call: &'static str| move |e| Error::driver(call, e);
+            let ctx = s.context();
+            let event = || {
+                ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                    .map_err(drv("cuEventCreate"))
+            };
+            let mut scratch = match opts.flush_l2 {
+                true => Some(
+                    s.alloc_zeros::<u8>(L2_FLUSH_BYTES)
+                        .map_err(drv("cuMemAlloc"))?,
+                ),
+                false => None,
+            };
+            // One round's events at a time: the device never waits for the host
+            // within a round, and the number of live events stays small.
+            for _ in 0..rounds {
+                let mut pairs = Vec::with_capacity(fs.len());
+                for f in fs.iter_mut() {
+                    if let Some(buf) = scratch.as_mut() {
+                        s.memset_zeros(buf).map_err(drv("cuMemsetD8Async"))?;
+                    }
+                    let (a, b) = (event()?, event()?);
+                    a.record(s).map_err(drv("cuEventRecord"))?;
+                    f(stream)?;
+                    b.record(s).map_err(drv("cuEventRecord"))?;
+                    pairs.push((a, b));
+                }
+                for ((a, b), t) in pairs.iter().zip(&mut times) {
+                    b.synchronize().map_err(drv("cuEventSynchronize"))?;
+                    let ms = a.elapsed_ms(b).map_err(drv("cuEventElapsedTime"))?;
+                    t.push(f64::from(ms));
+                }
+            }
+            "cuda-events"
+        }
+    };
+    Ok(times
+        .into_iter()
+        .map(|t| BenchResult::new(t, 1, method))
+        .collect())
+}
+
 macro_rules! any_tensor {
     ($($v:ident($t:ty)),* $(,)?) => {
         /// A tensor of any dtype (what [`Profiler`] creates from a kernel's parameters).

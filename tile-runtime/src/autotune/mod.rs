@@ -11,8 +11,9 @@
 //! - [`Pick::Tune`] (`kernel::tune()`): the choice in memory, else the one on disk,
 //!   else every variant is run once on the call's arguments (its output compared with
 //!   the first variant that ran), timed with [`do_bench`](crate::do_bench) (L2
-//!   flushed), and the fastest that matched is chosen, published to the disk cache and
-//!   remembered.
+//!   flushed); the ones within 10% of the fastest are timed again against each other
+//!   in interleaved rounds, and the fastest of those is chosen, published to the disk
+//!   cache and remembered.
 //!
 //! Invariants:
 //! - Nothing is timed unless tuning is asked for (`tune()` or `TILE_AUTOTUNE=1`); a
@@ -49,7 +50,7 @@ use crate::config::Config;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::launch::launch_with_scalars;
-use crate::profile::{do_bench, BenchOptions};
+use crate::profile::{do_bench, do_bench_interleaved, BenchOptions};
 use crate::slot::KernelSlot;
 use crate::spec::{KernelSpec, ScalarArg};
 use crate::stream::Stream;
@@ -406,12 +407,21 @@ fn dtype_signature(args: &[ArgRef<'_>], scalars: &[ScalarArg]) -> String {
 fn bench_options() -> BenchOptions {
     BenchOptions {
         warmup: Duration::from_millis(10),
-        rep: Duration::from_millis(40),
+        rep: Duration::from_millis(30),
         min_samples: 3,
         max_samples: 200,
         flush_l2: true,
         graph: false,
         calls_per_sample: 0,
+    }
+}
+
+/// The final round's settings: a few rounds at least, each timing every finalist once.
+fn final_options() -> BenchOptions {
+    BenchOptions {
+        rep: Duration::from_millis(60),
+        min_samples: 5,
+        ..bench_options()
     }
 }
 
@@ -625,6 +635,9 @@ fn run_variants(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    let t = Instant::now();
+    let best = final_round(cfg, set, stream, args, scalars, &mut rows)?.or(best);
+    timing += t.elapsed();
     saved.restore()?;
     let Some((chosen, _)) = best else {
         let why: Vec<String> = rows
@@ -673,6 +686,87 @@ fn run_variants(
         ),
         from_cache: false,
     })
+}
+
+/// How close to the fastest a variant must come in the first pass to be timed again
+/// in the final round, and how many are.
+const FINALISTS_WITHIN: f64 = 1.10;
+const MAX_FINALISTS: usize = 4;
+
+/// The final round: the variants within [`FINALISTS_WITHIN`] of the fastest are timed
+/// again, interleaved ([`do_bench_interleaved`]), and their rows take those times. The
+/// first pass times each variant in its own few tens of milliseconds, and a GPU's clock
+/// drifts by several percent over seconds (power and thermal limits), which is as large
+/// as the differences between good variants; interleaved samples see the same drift.
+/// Returns the fastest finalist, or `None` when fewer than two qualify.
+fn final_round(
+    cfg: &Config,
+    set: &'static VariantSet,
+    stream: &Stream,
+    args: &[ArgRef<'_>],
+    scalars: &[ScalarArg],
+    rows: &mut [TuneRow],
+) -> Result<Option<(usize, f64)>> {
+    let mut timed: Vec<(usize, f64)> = rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.median_ms().map(|m| (i, m)))
+        .collect();
+    timed.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let Some(&(_, fastest)) = timed.first() else {
+        return Ok(None);
+    };
+    let finalists: Vec<usize> = timed
+        .iter()
+        .take_while(|(_, m)| *m <= fastest * FINALISTS_WITHIN)
+        .take(MAX_FINALISTS)
+        .map(|&(i, _)| i)
+        .collect();
+    if finalists.len() < 2 {
+        return Ok(None);
+    }
+    // One closure type for every finalist (they differ only in what they capture).
+    let mut launches: Vec<_> = finalists
+        .iter()
+        .map(|&i| {
+            let (spec, slot) = (&set.specs[i], set.slots[i]);
+            move |s: &Stream| launch_with_scalars(cfg, spec, slot, Some(s), args, scalars)
+        })
+        .collect();
+    let mut fs: Vec<crate::profile::BenchFn<'_>> = launches
+        .iter_mut()
+        .map(|f| f as crate::profile::BenchFn<'_>)
+        .collect();
+    // A failure here (every finalist already ran once) keeps the first pass's times.
+    let results = match do_bench_interleaved(stream, &mut fs, &final_options()) {
+        Ok(r) => r,
+        Err(e) => {
+            if cfg.diagnostics {
+                eprintln!("tile autotune {} final round failed: {e}", set.name());
+            }
+            return Ok(None);
+        }
+    };
+    let mut best: Option<(usize, f64)> = None;
+    for (&i, r) in finalists.iter().zip(&results) {
+        if cfg.diagnostics {
+            eprintln!(
+                "tile autotune {} final `{}`: median={:.4}ms (first pass {:.4}ms)",
+                set.name(),
+                set.labels.get(i).copied().unwrap_or("?"),
+                r.median_ms,
+                rows[i].median_ms().unwrap_or(f64::NAN)
+            );
+        }
+        rows[i].outcome = Outcome::Timed {
+            median_ms: r.median_ms,
+            min_ms: r.min_ms,
+        };
+        if best.is_none_or(|(_, b)| r.median_ms < b) {
+            best = Some((i, r.median_ms));
+        }
+    }
+    Ok(best)
 }
 
 /// A progress bar on stderr while tuning, when stderr is a terminal.
