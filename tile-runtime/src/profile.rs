@@ -13,9 +13,10 @@
 //! - CPU: each sample is wall time around the (synchronous) call.
 //! - The statistics are over the samples: median, min, mean, max, and all of them.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{sys, CudaStream};
+use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream};
 
 use crate::arg::ArgRef;
 use crate::config::Config;
@@ -174,26 +175,60 @@ fn bench_cpu(
     Ok(BenchResult::new(times, 1, "cpu-clock"))
 }
 
+fn drv(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
+    move |e| Error::driver(call, e)
+}
+
+/// A start and an end event for one timed sample on `s`'s context.
+fn event_pair(s: &CudaStream) -> Result<(CudaEvent, CudaEvent)> {
+    let event = || {
+        s.context()
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(drv("cuEventCreate"))
+    };
+    Ok((event()?, event()?))
+}
+
+/// The scratch buffer written before each sample when the L2 is to be flushed.
+fn l2_scratch(s: &Arc<CudaStream>, flush: bool) -> Result<Option<CudaSlice<u8>>> {
+    match flush {
+        true => Ok(Some(
+            s.alloc_zeros::<u8>(L2_FLUSH_BYTES)
+                .map_err(drv("cuMemAlloc"))?,
+        )),
+        false => Ok(None),
+    }
+}
+
+/// Overwrites the L2 (on the stream) when there is a scratch buffer.
+fn flush_l2(s: &Arc<CudaStream>, scratch: &mut Option<CudaSlice<u8>>) -> Result<()> {
+    match scratch {
+        Some(buf) => s.memset_zeros(buf).map_err(drv("cuMemsetD8Async")),
+        None => Ok(()),
+    }
+}
+
+/// Milliseconds between two recorded events, once the end one has completed.
+fn elapsed_ms((a, b): &(CudaEvent, CudaEvent)) -> Result<f64> {
+    b.synchronize().map_err(drv("cuEventSynchronize"))?;
+    Ok(f64::from(
+        a.elapsed_ms(b).map_err(drv("cuEventElapsedTime"))?,
+    ))
+}
+
 fn bench_cuda(
     stream: &Stream,
-    s: &std::sync::Arc<CudaStream>,
+    s: &Arc<CudaStream>,
     f: &mut dyn FnMut(&Stream) -> Result<()>,
     opts: &BenchOptions,
 ) -> Result<BenchResult> {
-    let drv = |call: &'static str| move |e| Error::driver(call, e);
-    let ctx = s.context();
-    let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
-    let (start, end) = (
-        timed().map_err(drv("cuEventCreate"))?,
-        timed().map_err(drv("cuEventCreate"))?,
-    );
-    start.record(s).map_err(drv("cuEventRecord"))?;
+    let pair = event_pair(s)?;
+    pair.0.record(s).map_err(drv("cuEventRecord"))?;
     for _ in 0..5 {
         f(stream)?;
     }
-    end.record(s).map_err(drv("cuEventRecord"))?;
-    end.synchronize().map_err(drv("cuEventSynchronize"))?;
-    let est = f64::from(start.elapsed_ms(&end).map_err(drv("cuEventElapsedTime"))?) / 5.0;
+    pair.1.record(s).map_err(drv("cuEventRecord"))?;
+    let est = elapsed_ms(&pair)? / 5.0;
 
     let (graph, k) = if opts.graph {
         let k = calls_per_sample(opts, est);
@@ -212,35 +247,21 @@ fn bench_cuda(
     for _ in 0..warm {
         call(f)?;
     }
-    let mut scratch = if opts.flush_l2 && graph.is_none() {
-        Some(
-            s.alloc_zeros::<u8>(L2_FLUSH_BYTES)
-                .map_err(drv("cuMemAlloc"))?,
-        )
-    } else {
-        None
-    };
-    let mut events = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        events.push((
-            timed().map_err(drv("cuEventCreate"))?,
-            timed().map_err(drv("cuEventCreate"))?,
-        ));
-    }
+    let mut scratch = l2_scratch(s, opts.flush_l2 && graph.is_none())?;
+    let events = (0..reps)
+        .map(|_| event_pair(s))
+        .collect::<Result<Vec<_>>>()?;
     for (a, b) in &events {
-        if let Some(buf) = scratch.as_mut() {
-            s.memset_zeros(buf).map_err(drv("cuMemsetD8Async"))?;
-        }
+        flush_l2(s, &mut scratch)?;
         a.record(s).map_err(drv("cuEventRecord"))?;
         call(f)?;
         b.record(s).map_err(drv("cuEventRecord"))?;
     }
     s.synchronize().map_err(drv("cuStreamSynchronize"))?;
-    let mut times = Vec::with_capacity(reps);
-    for (a, b) in &events {
-        let ms = a.elapsed_ms(b).map_err(drv("cuEventElapsedTime"))?;
-        times.push(f64::from(ms) / k as f64);
-    }
+    let times = events
+        .iter()
+        .map(|p| Ok(elapsed_ms(p)? / k as f64))
+        .collect::<Result<Vec<_>>>()?;
     let method = if graph.is_some() {
         "cuda-graph"
     } else {
@@ -290,37 +311,21 @@ pub fn do_bench_interleaved(
             "cpu-clock"
         }
         Stream::Cuda(s) => {
-            let drv = |call: &'static str| move |e| Error::driver(call, e);
-            let ctx = s.context();
-            let event = || {
-                ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-                    .map_err(drv("cuEventCreate"))
-            };
-            let mut scratch = match opts.flush_l2 {
-                true => Some(
-                    s.alloc_zeros::<u8>(L2_FLUSH_BYTES)
-                        .map_err(drv("cuMemAlloc"))?,
-                ),
-                false => None,
-            };
+            let mut scratch = l2_scratch(s, opts.flush_l2)?;
             // One round's events at a time: the device never waits for the host
             // within a round, and the number of live events stays small.
             for _ in 0..rounds {
                 let mut pairs = Vec::with_capacity(fs.len());
                 for f in fs.iter_mut() {
-                    if let Some(buf) = scratch.as_mut() {
-                        s.memset_zeros(buf).map_err(drv("cuMemsetD8Async"))?;
-                    }
-                    let (a, b) = (event()?, event()?);
-                    a.record(s).map_err(drv("cuEventRecord"))?;
+                    flush_l2(s, &mut scratch)?;
+                    let pair = event_pair(s)?;
+                    pair.0.record(s).map_err(drv("cuEventRecord"))?;
                     f(stream)?;
-                    b.record(s).map_err(drv("cuEventRecord"))?;
-                    pairs.push((a, b));
+                    pair.1.record(s).map_err(drv("cuEventRecord"))?;
+                    pairs.push(pair);
                 }
-                for ((a, b), t) in pairs.iter().zip(&mut times) {
-                    b.synchronize().map_err(drv("cuEventSynchronize"))?;
-                    let ms = a.elapsed_ms(b).map_err(drv("cuEventElapsedTime"))?;
-                    t.push(f64::from(ms));
+                for (p, t) in pairs.iter().zip(&mut times) {
+                    t.push(elapsed_ms(p)?);
                 }
             }
             "cuda-events"
