@@ -12,13 +12,21 @@ use crate::spec::{CpuKernel, CudaKernel, DimSpec, GridExpr, KernelSpec, ParamSpe
 /// An operator node of a grid expression (the operators of [`GridExpr`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GridOp {
+    /// `a + b`.
     Add,
+    /// `a - b`.
     Sub,
+    /// `a * b`.
     Mul,
+    /// `a / b`, rounded down.
     Div,
+    /// `a % b`.
     Mod,
+    /// `(a + b - 1) / b`.
     CeilDiv,
+    /// The smaller of `a` and `b`.
     Min,
+    /// The larger of `a` and `b`.
     Max,
 }
 
@@ -55,9 +63,11 @@ impl GridOp {
 /// A grid extent over the dynamic dims (owned form of [`GridExpr`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Grid {
+    /// An extent known when the kernel was compiled.
     Const(i64),
     /// Dynamic dim number `n`.
     Dim(u32),
+    /// An operator over two sub-expressions.
     Op(GridOp, Box<Grid>, Box<Grid>),
 }
 
@@ -76,34 +86,48 @@ impl Grid {
 /// A buffer parameter (owned form of [`ParamSpec`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamDesc {
+    /// The parameter's name in the kernel's signature.
     pub name: String,
+    /// Its element type.
     pub dtype: DType,
+    /// Its shape, static and dynamic dims.
     pub shape: Vec<DimSpec>,
+    /// Written by the kernel (see [`ParamSpec::output`]).
     pub output: bool,
+    /// Byte alignment the generated code assumes (see [`ParamSpec::align`]).
     pub align: u32,
 }
 
 /// The CPU target (owned form of [`CpuKernel`], without an ahead-of-time entry).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuDesc {
+    /// The cache key (see [`CpuKernel::key`]).
     pub key: String,
+    /// The exported symbol of the generated C.
     pub symbol: String,
+    /// The generated C source.
     pub source: String,
 }
 
 /// The CUDA target (owned form of [`CudaKernel`], without embedded cubins).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CudaDesc {
+    /// The cache key (see [`CudaKernel::key`]).
     pub key: String,
+    /// The `extern "C"` name of the `__global__` function.
     pub entry: String,
+    /// The generated CUDA C++ source.
     pub source: String,
+    /// Dynamic shared memory per launch, in bytes (see [`CudaKernel::shared_bytes`]).
     pub shared_bytes: u32,
 }
 
 /// A compiled kernel as the runtime sees it (owned form of [`KernelSpec`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelDesc {
+    /// The kernel's name (its Rust function's).
     pub name: String,
+    /// Buffer parameters, in declaration order.
     pub params: Vec<ParamDesc>,
     /// Scalar parameters (name, dtype), in signature order.
     pub scalars: Vec<(String, DType)>,
@@ -111,9 +135,13 @@ pub struct KernelDesc {
     pub dims: Vec<String>,
     /// Grid extents (x, y, z).
     pub grid: [Grid; 3],
+    /// Threads per block on CUDA.
     pub threads: u32,
+    /// The IR script the keys were derived from.
     pub ir: String,
+    /// The CPU target.
     pub cpu: CpuDesc,
+    /// The portable CUDA target (sm_80 and newer).
     pub cuda: CudaDesc,
     /// The Hopper specialization, if any (see [`KernelSpec::cuda_sm90a`]).
     pub cuda_sm90a: Option<CudaDesc>,

@@ -8,20 +8,35 @@ use core::fmt;
 /// business (its `Element` trait); this is only the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
+    /// `bool`, one byte (0 or 1).
     Bool,
+    /// `i8`.
     I8,
+    /// `u8`.
     U8,
+    /// `i16`.
     I16,
+    /// `u16`.
     U16,
+    /// `i32`.
     I32,
+    /// `u32`.
     U32,
+    /// `i64`.
     I64,
+    /// `u64`.
     U64,
+    /// IEEE binary16 (`half::f16`, CUDA's `__half`).
     F16,
+    /// bfloat16 (`half::bf16`, CUDA's `__nv_bfloat16`).
     BF16,
+    /// `f32`.
     F32,
+    /// `f64`.
     F64,
+    /// 8-bit float, 4 exponent and 3 mantissa bits (CUDA's `__nv_fp8_e4m3`).
     F8E4M3,
+    /// 8-bit float, 5 exponent and 2 mantissa bits (CUDA's `__nv_fp8_e5m2`).
     F8E5M2,
 }
 

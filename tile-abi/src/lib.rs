@@ -11,6 +11,8 @@
 //! This crate has no dependencies and knows nothing of devices or host types: the
 //! mapping of Rust element types to dtypes is the runtime's.
 
+#![deny(missing_docs)]
+
 mod dtype;
 mod target;
 

@@ -36,8 +36,11 @@ pub enum DimSpec {
 /// A buffer parameter of the kernel.
 #[derive(Debug, Clone, Copy)]
 pub struct ParamSpec {
+    /// The parameter's name in the kernel's signature (errors name it).
     pub name: &'static str,
+    /// Its element type; a tensor of another dtype is refused.
     pub dtype: DType,
+    /// Its shape: static dims are checked, dynamic ones bound at launch.
     pub shape: &'static [DimSpec],
     /// Written by the kernel (`TensorMut`); inputs are never written.
     pub output: bool,
@@ -49,7 +52,9 @@ pub struct ParamSpec {
 /// A scalar parameter of the kernel (`temp: f32`), passed by value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScalarSpec {
+    /// The parameter's name in the kernel's signature.
     pub name: &'static str,
+    /// Its type; a value of another dtype is refused.
     pub dtype: DType,
 }
 
@@ -58,23 +63,34 @@ pub struct ScalarSpec {
 /// every target tile runs on), which is what both ABIs read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScalarArg {
+    /// The value's type.
     pub dtype: DType,
+    /// The value's bytes in the low bytes, the rest zero.
     pub bits: u64,
 }
 
 /// The grid size as an expression over dynamic dims (evaluated at launch).
 #[derive(Debug, Clone, Copy)]
 pub enum GridExpr {
+    /// An extent known when the kernel was compiled.
     Const(i64),
+    /// Dynamic dim number `n` (index into [`KernelSpec::dims`]).
     Dim(u32),
+    /// `a + b`.
     Add(&'static GridExpr, &'static GridExpr),
+    /// `a - b`.
     Sub(&'static GridExpr, &'static GridExpr),
+    /// `a * b`.
     Mul(&'static GridExpr, &'static GridExpr),
     /// Floor division (operands are non-negative in valid grids).
     Div(&'static GridExpr, &'static GridExpr),
+    /// `a % b`.
     Mod(&'static GridExpr, &'static GridExpr),
+    /// `(a + b - 1) / b`.
     CeilDiv(&'static GridExpr, &'static GridExpr),
+    /// The smaller of `a` and `b`.
     Min(&'static GridExpr, &'static GridExpr),
+    /// The larger of `a` and `b`.
     Max(&'static GridExpr, &'static GridExpr),
 }
 
@@ -163,6 +179,7 @@ pub struct CpuKernel {
     pub key: &'static str,
     /// Exported symbol name (unique per key).
     pub symbol: &'static str,
+    /// The generated C source (compiled at run time when there is no `aot` entry).
     pub source: &'static str,
     /// Linked ahead of time by the crate's build script, when it was.
     pub aot: Option<CpuEntry>,
@@ -173,7 +190,9 @@ pub struct CpuKernel {
 pub struct CudaKernel {
     /// sha256 (hex) of source, options and compiler stamp (arch is added per device).
     pub key: &'static str,
+    /// The `extern "C"` name of the `__global__` function.
     pub entry: &'static str,
+    /// The generated CUDA C++ source (compiled by NVRTC when no cubin fits the device).
     pub source: &'static str,
     /// Cubins built at compile time by nvcc: (arch such as "sm_90a", bytes).
     pub cubins: &'static [(&'static str, &'static [u8])],
@@ -186,7 +205,9 @@ pub struct CudaKernel {
 /// Everything the runtime needs to check arguments, pick a binary and launch.
 #[derive(Debug, Clone, Copy)]
 pub struct KernelSpec {
+    /// The kernel's name (its Rust function's; errors name it).
     pub name: &'static str,
+    /// Buffer parameters, in declaration order (their ABI order).
     pub params: &'static [ParamSpec],
     /// Scalar parameters, in signature order (their ABI order).
     pub scalars: &'static [ScalarSpec],
@@ -198,6 +219,7 @@ pub struct KernelSpec {
     pub threads: u32,
     /// The IR script the keys were derived from (for `ir()` and diagnostics).
     pub ir: &'static str,
+    /// The CPU target.
     pub cpu: CpuKernel,
     /// The portable CUDA code (sm_80 and newer).
     pub cuda: CudaKernel,

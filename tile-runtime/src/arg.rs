@@ -41,14 +41,17 @@ impl<'a> ArgRef<'a> {
         }
     }
 
+    /// The element type.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
+    /// The extent of each dim.
     pub fn shape(&self) -> &[usize] {
         self.shape
     }
 
+    /// The stride of each dim, in elements.
     pub fn strides(&self) -> &[isize] {
         self.strides
     }
@@ -58,10 +61,12 @@ impl<'a> ArgRef<'a> {
         self.ptr
     }
 
+    /// The device the tensor lives on.
     pub fn device(&self) -> Device {
         self.device
     }
 
+    /// Whether the kernel writes this buffer (made by [`ArgRef::output`]).
     pub fn is_output(&self) -> bool {
         self.output
     }

@@ -15,14 +15,17 @@ pub enum Device {
 }
 
 impl Device {
+    /// The host CPU.
     pub const fn cpu() -> Device {
         Device::Cpu
     }
 
+    /// Whether this is the host CPU.
     pub const fn is_cpu(self) -> bool {
         matches!(self, Device::Cpu)
     }
 
+    /// Whether this is a CUDA device.
     pub const fn is_cuda(self) -> bool {
         matches!(self, Device::Cuda(_))
     }
@@ -32,6 +35,7 @@ impl Device {
 /// architecture whose code it runs ([`Device::info`], [`Device::cuda_devices`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
+    /// The device described.
     pub device: Device,
     /// The driver's name for a GPU (`NVIDIA H200`); `cpu` for the host.
     pub name: String,

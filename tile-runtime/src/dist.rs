@@ -32,7 +32,7 @@
 //! - A collective is ordered like a kernel launch: on the stream given with
 //!   [`Comm::on`], else the device's default stream; its buffers are locked (shared to
 //!   read, exclusive to write) while it is queued, and ordered on that stream after
-//!   their uses on other streams ([`crate::sync`]).
+//!   their uses on other streams (see `crate::sync`).
 //! - Inside [`Graph::capture`](crate::Graph::capture) a collective on the capture's
 //!   stream (or on the default stream, from the capturing thread) is captured into the
 //!   graph, which holds its buffers and communicator. A graph records one device's
@@ -66,9 +66,13 @@ use collective::Kind;
 /// How a reduction combines the ranks' values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
+    /// The sum of the ranks' values.
     Sum,
+    /// The product of the ranks' values.
     Prod,
+    /// The largest of the ranks' values.
     Max,
+    /// The smallest of the ranks' values.
     Min,
     /// The sum divided by the world size (integer division for integer dtypes).
     Avg,
@@ -423,6 +427,7 @@ impl Comm {
         Ok(Comm::new(Backend::Nccl(RawComm(raw)), rank, world, device))
     }
 
+    /// This communicator's rank, in `0..world_size()`.
     pub fn rank(&self) -> usize {
         self.inner.rank
     }

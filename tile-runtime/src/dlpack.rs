@@ -41,17 +41,29 @@ pub const K_DL_CUDA: i32 = 2;
 
 /// `DLDataTypeCode` values (the ones tile's dtypes use, and the f8 codes it refuses).
 pub mod code {
+    /// `kDLInt`: signed integers.
     pub const INT: u8 = 0;
+    /// `kDLUInt`: unsigned integers.
     pub const UINT: u8 = 1;
+    /// `kDLFloat`: IEEE floats (f16, f32, f64).
     pub const FLOAT: u8 = 2;
+    /// `kDLBfloat`: bfloat16.
     pub const BFLOAT: u8 = 4;
+    /// `kDLBool`: booleans, one byte each.
     pub const BOOL: u8 = 6;
+    /// `kDLFloat8_e3m4` (refused: tile has no such dtype).
     pub const FLOAT8_E3M4: u8 = 7;
+    /// `kDLFloat8_e4m3`, the IEEE-like e4m3 with infinities (refused).
     pub const FLOAT8_E4M3: u8 = 8;
+    /// `kDLFloat8_e4m3b11fnuz` (refused).
     pub const FLOAT8_E4M3B11FNUZ: u8 = 9;
+    /// `kDLFloat8_e4m3fn`, finite-only e4m3: tile's `f8e4m3`.
     pub const FLOAT8_E4M3FN: u8 = 10;
+    /// `kDLFloat8_e4m3fnuz` (refused).
     pub const FLOAT8_E4M3FNUZ: u8 = 11;
+    /// `kDLFloat8_e5m2`: tile's `f8e5m2`.
     pub const FLOAT8_E5M2: u8 = 12;
+    /// `kDLFloat8_e5m2fnuz` (refused).
     pub const FLOAT8_E5M2FNUZ: u8 = 13;
 }
 
@@ -61,58 +73,84 @@ pub const FLAG_READ_ONLY: u64 = 1;
 /// The DLPack version tile's versioned exports carry.
 pub const VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 1 };
 
+/// `DLPackVersion`: the DLPack ABI version of a versioned managed tensor.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DLPackVersion {
+    /// Major version; a consumer refuses a major version it does not know.
     pub major: u32,
+    /// Minor version.
     pub minor: u32,
 }
 
+/// `DLDevice`: where a tensor's memory lives.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DLDevice {
     /// `DLDeviceType` ([`K_DL_CPU`], [`K_DL_CUDA`], ..).
     pub device_type: i32,
+    /// The device ordinal (the CUDA device index; 0 for host memory).
     pub device_id: i32,
 }
 
+/// `DLDataType`: an element type.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DLDataType {
     /// `DLDataTypeCode` (see [`code`]).
     pub code: u8,
+    /// Bits per lane (8 for `bool`).
     pub bits: u8,
+    /// Lanes per element: 1 for scalars (tile refuses vector types).
     pub lanes: u16,
 }
 
+/// `DLTensor`: a strided view of memory, borrowed from its managed tensor.
 #[repr(C)]
 #[derive(Debug)]
 pub struct DLTensor {
+    /// The allocation's base pointer (a device pointer for CUDA memory); the first
+    /// element is at `data + byte_offset`.
     pub data: *mut c_void,
+    /// Where the memory lives.
     pub device: DLDevice,
+    /// The number of dims.
     pub ndim: i32,
+    /// The element type.
     pub dtype: DLDataType,
+    /// `ndim` extents.
     pub shape: *mut i64,
     /// In elements; may be null (row-major) in legacy tensors.
     pub strides: *mut i64,
+    /// Offset in bytes of the first element from `data`.
     pub byte_offset: u64,
 }
 
+/// `DLManagedTensor`: the legacy (v0.8) managed tensor, a [`DLTensor`] and its owner.
 #[repr(C)]
 #[derive(Debug)]
 pub struct DLManagedTensor {
+    /// The tensor.
     pub dl_tensor: DLTensor,
+    /// The producer's own context, for its deleter.
     pub manager_ctx: *mut c_void,
+    /// Frees the tensor; the consumer calls it exactly once (it may be null).
     pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
 }
 
+/// `DLManagedTensorVersioned`: the v1 managed tensor, with a version and flags.
 #[repr(C)]
 #[derive(Debug)]
 pub struct DLManagedTensorVersioned {
+    /// The DLPack version the producer wrote.
     pub version: DLPackVersion,
+    /// The producer's own context, for its deleter.
     pub manager_ctx: *mut c_void,
+    /// Frees the tensor; the consumer calls it exactly once (it may be null).
     pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    /// Bit flags ([`FLAG_READ_ONLY`], ..).
     pub flags: u64,
+    /// The tensor.
     pub dl_tensor: DLTensor,
 }
 

@@ -13,6 +13,7 @@ pub use tile_abi::DType;
 /// Tensors move elements as raw bytes (between host and device, through kernels), so a
 /// kernel that writes an element must write a valid value (`0` or `1` for `bool`).
 pub unsafe trait Element: Copy + Send + Sync + 'static {
+    /// The dtype this type carries.
     const DTYPE: DType;
 
     /// Widening conversion used by test helpers (`bool` is 0 or 1).

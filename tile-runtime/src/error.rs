@@ -25,161 +25,288 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The launcher passed a different number of arguments than the kernel declares.
     NumArgs {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The number of parameters the kernel declares.
         expected: usize,
+        /// The number of arguments passed.
         got: usize,
     },
     /// A non-empty buffer has a null data pointer.
     NullPointer {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The buffer parameter's name, as declared.
         buffer: &'static str,
     },
+    /// A buffer has another number of dims than its parameter declares.
     NdimMismatch {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The buffer parameter's name, as declared.
         buffer: &'static str,
+        /// The number of dims the parameter declares.
         expected: usize,
+        /// The number of dims of the argument.
         got: usize,
     },
+    /// A buffer has another element type than its parameter declares.
     DtypeMismatch {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The buffer parameter's name, as declared.
         buffer: &'static str,
+        /// The parameter's declared dtype.
         expected: DType,
+        /// The argument's dtype.
         got: DType,
     },
+    /// A buffer's extent differs from the parameter's static extent or from the value a
+    /// dynamic dim was bound to by an earlier parameter.
+    ///
     /// `bound_by` is `Some((dim name, parameter))` when the expected extent is a dynamic
     /// dim bound by an earlier parameter.
     ShapeMismatch {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The buffer parameter's name, as declared.
         buffer: &'static str,
+        /// The index of the dim that differs.
         dim: usize,
+        /// The extent the kernel expects for that dim.
         expected: i64,
+        /// The argument's extent.
         got: usize,
+        /// The dynamic dim's name and the parameter that bound it, if any.
         bound_by: Option<(&'static str, &'static str)>,
     },
     /// Buffers must be contiguous row-major (dims of extent 1 may have any stride).
     StrideMismatch {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The buffer parameter's name, as declared.
         buffer: &'static str,
+        /// The index of the first dim (from the last) whose stride is not row-major.
         dim: usize,
+        /// The row-major stride of that dim, in elements.
         expected: isize,
+        /// The argument's stride, in elements.
         got: isize,
         /// The parameter is written (its role in the message: `output`, not `input`).
         output: bool,
     },
+    /// A buffer's data pointer is not aligned as the kernel requires (a view starting
+    /// inside its allocation).
     Misaligned {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The buffer parameter's name, as declared.
         buffer: &'static str,
+        /// The required alignment, in bytes.
         align: u32,
+        /// The parameter is written (its role in the message: `output`, not `input`).
         output: bool,
     },
+    /// A buffer is on another device than the first buffer (which fixes the launch's device).
     DeviceMismatch {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The buffer parameter's name, as declared.
         buffer: &'static str,
+        /// The first buffer's device.
         expected: Device,
+        /// The buffer's device.
         got: Device,
     },
     /// The stream given to the launch is on another device than the tensors.
     StreamDeviceMismatch {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The tensors' device.
         tensors: Device,
+        /// The stream's device.
         stream: Device,
     },
-    /// The generated code indexes with 32-bit `int`.
+    /// The generated code indexes with 32-bit `int`: a buffer with more than `i32::MAX`
+    /// elements, or an extent above `i32::MAX`, is refused.
     IndexRange {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The buffer parameter's name, as declared.
         buffer: &'static str,
     },
     /// Two arguments over distinct storages share memory and one of them is written
     /// (views or imports of one memory; the same tensor or view may be passed twice).
     Aliased {
+        /// The kernel's name.
         kernel: &'static str,
+        /// One of the two parameters.
         buffer: &'static str,
+        /// The parameter whose argument overlaps `buffer`'s.
         other: &'static str,
     },
     /// A launch recorded by [`Graph::capture`](crate::Graph::capture) names a borrowed
     /// view: the graph would outlive the borrow.
-    ScopedCapture { kernel: &'static str },
+    ScopedCapture {
+        /// The kernel's name.
+        kernel: &'static str,
+    },
     /// DLPack or another interop import/export refused a tensor.
-    Interop { message: String },
+    Interop {
+        /// What was refused and why (the whole `Display` text).
+        message: String,
+    },
     /// The kernel spec itself is inconsistent (a macro or build bug, not a user error).
     Spec {
+        /// The kernel's name.
         kernel: &'static str,
+        /// What is inconsistent.
         message: String,
     },
     /// A grid extent could not be evaluated (division by zero, overflow) or is out of range.
     Grid {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The grid axis: 0, 1 or 2 for x, y, z.
         axis: usize,
+        /// What went wrong.
         message: String,
     },
     /// No usable CUDA driver or device.
-    NoCuda { reason: String },
+    NoCuda {
+        /// Why CUDA is not usable.
+        reason: String,
+    },
     /// `Device::cuda(n)` for an ordinal that does not exist.
-    NoSuchDevice { ordinal: usize, count: usize },
+    NoSuchDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// The number of CUDA devices found.
+        count: usize,
+    },
     /// A CUDA driver API call failed.
-    Driver { call: &'static str, message: String },
+    Driver {
+        /// The driver call that failed (or the operation it served).
+        call: &'static str,
+        /// The driver's error name and text.
+        message: String,
+    },
     /// NVRTC could not be loaded or is unusable.
-    NvrtcUnavailable { reason: String },
+    NvrtcUnavailable {
+        /// Why NVRTC is not usable.
+        reason: String,
+    },
     /// No include folder holds `cuda_fp16.h`, which the generated CUDA includes.
-    CudaHeaders { searched: Vec<PathBuf> },
+    CudaHeaders {
+        /// The folders searched.
+        searched: Vec<PathBuf>,
+    },
     /// NVRTC rejected the generated source.
     Nvrtc {
+        /// The kernel's name.
         kernel: &'static str,
+        /// NVRTC's compilation log.
         log: String,
+        /// The options passed to NVRTC.
         options: Vec<String>,
+        /// Where the generated source was written.
         source: PathBuf,
+        /// A command line that compiles the source the same way outside the process.
         reproduce: String,
     },
     /// The C compiler failed (or could not be started).
     Cc {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The compiler command line, to reproduce the failure.
         command: String,
+        /// The compiler's standard error (or why it could not be started).
         stderr: String,
+        /// Where the generated source was written.
         source: PathBuf,
     },
     /// A compiled kernel could not be loaded (dlopen, missing symbol, bad cubin).
     Load {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The shared library or device binary that failed to load.
         path: PathBuf,
+        /// The loader's error.
         message: String,
     },
     /// The disk cache (or a temporary build folder) could not be read or written.
-    Cache { path: PathBuf, source: io::Error },
+    Cache {
+        /// The file or folder involved.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
     /// A CPU worker thread could not be started.
-    Thread { source: io::Error },
+    Thread {
+        /// The I/O error from spawning the thread.
+        source: io::Error,
+    },
     /// `TILE_DEVICE` holds something other than `cpu`, `cuda` or `cuda:N`.
-    InvalidDevice { value: String },
+    InvalidDevice {
+        /// The variable's value.
+        value: String,
+    },
     /// Tensor construction: the data length does not match the shape.
-    TensorLen { shape: Vec<usize>, len: usize },
+    TensorLen {
+        /// The shape asked for.
+        shape: Vec<usize>,
+        /// The data's length, in elements.
+        len: usize,
+    },
     /// Tensor construction: the shape's element count (or byte size) overflows.
-    TensorTooLarge { shape: Vec<usize> },
+    TensorTooLarge {
+        /// The shape asked for.
+        shape: Vec<usize>,
+    },
     /// A tensor view or copy request that does not fit the tensor.
-    TensorView { message: String },
+    TensorView {
+        /// What does not fit (the whole `Display` text).
+        message: String,
+    },
     /// The kernel has no code for the target of the tensors' device (a CUDA-only kernel
     /// launched on the CPU).
     NoTargetCode {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The target asked for: `"cpu"` or `"cuda"`.
         target: &'static str,
     },
     /// A graph replayed on a stream of another device.
-    GraphDevice { graph: Device, stream: Device },
+    GraphDevice {
+        /// The device the graph was captured on.
+        graph: Device,
+        /// The replay stream's device.
+        stream: Device,
+    },
     /// [`Profiler::assert_allclose`](crate::Profiler::assert_allclose): an output differs
     /// from the reference.
     Mismatch {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The output parameter that differs.
         buffer: &'static str,
+        /// Where and by how much it differs.
         message: String,
     },
     /// [`Profiler`](crate::Profiler) misuse: an unknown or unbound dim, a dtype it cannot
     /// generate, a reference with the wrong number of outputs.
     Profile {
+        /// The kernel's name.
         kernel: &'static str,
+        /// What was wrong.
         message: String,
     },
     /// Choosing among a kernel's variants: an explicit configuration that is not one of
     /// them, tuning inside a graph capture, or no variant that ran and matched.
     Tune {
+        /// The kernel's name.
         kernel: &'static str,
+        /// What went wrong.
         message: String,
     },
     /// A collective ([`crate::dist`]) or communicator refused its arguments before NCCL
@@ -187,20 +314,30 @@ pub enum Error {
     /// contiguous, sizes that do not match the world size, a bad root or rank. Nothing
     /// was queued or written.
     Collective {
+        /// The operation (`all_reduce`, `UniqueId::from_bytes`, ...).
         op: &'static str,
+        /// The rank whose arguments were refused.
         rank: usize,
+        /// The argument refused.
         buffer: &'static str,
+        /// Why it was refused.
         message: String,
     },
     /// An NCCL call failed (`rank` is `None` for a call of no single rank:
     /// `ncclCommInitAll`, `ncclGroupEnd`).
     Nccl {
+        /// The NCCL call or operation that failed.
         op: &'static str,
+        /// The rank it failed on, if it belongs to one.
         rank: Option<usize>,
+        /// NCCL's error.
         message: String,
     },
     /// The NCCL library could not be loaded or is unusable.
-    NcclUnavailable { reason: String },
+    NcclUnavailable {
+        /// Why NCCL is not usable.
+        reason: String,
+    },
 }
 
 impl Error {

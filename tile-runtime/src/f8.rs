@@ -78,14 +78,17 @@ macro_rules! f8_type {
                 cvt::$to64(self.0)
             }
 
+            /// Whether the value is a NaN.
             pub const fn is_nan(self) -> bool {
                 self.to_f64().is_nan()
             }
 
+            /// Whether the value is ±infinity (never for `f8e4m3`, which has none).
             pub const fn is_infinite(self) -> bool {
                 self.to_f64().is_infinite()
             }
 
+            /// Whether the value is neither infinite nor NaN.
             pub const fn is_finite(self) -> bool {
                 self.to_f64().is_finite()
             }
@@ -95,6 +98,7 @@ macro_rules! f8_type {
                 self.0 & 0x80 != 0
             }
 
+            /// True for values with the sign bit clear (+0 and positive NaNs too).
             pub const fn is_sign_positive(self) -> bool {
                 !self.is_sign_negative()
             }

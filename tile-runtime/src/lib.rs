@@ -30,6 +30,8 @@
 //! `TILE_AUTOTUNE`, `TILE_AUTOTUNE_BUCKET`, `CC`,
 //! and `CUDA_HOME`/`CUDA_PATH`/`CUDA_ROOT` for NVRTC's headers.
 
+#![deny(missing_docs)]
+
 pub mod autotune;
 pub mod cache;
 #[cfg(feature = "candle")]

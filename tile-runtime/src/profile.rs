@@ -44,7 +44,9 @@ pub struct BenchOptions {
     pub warmup: Duration,
     /// Time to spend measuring.
     pub rep: Duration,
+    /// The fewest samples to take, however long the calls are.
     pub min_samples: usize,
+    /// The most samples (and warm-up calls) to take, however short the calls are.
     pub max_samples: usize,
     /// CUDA: write a 256 MiB scratch buffer before each sample (cold L2).
     pub flush_l2: bool,
@@ -71,9 +73,13 @@ impl Default for BenchOptions {
 /// What [`do_bench`] measured, in milliseconds per call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchResult {
+    /// The median sample (NaN if there were none).
     pub median_ms: f64,
+    /// The fastest sample.
     pub min_ms: f64,
+    /// The mean of the samples.
     pub mean_ms: f64,
+    /// The slowest sample.
     pub max_ms: f64,
     /// Every sample, in the order taken.
     pub times_ms: Vec<f64>,
@@ -342,16 +348,21 @@ macro_rules! any_tensor {
         /// A tensor of any dtype (what [`Profiler`] creates from a kernel's parameters).
         #[derive(Debug, Clone)]
         pub enum AnyTensor {
-            $($v(Tensor<$t>),)*
+            $(
+                #[doc = concat!("A `Tensor<", stringify!($t), ">`.")]
+                $v(Tensor<$t>),
+            )*
         }
 
         impl AnyTensor {
+            /// The element type.
             pub fn dtype(&self) -> DType {
                 match self {
                     $(AnyTensor::$v(_) => <$t as Element>::DTYPE,)*
                 }
             }
 
+            /// The extent of each dim.
             pub fn shape(&self) -> &[usize] {
                 match self {
                     $(AnyTensor::$v(t) => t.shape(),)*
@@ -408,10 +419,13 @@ any_tensor!(
 /// One parameter's data as the reference of [`Profiler::assert_allclose`] sees it.
 #[derive(Debug, Clone)]
 pub struct HostArg {
+    /// The parameter's name, as declared.
     pub name: &'static str,
+    /// The extent of each dim.
     pub shape: Vec<usize>,
     /// Row-major values (an output's initial contents: zeros).
     pub data: Vec<f64>,
+    /// Whether the kernel writes it (the reference returns the expected values of these).
     pub output: bool,
 }
 

@@ -32,6 +32,7 @@ pub struct KernelSlot {
 }
 
 impl KernelSlot {
+    /// An empty slot, for a launcher's `static`.
     pub const fn new() -> KernelSlot {
         KernelSlot {
             init: Mutex::new(()),

@@ -33,6 +33,7 @@ impl Stream {
         }
     }
 
+    /// The device the stream runs work on ([`Device::Cpu`] for the host stream).
     pub fn device(&self) -> Device {
         match self {
             Stream::Cpu => Device::Cpu,

@@ -181,6 +181,7 @@ impl<T: Element> Tensor<T> {
         Ok(Self::row_major(storage, shape))
     }
 
+    /// The extent of each dim.
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
@@ -190,18 +191,22 @@ impl<T: Element> Tensor<T> {
         &self.strides
     }
 
+    /// The number of elements (the product of the extents).
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
     }
 
+    /// The number of dims.
     pub fn ndim(&self) -> usize {
         self.shape.len()
     }
 
+    /// The device whose memory holds the elements.
     pub fn device(&self) -> Device {
         self.storage.device()
     }
 
+    /// The element type, `T`'s dtype.
     pub fn dtype(&self) -> crate::DType {
         T::DTYPE
     }

@@ -17,10 +17,12 @@ pub struct Rng {
 }
 
 impl Rng {
+    /// A generator seeded with `seed` (the same seed gives the same numbers).
     pub fn new(seed: u64) -> Rng {
         Rng { state: seed }
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;
@@ -95,6 +97,7 @@ pub fn max_abs_err<T: Element>(actual: &[T], expected: &[f64]) -> f64 {
 /// What a passing [`assert_allclose`] measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Report {
+    /// Largest `|a - e|` over all elements.
     pub max_abs: f64,
     /// Largest `|a - e| / |e|` over elements with `e != 0`.
     pub max_rel: f64,

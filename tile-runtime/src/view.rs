@@ -35,6 +35,7 @@ use crate::tensor::Tensor;
 
 /// A launcher argument the kernel reads: a [`Tensor`] or a view.
 pub trait TensorArg {
+    /// The element type.
     type Elem: Element;
 
     /// The argument as the host ABI sees it.
@@ -239,6 +240,7 @@ macro_rules! view_common {
                 }
             }
 
+            /// The extent of each dim.
             pub fn shape(&self) -> &[usize] {
                 self.t.shape()
             }
@@ -254,18 +256,22 @@ macro_rules! view_common {
                 self.t.offset()
             }
 
+            /// The number of elements (the product of the extents).
             pub fn numel(&self) -> usize {
                 self.t.numel()
             }
 
+            /// The number of dims.
             pub fn ndim(&self) -> usize {
                 self.t.ndim()
             }
 
+            /// The device whose memory the view borrows.
             pub fn device(&self) -> Device {
                 self.t.device()
             }
 
+            /// The element type, `T`'s dtype.
             pub fn dtype(&self) -> DType {
                 T::DTYPE
             }

@@ -53,7 +53,7 @@ pub mod half {
         });
     }
 
-    /// Runs [`scale_f16`] on the host CPU for a slice, returning the result.
+    /// Runs [`scale_f16()`] on the host CPU for a slice, returning the result.
     pub fn scale_f16_host(x: &[f16]) -> Result<Vec<f16>, Error> {
         let dev = Device::Cpu;
         let xt = Tensor::from_slice(x, &[x.len()], dev)?;

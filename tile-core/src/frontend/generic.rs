@@ -17,7 +17,7 @@ use quote::ToTokens;
 /// One instance of a kernel: its attribute and function as the frontend
 /// reads them, the dtype it was made for (`None` for a kernel with no
 /// type parameter) and the variant it is (`None` for a kernel with no
-/// variant space, see [`super::variants`]). A kernel with neither is its own
+/// variant space, see `frontend::variants`). A kernel with neither is its own
 /// only instance.
 pub struct Instance {
     pub dtype: Option<DType>,

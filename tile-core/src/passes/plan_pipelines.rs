@@ -14,7 +14,7 @@
 //! (`Pipeline::warp_specialized`): a producer warpgroup added to the block
 //! issues the bulk tensor copies, the block's warpgroups run the `wgmma`s;
 //! and whether its consumers' two gemms overlap across iterations
-//! (`Pipeline::rotate`, [`rotate`]).
+//! (`Pipeline::rotate`, `rotate`).
 
 use crate::diag::Diagnostic;
 use crate::ir::*;

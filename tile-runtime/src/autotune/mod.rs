@@ -10,10 +10,10 @@
 //!   as [`Pick::Tune`];
 //! - [`Pick::Tune`] (`kernel::tune()`): the choice in memory, else the one on disk,
 //!   else every variant is run once on the call's arguments (its output compared with
-//!   the first variant that ran), timed with [`do_bench`](crate::do_bench) (L2
-//!   flushed); the ones within 25% of the fastest are timed again against each other
-//!   in interleaved rounds, and the fastest of those is chosen, published to the disk
-//!   cache and remembered.
+//!   the first variant that ran), timed with [`do_bench`] (L2 flushed); the ones
+//!   within 25% of the fastest are timed again against each other in interleaved
+//!   rounds, and the fastest of those is chosen, published to the disk cache and
+//!   remembered.
 //!
 //! Invariants:
 //! - Nothing is timed unless tuning is asked for (`tune()` or `TILE_AUTOTUNE=1`); a
@@ -24,7 +24,7 @@
 //!   saved first and restored before each variant runs and after the last one, so the
 //!   chosen variant's final launch sees exactly what the caller passed (kernels that
 //!   accumulate into their outputs included). On a CUDA device the saved copies, the
-//!   reference and the comparison stay on the device ([`outputs`]).
+//!   reference and the comparison stay on the device (see `outputs`).
 //! - Tuning inside a graph capture is an error (nothing can be timed while capturing);
 //!   a choice that exists is captured like any launch.
 //! - The disk entry (`autotune/<key>/choice.json`) is keyed by the variant set (every
@@ -72,12 +72,15 @@ pub enum Pick {
 /// the launcher's expansion declares them: `'static` tables plus the choices tuned in
 /// this process.
 pub struct VariantSet {
-    /// The kernel's name (`gemm`), and the dtype of this instance (`f16`, or empty).
+    /// The kernel's name (`gemm`).
     pub kernel: &'static str,
+    /// The dtype of this instance (`f16`), or empty for a kernel that is not dtype-generic.
     pub dtype: &'static str,
     /// Each variant as users name it (`block_m=64, threads=128`), variant 0 first.
     pub labels: &'static [&'static str],
+    /// Each variant's kernel spec, in the order of `labels`.
     pub specs: &'static [&'static KernelSpec],
+    /// Each variant's in-process cache slot, in the order of `labels`.
     pub slots: &'static [&'static KernelSlot],
     /// Whether any choice was recorded (the one load a plain call makes until then).
     any: AtomicBool,
@@ -95,6 +98,7 @@ struct Choice {
 /// What tuning found for one call's shapes: every variant's outcome, and the choice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuneReport {
+    /// The kernel's name with its dtype (`gemm[f16]`).
     pub kernel: String,
     /// `cuda:0 NVIDIA H200 (sm_90)` or `cpu x86_64`.
     pub device: String,
@@ -102,17 +106,22 @@ pub struct TuneReport {
     pub dtypes: String,
     /// The shape of every buffer, after bucketing (`exact` or `pow2`).
     pub shapes: Vec<Vec<usize>>,
+    /// How shapes were bucketed: `exact`, or `pow2` (each dim rounded up to a power of
+    /// two, with `TILE_AUTOTUNE_BUCKET=pow2`).
     pub bucket: String,
+    /// Every variant's outcome, variant 0 first.
     pub rows: Vec<TuneRow>,
-    /// The chosen variant (an index into `rows`) and its label.
+    /// The chosen variant (an index into `rows`).
     pub chosen: usize,
+    /// The chosen variant's label.
     pub chosen_label: String,
-    /// Time spent timing variants (`do_bench`, L2 flushes included); on each variant's
-    /// first launch (module loads, JIT compiles when there are no ahead-of-time
-    /// artifacts); and checking (saving, restoring, reading back and comparing the
-    /// outputs).
+    /// Milliseconds spent timing variants (`do_bench`, L2 flushes included).
     pub timing_ms: f64,
+    /// Milliseconds spent on each variant's first launch (module loads, JIT compiles
+    /// when there are no ahead-of-time artifacts).
     pub first_launch_ms: f64,
+    /// Milliseconds spent checking (saving, restoring, reading back and comparing the
+    /// outputs).
     #[serde(default)]
     pub check_ms: f64,
     /// Where the outputs were saved and compared: `host`, `device`, or `device copies,
@@ -129,14 +138,22 @@ pub struct TuneReport {
 /// One variant's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuneRow {
+    /// The variant's label (`block_m=64, threads=128`).
     pub variant: String,
+    /// What happened when it was tried.
     pub outcome: Outcome,
 }
 
+/// What happened to one variant during tuning.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Outcome {
     /// Ran, matched and was timed (milliseconds per call).
-    Timed { median_ms: f64, min_ms: f64 },
+    Timed {
+        /// The median time of one call, in milliseconds.
+        median_ms: f64,
+        /// The fastest call, in milliseconds.
+        min_ms: f64,
+    },
     /// Failed to build, load or launch on this device.
     Failed(String),
     /// Ran but its output differs from the first variant's.
@@ -154,6 +171,8 @@ impl TuneRow {
 }
 
 impl VariantSet {
+    /// A set as a launcher's expansion declares it: `labels`, `specs` and `slots` hold
+    /// one entry per variant, in the same order, variant 0 (the default) first.
     pub const fn new(
         kernel: &'static str,
         dtype: &'static str,
@@ -178,6 +197,7 @@ impl VariantSet {
         self.specs.len()
     }
 
+    /// Whether the set has no variants.
     pub fn is_empty(&self) -> bool {
         self.specs.is_empty()
     }

@@ -41,20 +41,24 @@ impl std::fmt::Display for EntryKind {
 /// One directory of the disk cache.
 #[derive(Debug, Clone)]
 pub struct CacheEntry {
+    /// Which namespace folder it is in (kernels, CUDA binaries, tuned choices, staging).
     pub kind: EntryKind,
     /// `<tile version>/<os>-<arch>`.
     pub namespace: String,
     /// The directory name (the sha256 key, or the staging name).
     pub key: String,
+    /// The directory's full path.
     pub path: PathBuf,
-    /// Total size of its files.
+    /// Total size of its files, in bytes.
     pub bytes: u64,
     /// `None` if the entry matches its manifest, else why not (always `None` for
     /// staging directories, which have no manifest yet).
     pub damage: Option<String>,
-    /// Kernel name, target and arch, from `params.json` (kernel entries).
+    /// Kernel name, from `params.json` (kernel entries).
     pub kernel: Option<String>,
+    /// Target (`cpu` or `cuda`), from `params.json` (kernel entries).
     pub target: Option<String>,
+    /// CUDA arch (`sm_90a`), from `params.json` (CUDA kernel entries).
     pub arch: Option<String>,
     /// Last modification time of the directory.
     pub modified: Option<SystemTime>,
@@ -65,7 +69,9 @@ pub struct CacheEntry {
 /// What [`CacheDir::clear`] removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cleared {
+    /// The number of entries removed.
     pub entries: usize,
+    /// Their total size, in bytes.
     pub bytes: u64,
 }
 
@@ -83,10 +89,12 @@ impl CacheDir {
         }
     }
 
+    /// The cache root at `root`, whatever the environment says.
     pub fn at(root: impl Into<PathBuf>) -> CacheDir {
         CacheDir { root: root.into() }
     }
 
+    /// The root folder.
     pub fn root(&self) -> &Path {
         &self.root
     }
