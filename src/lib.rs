@@ -26,6 +26,8 @@
 //! The body of a kernel is tile-language syntax read by the macro, not Rust
 //! that runs on the host: `T` is not a Rust item.
 
+#![deny(missing_docs)]
+
 pub use tile_macros::{func, kernel};
 pub use tile_runtime::{
     bf16, cache, do_bench, do_bench_interleaved, f16, f8e4m3, f8e5m2, testing, AnyTensor, BenchFn,
@@ -51,6 +53,18 @@ pub use tile_runtime::dlpack;
 /// candle interop (feature `candle`): tile kernels on candle tensors without copies.
 #[cfg(feature = "candle")]
 pub use tile_runtime::candle;
+
+/// The language of kernel bodies: every `T::` builtin, where it may stand,
+/// how a call is written and what it does.
+///
+/// A kernel body is read by `#[tile::kernel]`, not compiled as Rust: `T` is
+/// not a Rust item, so the builtins are listed here rather than as
+/// functions. The tables are generated from the compiler's own table of
+/// builtins when this crate builds (the same words its error messages
+/// quote). The README's language section says how they combine (buffers,
+/// fragments, layouts, dtypes, what runs where).
+#[doc = include_str!(concat!(env!("OUT_DIR"), "/lang.md"))]
+pub mod lang {}
 
 /// Everything a kernel file usually needs.
 pub mod prelude {

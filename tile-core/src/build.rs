@@ -27,11 +27,15 @@
 
 // The example above is a build script, whose `fn main` is the point.
 #![allow(clippy::needless_doctest_main)]
+// The build API is public for users' build scripts: every item says what it is.
+#![deny(missing_docs)]
 
 use crate::frontend::{instances, is_kernel_attr, kernel_attr, parse_kernel_in, Env};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The kernels of a crate to compile ahead of time: add source files or
+/// directories, then [`compile`](Builder::compile) them.
 #[derive(Debug, Default)]
 pub struct Builder {
     files: Vec<PathBuf>,
@@ -42,16 +46,23 @@ pub struct Builder {
 /// What a build produced.
 #[derive(Debug, Default)]
 pub struct Report {
+    /// Kernels found (each dtype and variant instance counts once).
     pub kernels: usize,
+    /// C static libraries on disk for them, built now or reused.
     pub c_libs: usize,
+    /// Cubins on disk for them (one per kernel and arch), built now or reused.
     pub cubins: usize,
+    /// The nvcc used, or `None` when none was found ([`find_nvcc`]).
     pub nvcc: Option<PathBuf>,
+    /// One line per kernel that failed to compile, naming it and its
+    /// `file:line` (also printed as cargo warnings).
     pub warnings: Vec<String>,
     /// Artifacts (C libraries and cubins) reused from the previous build.
     pub reused: usize,
 }
 
 impl Builder {
+    /// An empty builder.
     pub fn new() -> Self {
         Self::default()
     }
@@ -258,8 +269,37 @@ impl Builder {
         for w in &report.warnings {
             println!("cargo:warning=tile: {}", w.lines().next().unwrap_or(""));
         }
+        let off = std::env::var("TILE_NO_NVCC").is_ok_and(|v| v == "1");
+        if let Some(note) = nvcc_note(report.nvcc.is_some(), off, cuda_driver_present()) {
+            println!("cargo:warning={note}");
+        }
         Ok(report)
     }
+}
+
+/// The one line a build prints about nvcc: only when none was found, the
+/// user did not turn it off (`TILE_NO_NVCC=1`), and CUDA is in use here (a
+/// driver is installed). A machine without CUDA builds in silence.
+fn nvcc_note(found: bool, off: bool, driver: bool) -> Option<&'static str> {
+    (!found && !off && driver).then_some(
+        "tile: nvcc not found (set NVCC or put it on PATH); CUDA kernels will be compiled \
+         at run time with NVRTC on first use",
+    )
+}
+
+/// Whether this machine has an NVIDIA driver (its kernel module's version
+/// file, or the driver library where distributions install it).
+fn cuda_driver_present() -> bool {
+    [
+        "/proc/driver/nvidia/version",
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
+        "/usr/lib64/libcuda.so.1",
+        "/usr/lib/wsl/lib/libcuda.so.1",
+        "C:\\Windows\\System32\\nvcuda.dll",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
 }
 
 /// The C libraries the previous build's manifest lists.
@@ -569,4 +609,27 @@ pub fn lookup_artifacts(c_symbol: &str, cuda_key: &str) -> Artifacts {
         }
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nvcc_note;
+
+    #[test]
+    fn the_nvcc_line_only_where_cuda_is_in_use_and_nvcc_is_missing() {
+        // (found, turned off, driver present) -> a line?
+        for (found, off, driver, line) in [
+            (false, false, true, true),
+            (false, false, false, false),
+            (false, true, true, false),
+            (true, false, true, false),
+            (true, false, false, false),
+        ] {
+            assert_eq!(
+                nvcc_note(found, off, driver).is_some(),
+                line,
+                "found={found} off={off} driver={driver}"
+            );
+        }
+    }
 }
