@@ -77,6 +77,118 @@ pub(crate) fn const_checks(consts: &[tile_core::frontend::UsedConst]) -> TokenSt
         .collect()
 }
 
+/// The typed launcher's docs: the kernel's own doc comments, then `extra`
+/// (what a kernel with variants adds), then a generated "Kernel" section:
+/// each parameter with its dtype (`dtype(k, ..)`: a generic kernel names its
+/// element types) and shape, the dynamic dims, the grid and the block.
+pub(crate) fn launcher_docs(
+    item: &syn::ItemFn,
+    desc: &KernelDesc,
+    params: &[ParamDef],
+    dtype: impl Fn(usize, &ParamDef) -> String,
+    extra: Option<String>,
+) -> TokenStream {
+    let own: Vec<&syn::Attribute> = item
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    // Without docs of its own, the summary line rustdoc shows says what it is.
+    let extra = extra.or_else(|| {
+        own.is_empty()
+            .then(|| format!("Launches kernel `{}`.", item.sig.ident))
+    });
+    let dim = |d: &DimSpec| match *d {
+        DimSpec::Static(v) => v.to_string(),
+        DimSpec::Dyn(k) => desc.dims.get(k as usize).cloned().unwrap_or_default(),
+    };
+    let mut lines: Vec<String> = Vec::new();
+    if let Some(e) = extra {
+        lines.extend([e, String::new()]);
+    }
+    lines.push("# Kernel".into());
+    lines.push(String::new());
+    lines.push("| parameter | dtype | shape | role |".into());
+    lines.push("| --- | --- | --- | --- |".into());
+    let mut buf = desc.params.iter();
+    for (k, pd) in params.iter().enumerate() {
+        let (shape, role) = match pd.scalar {
+            true => ("scalar".to_string(), "by value"),
+            false => {
+                let shape = buf
+                    .next()
+                    .map(|b| b.shape.iter().map(dim).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default();
+                let role = match (pd.alloc, pd.mutable) {
+                    (true, _) => "output, allocated and returned",
+                    (false, true) => "output (written)",
+                    (false, false) => "input",
+                };
+                (format!("`[{shape}]`"), role)
+            }
+        };
+        lines.push(format!(
+            "| `{}` | {} | {shape} | {role} |",
+            pd.name,
+            dtype(k, pd)
+        ));
+    }
+    let dims = match desc.dims.as_slice() {
+        [] => "none".to_string(),
+        d => d
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let mut grid: Vec<String> = desc.grid.iter().map(|g| grid_text(g, &desc.dims)).collect();
+    while grid.len() > 1 && grid.last().is_some_and(|g| g == "1") {
+        grid.pop();
+    }
+    lines.push(String::new());
+    lines.push(format!(
+        "Dynamic dims: {dims} (each bound at launch from the first tensor that carries it, \
+         checked on the others). Grid: `[{}]` blocks of {} threads.",
+        grid.join(", "),
+        desc.threads
+    ));
+    let sep = (!own.is_empty()).then(|| quote!(#[doc = ""]));
+    let text = lines.join("\n");
+    quote!(#(#own)* #sep #[doc = #text])
+}
+
+/// A grid extent written over the dynamic dims' names (`ceildiv(N, 128)`).
+fn grid_text(g: &Grid, dims: &[String]) -> String {
+    use tile_abi::GridOp;
+    match g {
+        Grid::Const(v) => v.to_string(),
+        Grid::Dim(k) => dims.get(*k as usize).cloned().unwrap_or_default(),
+        // The frontend writes `T::ceildiv(a, b)` as `((a + b) - 1) / b`.
+        Grid::Op(GridOp::Div, num, b) => match &**num {
+            Grid::Op(GridOp::Sub, sum, one) if **one == Grid::Const(1) => match &**sum {
+                Grid::Op(GridOp::Add, a, b2) if b2 == b => {
+                    format!("ceildiv({}, {})", grid_text(a, dims), grid_text(b, dims))
+                }
+                _ => format!("{} / {}", grid_text(num, dims), grid_text(b, dims)),
+            },
+            _ => format!("{} / {}", grid_text(num, dims), grid_text(b, dims)),
+        },
+        Grid::Op(op, a, b) => {
+            let (a, b) = (grid_text(a, dims), grid_text(b, dims));
+            match op {
+                GridOp::Add => format!("({a} + {b})"),
+                GridOp::Sub => format!("({a} - {b})"),
+                GridOp::Mul => format!("{a} * {b}"),
+                GridOp::Div => format!("{a} / {b}"),
+                GridOp::Mod => format!("{a} % {b}"),
+                GridOp::CeilDiv => format!("ceildiv({a}, {b})"),
+                GridOp::Min => format!("min({a}, {b})"),
+                GridOp::Max => format!("max({a}, {b})"),
+            }
+        }
+    }
+}
+
 /// The launcher parameters read straight from the signature, when it is
 /// well-formed enough (the body may still be wrong).
 fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
@@ -132,6 +244,11 @@ fn fallback_args(sig: &syn::Signature) -> Option<Vec<TokenStream>> {
         .collect()
 }
 
+/// A dtype as the docs write it (`f16`).
+pub(crate) fn dtype_text(t: DType) -> String {
+    format!("`{}`", t.rust_name())
+}
+
 pub(crate) fn elem_type(t: DType, span: Span) -> TokenStream {
     match t {
         DType::F16 => quote_spanned!(span=> ::tile::__private::f16),
@@ -156,7 +273,14 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
     let aot = Aot::find(&desc);
     let spec = spec_tokens(&desc, &aot);
     let checks = const_checks(&c.def.consts);
-    let m = module(item, &sig, &aot, spec);
+    let docs = launcher_docs(
+        item,
+        &desc,
+        &c.def.params,
+        |_, pd| dtype_text(pd.dtype),
+        None,
+    );
+    let m = module(item, &sig, &aot, spec, docs);
     quote!(#checks #m)
 }
 
@@ -446,7 +570,13 @@ impl Aot {
 }
 
 /// The typed launcher and its module.
-fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> TokenStream {
+fn module(
+    item: &syn::ItemFn,
+    sig: &Signature,
+    aot: &Aot,
+    spec: TokenStream,
+    docs: TokenStream,
+) -> TokenStream {
     let p = quote!(::tile::__private);
     let (vis, name) = (&item.vis, &item.sig.ident);
     let doc = format!("Launch helpers and the compiled form of kernel `{name}`.");
@@ -463,6 +593,7 @@ fn module(item: &syn::ItemFn, sig: &Signature, aot: &Aot, spec: TokenStream) -> 
     let (track, c_extern) = (&aot.track, &aot.c_extern);
     let helpers = helpers();
     quote! {
+        #docs
         #[allow(clippy::too_many_arguments)]
         #vis fn #name(#(#args),*) -> ::core::result::Result<#ret, ::tile::Error> {
             #name::launch_on(::core::option::Option::None, #(#names),*)
@@ -545,5 +676,74 @@ pub(crate) fn helpers_of(
         pub fn profiler #generics() -> ::tile::Profiler {
             ::tile::Profiler::new(#spec, #slot)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The expansion of `src` (one kernel, no variants or dtype list).
+    fn expand(attr: proc_macro2::TokenStream, src: &str) -> String {
+        let item: syn::ItemFn = syn::parse_str(src).expect("a function");
+        let i = tile_core::frontend::instances(attr, &item)
+            .expect("instances")
+            .remove(0);
+        let c = tile_core::frontend::parse_kernel_in(i.attr, &i.item, &Default::default())
+            .and_then(tile_core::compile)
+            .expect("the kernel compiles");
+        super::launcher(&item, &c).to_string()
+    }
+
+    /// The doc text before the launcher's `fn`.
+    fn docs_of(out: &str, name: &str) -> String {
+        let at = out.find(&format!("pub fn {name}")).expect("the launcher");
+        out[..at].replace("\\n", "\n")
+    }
+
+    #[test]
+    fn the_launcher_carries_the_kernels_docs_and_a_generated_section() {
+        let out = expand(
+            quote::quote!(block_n = 256, threads = 128, W = 4),
+            "/// Scales `x` by `temp`.
+            pub fn scale(x: Tensor<f32, (N,)>, temp: f32, y: TensorMut<f32, (N, W)>) {
+                T::kernel(T::ceildiv(N, block_n), threads, |bx| {
+                    for i in T::parallel(block_n) {
+                        y[(bx * block_n + i, 0)] = x[bx * block_n + i] * temp;
+                    }
+                });
+            }",
+        );
+        let docs = docs_of(&out, "scale");
+        for want in [
+            "Scales `x` by `temp`.",
+            "# Kernel",
+            "| `x` | `f32` | `[N]` | input |",
+            "| `temp` | `f32` | scalar | by value |",
+            "| `y` | `f32` | `[N, 4]` | output (written) |",
+            "Dynamic dims: `N`",
+            "Grid: `[ceildiv(N, 256)]` blocks of 128 threads.",
+        ] {
+            assert!(
+                docs.contains(want),
+                "{want:?} not in the launcher's docs:\n{docs}"
+            );
+        }
+        assert!(!docs.contains("Launches kernel"), "{docs}");
+    }
+
+    #[test]
+    fn a_kernel_without_docs_gets_a_summary_line() {
+        let out = expand(
+            quote::quote!(threads = 32, R = 2),
+            "pub fn fill(y: TensorMut<i32, (R, M)>) {
+                T::kernel([2, T::ceildiv(M, 32)], threads, |bx, by| {
+                    for i in T::parallel(32) {
+                        y[(bx, by * 32 + i)] = 1;
+                    }
+                });
+            }",
+        );
+        let docs = docs_of(&out, "fill");
+        assert!(docs.contains("Launches kernel `fill`."), "{docs}");
+        assert!(docs.contains("Grid: `[2, ceildiv(M, 32)]`"), "{docs}");
     }
 }

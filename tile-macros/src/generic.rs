@@ -22,7 +22,9 @@ use tile_core::abi::describe;
 use tile_core::ir::DType;
 use tile_core::Compiled;
 
-use crate::expand::{const_checks, elem_type, helpers_of, spec_tokens, Aot, Signature};
+use crate::expand::{
+    const_checks, dtype_text, elem_type, helpers_of, launcher_docs, spec_tokens, Aot, Signature,
+};
 
 /// The launcher of a kernel compiled once per dtype of its type parameter.
 pub fn launcher(item: &syn::ItemFn, instances: &[(DType, Compiled)]) -> TokenStream {
@@ -92,6 +94,17 @@ pub fn launcher(item: &syn::ItemFn, instances: &[(DType, Compiled)]) -> TokenStr
         "The element types kernel `{name}` is built for: {}.",
         listed.join(", ")
     );
+    let either: Vec<String> = listed.iter().map(|t| format!("`{t}`")).collect();
+    let fn_docs = launcher_docs(
+        item,
+        &desc,
+        params,
+        |k, pd| match generic[k] {
+            true => format!("`D`: {}", either.join(" or ")),
+            false => dtype_text(pd.dtype),
+        },
+        None,
+    );
     let (args, names, refs) = (&sig.args, &sig.names, &sig.refs);
     let launch = match sig.scalars.as_slice() {
         [] => quote!(#p::launch(D::spec(), D::slot(), stream, &[#(#refs),*])),
@@ -109,6 +122,7 @@ pub fn launcher(item: &syn::ItemFn, instances: &[(DType, Compiled)]) -> TokenStr
     quote! {
         #(#checks)*
 
+        #fn_docs
         #[allow(clippy::too_many_arguments)]
         #vis fn #name<D: #name::Dtype>(#(#args),*) -> ::core::result::Result<#ret, ::tile::Error> {
             #name::launch_on::<D>(::core::option::Option::None, #(#names),*)

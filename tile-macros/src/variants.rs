@@ -24,7 +24,9 @@ use tile_core::frontend::Variant;
 use tile_core::ir::{ConstVal, DType};
 use tile_core::Compiled;
 
-use crate::expand::{const_checks, elem_type, helpers_of, spec_tokens, Aot, Signature};
+use crate::expand::{
+    const_checks, dtype_text, elem_type, helpers_of, launcher_docs, spec_tokens, Aot, Signature,
+};
 
 /// One compiled instance: its dtype (of a dtype-generic kernel), variant and code.
 pub struct Built {
@@ -275,13 +277,29 @@ pub fn launcher(item: &syn::ItemFn, built: &[Built]) -> TokenStream {
     let listed = labels.join("; ");
     let fn_doc = format!(
         "Launches kernel `{name}`: the variant tuned for these shapes in this process, else \
-         the default (`{}`); with `TILE_AUTOTUNE=1`, tunes first. Variants: {listed}.",
+         the default (`{}`); with `TILE_AUTOTUNE=1`, tunes first. Variants: {listed}. The \
+         grid and block below are the default's.",
         labels[0]
+    );
+    let either: Vec<String> = dtypes
+        .iter()
+        .flatten()
+        .map(|t| format!("`{}`", t.rust_name()))
+        .collect();
+    let fn_docs = launcher_docs(
+        item,
+        &desc,
+        params,
+        |k, pd| match is_generic[k] {
+            true => format!("`D`: {}", either.join(" or ")),
+            false => dtype_text(pd.dtype),
+        },
+        Some(fn_doc),
     );
     quote! {
         #(#checks)*
 
-        #[doc = #fn_doc]
+        #fn_docs
         #[allow(clippy::too_many_arguments)]
         #vis fn #name #outer_gen(#(#args),*) -> ::core::result::Result<#ret, ::tile::Error> {
             #name::launch_with #gen_use(#p::Pick::Auto, ::core::option::Option::None, #(#names),*)
