@@ -24,6 +24,7 @@ mod accumulator_rows;
 mod copies;
 mod f8;
 mod helpers;
+mod indices;
 mod math;
 mod params;
 mod phases;

@@ -40,6 +40,44 @@ impl Env {
         self.range_in(e, false)
     }
 
+    /// Whether `e` is never negative when the kernel runs: by its run-time
+    /// range where that is known, else by signs, which need no upper bound
+    /// (sums, products, quotients, remainders, shifts, minima and maxima of
+    /// non-negative parts are non-negative; so is a value of an unsigned
+    /// dtype). A difference, a negation or a signed value read from memory
+    /// is not proven.
+    pub fn non_negative(&self, e: &Expr) -> bool {
+        let t = e.dtype();
+        if t.is_int() && !t.is_signed_int() {
+            return true;
+        }
+        if self.run_time_range(e).is_some_and(|(lo, _)| lo >= 0) {
+            return true;
+        }
+        let nn = |x: &Expr| self.non_negative(x);
+        match e {
+            Expr::Int(v, _) => *v >= 0,
+            Expr::Thread => true,
+            Expr::Var(v, _) => {
+                let from = |m: &HashMap<VarId, (i64, i64)>| m.get(v).is_some_and(|r| r.0 >= 0);
+                from(&self.ranges) || from(&self.limits) || self.lets.get(v).is_some_and(nn)
+            }
+            // A cast that keeps every value of its operand's dtype.
+            Expr::Cast(t, a) => {
+                let from = a.dtype();
+                t.is_int() && from.is_int() && t.bytes() >= from.bytes() && nn(a)
+            }
+            Expr::Bin(op, a, b, _) => match op {
+                BinOp::Add | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Min => nn(a) && nn(b),
+                BinOp::Shr | BinOp::BitOr | BinOp::BitXor => nn(a) && nn(b),
+                BinOp::Max | BinOp::BitAnd => nn(a) || nn(b),
+                _ => false,
+            },
+            Expr::Select(_, a, b, _) => nn(a) && nn(b),
+            _ => false,
+        }
+    }
+
     /// The range of `e` at run time: [`Env::range`], falling back to
     /// `limits` and to the range of each value's dtype.
     pub fn run_time_range(&self, e: &Expr) -> Option<(i64, i64)> {

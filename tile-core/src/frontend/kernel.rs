@@ -209,11 +209,7 @@ pub(super) fn swizzle(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
     let width = let_(
         cx,
         "tl_width",
-        Expr::bin(
-            BinOp::Min,
-            Expr::bin(BinOp::Sub, gx, i32v(first)),
-            Expr::int(panel),
-        ),
+        super::loops::panel_width(gx, i32v(first), panel),
     );
     let local = let_(cx, "tl_local", Expr::bin(BinOp::Rem, i32v(id), i32v(group)));
     let sbx = let_(

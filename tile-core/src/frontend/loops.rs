@@ -328,7 +328,7 @@ fn grouped_coords(cx: &mut Ctx, site: &ForSite, t: &Expr, ext: &[Expr], body: &m
     );
     let width = bind(
         "tl_width",
-        Expr::bin(BinOp::Min, Expr::bin(BinOp::Sub, gx, first.clone()), g),
+        panel_width(gx, first.clone(), PERSISTENT_GROUP),
         body,
     );
     let local = bind(
@@ -342,6 +342,16 @@ fn grouped_coords(cx: &mut Ctx, site: &ForSite, t: &Expr, ext: &[Expr], body: &m
         let v = loop_var(cx, name);
         body.push(Stmt::Let { var: v, value });
     }
+}
+
+/// The columns of the group of panels that starts at column `first` of a
+/// grid `gx` wide: `min(gx - first, panel)`, written with a floor of 1
+/// (`first < gx` always) so the bounds pass proves the coordinates derived
+/// from it non-negative, which a difference alone is not. Shared by
+/// `T::use_swizzle` and 2-D `T::persistent` domains.
+pub(super) fn panel_width(gx: Expr, first: Expr, panel: i64) -> Expr {
+    let rest = Expr::bin(BinOp::Max, Expr::bin(BinOp::Sub, gx, first), Expr::int(1));
+    Expr::bin(BinOp::Min, rest, Expr::int(panel))
 }
 
 /// A new loop variable named `name`, bound in the current scope (`_` binds

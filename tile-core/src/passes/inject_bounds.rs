@@ -6,8 +6,8 @@
 //! on ragged edges). Proof: interval analysis with constant loop and grid
 //! extents, and the symbolic cases "index is a loop variable running over
 //! exactly that dim" and "index is a block index whose grid extent is that
-//! dim". Indices are assumed non-negative (origins are block
-//! offsets), so only upper bounds are checked.
+//! dim". An index that interval analysis cannot prove non-negative (one
+//! that subtracts, or one read from memory) is checked from below as well.
 //!
 //! Interior fast path: a `T::parallel` nest whose guards are all monotone in
 //! the nest's indices is split into `if (whole tile in bounds) { unguarded
@@ -273,6 +273,21 @@ impl Pass {
         }
         let mut out = Vec::new();
         for (i, dim) in idx.iter().zip(&b.shape) {
+            // An index narrowed to `int` (an `i64` or `u32` value: the
+            // frontend computes indices in 32 bits) is checked before it is
+            // narrowed, so that 2^32 + 1 is out of bounds, not 1; a value
+            // that passes fits in `int`, so the narrowed access is the same.
+            let checked = match i {
+                Expr::Cast(t, a)
+                    if t.is_int()
+                        && a.dtype().is_int()
+                        && (a.dtype().bytes() > t.bytes()
+                            || (a.dtype().bytes() == t.bytes() && !a.dtype().is_signed_int())) =>
+                {
+                    &**a
+                }
+                i => i,
+            };
             let proven = match (env.range(i), dim.as_int()) {
                 (Some((_, hi)), Some(n)) => hi < n,
                 _ => false,
@@ -288,10 +303,21 @@ impl Pass {
                     // A block index runs below its grid extent (e.g. one block per row).
                     matches!(i, Expr::Var(x, _) if x == b) && g == dim
                 });
-            if !proven {
+            // An index may be negative where it subtracts (`x[g - 1]` of a
+            // stencil) or comes from data (`table[ids[g]]`): then it is
+            // checked from below too, or the access would reach the memory
+            // before the tensor. Sums and products of block indices, loop
+            // variables from 0 and dims are proven non-negative here, so
+            // tile-shaped accesses keep their one check.
+            let narrowed = !std::ptr::eq(checked, i);
+            if !env.non_negative(checked) {
+                let zero = Expr::Int(0, checked.dtype());
+                out.push(Expr::bin(BinOp::Ge, widen(checked.clone(), env), zero));
+            }
+            if !proven || narrowed {
                 // The guard itself must not overflow: with dims near
                 // 2^31, `bx * 1000 + 999 < N` needs 64 bits.
-                out.push(Expr::lt(widen(i.clone(), env), dim.clone()));
+                out.push(Expr::lt(widen(checked.clone(), env), dim.clone()));
             }
         }
         out
@@ -329,6 +355,29 @@ impl Pass {
         })
     }
 
+    /// The bounds conditions of the global loads `e` reads, also through the
+    /// `let`s it names (inner loads first, so that `&&` tests a load's own
+    /// index before reading it), into `out` without repeats.
+    fn load_conds(&self, e: &Expr, env: &Env, seen: &mut Vec<VarId>, out: &mut Vec<Expr>) {
+        e.visit(&mut |x| match x {
+            Expr::Load(b, li, _) => {
+                for c in self.conds(*b, li, env) {
+                    if !out.contains(&c) {
+                        out.push(c);
+                    }
+                }
+            }
+            // Each let once: chains of lets (swizzled block indices) are DAGs.
+            Expr::Var(v, _) if !seen.contains(v) => {
+                seen.push(*v);
+                if let Some(value) = env.lets.get(v) {
+                    self.load_conds(value, env, seen, out);
+                }
+            }
+            _ => {}
+        });
+    }
+
     /// A write of `value` to `buf[idx]` (made by `make`), under the guard
     /// that its index is in bounds; loads in it are guarded too.
     fn guarded(
@@ -340,11 +389,24 @@ impl Pass {
         env: &Env,
         make: impl FnOnce(BufId, Vec<Expr>, Expr) -> Stmt,
     ) -> Stmt {
+        // A load in the index that is out of bounds reads 0, and the write
+        // must not then land on element 0 (`y[idx[g]] = ..` on the ragged
+        // iterations `g >= N`): the loads' conditions guard the write too,
+        // also where the index names a `let` bound to such a load.
+        let mut guard = Vec::new();
+        let mut seen = Vec::new();
+        for i in &idx {
+            self.load_conds(i, env, &mut seen, &mut guard);
+        }
         let idx: Vec<Expr> = idx
             .into_iter()
-            .map(|i| self.guard_loads(i, &[], env))
+            .map(|i| self.guard_loads(i, &guard, env))
             .collect();
-        let guard = self.conds(buf, &idx, env);
+        for c in self.conds(buf, &idx, env) {
+            if !guard.contains(&c) {
+                guard.push(c);
+            }
+        }
         if self.in_nest {
             let inner = self.nest_lets();
             let conds: Vec<Expr> = guard.iter().map(|c| c.inline_lets(inner)).collect();

@@ -16,27 +16,35 @@
 //! can move it ([`is_tma_copy`]); `plan_pipelines` decides where it does.
 
 use crate::analysis::access::zero_mod;
+use crate::analysis::range::Env;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use crate::Target;
 use std::collections::BTreeSet;
 
 pub fn run(mut f: PrimFunc, target: Target) -> Result<PrimFunc, Diagnostic> {
+    let signs = signs(&f);
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     let mut errs = Vec::new();
-    f.body = lower(&mut f, body, target, &mut errs);
+    f.body = lower(&mut f, body, target, &signs, &mut errs);
     match errs.into_iter().next() {
         Some(e) => Err(e),
         None => Ok(f),
     }
 }
 
-fn lower(f: &mut PrimFunc, s: Stmt, target: Target, errs: &mut Vec<Diagnostic>) -> Stmt {
+fn lower(
+    f: &mut PrimFunc,
+    s: Stmt,
+    target: Target,
+    signs: &Env,
+    errs: &mut Vec<Diagnostic>,
+) -> Stmt {
     // The nests made from a tile op report errors at the op.
     let loc = s.loc();
     let lowered = match s {
         Stmt::Seq(..) | Stmt::For { .. } | Stmt::If { .. } => {
-            return s.map_children(&mut |c| lower(f, c, target, errs))
+            return s.map_children(&mut |c| lower(f, c, target, signs, errs))
         }
         Stmt::Copy {
             src,
@@ -44,7 +52,11 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target, errs: &mut Vec<Diagnostic>) 
             loc,
             prefer,
             ..
-        } if target == Target::Cuda && prefer != CopyPref::Loops && is_tile_copy(f, &src, &dst) => {
+        } if target == Target::Cuda
+            && prefer != CopyPref::Loops
+            && is_tile_copy(f, &src, &dst)
+            && src.origin.iter().all(|e| signs.non_negative(e)) =>
+        {
             let inst = match vector_if(f, &src) {
                 Some(v) if prefer != CopyPref::CpAsync && is_tma_copy(f, &src, &dst) => {
                     CopyInst::Tma { vector_if: v }
@@ -80,8 +92,8 @@ fn lower(f: &mut PrimFunc, s: Stmt, target: Target, errs: &mut Vec<Diagnostic>) 
         } if target == Target::Cuda => {
             errs.push(Diagnostic::at(loc, format!(
                 "kernel `{}`: `instruction = \"{}\"`: this copy is not a tile copy: a 2-D tile of a global \
-                 tensor into a whole swizzled shared tile of its dtype (a tensor-core operand), whose 16-byte \
-                 chunks divide among the block's threads",
+                 tensor, from an origin that is provably not negative, into a whole swizzled shared tile of \
+                 its dtype (a tensor-core operand), whose 16-byte chunks divide among the block's threads",
                 f.name,
                 p.name()
             )));
@@ -145,6 +157,40 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
         && cols % epc == 0
         && threads % (cols / epc) == 0
         && (rows * cols / epc) % threads == 0
+}
+
+/// What is known of the signs of `f`'s values, to keep a tile copy whole only
+/// from an origin that is never negative: `tl::copy_tile` predicates each
+/// chunk by the rows and columns left after the origin, so from a negative
+/// origin (a halo's `bx * n - 1`) it would read before the tensor; such a copy
+/// becomes a loop nest instead, whose loads the bounds pass checks on both
+/// sides. Dims and block indices are non-negative, so is a loop variable
+/// whose start is, and a `let` whose value is.
+fn signs(f: &PrimFunc) -> Env {
+    let mut env = Env::default();
+    let whole = (0, i32::MAX as i64);
+    for &v in f.dims.iter().chain(&f.launch.block_vars) {
+        env.limits.insert(v, whole);
+    }
+    f.body.visit(&mut |s| {
+        if let Stmt::Let { var, value } = s {
+            env.lets.insert(*var, value.clone());
+        }
+    });
+    let mut loops = Vec::new();
+    f.body.visit(&mut |s| {
+        if let Stmt::For { var, start, .. } = s {
+            loops.push((*var, start.clone()));
+        }
+    });
+    // Outer loops first (`visit` is parents first): an inner loop's start
+    // may name an outer loop's variable.
+    for (v, start) in &loops {
+        if env.non_negative(start) {
+            env.limits.insert(*v, whole);
+        }
+    }
+    env
 }
 
 /// Elements of `t` in one 16-byte chunk (8 two-byte, 16 one-byte).

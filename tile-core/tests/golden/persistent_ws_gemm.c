@@ -18,7 +18,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
     for (int32_t tl_wave_ = 0; tl_wave_ < (((((((N + 128) - 1) / 128) * (((M + 128) - 1) / 128)) - bid) + 131) / 132); ++tl_wave_) {
       const int32_t tl_tile_ = (bid + (tl_wave_ * 132));
       const int32_t tl_first_ = ((tl_tile_ / (8 * (((M + 128) - 1) / 128))) * 8);
-      const int32_t tl_width_ = ((((((N + 128) - 1) / 128) - tl_first_)) < (8) ? (((((N + 128) - 1) / 128) - tl_first_)) : (8));
+      const int32_t tl_width_ = ((((((((N + 128) - 1) / 128) - tl_first_)) > (1) ? (((((N + 128) - 1) / 128) - tl_first_)) : (1))) < (8) ? (((((((N + 128) - 1) / 128) - tl_first_)) > (1) ? (((((N + 128) - 1) / 128) - tl_first_)) : (1))) : (8));
       const int32_t tl_local_ = (tl_tile_ % (8 * (((M + 128) - 1) / 128)));
       const int32_t bx = (tl_first_ + (tl_local_ % tl_width_));
       const int32_t by = (tl_local_ / tl_width_);

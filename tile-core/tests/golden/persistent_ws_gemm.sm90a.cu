@@ -29,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
         for (int tl_wave_ = 0; tl_wave_ < (((((((N + 128) - 1) / 128) * (((M + 128) - 1) / 128)) - bid) + 131) / 132); ++tl_wave_) {
           const int tl_tile_ = (bid + (tl_wave_ * 132));
           const int tl_first_ = ((tl_tile_ / (8 * (((M + 128) - 1) / 128))) * 8);
-          const int tl_width_ = min(((((N + 128) - 1) / 128) - tl_first_), 8);
+          const int tl_width_ = min(max(((((N + 128) - 1) / 128) - tl_first_), 1), 8);
           const int tl_local_ = (tl_tile_ % (8 * (((M + 128) - 1) / 128)));
           const int bx = (tl_first_ + (tl_local_ % tl_width_));
           const int by = (tl_local_ / tl_width_);
@@ -52,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
     for (int tl_wave_ = 0; tl_wave_ < (((((((N + 128) - 1) / 128) * (((M + 128) - 1) / 128)) - bid) + 131) / 132); ++tl_wave_) {
       const int tl_tile_ = (bid + (tl_wave_ * 132));
       const int tl_first_ = ((tl_tile_ / (8 * (((M + 128) - 1) / 128))) * 8);
-      const int tl_width_ = min(((((N + 128) - 1) / 128) - tl_first_), 8);
+      const int tl_width_ = min(max(((((N + 128) - 1) / 128) - tl_first_), 1), 8);
       const int tl_local_ = (tl_tile_ % (8 * (((M + 128) - 1) / 128)));
       const int bx = (tl_first_ + (tl_local_ % tl_width_));
       const int by = (tl_local_ / tl_width_);

@@ -20,7 +20,7 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
     const int32_t tl_id_ = ((by * (((N + 128) - 1) / 128)) + bx);
     const int32_t tl_group_ = (8 * (((M + 128) - 1) / 128));
     const int32_t tl_first_ = ((tl_id_ / tl_group_) * 8);
-    const int32_t tl_width_ = ((((((N + 128) - 1) / 128) - tl_first_)) < (8) ? (((((N + 128) - 1) / 128) - tl_first_)) : (8));
+    const int32_t tl_width_ = ((((((((N + 128) - 1) / 128) - tl_first_)) > (1) ? (((((N + 128) - 1) / 128) - tl_first_)) : (1))) < (8) ? (((((((N + 128) - 1) / 128) - tl_first_)) > (1) ? (((((N + 128) - 1) / 128) - tl_first_)) : (1))) : (8));
     const int32_t tl_local_ = (tl_id_ % tl_group_);
     const int32_t bx_swizzled = (tl_first_ + (tl_local_ % tl_width_));
     const int32_t by_swizzled = (tl_local_ / tl_width_);

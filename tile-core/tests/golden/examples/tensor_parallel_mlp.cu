@@ -10,7 +10,7 @@ extern "C" __global__ void __launch_bounds__(128) tp_gemm_gelu__block_n128_threa
   const int tl_id_ = ((by * (((N + 128) - 1) / 128)) + bx);
   const int tl_group_ = (8 * (((M + 128) - 1) / 128));
   const int tl_first_ = ((tl_id_ / tl_group_) * 8);
-  const int tl_width_ = min(((((N + 128) - 1) / 128) - tl_first_), 8);
+  const int tl_width_ = min(max(((((N + 128) - 1) / 128) - tl_first_), 1), 8);
   const int tl_local_ = (tl_id_ % tl_group_);
   const int bx_swizzled = (tl_first_ + (tl_local_ % tl_width_));
   const int by_swizzled = (tl_local_ / tl_width_);
