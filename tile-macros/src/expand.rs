@@ -79,15 +79,21 @@ pub(crate) fn const_checks(consts: &[tile_core::frontend::UsedConst]) -> TokenSt
 
 /// The typed launcher's docs: the kernel's own doc comments, then `extra`
 /// (what a kernel with variants adds), then a generated "Kernel" section:
-/// each parameter with its dtype (`dtype(k, ..)`: a generic kernel names its
-/// element types) and shape, the dynamic dims, the grid and the block.
+/// each parameter with its dtype and shape, the dynamic dims, the grid and
+/// the block. Parameter `k` with `generic[k]` has the type parameter's
+/// dtype, one of `dtypes` (a dtype-generic kernel; both empty otherwise).
 pub(crate) fn launcher_docs(
     item: &syn::ItemFn,
     desc: &KernelDesc,
     params: &[ParamDef],
-    dtype: impl Fn(usize, &ParamDef) -> String,
+    (generic, dtypes): (&[bool], &[DType]),
     extra: Option<String>,
 ) -> TokenStream {
+    let either: Vec<String> = dtypes.iter().map(|t| dtype_text(*t)).collect();
+    let dtype = |k: usize, pd: &ParamDef| match generic.get(k) {
+        Some(true) => format!("`D`: {}", either.join(" or ")),
+        _ => dtype_text(pd.dtype),
+    };
     let own: Vec<&syn::Attribute> = item
         .attrs
         .iter()
@@ -273,13 +279,7 @@ pub fn launcher(item: &syn::ItemFn, c: &Compiled) -> TokenStream {
     let aot = Aot::find(&desc);
     let spec = spec_tokens(&desc, &aot);
     let checks = const_checks(&c.def.consts);
-    let docs = launcher_docs(
-        item,
-        &desc,
-        &c.def.params,
-        |_, pd| dtype_text(pd.dtype),
-        None,
-    );
+    let docs = launcher_docs(item, &desc, &c.def.params, (&[], &[]), None);
     let m = module(item, &sig, &aot, spec, docs);
     quote!(#checks #m)
 }

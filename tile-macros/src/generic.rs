@@ -23,7 +23,7 @@ use tile_core::ir::DType;
 use tile_core::Compiled;
 
 use crate::expand::{
-    const_checks, dtype_text, elem_type, helpers_of, launcher_docs, spec_tokens, Aot, Signature,
+    const_checks, elem_type, helpers_of, launcher_docs, spec_tokens, Aot, Signature,
 };
 
 /// The launcher of a kernel compiled once per dtype of its type parameter.
@@ -94,17 +94,8 @@ pub fn launcher(item: &syn::ItemFn, instances: &[(DType, Compiled)]) -> TokenStr
         "The element types kernel `{name}` is built for: {}.",
         listed.join(", ")
     );
-    let either: Vec<String> = listed.iter().map(|t| format!("`{t}`")).collect();
-    let fn_docs = launcher_docs(
-        item,
-        &desc,
-        params,
-        |k, pd| match generic[k] {
-            true => format!("`D`: {}", either.join(" or ")),
-            false => dtype_text(pd.dtype),
-        },
-        None,
-    );
+    let dtypes: Vec<DType> = instances.iter().map(|(t, _)| *t).collect();
+    let fn_docs = launcher_docs(item, &desc, params, (&generic, &dtypes), None);
     let (args, names, refs) = (&sig.args, &sig.names, &sig.refs);
     let launch = match sig.scalars.as_slice() {
         [] => quote!(#p::launch(D::spec(), D::slot(), stream, &[#(#refs),*])),

@@ -25,7 +25,7 @@ use tile_core::ir::{ConstVal, DType};
 use tile_core::Compiled;
 
 use crate::expand::{
-    const_checks, dtype_text, elem_type, helpers_of, launcher_docs, spec_tokens, Aot, Signature,
+    const_checks, elem_type, helpers_of, launcher_docs, spec_tokens, Aot, Signature,
 };
 
 /// One compiled instance: its dtype (of a dtype-generic kernel), variant and code.
@@ -281,21 +281,8 @@ pub fn launcher(item: &syn::ItemFn, built: &[Built]) -> TokenStream {
          grid and block below are the default's.",
         labels[0]
     );
-    let either: Vec<String> = dtypes
-        .iter()
-        .flatten()
-        .map(|t| format!("`{}`", t.rust_name()))
-        .collect();
-    let fn_docs = launcher_docs(
-        item,
-        &desc,
-        params,
-        |k, pd| match is_generic[k] {
-            true => format!("`D`: {}", either.join(" or ")),
-            false => dtype_text(pd.dtype),
-        },
-        Some(fn_doc),
-    );
+    let listed: Vec<DType> = dtypes.iter().flatten().copied().collect();
+    let fn_docs = launcher_docs(item, &desc, params, (&is_generic, &listed), Some(fn_doc));
     quote! {
         #(#checks)*
 
