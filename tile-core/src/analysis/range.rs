@@ -40,6 +40,30 @@ impl Env {
         self.range_in(e, false)
     }
 
+    /// What holds whenever `f` runs, before any statement: a constant grid
+    /// extent bounds its block index (`ranges`); every dynamic dim and grid
+    /// extent fits in `int` (the runtime's argument and grid checks), and a
+    /// block index is below its grid extent (`limits`).
+    pub fn at_launch(f: &PrimFunc) -> Env {
+        const MAX_INT: i64 = i32::MAX as i64;
+        let mut env = Env::default();
+        for (d, &v) in f.launch.block_vars.iter().enumerate() {
+            if let Some(g) = f.launch.grid[d].as_int() {
+                env.ranges.insert(v, (0, g - 1));
+            }
+        }
+        for &d in &f.dims {
+            env.limits.insert(d, (0, MAX_INT));
+        }
+        for (d, &v) in f.launch.block_vars.iter().enumerate() {
+            let hi = env
+                .run_time_range(&f.launch.grid[d])
+                .map_or(MAX_INT, |(_, hi)| hi.min(MAX_INT));
+            env.limits.insert(v, (0, (hi - 1).max(0)));
+        }
+        env
+    }
+
     /// Whether `e` is never negative when the kernel runs: by its run-time
     /// range where that is known, else by signs, which need no upper bound
     /// (sums, products, quotients, remainders, shifts, minima and maxima of

@@ -23,8 +23,6 @@ use crate::analysis::range::Env;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 
-const MAX_INT: i64 = i32::MAX as i64;
-
 /// `e` computed in 64 bits where 32 might overflow: each operation `env`
 /// cannot prove fits in `int` gets an operand cast to `int64` (C's usual
 /// conversions then compute it, and everything above it, in 64 bits);
@@ -61,23 +59,7 @@ fn widen(e: Expr, env: &Env) -> Expr {
 }
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let mut env = Env::default();
-    for (d, &v) in f.launch.block_vars.iter().enumerate() {
-        if let Some(g) = f.launch.grid[d].as_int() {
-            env.ranges.insert(v, (0, g - 1));
-        }
-    }
-    // What the runtime guarantees at launch: every dynamic dim and grid
-    // extent fits in `int` (`tile-runtime`'s argument and grid checks).
-    for &d in &f.dims {
-        env.limits.insert(d, (0, MAX_INT));
-    }
-    for (d, &v) in f.launch.block_vars.iter().enumerate() {
-        let hi = env
-            .run_time_range(&f.launch.grid[d])
-            .map_or(MAX_INT, |(_, hi)| hi.min(MAX_INT));
-        env.limits.insert(v, (0, (hi - 1).max(0)));
-    }
+    let mut env = Env::at_launch(&f);
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     let mut p = Pass {
         f,
@@ -277,16 +259,16 @@ impl Pass {
             // frontend computes indices in 32 bits) is checked before it is
             // narrowed, so that 2^32 + 1 is out of bounds, not 1; a value
             // that passes fits in `int`, so the narrowed access is the same.
-            let checked = match i {
+            let (checked, narrowed) = match i {
                 Expr::Cast(t, a)
                     if t.is_int()
                         && a.dtype().is_int()
                         && (a.dtype().bytes() > t.bytes()
                             || (a.dtype().bytes() == t.bytes() && !a.dtype().is_signed_int())) =>
                 {
-                    &**a
+                    (&**a, true)
                 }
-                i => i,
+                i => (i, false),
             };
             let proven = match (env.range(i), dim.as_int()) {
                 (Some((_, hi)), Some(n)) => hi < n,
@@ -309,7 +291,6 @@ impl Pass {
             // before the tensor. Sums and products of block indices, loop
             // variables from 0 and dims are proven non-negative here, so
             // tile-shaped accesses keep their one check.
-            let narrowed = !std::ptr::eq(checked, i);
             if !env.non_negative(checked) {
                 let zero = Expr::Int(0, checked.dtype());
                 out.push(Expr::bin(BinOp::Ge, widen(checked.clone(), env), zero));

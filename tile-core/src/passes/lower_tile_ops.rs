@@ -167,11 +167,8 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
 /// sides. Dims and block indices are non-negative, so is a loop variable
 /// whose start is, and a `let` whose value is.
 fn signs(f: &PrimFunc) -> Env {
-    let mut env = Env::default();
+    let mut env = Env::at_launch(f);
     let whole = (0, i32::MAX as i64);
-    for &v in f.dims.iter().chain(&f.launch.block_vars) {
-        env.limits.insert(v, whole);
-    }
     f.body.visit(&mut |s| {
         if let Stmt::Let { var, value } = s {
             env.lets.insert(*var, value.clone());

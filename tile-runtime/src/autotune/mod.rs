@@ -656,7 +656,7 @@ fn run_variants(
         b.finish_and_clear();
     }
     let t = Instant::now();
-    let best = final_round(cfg, set, stream, args, scalars, &mut rows)?.or(best);
+    let best = final_round(cfg, set, stream, args, scalars, &mut rows).or(best);
     timing += t.elapsed();
     saved.restore()?;
     let Some((chosen, _)) = best else {
@@ -721,7 +721,8 @@ const MAX_FINALISTS: usize = 6;
 /// clock drifts by several percent over the seconds of tuning. Interleaved, every
 /// finalist runs after a different kernel, as it will in a program, and sees the same
 /// drift.
-/// Returns the fastest finalist, or `None` when fewer than two qualify.
+/// Returns the fastest finalist, or `None` when fewer than two qualify or the round
+/// fails (the first pass's times then stand).
 fn final_round(
     cfg: &Config,
     set: &'static VariantSet,
@@ -729,16 +730,14 @@ fn final_round(
     args: &[ArgRef<'_>],
     scalars: &[ScalarArg],
     rows: &mut [TuneRow],
-) -> Result<Option<(usize, f64)>> {
+) -> Option<(usize, f64)> {
     let mut timed: Vec<(usize, f64)> = rows
         .iter()
         .enumerate()
         .filter_map(|(i, r)| r.median_ms().map(|m| (i, m)))
         .collect();
     timed.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let Some(&(_, fastest)) = timed.first() else {
-        return Ok(None);
-    };
+    let &(_, fastest) = timed.first()?;
     let finalists: Vec<usize> = timed
         .iter()
         .take_while(|(_, m)| *m <= fastest * FINALISTS_WITHIN)
@@ -746,7 +745,7 @@ fn final_round(
         .map(|&(i, _)| i)
         .collect();
     if finalists.len() < 2 {
-        return Ok(None);
+        return None;
     }
     // One closure type for every finalist (they differ only in what they capture).
     let mut launches: Vec<_> = finalists
@@ -767,7 +766,7 @@ fn final_round(
             if cfg.diagnostics {
                 eprintln!("tile autotune {} final round failed: {e}", set.name());
             }
-            return Ok(None);
+            return None;
         }
     };
     let mut best: Option<(usize, f64)> = None;
@@ -789,7 +788,7 @@ fn final_round(
             best = Some((i, r.median_ms));
         }
     }
-    Ok(best)
+    best
 }
 
 /// A progress bar on stderr while tuning, when stderr is a terminal.
