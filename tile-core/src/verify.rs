@@ -334,6 +334,13 @@ fn stage_rules(f: &PrimFunc, stage: Stage) -> Result<(), String> {
     if thread && (on_c || !f.cuda_only) {
         return Err("the thread index is used in a function built for the CPU".into());
     }
+    // `inject_bounds` resolves every `padded` (the backends cannot print it).
+    let mut padded = false;
+    f.body
+        .visit_exprs(&mut |e| padded |= matches!(e, Expr::Call(Intrin::Padded, ..)));
+    if padded && stage.ran(PassId::InjectBounds) {
+        return Err("a `padded` value after `inject_bounds`".into());
+    }
     visit_units(&f.body, false, &mut |s, inside| match s {
         // `insert_barriers` (CUDA only) places every barrier, never where
         // only some threads would reach it.

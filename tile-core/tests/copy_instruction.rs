@@ -1,5 +1,6 @@
-//! `T::copy(src, dst, instruction = "..")`: the passes honour the
-//! instruction asked for, or say at the copy why they cannot.
+//! `T::copy(src, dst, instruction = "..", pad = v)`: the passes honour the
+//! instruction asked for, or say at the copy why they cannot; a padded copy
+//! is a loop nest whose reads outside the tensor give the pad.
 
 /// A GEMM main loop whose B copy carries `option` (`""` for none), and
 /// whose epilogue copy carries `epilogue`.
@@ -75,8 +76,11 @@ fn an_instruction_that_cannot_run_is_an_error_at_the_copy() {
             gemm(r#", instruction = "dma""#, ""),
             "`instruction` is one of",
         ),
-        (gemm(r#", kind = "tma""#, ""), "the option is `instruction`"),
-        (gemm(r#", 3"#, ""), "is `instruction = ..`"),
+        (
+            gemm(r#", kind = "tma""#, ""),
+            "the options are `instruction` and `pad`",
+        ),
+        (gemm(r#", 3"#, ""), "are `instruction = ..` and `pad = ..`"),
     ];
     for (src, says) in cases {
         let (msg, at) = compile(&src).expect_err(says);
@@ -111,4 +115,38 @@ fn tma_outside_a_specialized_pipeline_is_an_error() {
     let (msg, at) = compile(src).expect_err("tma outside a pipeline");
     assert!(msg.contains("warp-specialized pipeline"), "{msg}");
     assert!(at.starts_with("T::copy(a.at"), "{msg} at {at}");
+}
+
+#[test]
+fn a_padded_copy_is_a_nest_that_reads_the_pad_outside_the_tensor() {
+    // A pad of 0 is every copy's: the tile copy and the specialized loop stay.
+    let (_, hopper) = compile(&gemm(", pad = 0.0", "")).unwrap();
+    assert!(hopper.contains("warp_specialized=true"), "{hopper}");
+    // Another pad: a nest whose guarded read selects the pad, on every
+    // target; no `padded` survives the bounds pass.
+    let (portable, hopper) = compile(&gemm(", pad = -1.0", "")).unwrap();
+    for s in [&portable, &hopper] {
+        assert!(!s.contains("padded"), "{s}");
+        assert!(s.contains("float16(-1"), "{s}");
+        assert!(!s.contains("warp_specialized=true"), "{s}");
+    }
+    let cases = [
+        (
+            gemm(r#", instruction = "tma", pad = -1.0"#, ""),
+            "fills the tile's part outside the tensor with zeros",
+        ),
+        (gemm(", pad = 1.0, pad = 2.0", ""), "`pad` is given twice"),
+        (
+            gemm("", ", pad = 1.0"),
+            "`pad` is for copies that read a tensor argument",
+        ),
+    ];
+    for (src, says) in cases {
+        let (msg, at) = compile(&src).expect_err(says);
+        assert!(msg.contains(says), "{msg}");
+        assert!(
+            at.starts_with('-') || at.starts_with("pad") || at.starts_with('1'),
+            "{msg} at {at}"
+        );
+    }
 }

@@ -97,7 +97,8 @@ fn whole_tile_op(cx: &mut Ctx, k: &Call) -> bool {
     true
 }
 
-/// `T::copy(src, dst)`.
+/// `T::copy(src, dst)`, with the options `instruction = ".."` and
+/// `pad = v`, in either order.
 pub(super) fn copy(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
     if !whole_tile_op(cx, k) {
         return;
@@ -105,50 +106,138 @@ pub(super) fn copy(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
     let (Some(src), Some(dst)) = (region_ref(cx, k.args[0]), region_ref(cx, k.args[1])) else {
         return;
     };
-    let prefer = match k.args.get(2) {
-        Some(kw) => match copy_instruction(cx, kw) {
+    let mut prefer = CopyPref::Auto;
+    let mut pad_arg = None;
+    let mut seen = Vec::new();
+    for &kw in &k.args[2..] {
+        let Some((key, value)) = copy_option(cx, kw, &mut seen) else {
+            return;
+        };
+        match key {
+            "instruction" => match copy_instruction(cx, value) {
+                Some(p) => prefer = p,
+                None => return,
+            },
+            _ => pad_arg = Some(value),
+        }
+    }
+    let (src_buf, dst_buf) = (src.buf, dst.buf);
+    let Some(mut s) = resolve_copy(cx, src, dst, k.span()) else {
+        return;
+    };
+    let pad = match pad_arg {
+        Some(e) => match copy_pad(cx, e, src_buf, dst_buf, prefer) {
             Some(p) => p,
             None => return,
         },
-        None => CopyPref::Auto,
+        None => None,
     };
-    if let Some(mut s) = resolve_copy(cx, src, dst, k.span()) {
-        if let Stmt::Copy { prefer: p, .. } = &mut s {
-            *p = prefer;
-        }
-        out.push(s);
+    if let Stmt::Copy {
+        prefer: p, pad: d, ..
+    } = &mut s
+    {
+        *p = prefer;
+        *d = pad;
     }
+    out.push(s);
 }
 
-/// `instruction = "tma" | "cp_async" | "loops"`, the third argument of `T::copy`.
-fn copy_instruction(cx: &mut Ctx, kw: &syn::Expr) -> Option<CopyPref> {
-    let names = CopyPref::NAMES.map(|(n, _)| format!("\"{n}\"")).join(", ");
+/// One `name = value` option of `T::copy`: its name (`instruction` or
+/// `pad`, each at most once) and value.
+fn copy_option<'a>(
+    cx: &mut Ctx,
+    kw: &'a syn::Expr,
+    seen: &mut Vec<&'static str>,
+) -> Option<(&'static str, &'a syn::Expr)> {
     let syn::Expr::Assign(a) = kw else {
         cx.err(
             range(kw),
-            format!("the optional argument of `T::copy` is `instruction = ..`, one of {names}"),
+            "the optional arguments of `T::copy` are `instruction = ..` and `pad = ..`",
         );
         return None;
     };
-    let is_key = matches!(&*a.left, syn::Expr::Path(p) if p.path.is_ident("instruction"));
-    if !is_key {
-        cx.err(
-            range(&a.left),
-            "unknown `T::copy` option; the option is `instruction`",
-        );
+    let key = match &*a.left {
+        syn::Expr::Path(p) if p.path.is_ident("instruction") => "instruction",
+        syn::Expr::Path(p) if p.path.is_ident("pad") => "pad",
+        _ => {
+            cx.err(
+                range(&a.left),
+                "unknown `T::copy` option; the options are `instruction` and `pad`",
+            );
+            return None;
+        }
+    };
+    if seen.contains(&key) {
+        cx.err(range(&a.left), format!("`{key}` is given twice"));
         return None;
     }
-    let value = match &*a.right {
+    seen.push(key);
+    Some((key, &a.right))
+}
+
+/// The value of `instruction = "tma" | "cp_async" | "loops"`.
+fn copy_instruction(cx: &mut Ctx, value: &syn::Expr) -> Option<CopyPref> {
+    let names = CopyPref::NAMES.map(|(n, _)| format!("\"{n}\"")).join(", ");
+    let pref = match value {
         syn::Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Str(s),
             ..
         }) => CopyPref::from_name(&s.value()),
         _ => None,
     };
-    if value.is_none() {
-        cx.err(range(&a.right), format!("`instruction` is one of {names}"));
+    if pref.is_none() {
+        cx.err(range(value), format!("`instruction` is one of {names}"));
     }
-    value
+    pref
+}
+
+/// `pad = v`: the value, in `dst`'s dtype, that elements read from outside
+/// the source tensor become. `Some(None)` for a pad of zero, which every
+/// copy already gives (so the copy may still be a tile copy).
+fn copy_pad(
+    cx: &mut Ctx,
+    e: &syn::Expr,
+    src: BufId,
+    dst: BufId,
+    prefer: CopyPref,
+) -> Option<Option<Expr>> {
+    let (sb, db) = (cx.f.buf(src).clone(), cx.f.buf(dst).clone());
+    if sb.scope != Scope::Global {
+        cx.err(
+            range(e),
+            format!(
+                "`pad` is for copies that read a tensor argument, whose edge a tile may cross; \
+                 `{}` is a {} buffer, never read out of bounds",
+                sb.name,
+                sb.scope.name()
+            ),
+        );
+        return None;
+    }
+    let v = expr::lower(cx, e);
+    let what = format!("buffer `{}`", db.name);
+    let v = expr::convert_for_store(cx, At::Expr(e), v, db.dtype, &what);
+    let zero = match &v {
+        Expr::Int(0, _) => true,
+        // +0.0 only: a pad of -0.0 differs from the zero fill in its sign.
+        Expr::Float(x, _) => *x == 0.0 && x.is_sign_positive(),
+        _ => false,
+    };
+    if zero {
+        return Some(None);
+    }
+    if matches!(prefer, CopyPref::CpAsync | CopyPref::Tma) {
+        cx.err(
+            range(e),
+            format!(
+                "`instruction = \"{}\"` fills the tile's part outside the tensor with zeros; a \
+                 copy with another `pad` runs as loops",
+                prefer.name()
+            ),
+        );
+        return None;
+    }
+    Some(Some(v))
 }
 
 /// `T::fill(buf, value)`, and `T::clear(buf)` (`value: None`, zero).
@@ -428,6 +517,7 @@ fn resolve_copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Opt
         loc: cx.loc,
         inst: CopyInst::Loops,
         prefer: CopyPref::Auto,
+        pad: None,
         src: s,
         dst: d,
     })

@@ -1,11 +1,12 @@
 //! The value builtins: `T::ceildiv`, `T::max`, `T::min`, the math functions,
-//! `T::if_then_else`, the dtype constants `T::infinity` and `T::max_value`,
+//! `T::if_then_else`, `T::padded`, the dtype constants `T::infinity` and `T::max_value`,
 //! and `T::get_thread_binding`. Each gets a call whose argument count the
 //! table has checked, and gives an expression.
 
 use super::builtins::Call;
 use super::expr::{self, arith, select, unify};
 use super::Ctx;
+use crate::diag::{range, At};
 use crate::ir::*;
 
 /// The arguments, lowered in order.
@@ -34,6 +35,38 @@ pub(super) fn binary(cx: &mut Ctx, k: &Call, op: BinOp) -> Expr {
 pub(super) fn if_then_else(cx: &mut Ctx, k: &Call) -> Expr {
     let [c, a, b]: [Expr; 3] = operands(cx, k).try_into().expect("arity 3");
     select(cx, k.span().into(), c, a, b)
+}
+
+/// `T::padded(x[i], pad)`: `x[i]`, or `pad` where the index is outside the
+/// tensor `x` (a guarded read is 0 there otherwise). `inject_bounds` makes
+/// it a select on the read's bounds, or the plain read where it proves them.
+pub(super) fn padded(cx: &mut Ctx, k: &Call) -> Expr {
+    let v = expr::lower(cx, k.args[0]);
+    let Expr::Load(b, ..) = &v else {
+        cx.err(
+            range(k.args[0]),
+            "`T::padded` takes an element of a tensor argument, `x[i]` or `x[(i, j)]`",
+        );
+        return v;
+    };
+    let buf = cx.f.buf(*b).clone();
+    if buf.scope != Scope::Global {
+        cx.err(
+            range(k.args[0]),
+            format!(
+                "`T::padded` is for reads of a tensor argument, which may fall outside it; `{}` is a \
+                 {} buffer, never read out of bounds",
+                buf.name,
+                buf.scope.name()
+            ),
+        );
+        return v;
+    }
+    let t = v.dtype();
+    let pad = expr::lower(cx, k.args[1]);
+    let what = format!("the padding of a read of `{}`", buf.name);
+    let pad = expr::convert_for_store(cx, At::Expr(k.args[1]), pad, t, &what);
+    Expr::Call(Intrin::Padded, vec![v, pad], t)
 }
 
 /// `T::clamp(x, lo, hi)`: `T::min(T::max(x, lo), hi)`, for integers and floats.

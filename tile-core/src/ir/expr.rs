@@ -125,10 +125,15 @@ pub enum Intrin {
     /// The bits of a value read as the call's dtype, of the same size
     /// (`T::bitcast::<f32>(0x3f800000u32)` is 1.0): any non-bool dtypes.
     Bitcast,
+    /// `padded(v, pad)`: `v`, or `pad` where a global load in `v` is out of
+    /// bounds (`T::copy(.., pad = ..)`, `T::padded(x[i], ..)`). Not a
+    /// function: `inject_bounds` turns it into a select on the loads' bounds
+    /// (or into `v` where they are proven), and no call survives that pass.
+    Padded,
 }
 
 impl Intrin {
-    pub const ALL: [Intrin; 21] = [
+    pub const ALL: [Intrin; 22] = [
         Intrin::Exp,
         Intrin::Exp2,
         Intrin::Log,
@@ -150,6 +155,7 @@ impl Intrin {
         Intrin::Pow,
         Intrin::Fma,
         Intrin::Bitcast,
+        Intrin::Padded,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -174,12 +180,13 @@ impl Intrin {
             Intrin::Pow => "pow",
             Intrin::Fma => "fma",
             Intrin::Bitcast => "bitcast",
+            Intrin::Padded => "padded",
         }
     }
     /// How many values it takes.
     pub fn arity(self) -> usize {
         match self {
-            Intrin::Pow => 2,
+            Intrin::Pow | Intrin::Padded => 2,
             Intrin::Fma => 3,
             _ => 1,
         }
@@ -264,24 +271,25 @@ impl Expr {
 
     /// Rebuilds the expression bottom-up; `f` may replace any node.
     pub fn map(self, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
-        let e = match self {
-            Expr::Load(b, idx, t) => Expr::Load(b, idx.into_iter().map(|e| e.map(f)).collect(), t),
-            Expr::Bin(op, a, b, _) => Expr::bin(op, a.map(f), b.map(f)),
-            Expr::Not(a) => Expr::Not(Box::new(a.map(f))),
-            Expr::Neg(a, t) => Expr::Neg(Box::new(a.map(f)), t),
-            Expr::Cast(t, a) => a.map(f).cast(t),
-            Expr::Select(c, a, b, t) => Expr::Select(
-                Box::new(c.map(f)),
-                Box::new(a.map(f)),
-                Box::new(b.map(f)),
-                t,
-            ),
-            Expr::Call(i, args, t) => {
-                Expr::Call(i, args.into_iter().map(|e| e.map(f)).collect(), t)
-            }
-            e => e,
-        };
+        let e = self.map_children(&mut |c| c.map(f));
         f(e)
+    }
+
+    /// Rebuilds the node from its children, each replaced by `f` (one level:
+    /// a pass that treats some nodes differently recurses through `f`).
+    pub fn map_children(self, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+        match self {
+            Expr::Load(b, idx, t) => Expr::Load(b, idx.into_iter().map(&mut *f).collect(), t),
+            Expr::Bin(op, a, b, _) => Expr::bin(op, f(*a), f(*b)),
+            Expr::Not(a) => Expr::Not(Box::new(f(*a))),
+            Expr::Neg(a, t) => Expr::Neg(Box::new(f(*a)), t),
+            Expr::Cast(t, a) => f(*a).cast(t),
+            Expr::Select(c, a, b, t) => {
+                Expr::Select(Box::new(f(*c)), Box::new(f(*a)), Box::new(f(*b)), t)
+            }
+            Expr::Call(i, args, t) => Expr::Call(i, args.into_iter().map(&mut *f).collect(), t),
+            e => e,
+        }
     }
 
     /// Substitutes let-bound values (transitively) for their variables.

@@ -299,12 +299,16 @@ impl Printer<'_> {
                 dst,
                 inst,
                 prefer,
+                pad,
                 ..
             } => {
-                let prefer = match prefer {
+                let mut prefer = match prefer {
                     CopyPref::Auto => String::new(),
                     p => format!(", prefer=\"{}\"", p.name()),
                 };
+                if let Some(p) = pad {
+                    prefer += &format!(", pad={}", self.expr(p));
+                }
                 // Set on CUDA by `lower_tile_ops`.
                 let inst = match inst {
                     CopyInst::Loops => String::new(),

@@ -251,6 +251,10 @@ pub enum Stmt {
         inst: CopyInst,
         /// The user's `instruction = ".."`, which that choice must honour.
         prefer: CopyPref,
+        /// The user's `pad = v` (dst's dtype): what an element read from
+        /// outside the source tensor becomes, instead of 0. A padded copy
+        /// is never a tile copy (those fill with zeros).
+        pad: Option<Expr>,
     },
     /// `dst += src` element-wise with atomic adds (`T::atomic_add` of a tile).
     AtomicAddTile {

@@ -86,12 +86,14 @@ impl Stmt {
                 loc,
                 inst,
                 prefer,
+                pad,
             } => Stmt::Copy {
                 src: region(src, f),
                 dst: region(dst, f),
                 loc,
                 inst,
                 prefer,
+                pad: pad.map(&mut *f),
             },
             Stmt::AtomicAddTile { src, dst, loc } => Stmt::AtomicAddTile {
                 src: region(src, f),
@@ -126,7 +128,15 @@ impl Stmt {
                 extent.visit(f);
             }
             Stmt::If { cond, .. } => cond.visit(f),
-            Stmt::Copy { src, dst, .. } | Stmt::AtomicAddTile { src, dst, .. } => {
+            Stmt::Copy { src, dst, pad, .. } => {
+                for r in [src, dst] {
+                    r.origin.iter().chain(&r.extent).for_each(|e| e.visit(f));
+                }
+                if let Some(p) = pad {
+                    p.visit(f);
+                }
+            }
+            Stmt::AtomicAddTile { src, dst, .. } => {
                 for r in [src, dst] {
                     r.origin.iter().chain(&r.extent).for_each(|e| e.visit(f));
                 }

@@ -311,29 +311,69 @@ impl Pass {
         }
     }
 
-    /// Wraps unguarded global loads in `cond ? load : 0`.
+    /// Wraps unguarded global loads in `cond ? load : 0` (the loads in an
+    /// index first, so that a load's condition tests them guarded). A
+    /// select's condition covers the loads of its first branch
+    /// (`T::if_then_else(i < n, x[i], ..)` is not checked twice), and
+    /// `padded(v, pad)` becomes `cond ? v : pad` on the conditions of the
+    /// loads in `v`.
     fn guard_loads(&self, e: Expr, covered: &[Expr], env: &Env) -> Expr {
-        e.map(&mut |x| match x {
+        match e {
             Expr::Load(b, idx, t) => {
+                let idx: Vec<Expr> = idx
+                    .into_iter()
+                    .map(|i| self.guard_loads(i, covered, env))
+                    .collect();
                 let conds: Vec<Expr> = self
                     .conds(b, &idx, env)
                     .into_iter()
                     .filter(|c| !covered.contains(c))
                     .collect();
                 let load = Expr::Load(b, idx, t);
-                self.emitted_extra(&conds);
-                match conds.into_iter().reduce(Expr::and) {
-                    None => load,
-                    Some(c) => Expr::Select(
-                        Box::new(c),
-                        Box::new(load),
-                        Box::new(Expr::Int(0, DType::I32).cast(t)),
-                        t,
-                    ),
-                }
+                let zero = Expr::Int(0, DType::I32).cast(t);
+                self.select(conds, load, zero)
             }
-            x => x,
-        })
+            Expr::Select(c, a, b, t) => {
+                let c = self.guard_loads(*c, covered, env);
+                let mut inner = covered.to_vec();
+                conjuncts(&c, &mut inner);
+                let a = self.guard_loads(*a, &inner, env);
+                let b = self.guard_loads(*b, covered, env);
+                Expr::Select(Box::new(c), Box::new(a), Box::new(b), t)
+            }
+            Expr::Call(Intrin::Padded, args, _) => {
+                let [v, pad]: [Expr; 2] = args.try_into().expect("`padded` takes two values");
+                let mut conds = Vec::new();
+                v.visit(&mut |x| {
+                    if let Expr::Load(b, idx, _) = x {
+                        for c in self.conds(*b, idx, env) {
+                            if !covered.contains(&c) && !conds.contains(&c) {
+                                conds.push(c);
+                            }
+                        }
+                    }
+                });
+                let mut inner = covered.to_vec();
+                inner.extend(conds.iter().cloned());
+                let v = self.guard_loads(v, &inner, env);
+                let pad = self.guard_loads(pad, covered, env);
+                self.select(conds, v, pad)
+            }
+            e => e.map_children(&mut |c| self.guard_loads(c, covered, env)),
+        }
+    }
+
+    /// `conds ? v : other`, or `v` when there are no conditions; the
+    /// conditions count as the nest's guards (for its interior split).
+    fn select(&self, conds: Vec<Expr>, v: Expr, other: Expr) -> Expr {
+        self.emitted_extra(&conds);
+        match conds.into_iter().reduce(Expr::and) {
+            None => v,
+            Some(c) => {
+                let t = v.dtype();
+                Expr::Select(Box::new(c), Box::new(v), Box::new(other), t)
+            }
+        }
     }
 
     /// The bounds conditions of the global loads `e` reads, also through the
@@ -464,7 +504,7 @@ impl Pass {
                 kind: ForKind::Parallel,
                 ..
             } if !self.in_nest => {
-                let orig = s.clone();
+                let orig = strip_padded(s.clone());
                 self.in_nest = true;
                 self.inner_lets.clear();
                 self.emitted.clear();
@@ -534,4 +574,30 @@ impl Pass {
             s => s,
         }
     }
+}
+
+/// The `&&`-separated parts of `c`, into `out`.
+fn conjuncts(c: &Expr, out: &mut Vec<Expr>) {
+    match c {
+        Expr::Bin(BinOp::And, a, b, _) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        c => out.push(c.clone()),
+    }
+}
+
+/// `s` with every `padded(v, pad)` read as `v`: the form of a nest's
+/// interior, where every load is in bounds.
+fn strip_padded(s: Stmt) -> Stmt {
+    fn expr(e: Expr) -> Expr {
+        e.map(&mut |x| match x {
+            Expr::Call(Intrin::Padded, mut args, _) => args.swap_remove(0),
+            x => x,
+        })
+    }
+    fn stmt(s: Stmt) -> Stmt {
+        s.map_children(&mut stmt).map_own_exprs(&mut expr)
+    }
+    stmt(s)
 }

@@ -51,6 +51,7 @@ fn lower(
             dst,
             loc,
             prefer,
+            pad: None,
             ..
         } if target == Target::Cuda
             && prefer != CopyPref::Loops
@@ -81,6 +82,7 @@ fn lower(
                 dst,
                 inst,
                 prefer,
+                pad: None,
             }
         }
         Stmt::Copy {
@@ -97,10 +99,10 @@ fn lower(
                 f.name,
                 p.name()
             )));
-            copy(f, src, dst, false)
+            copy(f, src, dst, None, false)
         }
-        Stmt::Copy { src, dst, .. } => copy(f, src, dst, false),
-        Stmt::AtomicAddTile { src, dst, .. } => copy(f, src, dst, true),
+        Stmt::Copy { src, dst, pad, .. } => copy(f, src, dst, pad, false),
+        Stmt::AtomicAddTile { src, dst, .. } => copy(f, src, dst, None, true),
         Stmt::Reduce(r) if target == Target::C => reduce_loops(f, &r),
         Stmt::Fill { dst, value, .. } => {
             let (vars, nest_of) = loop_vars(f, &dst.extent);
@@ -283,7 +285,10 @@ fn region_index(r: &Region, vars: &[Option<VarId>]) -> Vec<Expr> {
         .collect()
 }
 
-fn copy(f: &mut PrimFunc, src: Region, dst: Region, atomic: bool) -> Stmt {
+/// The nest of a copy (or of an atomic add of a tile). With a `pad`, the
+/// value is `padded(src[..], pad)`: `inject_bounds`, which knows which loads
+/// may fall outside, makes it a select.
+fn copy(f: &mut PrimFunc, src: Region, dst: Region, pad: Option<Expr>, atomic: bool) -> Stmt {
     let (vars, nest_of) = loop_vars(f, &dst.extent);
     let tile: Vec<Option<VarId>> = vars.iter().filter(|v| v.is_some()).copied().collect();
     let sidx = region_index(&src, &tile);
@@ -291,6 +296,10 @@ fn copy(f: &mut PrimFunc, src: Region, dst: Region, atomic: bool) -> Stmt {
     let st = f.buf(src.buf).dtype;
     let dt = f.buf(dst.buf).dtype;
     let value = Expr::Load(src.buf, sidx, st).cast(dt);
+    let value = match pad {
+        Some(p) => Expr::Call(Intrin::Padded, vec![value, p], dt),
+        None => value,
+    };
     nest_of(if atomic {
         Stmt::AtomicAdd {
             loc: Loc::NONE,

@@ -496,6 +496,12 @@ impl Reader {
                     prefer = p;
                     more = c.eat_punct(",");
                 }
+                let mut pad = None;
+                if more && c.eat_ident("pad") {
+                    c.punct("=")?;
+                    pad = Some(self.expr(c)?);
+                    more = c.eat_punct(",");
+                }
                 if more {
                     c.kwarg("inst")?;
                     let name = c.string()?;
@@ -528,6 +534,7 @@ impl Reader {
                     dst,
                     inst,
                     prefer,
+                    pad,
                     loc: Loc::NONE,
                 }
             }
