@@ -60,12 +60,24 @@ pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype
 ///
 /// A thread owns one column of words (`j`) in all `block_n` rows of the
 /// block: the serial loop over `i` inside the nest keeps `block_n` of
-/// `acc`'s rows in its registers (per-thread rows), and the eight `x` a
-/// word needs are read from shared memory once, into `xr`, for every row.
-/// With one row per thread (a nest over `(i, j)`) every weight read its `x`
-/// from shared memory, and the kernel was bound by shared-memory bandwidth
-/// at 35 µs (8192², `bench/RESULTS.md`). What is left is three instructions
-/// a weight (AND-OR, add, FMA): the kernel is issue-bound.
+/// `acc2`'s rows in its registers (per-thread rows), and the eight `x` a
+/// word needs are read from shared memory once, as four f16 pairs, for
+/// every row. (With one row per thread every weight read its `x` from
+/// shared memory, and the kernel was bound by shared-memory bandwidth.)
+///
+/// The weights are dequantized and multiplied two at a time, in `f16x2`
+/// pairs: a word's nibbles `t` and `t + 4` masked into the mantissas of a
+/// pair of 1024.0 (`0x6400`) read as `1024 + q`, exactly, so one AND-OR, one
+/// paired subtract and one paired FMA handle two weights (in f32, one
+/// weight took an AND-OR, an add and an FMA: the kernel was issue-bound at
+/// 1.84x the f16 GEMV, `bench/RESULTS.md`). A word's eight products are
+/// summed in a pair (at most 4 terms a half, `|q - 8| <= 8` times an `x`)
+/// and added, times the group's scale, into the row's pair of partial sums
+/// (one per thread and row, `K / block_k` words long), which become f32
+/// only for the final sum over the threads. Converting each word's sum to
+/// f32 instead took 6-9% longer (17.3-17.8 against 16.3-16.6 us at
+/// 8192^2, `bench/RESULTS.md`), for an error that stays under the f16
+/// output's rounding either way.
 #[tile::kernel(
     block_n = [16, 8, 32],
     block_k = [1024, 2048],
@@ -85,41 +97,44 @@ pub fn gemv_w4a16(
         let x_s = T::alloc_shared::<f16>([block_k]);
         let w_s = T::alloc_shared::<u32>([block_n, block_k / 8]);
         let s_s = T::alloc_shared::<f16>([block_n, block_k / group]);
-        // A thread's eight x, each times `16^-(t % 5)` (a power of two,
-        // exact) for the dequantization below.
-        let xr = T::alloc_local::<f32>([8]);
+        // A thread's eight x as the pairs its nibbles pair with:
+        // (x0, x4), (x1, x5) / 16, (x2, x6), (x3, x7) / 16.
+        let xp = T::alloc_local::<f16x2>([4]);
+        let acc2 = T::alloc_fragment::<f16x2>([block_n, block_k / 8]);
         let acc = T::alloc_fragment::<f32>([block_n, block_k / 8]);
         let sum = T::alloc_fragment::<f32>([block_n]);
-        T::clear(acc);
+        T::clear(acc2);
         for k in T::pipelined(T::ceildiv(K, block_k), stages) {
             T::copy(x.at([k * block_k]), x_s);
             T::copy(w.at([bn * block_n, k * (block_k / 8)]), w_s);
             T::copy(scale.at([bn * block_n, k * (block_k / group)]), s_s);
             for j in T::parallel(block_k / 8) {
-                for t in T::unroll(8) {
-                    let unscale = T::bitcast::<f32>(((127 - 4 * (t % 5)) as u32) << 23);
-                    xr[t] = x_s[j * 8 + t] as f32 * unscale;
+                for t in T::unroll(2) {
+                    let b = j * 8 + 2 * t;
+                    xp[2 * t] = T::pack2(x_s[b], x_s[b + 4]);
+                    xp[2 * t + 1] = T::pack2(x_s[b + 1], x_s[b + 5]) * 0.0625;
                 }
                 for i in T::unroll(block_n) {
                     let word = w_s[(i, j)];
-                    // Nibbles 5-7 moved down to where nibbles 0-2 were.
-                    let high = word >> 20;
-                    let mut dot = 0.0f32;
-                    for t in T::unroll(8) {
-                        // `q - 8` with no int-to-float convert (a quarter-rate
-                        // instruction) and no shift: nibble `t` left in place
-                        // at bit `4 s` (s = t % 5 < 5) of the mantissa of
-                        // 2^23 reads as `2^23 + q 16^s`, exactly; less
-                        // `2^23 + 8 · 16^s`, times xr's `16^-s` x, it is
-                        // `(q - 8) x`. One AND-OR, one add, one FMA a weight.
-                        let s = t % 5;
-                        let src = T::if_then_else(t < 5, word, high);
-                        let bits = (src & (15u32 << (4 * s))) | 0x4b000000u32;
-                        let bias = 8388608.0f32 + ((8u32 << (4 * s)) as f32);
-                        dot += (T::bitcast::<f32>(bits) - bias) * xr[t];
+                    let mut dot = T::splat::<f16x2>(0.0);
+                    for t in T::unroll(2) {
+                        // Nibbles 2t, 2t + 4 at bits 0 and 16 of `src`, and
+                        // 2t + 1, 2t + 5 at bits 4 and 20 (read as 16 q).
+                        let src = word >> (8 * t);
+                        let even = (src & 0x000f000fu32) | 0x64006400u32;
+                        let odd = (src & 0x00f000f0u32) | 0x64006400u32;
+                        let qe = T::bitcast::<f16x2>(even) - 1032.0;
+                        let qo = T::bitcast::<f16x2>(odd) - 1152.0;
+                        dot = T::fma(qe, xp[2 * t], dot);
+                        dot = T::fma(qo, xp[2 * t + 1], dot);
                     }
-                    acc[(i, j)] += dot * (s_s[(i, j * 8 / group)] as f32);
+                    acc2[(i, j)] = T::fma(dot, s_s[(i, j * 8 / group)], acc2[(i, j)]);
                 }
+            }
+        }
+        for j in T::parallel(block_k / 8) {
+            for i in T::unroll(block_n) {
+                acc[(i, j)] = T::low(acc2[(i, j)]) as f32 + T::high(acc2[(i, j)]) as f32;
             }
         }
         T::reduce_sum(acc, sum, 1);

@@ -26,6 +26,7 @@ mod f8;
 mod helpers;
 mod indices;
 mod math;
+mod packed;
 mod padding;
 mod params;
 mod phases;

@@ -38,10 +38,16 @@ pub enum DType {
     F8E4M3,
     /// 8-bit float, 5 exponent and 2 mantissa bits (CUDA's `__nv_fp8_e5m2`).
     F8E5M2,
+    /// Two f16 in one 32-bit register (CUDA's `__half2`): a kernel's value
+    /// type for packed arithmetic, never a tensor's element type.
+    F16x2,
+    /// Two bf16 in one 32-bit register (CUDA's `__nv_bfloat162`), likewise.
+    BF16x2,
 }
 
 impl DType {
-    /// Every dtype, in declaration order.
+    /// Every element dtype (what a tensor may hold), in declaration order;
+    /// the packed pairs are [`PACKED`](Self::PACKED).
     pub const ALL: [DType; 15] = [
         DType::Bool,
         DType::I8,
@@ -60,12 +66,15 @@ impl DType {
         DType::F8E5M2,
     ];
 
+    /// The packed pairs, values of kernels only.
+    pub const PACKED: [DType; 2] = [DType::F16x2, DType::BF16x2];
+
     /// Size of one element in bytes.
     pub const fn size(self) -> usize {
         match self {
             DType::Bool | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I32 | DType::U32 | DType::F32 | DType::F16x2 | DType::BF16x2 => 4,
             DType::I64 | DType::U64 | DType::F64 => 8,
         }
     }
@@ -86,6 +95,30 @@ impl DType {
     /// True for the 8-bit float formats (storage types: no arithmetic of their own).
     pub const fn is_f8(self) -> bool {
         matches!(self, DType::F8E4M3 | DType::F8E5M2)
+    }
+
+    /// True for the packed pairs (`f16x2`, `bf16x2`): neither float nor int.
+    pub const fn is_packed(self) -> bool {
+        matches!(self, DType::F16x2 | DType::BF16x2)
+    }
+
+    /// The dtype of each half of a packed pair (`f16` for `f16x2`); `self`
+    /// for the others.
+    pub const fn lane(self) -> DType {
+        match self {
+            DType::F16x2 => DType::F16,
+            DType::BF16x2 => DType::BF16,
+            d => d,
+        }
+    }
+
+    /// The packed pair of `f16` or `bf16`.
+    pub const fn pair(self) -> Option<DType> {
+        match self {
+            DType::F16 => Some(DType::F16x2),
+            DType::BF16 => Some(DType::BF16x2),
+            _ => None,
+        }
     }
 
     /// True for the integer dtypes (`bool` is not one).
@@ -131,12 +164,17 @@ impl DType {
             DType::F64 => "f64",
             DType::F8E4M3 => "f8e4m3",
             DType::F8E5M2 => "f8e5m2",
+            DType::F16x2 => "f16x2",
+            DType::BF16x2 => "bf16x2",
         }
     }
 
     /// The dtype spelled `s` in a kernel signature ([`rust_name`](Self::rust_name)).
     pub fn from_rust_name(s: &str) -> Option<DType> {
-        DType::ALL.into_iter().find(|d| d.rust_name() == s)
+        DType::ALL
+            .into_iter()
+            .chain(DType::PACKED)
+            .find(|d| d.rust_name() == s)
     }
 
     /// TileLang / DLPack spelling, used in the IR script and in messages.
@@ -157,6 +195,8 @@ impl DType {
             DType::F64 => "float64",
             DType::F8E4M3 => "float8_e4m3",
             DType::F8E5M2 => "float8_e5m2",
+            DType::F16x2 => "float16x2",
+            DType::BF16x2 => "bfloat16x2",
         }
     }
 
@@ -183,6 +223,11 @@ mod tests {
             assert_eq!(DType::from_rust_name(d.rust_name()), Some(d));
             assert_eq!(d.bytes(), d.size() as i64);
             assert!(!(d.is_int() && d.is_float()));
+        }
+        for d in DType::PACKED {
+            assert_eq!(DType::from_rust_name(d.rust_name()), Some(d));
+            assert!(d.is_packed() && !d.is_float() && !d.is_int());
+            assert_eq!(d.lane().pair(), Some(d));
         }
         assert_eq!(DType::from_rust_name("f128"), None);
         assert_eq!(DType::BF16.to_string(), "bfloat16");

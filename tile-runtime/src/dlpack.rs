@@ -172,11 +172,14 @@ pub const fn to_dl(dtype: DType) -> DLDataType {
         DType::F64 => (code::FLOAT, 64),
         DType::F8E4M3 => (code::FLOAT8_E4M3FN, 8),
         DType::F8E5M2 => (code::FLOAT8_E5M2, 8),
+        // Not element dtypes (no tensor holds one); DLPack's two lanes.
+        DType::F16x2 => (code::FLOAT, 16),
+        DType::BF16x2 => (code::BFLOAT, 16),
     };
     DLDataType {
         code,
         bits,
-        lanes: 1,
+        lanes: if dtype.is_packed() { 2 } else { 1 },
     }
 }
 

@@ -681,6 +681,15 @@ fn scalar_of(dtype: DType, v: f64) -> ScalarArg {
         // Passed as their byte, like `u8` (should the compiler take f8 scalars).
         DType::F8E4M3 => scalar_arg(crate::f8e4m3::from_f64(v)),
         DType::F8E5M2 => scalar_arg(crate::f8e5m2::from_f64(v)),
+        // Not a parameter dtype (the compiler rejects it): `v` in both halves.
+        DType::F16x2 => {
+            let h = u32::from(half::f16::from_f64(v).to_bits());
+            scalar_arg(h | h << 16)
+        }
+        DType::BF16x2 => {
+            let h = u32::from(half::bf16::from_f64(v).to_bits());
+            scalar_arg(h | h << 16)
+        }
     }
 }
 

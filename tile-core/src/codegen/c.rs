@@ -137,6 +137,9 @@ fn mem_type(t: DType) -> Result<&'static str, Diagnostic> {
         DType::F32 => "float",
         DType::F64 => "double",
         DType::F8E4M3 | DType::F8E5M2 => "uint8_t",
+        // A pair is its bits, in memory and in expressions alike: the
+        // prelude's `tl_h2*`/`tl_b2*` functions compute on the halves.
+        DType::F16x2 | DType::BF16x2 => "uint32_t",
     })
 }
 
@@ -160,6 +163,24 @@ fn bitcast(x: &str, from: DType, to: DType) -> Result<String, Diagnostic> {
         DType::F8E5M2 => format!("tl_e5m22f({pun})"),
         _ => pun,
     })
+}
+
+/// The prelude's `bf` argument of a packed pair's functions.
+fn pair_kind(t: DType) -> i32 {
+    i32::from(t == DType::BF16x2)
+}
+
+/// Whether the C backend prints `e` with the pair functions: a constant,
+/// arithmetic, negation, splat, packing or FMA of pairs, or a half of one.
+/// (Loads, variables, selects and bitcasts of pairs are their bits.)
+fn on_pairs(e: &Expr) -> bool {
+    match e {
+        Expr::Float(_, t) | Expr::Neg(_, t) | Expr::Cast(t, _) => t.is_packed(),
+        Expr::Bin(_, a, _, _) => a.dtype().is_packed(),
+        Expr::Call(Intrin::Pack2 | Intrin::Low | Intrin::High, ..) => true,
+        Expr::Call(Intrin::Fma, _, t) => t.is_packed(),
+        _ => false,
+    }
 }
 
 /// Type of a value of dtype `t` in C expressions (f16/bf16 compute in
@@ -294,6 +315,65 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// An expression on packed pairs (see [`on_pairs`]): the prelude's
+    /// `tl_p2*` functions on the pair's bits. Out of line, so that the
+    /// recursive printer's frame stays small for the deepest expression.
+    #[inline(never)]
+    fn pair_expr(&self, e: &Expr) -> Result<String, Diagnostic> {
+        let args = |xs: &[&Expr]| -> Result<String, Diagnostic> {
+            let v = xs
+                .iter()
+                .map(|x| self.expr(x))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(v.join(", "))
+        };
+        let k = pair_kind(e.dtype());
+        Ok(match e {
+            // A constant pair: the value in both halves.
+            Expr::Float(v, t) => {
+                let x = crate::ir::fold::round_float(*v, t.lane());
+                let x = self.expr(&Expr::Float(x, DType::F32))?;
+                format!("tl_p2make({k}, {x}, {x})")
+            }
+            Expr::Bin(op, a, b, _) => {
+                let code = match op {
+                    BinOp::Add => 0,
+                    BinOp::Sub => 1,
+                    BinOp::Mul => 2,
+                    BinOp::Div => 3,
+                    BinOp::Max => 4,
+                    _ => 5,
+                };
+                format!("tl_p2op({k}, {code}, {})", args(&[a, b])?)
+            }
+            // Each half's sign bit.
+            Expr::Neg(a, _) => format!("({} ^ 0x80008000u)", self.expr(a)?),
+            // The value (already of the half's dtype) in both halves.
+            Expr::Cast(_, a) => {
+                let x = self.expr(a)?;
+                format!("tl_p2make({k}, {x}, {x})")
+            }
+            Expr::Call(Intrin::Pack2, xs, _) => {
+                format!("tl_p2make({k}, {})", args(&[&xs[0], &xs[1]])?)
+            }
+            Expr::Call(i @ (Intrin::Low | Intrin::High), xs, _) => format!(
+                "tl_p2get({}, {}, {})",
+                pair_kind(xs[0].dtype()),
+                self.expr(&xs[0])?,
+                i32::from(*i == Intrin::High)
+            ),
+            Expr::Call(_, xs, _) => {
+                format!("tl_p2fma({k}, {})", args(&[&xs[0], &xs[1], &xs[2]])?)
+            }
+            e => {
+                return Err(Diagnostic::new(
+                    proc_macro2::Span::call_site(),
+                    format!("internal error: no C form for the pair expression {e:?}"),
+                ))
+            }
+        })
+    }
+
     fn expr(&self, e: &Expr) -> Result<String, Diagnostic> {
         let f = self.f;
         Ok(match e {
@@ -304,6 +384,7 @@ impl Writer<'_> {
                 ))
             }
             Expr::Int(v, t) => int_lit(*v, *t),
+            e if on_pairs(e) => return self.pair_expr(e),
             Expr::Float(v, t) => {
                 // Rounded to the constant's type first (an unsuffixed literal
                 // holds its decimal value), as the device rounds it.

@@ -134,6 +134,9 @@ pub(super) fn math_call(i: Intrin, args: &[String], double: bool, rsqrt: &str) -
         Intrin::Fma => format!("fma{sfx}({x}, {}, {})", arg(1), arg(2)),
         // Not math: each backend prints it before calling this.
         Intrin::Bitcast => unreachable!("bitcast is printed by the backend"),
+        Intrin::Pack2 | Intrin::Low | Intrin::High => {
+            unreachable!("packed pairs are printed by the backend")
+        }
         // `verify` rejects it after `inject_bounds`, which resolves it.
         Intrin::Padded => unreachable!("`padded` reached a backend"),
     }

@@ -83,10 +83,18 @@ pub fn unify(cx: &mut Ctx, span: At<'_>, a: Expr, b: Expr) -> (Expr, Expr) {
     if ta == tb {
         return (a, b);
     }
+    // A value of a pair's half dtype meets the pair in both halves.
+    if ta.is_packed() && tb == ta.lane() {
+        return (a, b.cast(ta));
+    }
+    if tb.is_packed() && ta == tb.lane() {
+        return (a.cast(tb), b);
+    }
+    // A constant meets a packed pair as that value in both halves.
     let adapt = |c: &Expr, to: DType| -> bool {
         match c {
-            Expr::Int(..) => to.is_int() || to.is_float(),
-            Expr::Float(..) => to.is_float(),
+            Expr::Int(..) => to.is_int() || to.is_float() || to.is_packed(),
+            Expr::Float(..) => to.is_float() || to.is_packed(),
             _ => false,
         }
     };
@@ -116,7 +124,15 @@ pub fn unify(cx: &mut Ctx, span: At<'_>, a: Expr, b: Expr) -> (Expr, Expr) {
     }
     cx.err(
         span,
-        format!("mismatched types {ta} and {tb}; convert one side with `as`"),
+        if ta.is_packed() || tb.is_packed() {
+            format!(
+                "mismatched types {ta} and {tb}: a pair meets a pair of its dtype, a value of its \
+                 half's dtype or a constant; put a value in both halves with `T::splat::<{}>(x)`",
+                if ta.is_packed() { ta } else { tb }.rust_name()
+            )
+        } else {
+            format!("mismatched types {ta} and {tb}; convert one side with `as`")
+        },
     );
     (a, b)
 }
@@ -128,12 +144,23 @@ pub fn convert_for_store(cx: &mut Ctx, span: At<'_>, v: Expr, to: DType, what: &
         return v;
     }
     let ok = match &v {
-        Expr::Int(..) => to.is_int() || to.is_float(),
-        Expr::Float(..) => to.is_float(),
+        Expr::Int(..) => to.is_int() || to.is_float() || to.is_packed(),
+        Expr::Float(..) => to.is_float() || to.is_packed(),
         _ => (from.is_float() && to.is_float()) || (from.is_int() && to.is_int()),
     };
     if ok {
         int_const_to(cx, span, v, to)
+    } else if to.is_packed() || from.is_packed() {
+        cx.err(
+            span,
+            format!(
+                "cannot store a {from} value into {what} of type {to}; a pair is made with \
+                 `T::pack2(lo, hi)` or `T::splat::<{}>(x)` and its halves read with `T::low(v)` \
+                 and `T::high(v)`",
+                if to.is_packed() { to } else { from }.rust_name()
+            ),
+        );
+        v
     } else {
         cx.err(
             span,
@@ -157,7 +184,7 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
                 let t = match (t, &v) {
                     ("", Ok(v)) if !fits(*v, DType::I32) => Some(DType::I64),
                     ("", _) => Some(DType::I32),
-                    (s, _) => DType::from_rust_name(s),
+                    (s, _) => DType::from_rust_name(s).filter(|t| !t.is_packed()),
                 };
                 match (t, v) {
                     (Some(t), Ok(v)) if t.is_float() => {
@@ -181,7 +208,7 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
             syn::Lit::Float(f) => {
                 let t = match f.suffix() {
                     "" => Some(DType::F32),
-                    s => DType::from_rust_name(s),
+                    s => DType::from_rust_name(s).filter(|t| !t.is_packed()),
                 };
                 let digits = f.base10_digits();
                 match (t, digits.parse::<f64>()) {
@@ -237,7 +264,9 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
             let a = lower(cx, &u.expr);
             match u.op {
                 syn::UnOp::Neg(_) => match a {
-                    a if a.dtype() == DType::Bool || !a.dtype().is_signed() => {
+                    a if a.dtype() == DType::Bool
+                        || !(a.dtype().is_signed() || a.dtype().is_packed()) =>
+                    {
                         cx.err(span, format!("cannot negate a {} value", a.dtype()));
                         a
                     }
@@ -280,6 +309,15 @@ pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
         syn::Expr::Cast(c) => {
             let a = lower(cx, &c.expr);
             match dtype_of_type(&c.ty) {
+                Some(t) if t.is_packed() || a.dtype().is_packed() => {
+                    cx.err(
+                        span,
+                        "`as` does not convert to or from a packed pair: make one with \
+                         `T::pack2(lo, hi)` or `T::splat::<f16x2>(x)`, and read its halves with \
+                         `T::low(v)` and `T::high(v)`",
+                    );
+                    a
+                }
                 Some(t) => {
                     if t == DType::Bool || a.dtype() == DType::Bool {
                         cx.err(
@@ -469,6 +507,9 @@ pub fn arith(cx: &mut Ctx, span: At<'_>, op: BinOp, l: Expr, r: Expr) -> Expr {
         }
         return Expr::bin(op, l, r);
     }
+    if l.dtype().is_packed() || r.dtype().is_packed() {
+        return packed_arith(cx, span, op, l, r);
+    }
     if l.dtype() == DType::Bool || r.dtype() == DType::Bool {
         if !(matches!(op, BinOp::Eq | BinOp::Ne) && l.dtype() == r.dtype()) {
             cx.err(
@@ -503,6 +544,37 @@ pub fn arith(cx: &mut Ctx, span: At<'_>, op: BinOp, l: Expr, r: Expr) -> Expr {
                 ),
             );
         }
+    }
+    Expr::bin(op, l, r)
+}
+
+/// `+ - * /`, `T::max` and `T::min` of packed pairs, half by half (one
+/// `HADD2`, `HFMA2`, .. on CUDA). Both sides are pairs of one dtype, or one
+/// is a constant, which stands in both halves.
+fn packed_arith(cx: &mut Ctx, span: At<'_>, op: BinOp, l: Expr, r: Expr) -> Expr {
+    let t = if l.dtype().is_packed() {
+        l.dtype()
+    } else {
+        r.dtype()
+    };
+    if !matches!(
+        op,
+        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Max | BinOp::Min
+    ) {
+        cx.err(
+            span,
+            format!(
+                "`{}` does not apply to {t} pairs (they add, subtract, multiply, divide, \
+                 `T::fma`, `T::max` and `T::min` half by half); compare or convert the halves, \
+                 `T::low(v)` and `T::high(v)`",
+                op.symbol()
+            ),
+        );
+        return l;
+    }
+    let (l, r) = unify(cx, span, l, r);
+    if l.dtype() != r.dtype() {
+        return l;
     }
     Expr::bin(op, l, r)
 }

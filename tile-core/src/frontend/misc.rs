@@ -6,6 +6,10 @@ use super::{expr, Ctx, Sym};
 use crate::diag::range;
 use crate::ir::*;
 
+/// Why `T::print` refuses a packed pair.
+const PRINT_PAIR: &str =
+    "`T::print` prints numbers; print a packed pair's halves, `T::low(v)` and `T::high(v)`";
+
 /// `T::print(value)`, `T::print(value, "label")`, or `T::print(buffer)`.
 pub(super) fn print(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
     let args = &k.args;
@@ -31,6 +35,10 @@ pub(super) fn print(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
             .and_then(|i| cx.lookup(&super::name_of(i)))
         {
             let buf = cx.f.buf(b).clone();
+            if buf.dtype.is_packed() {
+                cx.err(range(args[0]), PRINT_PAIR);
+                return;
+            }
             let Some(shape) = buf.const_shape() else {
                 cx.err(
                     range(args[0]),
@@ -64,6 +72,10 @@ pub(super) fn print(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
         }
     }
     let value = expr::lower(cx, args[0]);
+    if value.dtype().is_packed() {
+        cx.err(range(args[0]), PRINT_PAIR);
+        return;
+    }
     let label = label.unwrap_or_else(|| quote::ToTokens::to_token_stream(args[0]).to_string());
     out.push(Stmt::Print {
         loc: cx.loc,

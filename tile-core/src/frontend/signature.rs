@@ -226,6 +226,10 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
         );
         return None;
     };
+    if dtype.is_packed() {
+        cx.err(range(&args[0]), packed_param(dtype));
+        return None;
+    }
     let dims: Vec<&syn::Type> = match args[1] {
         syn::GenericArgument::Type(syn::Type::Tuple(t)) => t.elems.iter().collect(),
         syn::GenericArgument::Type(syn::Type::Paren(p)) => vec![&*p.elem],
@@ -332,6 +336,10 @@ fn param_type(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident) -> Option<ParamDe
 /// `temp: f32`: a value the launcher passes by value, a variable of its dtype
 /// in the body (read-only, like an immutable `let`).
 fn scalar_param(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident, dtype: DType) -> Option<ParamDef> {
+    if dtype.is_packed() {
+        cx.err(range(&ty), packed_param(dtype));
+        return None;
+    }
     if matches!(dtype, DType::F8E4M3 | DType::F8E5M2) {
         cx.err(
             range(&ty),
@@ -359,4 +367,15 @@ fn scalar_param(cx: &mut Ctx, ty: &syn::Type, name: &syn::Ident, dtype: DType) -
         alloc: false,
         scalar: true,
     })
+}
+
+/// Why a packed pair cannot be a parameter's dtype.
+fn packed_param(t: DType) -> String {
+    format!(
+        "`{}` is a value inside a kernel (two {} in a register), not a parameter's dtype; pass \
+         {} values (or their bits as `u32`) and pack them with `T::pack2` (or `T::bitcast`)",
+        t.rust_name(),
+        t.lane().rust_name(),
+        t.lane().rust_name()
+    )
 }

@@ -97,6 +97,28 @@ fn whole_tile_op(cx: &mut Ctx, k: &Call) -> bool {
     true
 }
 
+/// Whether none of `bufs` holds packed pairs, else an error at the op: a
+/// pair is a value for paired arithmetic, and the tile ops that combine
+/// elements (gemm, reductions, scans) have no paired form.
+fn no_pairs(cx: &mut Ctx, span: Span, op: &str, bufs: &[&Buffer]) -> bool {
+    match bufs.iter().find(|b| b.dtype.is_packed()) {
+        Some(b) => {
+            cx.err(
+                span,
+                format!(
+                    "`T::{op}` does not take packed pairs (`{}` holds {}); unpack the halves \
+                     with `T::low` and `T::high` into a buffer of {}",
+                    b.name,
+                    b.dtype,
+                    b.dtype.lane()
+                ),
+            );
+            false
+        }
+        None => true,
+    }
+}
+
 /// `T::copy(src, dst)`, with the options `instruction = ".."` and
 /// `pad = v`, in either order.
 pub(super) fn copy(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
@@ -339,6 +361,9 @@ fn gemm_check(cx: &mut Ctx, g: Gemm, span: Span) -> Option<Stmt> {
         cx.f.buf(g.b).clone(),
         cx.f.buf(g.c).clone(),
     );
+    if !no_pairs(cx, span, "gemm", &[&a, &b, &c]) {
+        return None;
+    }
     let shapes = (a.const_shape(), b.const_shape(), c.const_shape());
     let (Some(sa), Some(sb), Some(sc)) = shapes else {
         cx.err(
@@ -421,6 +446,18 @@ fn resolve_copy(cx: &mut Ctx, src: RegionRef, dst: RegionRef, span: Span) -> Opt
     let sb = cx.f.buf(src.buf).clone();
     let db = cx.f.buf(dst.buf).clone();
     if !expr::check_writable(cx, dst.buf, dst.span) {
+        return None;
+    }
+    // A copy converts element by element; a pair converts to nothing else.
+    if (sb.dtype.is_packed() || db.dtype.is_packed()) && sb.dtype != db.dtype {
+        cx.err(
+            span,
+            format!(
+                "`T::copy` from `{}` ({}) to `{}` ({}): a packed pair is copied only into pairs \
+                 of its dtype; unpack the halves with `T::low` and `T::high` in a `T::parallel` loop",
+                sb.name, sb.dtype, db.name, db.dtype
+            ),
+        );
         return None;
     }
     let shape_of = |r: &RegionRef, b: &Buffer| {
@@ -585,6 +622,9 @@ fn check_reduce(cx: &mut Ctx, k: &Call, op: ReduceOp) -> Option<Reduce> {
     let src = expr::buffer_ref(cx, &pos[0])?;
     let dst = expr::buffer_ref(cx, &pos[1])?;
     let (sb, db) = (cx.f.buf(src).clone(), cx.f.buf(dst).clone());
+    if !no_pairs(cx, k.span(), f, &[&sb, &db]) {
+        return None;
+    }
     let (Some(ss), Some(ds)) = (sb.const_shape(), db.const_shape()) else {
         cx.err(
             k.span(),
@@ -689,6 +729,9 @@ pub(super) fn cumsum(cx: &mut Ctx, k: &Call, out: &mut Vec<Stmt>) {
         return;
     };
     let (sb, db) = (cx.f.buf(src).clone(), cx.f.buf(dst).clone());
+    if !no_pairs(cx, k.span(), "cumsum", &[&sb, &db]) {
+        return;
+    }
     let (Some(ss), Some(ds)) = (sb.const_shape(), db.const_shape()) else {
         cx.err(k.span(), "`T::cumsum` scans on-chip tiles");
         return;

@@ -81,6 +81,9 @@ pub(super) fn clamp(cx: &mut Ctx, k: &Call) -> Expr {
 /// `T::fma(a, b, c)`): every operand is a float, of one type.
 pub(super) fn math(cx: &mut Ctx, k: &Call, i: Intrin) -> Expr {
     let args: Vec<Expr> = operands(cx, k).into_iter().map(expr::computed).collect();
+    if let Some(p) = args.iter().map(Expr::dtype).find(|t| t.is_packed()) {
+        return packed_math(cx, k, i, p, args);
+    }
     if args.len() != 1 {
         if let Some(t) = args.iter().map(Expr::dtype).find(|t| !t.is_float()) {
             cx.err(
@@ -125,6 +128,105 @@ pub(super) fn math(cx: &mut Ctx, k: &Call, i: Intrin) -> Expr {
         return Expr::Float(0.0, DType::F32);
     }
     Expr::Call(i, vec![a], t)
+}
+
+/// `T::fma(a, b, c)` of packed pairs, half by half with one rounding
+/// (`HFMA2`); a constant operand stands in both halves. The other math
+/// functions have no paired form.
+fn packed_math(cx: &mut Ctx, k: &Call, i: Intrin, p: DType, args: Vec<Expr>) -> Expr {
+    if i != Intrin::Fma {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::{}` has no form for {p} pairs (they take `+ - * /`, `T::fma`, `T::max` and \
+                 `T::min`); apply it to the halves, `T::low(v)` and `T::high(v)`",
+                k.name()
+            ),
+        );
+        return Expr::Float(0.0, p);
+    }
+    let mut out = Vec::new();
+    for (a, e) in args.into_iter().zip(&k.args) {
+        let (_, a) = unify(cx, At::Expr(e), Expr::Float(0.0, p), a);
+        if a.dtype() != p {
+            return Expr::Float(0.0, p);
+        }
+        out.push(a);
+    }
+    Expr::Call(i, out, p)
+}
+
+/// `T::pack2(lo, hi)`: the packed pair of two f16 (an `f16x2`) or two bf16
+/// values; `T::pack2::<f16x2>(1.0, 2.0)` names the pair where both halves
+/// are constants.
+pub(super) fn pack2(cx: &mut Ctx, k: &Call) -> Expr {
+    let [lo, hi]: [Expr; 2] = operands(cx, k).try_into().expect("arity 2");
+    let named = k.turbofish().and_then(expr::dtype_of_type);
+    let p = match named {
+        Some(p) if p.is_packed() => Some(p),
+        Some(_) => None,
+        None => [&lo, &hi]
+            .iter()
+            .filter(|x| !matches!(x, Expr::Int(..) | Expr::Float(..)))
+            .find_map(|x| x.dtype().pair()),
+    };
+    let Some(p) = p else {
+        cx.err(
+            k.span(),
+            "`T::pack2` takes two f16 or two bf16 values (`T::pack2::<f16x2>(a, b)` names the \
+             pair where both are constants)",
+        );
+        return Expr::Float(0.0, DType::F16x2);
+    };
+    let half = |cx: &mut Ctx, x: Expr, e: &syn::Expr| {
+        expr::convert_for_store(cx, At::Expr(e), x, p.lane(), "a half of the pair")
+    };
+    let lo = half(cx, lo, k.args[0]);
+    let hi = half(cx, hi, k.args[1]);
+    Expr::Call(Intrin::Pack2, vec![lo, hi], p)
+}
+
+/// `T::splat::<f16x2>(x)`: the pair with `x` (converted to the half's dtype)
+/// in both halves.
+pub(super) fn splat(cx: &mut Ctx, k: &Call) -> Expr {
+    let [x]: [Expr; 1] = operands(cx, k).try_into().expect("arity 1");
+    let Some(p) = k
+        .turbofish()
+        .and_then(expr::dtype_of_type)
+        .filter(|t| t.is_packed())
+    else {
+        cx.err(
+            k.span(),
+            "`T::splat` takes the pair's dtype: `T::splat::<f16x2>(x)` or `T::splat::<bf16x2>(x)`",
+        );
+        return x;
+    };
+    if !(x.dtype().is_float() || x.dtype().is_int()) {
+        cx.err(
+            k.span(),
+            format!("`T::splat` takes a number, got {}", x.dtype()),
+        );
+        return Expr::Float(0.0, p);
+    }
+    x.cast(p.lane()).cast(p)
+}
+
+/// `T::low(v)` and `T::high(v)`: the first (low 16 bits) and second half of
+/// a packed pair.
+pub(super) fn half_of(cx: &mut Ctx, k: &Call, i: Intrin) -> Expr {
+    let [v]: [Expr; 1] = operands(cx, k).try_into().expect("arity 1");
+    let t = v.dtype();
+    if !t.is_packed() {
+        cx.err(
+            k.span(),
+            format!(
+                "`T::{}` takes a packed pair (f16x2, bf16x2), got {t}",
+                k.name()
+            ),
+        );
+        return v;
+    }
+    Expr::Call(i, vec![v], t.lane())
 }
 
 /// `T::bitcast::<D>(x)`: the bits of `x` read as dtype `D`, which must have

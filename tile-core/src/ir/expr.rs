@@ -125,6 +125,12 @@ pub enum Intrin {
     /// The bits of a value read as the call's dtype, of the same size
     /// (`T::bitcast::<f32>(0x3f800000u32)` is 1.0): any non-bool dtypes.
     Bitcast,
+    /// `pack2(lo, hi)`: the packed pair (`f16x2`, `bf16x2`) of two halves.
+    Pack2,
+    /// `low(v)`: the first half of a packed pair (its low 16 bits).
+    Low,
+    /// `high(v)`: the second half of a packed pair.
+    High,
     /// `padded(v, pad)`: `v`, or `pad` where a global load in `v` is out of
     /// bounds (`T::copy(.., pad = ..)`, `T::padded(x[i], ..)`). Not a
     /// function: `inject_bounds` turns it into a select on the loads' bounds
@@ -133,7 +139,7 @@ pub enum Intrin {
 }
 
 impl Intrin {
-    pub const ALL: [Intrin; 22] = [
+    pub const ALL: [Intrin; 25] = [
         Intrin::Exp,
         Intrin::Exp2,
         Intrin::Log,
@@ -155,6 +161,9 @@ impl Intrin {
         Intrin::Pow,
         Intrin::Fma,
         Intrin::Bitcast,
+        Intrin::Pack2,
+        Intrin::Low,
+        Intrin::High,
         Intrin::Padded,
     ];
     pub fn name(self) -> &'static str {
@@ -180,13 +189,16 @@ impl Intrin {
             Intrin::Pow => "pow",
             Intrin::Fma => "fma",
             Intrin::Bitcast => "bitcast",
+            Intrin::Pack2 => "pack2",
+            Intrin::Low => "low",
+            Intrin::High => "high",
             Intrin::Padded => "padded",
         }
     }
     /// How many values it takes.
     pub fn arity(self) -> usize {
         match self {
-            Intrin::Pow | Intrin::Padded => 2,
+            Intrin::Pow | Intrin::Padded | Intrin::Pack2 => 2,
             Intrin::Fma => 3,
             _ => 1,
         }

@@ -284,6 +284,15 @@ impl Expr {
             return self;
         }
         let folded = match &self {
+            // A cast to a packed pair puts the value in both halves; a
+            // constant pair is `Float(v, pair)`, `v` rounded to a half.
+            Expr::Int(v, _) if to.is_packed() => {
+                Some(Expr::Float(round_float(*v as f64, to.lane()), to))
+            }
+            Expr::Float(v, _) if to.is_packed() => Some(Expr::Float(
+                round_float(round_float(*v, from), to.lane()),
+                to,
+            )),
             Expr::Int(v, _) if to.is_int() => wrap_int(*v, to).map(|w| Expr::Int(w, to)),
             Expr::Int(v, _) if to.is_float() => Some(Expr::Float(int_to_float(*v, to), to)),
             // An unsuffixed literal keeps its decimal value into `f64`.

@@ -523,6 +523,8 @@ pub(super) fn dtype_code(t: DType) -> i32 {
         DType::F64 => 11,
         DType::F8E4M3 => 12,
         DType::F8E5M2 => 13,
+        // Not an element dtype (no kernel takes one): its bits.
+        DType::F16x2 | DType::BF16x2 => 5,
     }
 }
 
@@ -586,6 +588,8 @@ pub(super) fn values(dtype: DType, bytes: &[u8]) -> impl Iterator<Item = f64> + 
             DType::F64 => f64::from_bits(u),
             DType::F8E4M3 => tile_abi::f8::e4m3_to_f64(u as u8),
             DType::F8E5M2 => tile_abi::f8::e5m2_to_f64(u as u8),
+            // Not an element dtype (no kernel takes one): its bits.
+            DType::F16x2 | DType::BF16x2 => u as u32 as f64,
         }
     })
 }

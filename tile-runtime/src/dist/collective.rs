@@ -39,7 +39,7 @@ fn nccl_type(dtype: DType) -> Option<sys::ncclDataType_t> {
         DType::F64 => N::ncclFloat64,
         DType::F8E4M3 => N::ncclFloat8e4m3,
         DType::F8E5M2 => N::ncclFloat8e5m2,
-        DType::Bool | DType::I16 | DType::U16 => return None,
+        DType::Bool | DType::I16 | DType::U16 | DType::F16x2 | DType::BF16x2 => return None,
     })
 }
 

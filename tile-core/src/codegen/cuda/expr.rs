@@ -99,6 +99,31 @@ impl Writer<'_> {
         self.expr_with(e, None)
     }
 
+    /// The calls on packed pairs: `pack2`, `low`, `high` (CUDA's
+    /// `__halves2half2`, `__low2half`, ..) and the paired `fma` (`__hfma2`:
+    /// half by half, rounded once). Out of line, like [`Self::and_or_call`].
+    #[inline(never)]
+    fn pair_call(&self, e: &Expr, subst: Option<(VarId, &str)>) -> Result<String, Diagnostic> {
+        let Expr::Call(i, args, _) = e else {
+            return Err(err("a packed-pair call expected".to_string()));
+        };
+        let bf = matches!(args[0].dtype(), DType::BF16x2 | DType::BF16);
+        let name = match (i, bf) {
+            (Intrin::Pack2, false) => "__halves2half2",
+            (Intrin::Pack2, true) => "__halves2bfloat162",
+            (Intrin::Low, false) => "__low2half",
+            (Intrin::Low, true) => "__low2bfloat16",
+            (Intrin::High, false) => "__high2half",
+            (Intrin::High, true) => "__high2bfloat16",
+            _ => "__hfma2",
+        };
+        let xs = args
+            .iter()
+            .map(|a| self.expr_with(a, subst))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(format!("{name}({})", xs.join(", ")))
+    }
+
     /// Emits `e`; `subst` renames one variable (used for chunk base addresses).
     pub(super) fn expr_with(
         &self,
@@ -159,6 +184,13 @@ impl Writer<'_> {
                                     "__hmin"
                                 }
                             }
+                            DType::F16x2 | DType::BF16x2 => {
+                                if mx {
+                                    "__hmax2"
+                                } else {
+                                    "__hmin2"
+                                }
+                            }
                             _ => {
                                 if mx {
                                     "max"
@@ -180,7 +212,11 @@ impl Writer<'_> {
                 let lowp = |d: DType| {
                     matches!(d, DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2)
                 };
-                if t.is_int() && from.is_float() {
+                if t.is_packed() {
+                    // The value in both halves (the frontend casts it to the
+                    // half's dtype first).
+                    format!("{}({x})", splat_fn(*t))
+                } else if t.is_int() && from.is_float() {
                     float_to_int(&x, from, *t)?
                 } else if t.is_f8() && from == DType::F64 {
                     // f8's constructor from double rounds once.
@@ -195,6 +231,10 @@ impl Writer<'_> {
             Expr::Call(Intrin::Bitcast, args, t) => {
                 format!("tl::bitcast<{}>({})", ty(*t)?, r(&args[0])?)
             }
+            Expr::Call(Intrin::Pack2 | Intrin::Low | Intrin::High, ..) => {
+                return self.pair_call(e, subst)
+            }
+            Expr::Call(Intrin::Fma, _, t) if t.is_packed() => return self.pair_call(e, subst),
             Expr::Call(i, args, t) => {
                 // f16/bf16 compute in float (the math library's precision).
                 let d = *t == DType::F64;
@@ -221,6 +261,15 @@ impl Writer<'_> {
                 }
             }
         })
+    }
+}
+
+/// CUDA's function that puts a half in both halves of pair type `t`.
+fn splat_fn(t: DType) -> &'static str {
+    if t == DType::F16x2 {
+        "__half2half2"
+    } else {
+        "__bfloat162bfloat162"
     }
 }
 

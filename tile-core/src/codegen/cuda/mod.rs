@@ -265,6 +265,8 @@ pub fn ty(t: DType) -> Result<&'static str, Diagnostic> {
         DType::F64 => "double",
         DType::F8E4M3 => "__nv_fp8_e4m3",
         DType::F8E5M2 => "__nv_fp8_e5m2",
+        DType::F16x2 => "__half2",
+        DType::BF16x2 => "__nv_bfloat162",
     })
 }
 
@@ -437,6 +439,9 @@ fn float_const(v: f64, t: DType) -> String {
     match t {
         DType::F16 => format!("__float2half_rn({body})"),
         DType::BF16 => format!("__float2bfloat16_rn({body})"),
+        // A constant pair holds the value in both halves.
+        DType::F16x2 => format!("__float2half2_rn({body})"),
+        DType::BF16x2 => format!("__float2bfloat162_rn({body})"),
         DType::F64 if v.is_infinite() || v.is_nan() => format!("(double)({body})"),
         _ => body,
     }

@@ -58,6 +58,37 @@ static inline uint64_t tl_f2u(double x, uint64_t hi) {
 }
 static inline float tl_rh(float x) { return tl_h2f(tl_f2h(x)); }
 static inline float tl_rbf(float x) { return tl_bf2f(tl_f2bf(x)); }
+/* Packed pairs (f16x2 with bf = 0, bf16x2 with bf = 1): the 32 bits of two
+ * halves, the first in the low 16 bits. An operation computes each half in
+ * float and rounds it to its type, as the device's paired instructions do. */
+static inline float tl_p2get(int bf, uint32_t v, int hi) {
+  uint16_t h = (uint16_t)(hi ? v >> 16 : v);
+  return bf ? tl_bf2f(h) : tl_h2f(h);
+}
+static inline uint32_t tl_p2make(int bf, float lo, float hi) {
+  uint32_t l = bf ? tl_f2bf(lo) : tl_f2h(lo), h = bf ? tl_f2bf(hi) : tl_f2h(hi);
+  return l | h << 16;
+}
+/* op: 0 +, 1 -, 2 *, 3 /, 4 max, 5 min (max and min return the operand that
+ * is not NaN, as __hmax2 and __hmin2 do). */
+static inline float tl_p2op1(int op, float a, float b) {
+  switch (op) {
+  case 0: return a + b;
+  case 1: return a - b;
+  case 2: return a * b;
+  case 3: return a / b;
+  case 4: return fmaxf(a, b);
+  default: return fminf(a, b);
+  }
+}
+static inline uint32_t tl_p2op(int bf, int op, uint32_t a, uint32_t b) {
+  return tl_p2make(bf, tl_p2op1(op, tl_p2get(bf, a, 0), tl_p2get(bf, b, 0)),
+                   tl_p2op1(op, tl_p2get(bf, a, 1), tl_p2get(bf, b, 1)));
+}
+static inline uint32_t tl_p2fma(int bf, uint32_t a, uint32_t b, uint32_t c) {
+  return tl_p2make(bf, fmaf(tl_p2get(bf, a, 0), tl_p2get(bf, b, 0), tl_p2get(bf, c, 0)),
+                   fmaf(tl_p2get(bf, a, 1), tl_p2get(bf, b, 1), tl_p2get(bf, c, 1)));
+}
 /* The 8-bit floats, stored as bytes and computed in float. Encoding rounds
  * to nearest even from the exact value, saturates overflow and infinities to
  * the largest finite value and keeps NaN a NaN (CUDA's satfinite conversion,

@@ -161,6 +161,11 @@ impl Reader {
                     let Some(t) = args.first().map(Expr::dtype) else {
                         return c.expected("an argument");
                     };
+                    let t = match i {
+                        Intrin::Pack2 => t.pair().unwrap_or(t),
+                        Intrin::Low | Intrin::High => t.lane(),
+                        _ => t,
+                    };
                     Expr::Call(i, args, t)
                 }
             }
