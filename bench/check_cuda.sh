@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compiles every example kernel's generated CUDA for sm_90a and sm_80 with
-# nvcc and checks the machine code:
+# nvcc (and every test file's kernels, as one unit per architecture) and
+# checks the examples' machine code:
 # - no spills, no stack frame, no local memory (LDL/STL) in any kernel;
 # - the vectorized element-wise kernel uses 128-bit global loads and stores;
 # - GEMM kernels run on tensor cores (HMMA on sm_80, HGMMA on sm_90a) and the pipelined ones copy with
@@ -58,6 +59,28 @@ for ex in examples/*.rs; do
   else
     echo "FAIL $ex as one unit: nvcc error"; cat "$OUT/unit.log"; fail=1
   fi
+done
+# The kernels of tests/ (and the downstream crate) compile too, each file's
+# kernels as one unit per architecture: the build script's own nvcc pass over
+# them only warns. (Compile only: the SASS rules above are the examples'.)
+for f in tests/*.rs tests/kernels/*.rs tests/downstream/src/*.rs; do
+  # (Kernels inside a nested module are not the command's: NVRTC builds them.)
+  if ! "$TILE_BIN" inspect "$f" --emit names > "$OUT/test.log" 2>&1; then
+    grep -q 'no #\[tile::kernel\] function' "$OUT/test.log" && continue
+    echo "FAIL $f: tile inspect"; cat "$OUT/test.log"; fail=1; continue
+  fi
+  for arch in sm_90a sm_80; do
+    n=${arch#sm_}
+    if ! "$TILE_BIN" inspect "$f" --target cuda --arch "$arch" --emit source > "$OUT/test.cu" 2> "$OUT/test.log"; then
+      echo "FAIL $f $arch: tile inspect"; cat "$OUT/test.log"; fail=1; continue
+    fi
+    if "$NVCC" -cubin "-gencode=arch=compute_$n,code=sm_$n" -O3 -std=c++17 \
+        -o "$OUT/test.cubin" "$OUT/test.cu" > "$OUT/test.log" 2>&1; then
+      echo "ok   $f $arch"
+    else
+      echo "FAIL $f $arch: nvcc error"; cat "$OUT/test.log"; fail=1
+    fi
+  done
 done
 need() { # need KERNEL PATTERN WHAT [ARCHS]
   for arch in ${4:-sm_90a sm_80}; do
