@@ -11,7 +11,7 @@
 
 use super::expr::{t_fn_name, t_fn_turbofish};
 use super::loops::ForSite;
-use super::{alloc, kernel, loops, misc, tile_ops, values, Ctx};
+use super::{alloc, kernel, loops, misc, reductions, tile_ops, values, Ctx};
 use crate::diag::{range, SpanRange as Span};
 use crate::ir::{BinOp, Expr, ForKind, Intrin, Layout, ReduceOp, Scope, Stmt};
 
@@ -136,11 +136,11 @@ static BUILTINS: &[Builtin] = &[
     row("clear",              exactly(1),     Lower::Stmt(|cx, k, out| tile_ops::fill(cx, k, None, out)),                          "`T::clear(buffer)`", "sets every element of a buffer to zero"),
     row("fill",               exactly(2),     Lower::Stmt(|cx, k, out| tile_ops::fill(cx, k, Some(k.args[1]), out)),               "`T::fill(buffer, value)`", "sets every element of a buffer to a value"),
     row("gemm",               between(3, 6),  Lower::Stmt(tile_ops::gemm),                                                         "`T::gemm(a, b, c)` plus optional `transpose_a = ..`, `transpose_b = ..`, `clear_accum = ..`", "`c += a * b` on on-chip tiles (tensor cores on CUDA where they apply)"),
-    row("reduce_sum",         between(2, 4),  Lower::Stmt(|cx, k, out| tile_ops::reduce(cx, k, ReduceOp::Sum, out)),               "`T::reduce_sum(src, dst, dim = -1, clear = true)`", "sums a 1-D or 2-D tile along a dim"),
-    row("reduce_max",         between(2, 4),  Lower::Stmt(|cx, k, out| tile_ops::reduce(cx, k, ReduceOp::Max, out)),               "`T::reduce_max(src, dst, dim = -1, clear = true)`", "the maximum of a 1-D or 2-D tile along a dim"),
-    row("reduce_min",         between(2, 4),  Lower::Stmt(|cx, k, out| tile_ops::reduce(cx, k, ReduceOp::Min, out)),               "`T::reduce_min(src, dst, dim = -1, clear = true)`", "the minimum of a 1-D or 2-D tile along a dim"),
-    row("reduce_abssum",      between(2, 4),  Lower::Stmt(|cx, k, out| tile_ops::reduce(cx, k, ReduceOp::AbsSum, out)),            "`T::reduce_abssum(src, dst, dim = -1, clear = true)`", "sums the absolute values of a 1-D or 2-D tile along a dim"),
-    row("cumsum",             between(2, 4),  Lower::Stmt(tile_ops::cumsum),                                                       "`T::cumsum(src, dst, dim = 0, reverse = false)`", "inclusive prefix sums of a 1-D or 2-D tile along a dim"),
+    row("reduce_sum",         between(2, 4),  Lower::Stmt(|cx, k, out| reductions::reduce(cx, k, ReduceOp::Sum, out)),               "`T::reduce_sum(src, dst, dim = -1, clear = true)`", "sums a 1-D or 2-D tile along a dim"),
+    row("reduce_max",         between(2, 4),  Lower::Stmt(|cx, k, out| reductions::reduce(cx, k, ReduceOp::Max, out)),               "`T::reduce_max(src, dst, dim = -1, clear = true)`", "the maximum of a 1-D or 2-D tile along a dim"),
+    row("reduce_min",         between(2, 4),  Lower::Stmt(|cx, k, out| reductions::reduce(cx, k, ReduceOp::Min, out)),               "`T::reduce_min(src, dst, dim = -1, clear = true)`", "the minimum of a 1-D or 2-D tile along a dim"),
+    row("reduce_abssum",      between(2, 4),  Lower::Stmt(|cx, k, out| reductions::reduce(cx, k, ReduceOp::AbsSum, out)),            "`T::reduce_abssum(src, dst, dim = -1, clear = true)`", "sums the absolute values of a 1-D or 2-D tile along a dim"),
+    row("cumsum",             between(2, 4),  Lower::Stmt(reductions::cumsum),                                                       "`T::cumsum(src, dst, dim = 0, reverse = false)`", "inclusive prefix sums of a 1-D or 2-D tile along a dim"),
     row("atomic_add",         exactly(2),     Lower::Stmt(tile_ops::atomic_add),                                                   "`T::atomic_add(dst[idx], value)` or `T::atomic_add(dst.at([..]), tile)`", "adds atomically into global or shared memory, one element or a tile"),
     row("parallel",           at_least(1),    Lower::Loop(loops::parallel),                                                        "`T::parallel(n)` or `T::parallel([m, n])`", "element-wise over a tile: the iterations are spread over the block's threads"),
     row("serial",             between(1, 2),  Lower::Loop(|cx, k, site, out| loops::counted(cx, k, site, ForKind::Serial, out)),   "`T::serial(n)` or `T::serial(start, end)`", "a sequential loop"),

@@ -30,6 +30,7 @@ mod limits;
 mod loops;
 mod methods;
 mod misc;
+mod reductions;
 mod signature;
 mod stmt;
 mod tile_ops;
