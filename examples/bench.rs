@@ -209,6 +209,11 @@ pub fn gemm_nn_n256(
 }
 
 /// Median milliseconds of `f` over `reps` runs after `warm` runs, by events.
+/// Each timed run waits behind a 0.1 ms spin on the GPU, so the start event
+/// opens when the launch is already queued: the time is the GPU's, not the
+/// host's launch cost as well (which `launch_overhead` measures). Without
+/// the spin, a 13 us kernel measured 17 us. L2 keeps what the previous run
+/// left; callers that must not find their operands there rotate them.
 fn time_ms(
     stream: &Arc<CudaStream>,
     warm: usize,
@@ -220,6 +225,7 @@ fn time_ms(
     }
     let mut ts = Vec::with_capacity(reps);
     for _ in 0..reps {
+        spin(stream)?;
         let start = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         f()?;
         let end = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
@@ -252,50 +258,58 @@ SPIN:
 }
 ";
 
-enum Before {
-    Flush(cudarc::driver::CudaSlice<u8>),
-    Spin(cudarc::driver::CudaFunction),
+thread_local! {
+    static SPIN: std::cell::RefCell<Option<cudarc::driver::CudaFunction>> = const { std::cell::RefCell::new(None) };
+    static FLUSH: std::cell::RefCell<Option<cudarc::driver::CudaSlice<u8>>> = const { std::cell::RefCell::new(None) };
 }
 
-thread_local! {
-    static BEFORE: std::cell::RefCell<Option<Before>> = const { std::cell::RefCell::new(None) };
+/// Queues `tl_spin` for 0.1 ms: the GPU is busy while the host issues what
+/// comes next.
+fn spin(stream: &Arc<CudaStream>) -> Res<()> {
+    SPIN.with(|f| -> Res<()> {
+        let mut f = f.borrow_mut();
+        if f.is_none() {
+            let m = stream
+                .context()
+                .load_module(cudarc::nvrtc::Ptx::from_src(SPIN_PTX))?;
+            *f = Some(m.load_function("tl_spin")?);
+        }
+        use cudarc::driver::PushKernelArg;
+        let ns = 100_000u64;
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: tl_spin takes one u64 by value and touches no memory.
+        unsafe {
+            stream
+                .launch_builder(f.as_ref().expect("set above"))
+                .arg(&ns)
+                .launch(cfg)
+        }?;
+        Ok(())
+    })
 }
 
 /// Runs before each paired timing. By default it overwrites L2 with a
 /// device memset (as `triton.testing.do_bench` and the tuner do); with
-/// `TILE_BENCH_WARM_L2=1` it only waits 0.1 ms on the GPU, leaving L2 as
+/// `TILE_BENCH_WARM_L2=1` it only spins 0.1 ms on the GPU, leaving L2 as
 /// the previous run left it. Either keeps the GPU busy while the host
 /// issues the timed call, so the start event does not open before the
 /// launch reaches the GPU: without it a kernel of a few microseconds is
 /// timed together with its host launch cost (which launch_overhead
 /// measures).
 fn before_timed_run(stream: &Arc<CudaStream>) -> Res<()> {
-    BEFORE.with(|b| -> Res<()> {
+    if std::env::var_os("TILE_BENCH_WARM_L2").is_some() {
+        return spin(stream);
+    }
+    FLUSH.with(|b| -> Res<()> {
         let mut b = b.borrow_mut();
         if b.is_none() {
-            *b = Some(if std::env::var_os("TILE_BENCH_WARM_L2").is_some() {
-                let m = stream
-                    .context()
-                    .load_module(cudarc::nvrtc::Ptx::from_src(SPIN_PTX))?;
-                Before::Spin(m.load_function("tl_spin")?)
-            } else {
-                Before::Flush(stream.alloc_zeros::<u8>(FLUSH_BYTES)?)
-            });
+            *b = Some(stream.alloc_zeros::<u8>(FLUSH_BYTES)?);
         }
-        match b.as_mut().expect("set above") {
-            Before::Flush(buf) => stream.memset_zeros(buf)?,
-            Before::Spin(f) => {
-                use cudarc::driver::PushKernelArg;
-                let ns = 100_000u64;
-                let cfg = cudarc::driver::LaunchConfig {
-                    grid_dim: (1, 1, 1),
-                    block_dim: (1, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                // SAFETY: tl_spin takes one u64 by value and touches no memory.
-                unsafe { stream.launch_builder(f).arg(&ns).launch(cfg) }?;
-            }
-        }
+        stream.memset_zeros(b.as_mut().expect("set above"))?;
         Ok(())
     })
 }
@@ -500,6 +514,14 @@ fn memory_bound(
     let label = |r: Option<std::sync::Arc<tile::autotune::TuneReport>>| {
         r.map(|r| r.chosen_label.clone()).unwrap_or_default()
     };
+    // Every W4A16 variant's time in the tuner (L2 flushed), for the record.
+    for r in gemv::gemv_w4a16::reports() {
+        for row in &r.rows {
+            if let tile::autotune::Outcome::Timed { median_ms, .. } = row.outcome {
+                println!("w4a16 variant [{}]: {:.2} us", row.variant, median_ms * 1e3);
+            }
+        }
+    }
     println!(
         "memory-bound choices: gemv f16 [{}], gemv w4a16 [{}], transpose f16 [{}]",
         label(gemv::gemv::reports::<f16>().into_iter().next()),
