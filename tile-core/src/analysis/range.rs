@@ -16,6 +16,11 @@ pub struct Env {
     /// within its loop. Used by [`Env::fits_i32`] only, so proofs of bounds
     /// are unchanged.
     pub limits: HashMap<VarId, (i64, i64)>,
+    /// Exclusive upper bounds as expressions, for variables whose bound is
+    /// not a constant: a block index is below its grid extent, a loop
+    /// variable from 0 below its loop's extent. They prove `E - 1 - v` (a
+    /// grid or loop walked backwards) non-negative.
+    pub below: HashMap<VarId, Expr>,
 }
 
 /// The values of integer dtype `t`.
@@ -60,16 +65,53 @@ impl Env {
                 .run_time_range(&f.launch.grid[d])
                 .map_or(MAX_INT, |(_, hi)| hi.min(MAX_INT));
             env.limits.insert(v, (0, (hi - 1).max(0)));
+            env.below.insert(v, f.launch.grid[d].clone());
         }
         env
+    }
+
+    /// Records `v < extent` for a loop from 0, unless the extent reads a
+    /// variable the kernel assigns (then `extent` in the body may not be the
+    /// value the loop started with).
+    pub fn bound_loop(&mut self, f: &PrimFunc, v: VarId, extent: &Expr) {
+        let mut assigned = false;
+        f.body.visit(&mut |s| {
+            if let Stmt::Assign { var, .. } = s {
+                assigned |= extent.uses_var(*var);
+            }
+        });
+        if !assigned {
+            self.below.insert(v, extent.clone());
+        }
+    }
+
+    /// Whether `a - b >= 0` by a variable's symbolic bound: `v < E` makes
+    /// `E - v`, `(E - 1) - v` and `(E - v) - 1` non-negative.
+    fn difference_non_negative(&self, a: &Expr, b: &Expr) -> bool {
+        let below = |v: &Expr| match v {
+            Expr::Var(v, _) => self.below.get(v),
+            _ => None,
+        };
+        if let Some(e) = below(b) {
+            let one_less =
+                matches!(a, Expr::Bin(BinOp::Sub, x, c, _) if **x == *e && c.as_int() == Some(1));
+            return *a == *e || one_less;
+        }
+        match a {
+            Expr::Bin(BinOp::Sub, x, v, _) => {
+                below(v).is_some_and(|e| **x == *e) && b.as_int().is_some_and(|c| c <= 1)
+            }
+            _ => false,
+        }
     }
 
     /// Whether `e` is never negative when the kernel runs: by its run-time
     /// range where that is known, else by signs, which need no upper bound
     /// (sums, products, quotients, remainders, shifts, minima and maxima of
     /// non-negative parts are non-negative; so is a value of an unsigned
-    /// dtype). A difference, a negation or a signed value read from memory
-    /// is not proven.
+    /// dtype). A difference is proven only against a variable's symbolic
+    /// bound (`below`); a negation or a signed value read from memory is
+    /// not.
     pub fn non_negative(&self, e: &Expr) -> bool {
         let t = e.dtype();
         if t.is_int() && !t.is_signed_int() {
@@ -95,6 +137,7 @@ impl Env {
                 BinOp::Add | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Min => nn(a) && nn(b),
                 BinOp::Shr | BinOp::BitOr | BinOp::BitXor => nn(a) && nn(b),
                 BinOp::Max | BinOp::BitAnd => nn(a) || nn(b),
+                BinOp::Sub => self.difference_non_negative(a, b),
                 _ => false,
             },
             Expr::Select(_, a, b, _) => nn(a) && nn(b),

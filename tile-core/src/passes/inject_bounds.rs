@@ -544,9 +544,13 @@ impl Pass {
                         env.limits.insert(var, (s_lo, hi));
                     }
                 }
+                if start.as_int() == Some(0) {
+                    env.bound_loop(&self.f, var, &extent);
+                }
                 self.loops.push((var, start.clone(), extent.clone()));
                 let body = Box::new(self.stmt(*body, env));
                 self.loops.pop();
+                env.below.remove(&var);
                 match saved {
                     Some(r) => env.ranges.insert(var, r),
                     None => env.ranges.remove(&var),

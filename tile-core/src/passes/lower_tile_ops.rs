@@ -178,15 +178,21 @@ fn signs(f: &PrimFunc) -> Env {
     });
     let mut loops = Vec::new();
     f.body.visit(&mut |s| {
-        if let Stmt::For { var, start, .. } = s {
-            loops.push((*var, start.clone()));
+        if let Stmt::For {
+            var, start, extent, ..
+        } = s
+        {
+            loops.push((*var, start.clone(), extent.clone()));
         }
     });
     // Outer loops first (`visit` is parents first): an inner loop's start
     // may name an outer loop's variable.
-    for (v, start) in &loops {
+    for (v, start, extent) in &loops {
         if env.non_negative(start) {
             env.limits.insert(*v, whole);
+        }
+        if start.as_int() == Some(0) {
+            env.bound_loop(f, *v, extent);
         }
     }
     env
