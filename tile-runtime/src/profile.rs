@@ -276,6 +276,27 @@ fn bench_cuda(
     Ok(BenchResult::new(times, k, method))
 }
 
+/// Milliseconds of one call of `f` on `stream`: CUDA events around it, or the host's
+/// clock up to the end of the call on the CPU. No warm-up and no L2 flush; the
+/// launch's host cost is included when the GPU was idle. A rough estimate, for the
+/// tuner to skip variants far slower than the best (see `autotune`).
+pub(crate) fn time_once(stream: &Stream, f: &mut dyn FnMut(&Stream) -> Result<()>) -> Result<f64> {
+    match stream {
+        Stream::Cpu => {
+            let t = Instant::now();
+            f(stream)?;
+            Ok(t.elapsed().as_secs_f64() * 1e3)
+        }
+        Stream::Cuda(s) => {
+            let pair = event_pair(s)?;
+            pair.0.record(s).map_err(drv("cuEventRecord"))?;
+            f(stream)?;
+            pair.1.record(s).map_err(drv("cuEventRecord"))?;
+            elapsed_ms(&pair)
+        }
+    }
+}
+
 /// One callable of [`do_bench_interleaved`].
 pub type BenchFn<'a> = &'a mut dyn FnMut(&Stream) -> Result<()>;
 

@@ -10,7 +10,8 @@
 //!   as [`Pick::Tune`];
 //! - [`Pick::Tune`] (`kernel::tune()`): the choice in memory, else the one on disk,
 //!   else every variant is run once on the call's arguments (its output compared with
-//!   the first variant that ran), timed with [`do_bench`] (L2 flushed); the ones
+//!   the first variant that ran), timed with [`do_bench`] (L2 flushed; a variant
+//!   whose one timed call is over twice the best so far keeps that time); the ones
 //!   within 25% of the fastest are timed again against each other in interleaved
 //!   rounds, and the fastest of those is chosen, published to the disk cache and
 //!   remembered.
@@ -611,13 +612,10 @@ fn run_variants(
         let outcome = match outcome {
             Outcome::Timed { .. } => {
                 let t = Instant::now();
-                let r = do_bench(stream, launch, &opts);
+                let r = time_variant(stream, launch, &opts, best.map(|(_, b)| b));
                 timing += t.elapsed();
                 match r {
-                    Ok(b) => Outcome::Timed {
-                        median_ms: b.median_ms,
-                        min_ms: b.min_ms,
-                    },
+                    Ok((median_ms, min_ms)) => Outcome::Timed { median_ms, min_ms },
                     Err(e) => Outcome::Failed(e.to_string()),
                 }
             }
@@ -706,6 +704,34 @@ fn run_variants(
         ),
         from_cache: false,
     })
+}
+
+/// A variant whose one timed call takes more than this many times the best median so
+/// far, and more than [`PRUNE_MIN_MS`], keeps that call's time and is not timed
+/// further: it cannot become a finalist. At a shape where a GEMM takes 6 ms, the
+/// decode tile's variants take several times that, and timing each in full (ten calls
+/// and more) took a quarter of the tuning time (`bench/RESULTS.md`).
+const PRUNE_ABOVE: f64 = 2.0;
+/// Below this a call is too short for one timing to say much (a launch's host cost
+/// may be in it), and the full timing is cheap anyway.
+const PRUNE_MIN_MS: f64 = 0.5;
+
+/// The first pass's (median, min) milliseconds of one variant: [`do_bench`], unless
+/// one call already shows it far slower than `best` (see [`PRUNE_ABOVE`]).
+fn time_variant(
+    stream: &Stream,
+    mut launch: impl FnMut(&Stream) -> Result<()>,
+    opts: &BenchOptions,
+    best: Option<f64>,
+) -> Result<(f64, f64)> {
+    if let Some(best) = best {
+        let once = crate::profile::time_once(stream, &mut launch)?;
+        if once > PRUNE_MIN_MS && once > PRUNE_ABOVE * best {
+            return Ok((once, once));
+        }
+    }
+    let b = do_bench(stream, launch, opts)?;
+    Ok((b.median_ms, b.min_ms))
 }
 
 /// How close to the fastest a variant must come in the first pass to be timed again
