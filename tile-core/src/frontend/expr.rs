@@ -174,6 +174,15 @@ pub fn convert_for_store(cx: &mut Ctx, span: At<'_>, v: Expr, to: DType, what: &
 }
 
 pub fn lower(cx: &mut Ctx, e: &syn::Expr) -> Expr {
+    // Poison spreads up from a part to the expressions that contain it, and
+    // not across to its siblings.
+    let outer = std::mem::replace(&mut cx.poisoned, false);
+    let v = lower_node(cx, e);
+    cx.poisoned |= outer;
+    v
+}
+
+fn lower_node(cx: &mut Ctx, e: &syn::Expr) -> Expr {
     let span = At::Expr(e);
     match e {
         syn::Expr::Lit(l) => match &l.lit {
@@ -428,7 +437,10 @@ fn name(cx: &mut Ctx, n: String, span: At<'_>) -> Expr {
         Some(Sym::Const(ConstVal::Float(v))) => Expr::Float(v, DType::F32),
         Some(Sym::Const(ConstVal::Bool(v))) => Expr::Bool(v),
         Some(Sym::Var(v)) | Some(Sym::Mut(v)) => Expr::Var(v, cx.f.var(v).dtype),
-        Some(Sym::Poison) => Expr::int(1),
+        Some(Sym::Poison) => {
+            cx.poisoned = true;
+            Expr::int(1)
+        }
         Some(Sym::Value(v)) => v,
         Some(Sym::Buf(_)) => {
             cx.err(
@@ -744,7 +756,10 @@ pub fn buffer_ref(cx: &mut Ctx, e: &syn::Expr) -> Option<BufId> {
     };
     match cx.lookup(&n) {
         Some(Sym::Buf(b)) => Some(b),
-        Some(Sym::Poison) => None,
+        Some(Sym::Poison) => {
+            cx.poisoned = true;
+            None
+        }
         Some(_) => {
             cx.err(range(&e), format!("`{n}` is a scalar, not a buffer"));
             None

@@ -106,6 +106,11 @@ pub(crate) struct Ctx {
     pub const_stack: Vec<String>,
     /// Helpers being inlined (recursion).
     pub helper_stack: Vec<String>,
+    /// Whether the expression or statement being lowered read a name whose
+    /// definition was already reported (`Sym::Poison`): its own errors would
+    /// only restate that one (a wrong type, a missing buffer), so `err`
+    /// drops them. Scoped by `expr::lower` and `stmt::lower_stmt`.
+    pub poisoned: bool,
 }
 
 /// The name an identifier stands for: `r#fn` is `fn` (and `r#x` is `x`, as
@@ -128,6 +133,7 @@ impl Ctx {
             used_consts: Vec::new(),
             const_stack: Vec::new(),
             helper_stack: Vec::new(),
+            poisoned: false,
         }
     }
 
@@ -144,7 +150,9 @@ impl Ctx {
         n
     }
     pub fn err(&mut self, span: impl Into<Span>, msg: impl Into<String>) {
-        self.diags.push(Diagnostic::new(span.into(), msg));
+        if !self.poisoned {
+            self.diags.push(Diagnostic::new(span.into(), msg));
+        }
     }
     pub fn lookup(&self, name: &str) -> Option<Sym> {
         self.scopes.iter().rev().find_map(|s| s.get(name).cloned())

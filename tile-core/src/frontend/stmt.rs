@@ -43,8 +43,10 @@ pub fn lower_stmt(cx: &mut Ctx, s: &syn::Stmt, out: &mut Vec<Stmt>) {
         return;
     }
     let outer = std::mem::replace(&mut cx.loc, at.into());
+    let poisoned = std::mem::replace(&mut cx.poisoned, false);
     lower_stmt_at(cx, s, out);
     cx.loc = outer;
+    cx.poisoned = poisoned;
 }
 
 fn lower_stmt_at(cx: &mut Ctx, s: &syn::Stmt, out: &mut Vec<Stmt>) {
@@ -113,6 +115,12 @@ fn local(cx: &mut Ctx, l: &syn::Local, out: &mut Vec<Stmt>) {
         }
     }
     let mut v = expr::lower(cx, &init.expr);
+    if cx.poisoned {
+        // A value made from a name already reported: the new name is quiet
+        // too (its type would be a guess).
+        cx.bind(&name, Sym::Poison);
+        return;
+    }
     if let Some(ty) = ty {
         match expr::dtype_of_type(ty) {
             Some(t) => {
