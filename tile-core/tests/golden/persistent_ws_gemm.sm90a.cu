@@ -19,6 +19,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
   {
     tl::tma::Pipe<3>* tl_wpipe = reinterpret_cast<tl::tma::Pipe<3>*>(tl_smem + 131072);
     const bool tl_wuse = K % 8 == 0 && N % 8 == 0 && tl::aligned16(a) && tl::aligned16(b);
+    if (tl_wuse && threadIdx.x == 256) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); }
     if (threadIdx.x == 0) tl_wpipe->init(8);
     __syncthreads();
     if (threadIdx.x >= 256) {

@@ -467,14 +467,24 @@ impl Writer<'_> {
         produce: impl FnOnce(&mut Self) -> Result<(), Diagnostic>,
     ) -> Result<(), Diagnostic> {
         let threads = self.f.launch.threads;
-        let consumer_regs = match &self.ws {
-            Some(p) => p.consumer_regs,
+        let (consumer_regs, maps) = match &self.ws {
+            Some(p) => (p.consumer_regs, p.maps.len()),
             None => {
                 return Err(err(
                     "internal error: a warp-specialized split without its plan",
                 ))
             }
         };
+        // The producer thread asks for its tensor maps first: the copy
+        // engine's fetch of a descriptor then overlaps the barrier setup
+        // instead of delaying the first copy.
+        let prefetch: Vec<String> = (0..maps)
+            .map(|i| format!("tl::tma::prefetch(&tl_tmap{i});"))
+            .collect();
+        self.line(&format!(
+            "if ({use_tma} && threadIdx.x == {threads}) {{ {} }}",
+            prefetch.join(" ")
+        ));
         self.line(&format!(
             "if (threadIdx.x == 0) {pipe}->init({});",
             threads / 32

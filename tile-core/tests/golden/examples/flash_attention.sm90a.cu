@@ -65,6 +65,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
     const int tl_n3 = (((S + 64) - 1) / 64);
     tl::tma::Pipe<4>* tl_pipe3 = reinterpret_cast<tl::tma::Pipe<4>*>(tl_smem + 81920);
     const bool tl_use_tma3 = tl::aligned16(k) && tl::aligned16(v);
+    if (tl_use_tma3 && threadIdx.x == 128) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); }
     if (threadIdx.x == 0) tl_pipe3->init(4);
     __syncthreads();
     if (threadIdx.x >= 128) {

@@ -41,6 +41,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_bias_gelu_f16_kernel(c
     const int tl_n1 = (((K + 64) - 1) / 64);
     tl::tma::Pipe<3>* tl_pipe1 = reinterpret_cast<tl::tma::Pipe<3>*>(tl_smem + 98304);
     const bool tl_use_tma1 = K % 8 == 0 && N % 8 == 0 && tl::aligned16(a) && tl::aligned16(b);
+    if (tl_use_tma1 && threadIdx.x == 128) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); }
     if (threadIdx.x == 0) tl_pipe1->init(4);
     __syncthreads();
     if (threadIdx.x >= 128) {

@@ -43,6 +43,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_fp8_f8e4m3__block_m128
     const int tl_n1 = (((K + 128) - 1) / 128);
     tl::tma::Pipe<4>* tl_pipe1 = reinterpret_cast<tl::tma::Pipe<4>*>(tl_smem + 131072);
     const bool tl_use_tma1 = K % 16 == 0 && tl::aligned16(a) && tl::aligned16(b);
+    if (tl_use_tma1 && threadIdx.x == 256) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); }
     if (threadIdx.x == 0) tl_pipe1->init(8);
     __syncthreads();
     if (threadIdx.x >= 256) {

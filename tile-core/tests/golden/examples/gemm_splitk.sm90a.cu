@@ -38,6 +38,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_splitk_f16__splits4_bl
     const int tl_n1 = count;
     tl::tma::Pipe<4>* tl_pipe1 = reinterpret_cast<tl::tma::Pipe<4>*>(tl_smem + 98304);
     const bool tl_use_tma1 = K % 8 == 0 && N % 8 == 0 && tl::aligned16(a) && tl::aligned16(b);
+    if (tl_use_tma1 && threadIdx.x == 128) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); }
     if (threadIdx.x == 0) tl_pipe1->init(4);
     __syncthreads();
     if (threadIdx.x >= 128) {
