@@ -494,7 +494,6 @@ fn memory_bound(
     let t_w4 = rotating(&mut |r| Ok(gemv::gemv_w4a16(&w[r].0, &w[r].1, &x, &mut y)?))?;
     let what = format!("gemv w4a16 (tuned; {:.2}x tuned f16)", t_f16 / t_w4);
     push("gemv w4a16 (tuned)", what, t_w4, bytes, gemv_flops);
-    drop(w);
     let xt = tile::testing::random_tensor::<f16>(&[n, k], 95, dev)?;
     let mut yt = Tensor::full(&[k, n], f16::NAN, dev)?;
     let t = time_ms(stream, 5, 100, || Ok(transpose::transpose(&xt, &mut yt)?))?;
@@ -514,13 +513,23 @@ fn memory_bound(
     let label = |r: Option<std::sync::Arc<tile::autotune::TuneReport>>| {
         r.map(|r| r.chosen_label.clone()).unwrap_or_default()
     };
-    // Every W4A16 variant's time in the tuner (L2 flushed), for the record.
-    for r in gemv::gemv_w4a16::reports() {
-        for row in &r.rows {
-            if let tile::autotune::Outcome::Timed { median_ms, .. } = row.outcome {
-                println!("w4a16 variant [{}]: {:.2} us", row.variant, median_ms * 1e3);
-            }
-        }
+    // Every W4A16 variant, in the tuner (an L2 flush by memset before each
+    // run, whose dirty lines the kernel then evicts) and as the rows above
+    // time it (a spin before each run, operands rotated, so L2 is clean).
+    let in_tuner: Vec<Option<f64>> = gemv::gemv_w4a16::reports()
+        .first()
+        .map(|r| r.rows.iter().map(|row| row.median_ms()).collect())
+        .unwrap_or_default();
+    for (i, c) in gemv::gemv_w4a16::CONFIGS.iter().enumerate() {
+        let launch = gemv::gemv_w4a16::with(*c);
+        let t = rotating(&mut |r| Ok(launch.launch(&w[r].0, &w[r].1, &x, &mut y)?))?;
+        let tuner = in_tuner.get(i).copied().flatten().unwrap_or(f64::NAN);
+        println!(
+            "w4a16 variant [{}]: {:.2} us as the rows time it, {:.2} us in the tuner",
+            gemv::gemv_w4a16::LABELS[i],
+            t * 1e3,
+            tuner * 1e3
+        );
     }
     println!(
         "memory-bound choices: gemv f16 [{}], gemv w4a16 [{}], transpose f16 [{}]",
