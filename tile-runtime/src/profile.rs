@@ -339,17 +339,20 @@ pub fn do_bench_interleaved(
         }
         Stream::Cuda(s) => {
             let mut scratch = l2_scratch(s, opts.flush_l2)?;
-            // One round's events at a time: the device never waits for the host
-            // within a round, and the number of live events stays small.
+            // One event pair per callable, recorded again every round: the round's
+            // times are read (which waits for its last event) before the next
+            // round records over them, so the device never waits for the host
+            // within a round and no events are created while timing.
+            let pairs = fs
+                .iter()
+                .map(|_| event_pair(s))
+                .collect::<Result<Vec<_>>>()?;
             for _ in 0..rounds {
-                let mut pairs = Vec::with_capacity(fs.len());
-                for f in fs.iter_mut() {
+                for (f, pair) in fs.iter_mut().zip(&pairs) {
                     flush_l2(s, &mut scratch)?;
-                    let pair = event_pair(s)?;
                     pair.0.record(s).map_err(drv("cuEventRecord"))?;
                     f(stream)?;
                     pair.1.record(s).map_err(drv("cuEventRecord"))?;
-                    pairs.push(pair);
                 }
                 for (p, t) in pairs.iter().zip(&mut times) {
                     t.push(elapsed_ms(p)?);
