@@ -21,6 +21,9 @@ pub struct Env {
     /// variable from 0 below its loop's extent. They prove `E - 1 - v` (a
     /// grid or loop walked backwards) non-negative.
     pub below: HashMap<VarId, Expr>,
+    /// Variables the kernel assigns (`let mut` scalars), which a loop's
+    /// extent in `below` must not read.
+    pub assigned: std::collections::HashSet<VarId>,
 }
 
 /// The values of integer dtype `t`.
@@ -67,20 +70,19 @@ impl Env {
             env.limits.insert(v, (0, (hi - 1).max(0)));
             env.below.insert(v, f.launch.grid[d].clone());
         }
+        f.body.visit(&mut |s| {
+            if let Stmt::Assign { var, .. } = s {
+                env.assigned.insert(*var);
+            }
+        });
         env
     }
 
     /// Records `v < extent` for a loop from 0, unless the extent reads a
     /// variable the kernel assigns (then `extent` in the body may not be the
-    /// value the loop started with).
-    pub fn bound_loop(&mut self, f: &PrimFunc, v: VarId, extent: &Expr) {
-        let mut assigned = false;
-        f.body.visit(&mut |s| {
-            if let Stmt::Assign { var, .. } = s {
-                assigned |= extent.uses_var(*var);
-            }
-        });
-        if !assigned {
+    /// value the loop started with). `assigned` comes from [`Env::at_launch`].
+    pub fn bound_loop(&mut self, v: VarId, extent: &Expr) {
+        if !self.assigned.iter().any(|&a| extent.uses_var(a)) {
             self.below.insert(v, extent.clone());
         }
     }

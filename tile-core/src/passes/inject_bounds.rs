@@ -545,7 +545,7 @@ impl Pass {
                     }
                 }
                 if start.as_int() == Some(0) {
-                    env.bound_loop(&self.f, var, &extent);
+                    env.bound_loop(var, &extent);
                 }
                 self.loops.push((var, start.clone(), extent.clone()));
                 let body = Box::new(self.stmt(*body, env));

@@ -192,7 +192,7 @@ fn signs(f: &PrimFunc) -> Env {
             env.limits.insert(*v, whole);
         }
         if start.as_int() == Some(0) {
-            env.bound_loop(f, *v, extent);
+            env.bound_loop(*v, extent);
         }
     }
     env
