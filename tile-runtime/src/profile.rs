@@ -148,11 +148,7 @@ fn bench_cpu(
     f: &mut dyn FnMut(&Stream) -> Result<()>,
     opts: &BenchOptions,
 ) -> Result<BenchResult> {
-    let t = Instant::now();
-    for _ in 0..3 {
-        f(stream)?;
-    }
-    let est = t.elapsed().as_secs_f64() * 1e3 / 3.0;
+    let est = time_calls(stream, f, 3)? / 3.0;
     if opts.graph {
         let k = calls_per_sample(opts, est);
         let g = Graph::capture(stream, |s| (0..k).try_for_each(|_| f(s)))?;
@@ -228,13 +224,7 @@ fn bench_cuda(
     f: &mut dyn FnMut(&Stream) -> Result<()>,
     opts: &BenchOptions,
 ) -> Result<BenchResult> {
-    let pair = event_pair(s)?;
-    pair.0.record(s).map_err(drv("cuEventRecord"))?;
-    for _ in 0..5 {
-        f(stream)?;
-    }
-    pair.1.record(s).map_err(drv("cuEventRecord"))?;
-    let est = elapsed_ms(&pair)? / 5.0;
+    let est = time_calls(stream, f, 5)? / 5.0;
 
     let (graph, k) = if opts.graph {
         let k = calls_per_sample(opts, est);
@@ -276,21 +266,30 @@ fn bench_cuda(
     Ok(BenchResult::new(times, k, method))
 }
 
-/// Milliseconds of one call of `f` on `stream`: CUDA events around it, or the host's
-/// clock up to the end of the call on the CPU. No warm-up and no L2 flush; the
-/// launch's host cost is included when the GPU was idle. A rough estimate, for the
-/// tuner to skip variants far slower than the best (see `autotune`).
-pub(crate) fn time_once(stream: &Stream, f: &mut dyn FnMut(&Stream) -> Result<()>) -> Result<f64> {
+/// Milliseconds of `n` calls of `f` on `stream`, back to back: CUDA events around
+/// them, or the host's clock up to the end of the last call on the CPU. No warm-up
+/// and no L2 flush; the launch's host cost is included when the GPU was idle. The
+/// estimate [`do_bench`] sizes its sample counts by, and the tuner's one-call check
+/// for variants far slower than the best (see `autotune`).
+pub(crate) fn time_calls(
+    stream: &Stream,
+    f: &mut dyn FnMut(&Stream) -> Result<()>,
+    n: usize,
+) -> Result<f64> {
     match stream {
         Stream::Cpu => {
             let t = Instant::now();
-            f(stream)?;
+            for _ in 0..n {
+                f(stream)?;
+            }
             Ok(t.elapsed().as_secs_f64() * 1e3)
         }
         Stream::Cuda(s) => {
             let pair = event_pair(s)?;
             pair.0.record(s).map_err(drv("cuEventRecord"))?;
-            f(stream)?;
+            for _ in 0..n {
+                f(stream)?;
+            }
             pair.1.record(s).map_err(drv("cuEventRecord"))?;
             elapsed_ms(&pair)
         }

@@ -78,11 +78,12 @@ impl Env {
         env
     }
 
-    /// Records `v < extent` for a loop from 0, unless the extent reads a
-    /// variable the kernel assigns (then `extent` in the body may not be the
-    /// value the loop started with). `assigned` comes from [`Env::at_launch`].
-    pub fn bound_loop(&mut self, v: VarId, extent: &Expr) {
-        if !self.assigned.iter().any(|&a| extent.uses_var(a)) {
+    /// Records `v < extent` for a loop from `start` 0, unless the extent
+    /// reads a variable the kernel assigns (then `extent` in the body may not
+    /// be the value the loop started with). `assigned` comes from
+    /// [`Env::at_launch`].
+    pub fn bound_loop(&mut self, v: VarId, start: &Expr, extent: &Expr) {
+        if start.as_int() == Some(0) && !self.assigned.iter().any(|&a| extent.uses_var(a)) {
             self.below.insert(v, extent.clone());
         }
     }

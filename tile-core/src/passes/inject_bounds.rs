@@ -544,9 +544,7 @@ impl Pass {
                         env.limits.insert(var, (s_lo, hi));
                     }
                 }
-                if start.as_int() == Some(0) {
-                    env.bound_loop(var, &extent);
-                }
+                env.bound_loop(var, &start, &extent);
                 self.loops.push((var, start.clone(), extent.clone()));
                 let body = Box::new(self.stmt(*body, env));
                 self.loops.pop();

@@ -191,9 +191,7 @@ fn signs(f: &PrimFunc) -> Env {
         if env.non_negative(start) {
             env.limits.insert(*v, whole);
         }
-        if start.as_int() == Some(0) {
-            env.bound_loop(*v, extent);
-        }
+        env.bound_loop(*v, start, extent);
     }
     env
 }

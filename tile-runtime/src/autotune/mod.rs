@@ -725,7 +725,7 @@ fn time_variant(
     best: Option<f64>,
 ) -> Result<(f64, f64)> {
     if let Some(best) = best {
-        let once = crate::profile::time_once(stream, &mut launch)?;
+        let once = crate::profile::time_calls(stream, &mut launch, 1)?;
         if once > PRUNE_MIN_MS && once > PRUNE_ABOVE * best {
             return Ok((once, once));
         }
