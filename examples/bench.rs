@@ -704,4 +704,19 @@ fn print_tuned(tuned: &[Tuned]) {
             r.chosen_label
         );
     }
+    // Every variant's time (ms; a variant pruned after one call shows that
+    // call), one line per shape, for comparing variants across shapes.
+    println!();
+    for t in tuned {
+        let times: Vec<String> = t
+            .report
+            .rows
+            .iter()
+            .map(|x| match x.median_ms() {
+                Some(ms) => format!("[{}] {ms:.4}", x.variant),
+                None => format!("[{}] -", x.variant),
+            })
+            .collect();
+        println!("variants {}: {}", t.what, times.join("; "));
+    }
 }

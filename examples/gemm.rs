@@ -12,7 +12,7 @@ use tile::prelude::*;
 
 /// NN, written once over the element type and over a space of tile
 /// configurations: `gemm_nn::<f16>` and `gemm_nn::<bf16>`, each built ahead
-/// of time in every variant the filter keeps (14). A plain call runs the
+/// of time in every variant the filter keeps (16). A plain call runs the
 /// default (the first value of every list: 128 × 128 × 64, 3 stages, 4
 /// warps) unless these shapes were tuned in this process;
 /// `gemm_nn::tune().launch(..)` (or `TILE_AUTOTUNE=1`) times the variants on
@@ -31,6 +31,13 @@ use tile::prelude::*;
 /// warpgroups with 4 (with 6 it spills on sm_90a). 8 stages measured 3%
 /// faster at 1024³ but fill 192 KiB, more than an A100 block may have
 /// (164 KiB; of the variants here only 128 × 256 with 4 stages needs that).
+/// The two-warpgroup 128 × 64 and 128 × 128 tiles with 4 stages also come in
+/// clusters of two blocks (`cluster = 2`): on Hopper, blocks `2k` and
+/// `2k + 1` share the A tile (each loads half and the copy engine multicasts
+/// it). That halves A's copy requests, which at a row pitch that is not a
+/// multiple of 128 bytes (1000³) is what the k loop waits on: 5–12% faster
+/// there, 1–5% slower on the large shapes (the two blocks advance in step),
+/// so the tuner decides (bench/RESULTS.md).
 #[tile::kernel(
     dtype = [f16, bf16],
     block_m = [128, 64, 16],
@@ -38,7 +45,9 @@ use tile::prelude::*;
     block_k = [64, 128],
     stages = [3, 4, 6],
     threads = [128, 256],
+    cluster = [1, 2],
     filter = (block_m == 16) == (block_k == 128)
+        && (cluster == 1 || (block_m == 128 && block_n <= 128 && threads == 256 && stages == 4))
         && (block_m != 16 || (threads == 128 && block_n == 64 && stages <= 4))
         && block_m * block_n / threads <= 128
         && (threads == 128 || block_m == 128)
@@ -50,6 +59,7 @@ pub fn gemm_nn(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
         |bx, by| {
+            T::use_cluster(cluster);
             T::use_swizzle(8);
             let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
             let b_s = T::alloc_shared::<dtype>([block_k, block_n]);

@@ -296,6 +296,60 @@ pub(crate) unsafe fn launch(
     .map_err(|e| Error::driver("cuLaunchKernel", e))
 }
 
+/// [`launch`] with blocks `2k, 2k + 1, ..` along x run as clusters of `cluster`
+/// (`cuLaunchKernelEx`; `grid[0]` a multiple of `cluster`): a kernel whose blocks share
+/// tile copies (`// tile:launch .. cluster=2`).
+///
+/// # Safety
+///
+/// As for [`launch`].
+pub(crate) unsafe fn launch_in_clusters(
+    f: &CudaFunction,
+    stream: &CudaStream,
+    grid: [u32; 3],
+    threads: u32,
+    dynamic_shared: u32,
+    cluster: u32,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    use cudarc::driver::sys;
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    // SAFETY: a plain-data union of the driver's headers; zero is a valid value of
+    // every member, and the one the attribute's id selects is set next.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = cluster;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    let config = sys::CUlaunchConfig {
+        gridDimX: grid[0],
+        gridDimY: grid[1],
+        gridDimZ: grid[2],
+        blockDimX: threads,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: dynamic_shared,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    // SAFETY: forwarded from the caller's contract (as `launch`); `config` and `attr`
+    // outlive the call, which copies them.
+    unsafe {
+        sys::cuLaunchKernelEx(
+            &config,
+            f.cu_function(),
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .map_err(|e| Error::driver("cuLaunchKernelEx", e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

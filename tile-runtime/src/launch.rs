@@ -428,14 +428,25 @@ fn enqueue(
             // storages are borrowed by `args` (or, in a capture, held by the graph) and
             // were ordered on `stream` by the caller.
             unsafe {
-                cuda::launch(
-                    &loaded.func,
-                    stream,
-                    grid,
-                    loaded.threads,
-                    loaded.shared_bytes,
-                    params,
-                )
+                match loaded.tma.as_deref().map_or(1, |p| p.cluster) {
+                    c if c > 1 && grid[0].is_multiple_of(c) => cuda::launch_in_clusters(
+                        &loaded.func,
+                        stream,
+                        grid,
+                        loaded.threads,
+                        loaded.shared_bytes,
+                        c,
+                        params,
+                    ),
+                    _ => cuda::launch(
+                        &loaded.func,
+                        stream,
+                        grid,
+                        loaded.threads,
+                        loaded.shared_bytes,
+                        params,
+                    ),
+                }
             }
         })
     })

@@ -5,11 +5,13 @@
 //! when the kernel is loaded:
 //!
 //! ```text
-//! // tile:launch threads=256
+//! // tile:launch threads=256 cluster=2
 //! // tile:tma map=0 param=0 box=64x128 (a)
 //! ```
 //!
-//! The block then has `threads` threads (the spec's plus a producer warpgroup), and the
+//! The block then has `threads` threads (the spec's plus a producer warpgroup), blocks
+//! `2k` and `2k + 1` along x run as one cluster when `cluster=2` is given and the grid's x
+//! extent is even (the kernel reads its cluster's size and shares copies only then), and the
 //! kernel takes one `CUtensorMap` per `tile:tma` line, by value, after the dynamic dims:
 //! map `i` describes buffer parameter `param`, a row-major tensor of 2-byte elements, as
 //! a matrix (rank 2) or, when it has leading dims, as a batch of matrices (rank 3: the
@@ -44,6 +46,10 @@ pub(crate) struct LaunchPlan {
     pub kernel: &'static str,
     /// Threads per block, when not the spec's.
     pub threads: Option<u32>,
+    /// Blocks per cluster along x (1: no clusters). The kernel shares tile copies between
+    /// the blocks of a cluster when it finds itself launched in one, so the launcher uses
+    /// clusters only when the grid's x extent is a multiple of this.
+    pub cluster: u32,
     /// The tensor maps the kernel takes after its dims, in order.
     pub maps: Vec<MapSpec>,
 }
@@ -62,11 +68,15 @@ impl LaunchPlan {
     pub(crate) fn of_source(kernel: &'static str, source: &str) -> Option<LaunchPlan> {
         let mut plan = LaunchPlan {
             kernel,
+            cluster: 1,
             ..LaunchPlan::default()
         };
         for line in source.lines().take_while(|l| l.starts_with("//")) {
             if let Some(rest) = line.strip_prefix("// tile:launch ") {
                 plan.threads = field(rest, "threads").and_then(|v| v.parse().ok());
+                plan.cluster = field(rest, "cluster")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
             } else if let Some(rest) = line.strip_prefix("// tile:tma ") {
                 let param = field(rest, "param").and_then(|v| v.parse().ok())?;
                 let (c, r) = field(rest, "box")?.split_once('x')?;
@@ -382,6 +392,10 @@ mod tests {
     fn the_plan_is_read_from_the_leading_comment_lines() {
         let p = LaunchPlan::of_source("gemm", GEMM).expect("a plan");
         assert_eq!(p.threads, Some(256));
+        assert_eq!(p.cluster, 1);
+        let paired = GEMM.replace("threads=256\n", "threads=256 cluster=2\n");
+        let q = LaunchPlan::of_source("gemm", &paired).expect("a plan");
+        assert_eq!((q.threads, q.cluster), (Some(256), 2));
         assert_eq!(
             p.maps,
             vec![
@@ -412,6 +426,7 @@ mod tests {
         let plan = LaunchPlan {
             kernel: "k",
             threads: Some(256),
+            cluster: 1,
             maps: vec![
                 MapSpec {
                     param: 0,

@@ -50,7 +50,7 @@ impl Lower {
     pub fn kind(self) -> &'static str {
         match self {
             Lower::Kernel(_) => "the kernel",
-            Lower::Prologue(_) => "the first statement of the kernel body",
+            Lower::Prologue(_) => "the opening statements of the kernel body",
             Lower::Alloc(_) => "an allocation (`let x = ..`)",
             Lower::Stmt(_) => "a statement",
             Lower::Loop(_) => "a loop (`for i in ..`)",
@@ -147,6 +147,7 @@ static BUILTINS: &[Builtin] = &[
     row("unroll",             between(1, 2),  Lower::Loop(|cx, k, site, out| loops::counted(cx, k, site, ForKind::Unrolled, out)), "`T::unroll(n)` or `T::unroll(start, end)`", "a sequential loop, unrolled"),
     row("pipelined",          between(1, 2),  Lower::Loop(loops::pipelined),                                                       "`T::pipelined(n, num_stages)`", "a software pipeline: copies into shared tiles are issued `num_stages - 1` iterations ahead"),
     row("persistent",         exactly(3),     Lower::Loop(loops::persistent),                                                      "`T::persistent(domain, wave_size, index)`, e.g. `T::persistent([gx, gy], num_blocks, bx)`", "the tiles of a domain handed out to a fixed number of blocks (a persistent kernel)"),
+    row("use_cluster",        exactly(1),     Lower::Prologue(kernel::cluster),                                                    "`T::use_cluster(n)`", "blocks 2k and 2k+1 along x run as a cluster of n (1 or 2) on Hopper, sharing the pipelined tile copies they both make"),
     row("use_swizzle",        exactly(1),     Lower::Prologue(kernel::swizzle),                                                    "`T::use_swizzle(panel)`", "block rasterization for L2 reuse: consecutive blocks walk down a panel of grid columns"),
     row("annotate_layout",    exactly(2),     Lower::Stmt(misc::annotate_layout),                                                  "`T::annotate_layout(shared_buffer, T::swizzled)`", "stores a shared tile in another layout (where elements live, never what is computed)"),
     row("swizzled",           exactly(0),     Lower::Layout(Layout::Swizzled),                                                     "`T::annotate_layout(shared_buffer, T::swizzled)`", "the bank-conflict-free layout of a 2-byte shared tile"),
@@ -324,7 +325,7 @@ pub(super) fn misplaced(cx: &mut Ctx, k: &Call, at: Position) {
         (Position::Stmt, Lower::Prologue(_)) => (
             k.span(),
             format!(
-                "{} must be the first statement of the kernel body",
+                "{} must open the kernel body, before any other statement",
                 k.usage()
             ),
         ),
@@ -519,7 +520,8 @@ mod tests {
             ),
             (
                 "T::print(1.0); T::use_swizzle(2);",
-                "`T::use_swizzle(panel)` must be the first statement of the kernel body".into(),
+                "`T::use_swizzle(panel)` must open the kernel body, before any other statement"
+                    .into(),
             ),
             (
                 "for i in 0..=4 {} for i in a {}",

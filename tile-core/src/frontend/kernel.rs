@@ -138,21 +138,24 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
     }
     let body = match &*clo.body {
         syn::Expr::Block(b) => {
-            // `T::use_swizzle(panel)` first: rebind the block indices.
+            // `T::use_cluster(n)` and `T::use_swizzle(panel)` open the body
+            // (the swizzle rebinds the block indices).
             let mut prologue = Vec::new();
             let mut skip = 0;
-            if let Some(syn::Stmt::Expr(syn::Expr::Call(c), _)) = b.block.stmts.first() {
-                if let Some(b) = builtins::builtin_of(c) {
-                    if let Lower::Prologue(lower) = b.lower {
-                        let call = Call::new(b, c);
-                        let outer = std::mem::replace(&mut cx.loc, call.span().into());
-                        if builtins::check_arity(cx, &call) {
-                            prologue = lower(cx, &call);
-                        }
-                        cx.loc = outer;
-                        skip = 1;
-                    }
+            while let Some(syn::Stmt::Expr(syn::Expr::Call(c), _)) = b.block.stmts.get(skip) {
+                let Some(b) = builtins::builtin_of(c) else {
+                    break;
+                };
+                let Lower::Prologue(lower) = b.lower else {
+                    break;
+                };
+                let call = Call::new(b, c);
+                let outer = std::mem::replace(&mut cx.loc, call.span().into());
+                if builtins::check_arity(cx, &call) {
+                    prologue.extend(lower(cx, &call));
                 }
+                cx.loc = outer;
+                skip += 1;
             }
             prologue.extend(stmt::lower_stmts(cx, &b.block.stmts[skip..]));
             prologue
@@ -164,6 +167,21 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
     };
     cx.pop();
     cx.f.body = Stmt::Seq(body);
+}
+
+/// `T::use_cluster(n)`: on Hopper the blocks `2k` and `2k + 1` along x may
+/// run as one cluster of `n` (1 or 2) and share the pipelined tile copies
+/// that are the same for both (`plan_pipelines` decides which; elsewhere
+/// nothing changes). Only recorded here.
+pub(super) fn cluster(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
+    match expr::lower(cx, k.args[0]).as_int() {
+        Some(n @ (1 | 2)) => cx.f.launch.cluster = n,
+        _ => cx.err(
+            k.span(),
+            format!("{} takes a compile-time cluster size of 1 or 2", k.usage()),
+        ),
+    }
+    Vec::new()
 }
 
 /// `T::use_swizzle(panel)`: block rasterization for L2 reuse. Consecutive

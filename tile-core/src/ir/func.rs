@@ -12,6 +12,10 @@ pub struct Launch {
     /// Block index variables, one per grid dim (x, y, z).
     pub block_vars: Vec<VarId>,
     pub threads: i64,
+    /// `T::use_cluster(n)`: on Hopper, blocks `2k` and `2k + 1` along x may
+    /// run as a cluster of `n` (1 or 2), sharing the tile copies that
+    /// `plan_pipelines` finds equal for both (`Pipeline::multicast`).
+    pub cluster: i64,
 }
 
 /// A compile-time parameter from the attribute, kept for the script.
@@ -102,6 +106,7 @@ impl PrimFunc {
                 grid: Vec::new(),
                 block_vars: Vec::new(),
                 threads,
+                cluster: 1,
             },
             body: Stmt::Seq(Vec::new()),
             smem: SharedPool::default(),

@@ -92,10 +92,15 @@ impl Printer<'_> {
         } else {
             format!(", smem_bytes={}", f.smem.bytes)
         };
+        let cluster = if f.launch.cluster == 1 {
+            String::new()
+        } else {
+            format!(", cluster={}", f.launch.cluster)
+        };
         self.line(
             1,
             &format!(
-                "with T.Kernel({}, threads={}{pool}) as ({}):",
+                "with T.Kernel({}, threads={}{cluster}{pool}) as ({}):",
                 grid.join(", "),
                 f.launch.threads,
                 bvars.join(", ")
@@ -221,12 +226,22 @@ impl Printer<'_> {
                             let tiles: Vec<&str> =
                                 p.tiles.iter().map(|&b| f.buf(b).name.as_str()).collect();
                             format!(
-                                "T.Pipelined[num_stages={stages}, producers=({}){}{}]",
+                                "T.Pipelined[num_stages={stages}, producers=({}){}{}{}]",
                                 tiles.join(", "),
                                 match (p.warp_specialized, p.persistent) {
                                     (true, true) => ", warp_specialized=true, persistent=true",
                                     (true, false) => ", warp_specialized=true",
                                     _ => "",
+                                },
+                                if p.multicast.is_empty() {
+                                    String::new()
+                                } else {
+                                    let m: Vec<&str> = p
+                                        .multicast
+                                        .iter()
+                                        .map(|&b| f.buf(b).name.as_str())
+                                        .collect();
+                                    format!(", multicast=({})", m.join(", "))
                                 },
                                 match p.rotate {
                                     Some(r) => format!(

@@ -335,7 +335,7 @@ impl Reader {
         Ok(())
     }
 
-    /// `with T.Kernel(grid.., threads=N[, smem_bytes=B]) as (bx, ..):`
+    /// `with T.Kernel(grid.., threads=N[, cluster=C][, smem_bytes=B]) as (bx, ..):`
     fn kernel(&mut self) -> Res<()> {
         let l = self.take_line(1)?;
         let mut c = Cursor::new(&l);
@@ -354,7 +354,12 @@ impl Reader {
         }
         c.kwarg("threads")?;
         self.f.launch.threads = c.int()?;
-        if c.eat_punct(",") {
+        if c.eat_punct(",") && c.at_ident("cluster") {
+            c.kwarg("cluster")?;
+            self.f.launch.cluster = c.int()?;
+            c.eat_punct(",");
+        }
+        if c.at_ident("smem_bytes") {
             c.kwarg("smem_bytes")?;
             self.f.smem.bytes = c.int()?;
         }

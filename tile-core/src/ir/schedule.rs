@@ -45,6 +45,11 @@ pub struct Pipeline {
     /// gemm of `i - 1` (with the statements that `late` counts, which moved
     /// there), and run the register work of `i` while both are in flight.
     pub rotate: Option<Rotation>,
+    /// The tiles of a warp-specialized pipeline that the two blocks of a
+    /// cluster (`Launch::cluster`) both fill from the same origin: each block
+    /// loads half of the tile's rows and the copy engine multicasts them
+    /// into both blocks' shared memory.
+    pub multicast: Vec<BufId>,
 }
 
 /// Where a rotated pipeline's consumer statements (its body after the

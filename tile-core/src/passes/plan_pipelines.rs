@@ -14,12 +14,14 @@
 //! (`Pipeline::warp_specialized`): a producer warpgroup added to the block
 //! issues the bulk tensor copies, the block's warpgroups run the `wgmma`s;
 //! and whether its consumers' two gemms overlap across iterations
-//! (`Pipeline::rotate`, `rotate`).
+//! (`Pipeline::rotate`, `rotate`); and, in clusters of two blocks, which of
+//! its tiles both blocks share (`Pipeline::multicast`, `multicast`).
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::collections::BTreeMap;
 
+mod multicast;
 mod rotate;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
@@ -32,6 +34,10 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         let rotation = rotate::rotate(&mut f, var);
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
             p.rotate = rotation;
+        }
+        let shared = multicast::multicast(&f, var);
+        if let Some(p) = f.schedule.pipelines.get_mut(&var) {
+            p.multicast = shared;
         }
     }
     tma_requests_met(&f)?;
@@ -400,6 +406,7 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
                 warp_specialized: false,
                 persistent: false,
                 rotate: None,
+                multicast: Vec::new(),
             },
         );
     });

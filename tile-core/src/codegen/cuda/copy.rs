@@ -99,6 +99,36 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// This block's half of a tile that both blocks of a cluster load
+    /// (`WsPlan::multicast`): rows `rank * R/2 ..` of each panel through the
+    /// tensor map of half boxes, multicast to both blocks.
+    pub(super) fn tma_load_half(
+        &mut self,
+        c: &TileCopy,
+        dst: &str,
+        bar: &str,
+        rank: &str,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let shape = f.buf(c.dst).const_shape().unwrap_or_default();
+        let map = self
+            .ws
+            .as_ref()
+            .and_then(|p| p.maps.iter().position(|&m| m == (c.src, shape[0] / 2)))
+            .filter(|_| c.lead.is_empty())
+            .ok_or_else(|| err("internal error: a multicast copy without its tensor map"))?;
+        let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);
+        let eb = match f.buf(c.dst).dtype.bytes() {
+            1 => ", 1",
+            _ => "",
+        };
+        self.line(&format!(
+            "tl::tma::load_tile_half<{}, {}{eb}>({dst}, &tl_tmap{map}, {bar}, {r0}, {c0}, {rank});",
+            shape[0], shape[1]
+        ));
+        Ok(())
+    }
+
     /// The run-time conditions under which every tile of the copy `c` moves as
     /// whole 16-byte chunks (`lower_tile_ops` chose the dims to test); `None`:
     /// never.

@@ -116,7 +116,13 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     let mut launch_threads = f.launch.threads;
     if let Some(p) = &w.ws {
         launch_threads += pipeline_producer_threads();
-        let _ = writeln!(head, "// tile:launch threads={launch_threads}");
+        // Clusters of two blocks along x, when the grid's x extent is even.
+        let cluster = if p.multicast.is_empty() {
+            ""
+        } else {
+            " cluster=2"
+        };
+        let _ = writeln!(head, "// tile:launch threads={launch_threads}{cluster}");
         for (i, &(b, rows)) in p.maps.iter().enumerate() {
             let param = f.params.iter().position(|&x| x == b).unwrap_or(usize::MAX);
             // A box is one 128-byte panel wide.

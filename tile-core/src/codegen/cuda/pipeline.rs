@@ -22,6 +22,9 @@ pub(super) struct WsPlan {
     pub pipe_offset: i64,
     /// Blocks per multiprocessor the launch bounds ask for (1 or 2).
     pub min_blocks: i64,
+    /// The tiles shared by a cluster of two blocks (`Pipeline::multicast`):
+    /// each also has a tensor map of half its rows in `maps`.
+    pub multicast: Vec<BufId>,
     /// Registers per thread of the consumers after `setmaxnreg` (the producer
     /// keeps [`WS_PRODUCER_REGS`]).
     pub consumer_regs: i64,
@@ -102,6 +105,11 @@ impl WsPlan {
                             if !maps.contains(&(src.buf, rows)) {
                                 maps.push((src.buf, rows));
                             }
+                            if p.multicast.contains(&dst.buf)
+                                && !maps.contains(&(src.buf, rows / 2))
+                            {
+                                maps.push((src.buf, rows / 2));
+                            }
                         }
                     });
                 }
@@ -156,6 +164,7 @@ impl WsPlan {
             maps,
             pipe_offset,
             min_blocks,
+            multicast: p.multicast.clone(),
             consumer_regs,
         })
     }
@@ -382,6 +391,20 @@ impl Writer<'_> {
             "{pipe}* tl_pipe{k} = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
         ));
         self.line(&format!("const bool tl_use_tma{k} = {cond};"));
+        let pair = self.ws.as_ref().is_some_and(|p| !p.multicast.is_empty());
+        if pair {
+            // Launched as clusters of two (an even grid along x): the
+            // multicast tiles are loaded half by each block, for both.
+            self.line(&format!(
+                "const bool tl_pair{k} = tl::tma::cluster_ctas() == 2;"
+            ));
+            self.line(&format!(
+                "const bool tl_mc{k} = tl_use_tma{k} && tl_pair{k};"
+            ));
+            self.line(&format!(
+                "const unsigned tl_rank{k} = tl::tma::cluster_rank();"
+            ));
+        }
         if !persistent {
             self.ws_split_roles(&format!("tl_pipe{k}"), &format!("tl_use_tma{k}"), |w| {
                 w.line(&format!("{pipe}::State tl_st{k};"));
@@ -418,6 +441,11 @@ impl Writer<'_> {
         self.line("tl::cp_async_wait<0>();");
         self.depth -= 1;
         self.line("}");
+        if pair {
+            // Neither block leaves (or reuses the stages' bytes) while the
+            // other may still arrive on its barriers.
+            self.line(&format!("if (tl_pair{k}) tl::tma::cluster_sync();"));
+        }
         // Every consumer has read its last stage before the tiles' bytes
         // are reused.
         self.barrier();
@@ -485,11 +513,27 @@ impl Writer<'_> {
             "if ({use_tma} && threadIdx.x == {threads}) {{ {} }}",
             prefetch.join(" ")
         ));
-        self.line(&format!(
-            "if (threadIdx.x == 0) {pipe}->init({});",
-            threads / 32
-        ));
-        self.line("__syncthreads();");
+        let k = pipe.trim_start_matches("tl_pipe");
+        let pair = self.ws.as_ref().is_some_and(|p| !p.multicast.is_empty());
+        if pair {
+            // Each empty barrier waits for both blocks' consumer warps; the
+            // barriers are set up in both blocks before either copies or
+            // arrives into the other.
+            self.line(&format!(
+                "if (threadIdx.x == 0) {pipe}->init(tl_mc{k} ? {} : {});",
+                threads / 16,
+                threads / 32
+            ));
+            self.line(&format!(
+                "if (tl_pair{k}) tl::tma::cluster_sync(); else __syncthreads();"
+            ));
+        } else {
+            self.line(&format!(
+                "if (threadIdx.x == 0) {pipe}->init({});",
+                threads / 32
+            ));
+            self.line("__syncthreads();");
+        }
         self.line(&format!("if (threadIdx.x >= {threads}) {{"));
         self.depth += 1;
         self.line(&format!("tl::tma::setmaxnreg_dec<{WS_PRODUCER_REGS}>();"));
@@ -524,7 +568,24 @@ impl Writer<'_> {
         self.line(&format!("tl_pipe{k}->producer_acquire(tl_st{k}, {bytes});"));
         for c in copies {
             let dst = self.stage_base(c.dst, &format!("tl_st{k}.stage"));
-            self.tma_load(c, &dst, &format!("tl_pipe{k}->full_bar(tl_st{k})"))?;
+            let bar = format!("tl_pipe{k}->full_bar(tl_st{k})");
+            let shared = self
+                .ws
+                .as_ref()
+                .is_some_and(|p| p.multicast.contains(&c.dst));
+            if shared {
+                self.line(&format!("if (tl_mc{k}) {{"));
+                self.depth += 1;
+                self.tma_load_half(c, &dst, &bar, &format!("tl_rank{k}"))?;
+                self.depth -= 1;
+                self.line("} else {");
+                self.depth += 1;
+                self.tma_load(c, &dst, &bar)?;
+                self.depth -= 1;
+                self.line("}");
+            } else {
+                self.tma_load(c, &dst, &bar)?;
+            }
         }
         self.line(&format!("tl_st{k}.advance();"));
         self.depth -= 1;
@@ -673,8 +734,13 @@ impl Writer<'_> {
             self.stage_base(g.b, &st)
         ));
         self.line(&format!("{mma}::wait<1>({acc});"));
+        let pair = if self.ws.as_ref().is_some_and(|p| !p.multicast.is_empty()) {
+            format!(", tl_mc{k}")
+        } else {
+            String::new()
+        };
         self.line(&format!(
-            "if (tl_i{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k});"
+            "if (tl_i{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k}{pair});"
         ));
         self.line(&format!("tl_prev{k} = tl_st{k};"));
         self.line(&format!("tl_st{k}.advance();"));
@@ -682,7 +748,7 @@ impl Writer<'_> {
         self.line("}");
         self.line(&format!("{mma}::wait<0>({acc});"));
         self.line(&format!(
-            "if (tl_n{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k});"
+            "if (tl_n{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k}{pair});"
         ));
         Ok(())
     }
@@ -702,9 +768,14 @@ impl Writer<'_> {
         let acc = self.name(g.c);
         let (a, b) = (self.stage_base(g.a, "tl_s"), self.stage_base(g.b, "tl_s"));
         self.ws_state(k, pipe, false);
+        let pair = if self.ws.as_ref().is_some_and(|p| !p.multicast.is_empty()) {
+            format!(", tl_mc{k}")
+        } else {
+            String::new()
+        };
         self.line(&format!(
             "{mma}::consume_promoted(tl_pipe{k}, tl_st{k}, tl_n{k}, {acc}, \
-             [&](int tl_s) {{ return {a}; }}, [&](int tl_s) {{ return {b}; }});"
+             [&](int tl_s) {{ return {a}; }}, [&](int tl_s) {{ return {b}; }}{pair});"
         ));
         Ok(())
     }
@@ -737,7 +808,12 @@ impl Writer<'_> {
         }
         r?;
         self.line("__syncwarp();");
-        self.line(&format!("tl_pipe{k}->consumer_release(tl_st{k});"));
+        let pair = if self.ws.as_ref().is_some_and(|p| !p.multicast.is_empty()) {
+            format!(", tl_mc{k}")
+        } else {
+            String::new()
+        };
+        self.line(&format!("tl_pipe{k}->consumer_release(tl_st{k}{pair});"));
         self.line(&format!("tl_st{k}.advance();"));
         self.depth -= 1;
         self.line("}");

@@ -158,6 +158,54 @@ template <int N> __device__ __forceinline__ void pingpong_end(int wg) {
 #endif
 }
 
+// ---- clusters of two blocks (TMA multicast) -------------------------------------
+// A kernel launched in clusters (the launcher's cuLaunchKernelEx with a cluster dimension;
+// without one every block is a cluster of one) reads its cluster's size and its rank in it.
+template <int UNUSED = 0> __device__ __forceinline__ unsigned cluster_ctas() {
+#if TLTMA_SM90
+  unsigned n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+  return n;
+#else
+  return 1;
+#endif
+}
+template <int UNUSED = 0> __device__ __forceinline__ unsigned cluster_rank() {
+#if TLTMA_SM90
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+#else
+  return 0;
+#endif
+}
+// Every non-exited thread of every block of the cluster arrives, then waits for the others:
+// after the barrier setup (each block's barriers are then visible to the other's copies and
+// arrivals) and after the last stage (no block leaves while the other may still arrive on
+// its barriers). Executed by every thread of a warp (.aligned).
+template <int UNUSED = 0> __device__ __forceinline__ void cluster_sync() {
+#if TLTMA_SM90
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+// One arrival on the barrier at b's offset in the shared memory of the cluster's block `rank`.
+// CTA-scoped release, as for a local arrival: the stage's readers are this block's wgmmas,
+// complete before the arrival; a cluster-scoped release puts a whole-GPU memory barrier in
+// front of every arrival (measured: about 0.5 us more per pipeline stage).
+template <int UNUSED = 0> __device__ __forceinline__ void arrive_cluster(Barrier* b, unsigned rank) {
+#if TLTMA_SM90
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\nmbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(
+          detail::smem_addr(b)),
+      "r"(rank)
+      : "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+
 // ---- bulk tensor copies ------------------------------------------------------
 // Hint that the tensor map will be used soon (one thread, before the first copy).
 template <int UNUSED = 0> __device__ __forceinline__ void prefetch(const Desc* d) {
@@ -177,6 +225,20 @@ template <int UNUSED = 0> __device__ __forceinline__ void load_2d(void* s, const
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::
           "r"(detail::smem_addr(s)),
       "l"(reinterpret_cast<unsigned long long>(d)), "r"(detail::smem_addr(b)), "r"(c0), "r"(c1)
+      : "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+// load_2d into the same offset s of every block of the cluster in `mask` (bit r: rank r),
+// completing on the barrier at b's offset in each of them.
+template <int UNUSED = 0>
+__device__ __forceinline__ void load_2d_multicast(void* s, const Desc* d, Barrier* b, int c0, int c1, unsigned short mask) {
+#if TLTMA_SM90
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::
+          "r"(detail::smem_addr(s)),
+      "l"(reinterpret_cast<unsigned long long>(d)), "r"(detail::smem_addr(b)), "r"(c0), "r"(c1), "h"(mask)
       : "memory");
 #elif TLTMA_OLD_DEVICE
   static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
@@ -253,6 +315,19 @@ __device__ __forceinline__ void load_tile(void* s, const Desc* d, Barrier* b, in
 #pragma unroll
   for (int p = 0; p < C / PW; ++p) load_3d(static_cast<char*>(s) + p * R * 128, d, b, c0 + PW * p, r0, z);
 }
+// The half of load_tile's R x C tile that block `rank` (0 or 1) of a cluster of two loads for
+// both: rows [rank * R/2, (rank + 1) * R/2) of every panel, through a tensor map whose box is
+// {PW, R/2}, multicast to both blocks. Half a panel is a whole number of the swizzle's
+// 1024-byte atoms (R % 16 == 0), so the rows land where load_tile puts them. Each block's b
+// receives all EB*R*C bytes: its own half and the other block's.
+template <int R, int C, int EB = 2>
+__device__ __forceinline__ void load_tile_half(void* s, const Desc* d, Barrier* b, int r0, int c0, unsigned rank) {
+  constexpr int PW = 128 / EB;
+  static_assert(C % PW == 0 && R % 16 == 0 && R <= 256, "tl::tma::load_tile_half: whole 128-byte panels, R % 16 == 0, R <= 256");
+#pragma unroll
+  for (int p = 0; p < C / PW; ++p)
+    load_2d_multicast(static_cast<char*>(s) + p * R * 128 + rank * (R / 2) * 128, d, b, c0 + PW * p, r0 + rank * (R / 2), 3);
+}
 template <int R, int C> __host__ __device__ constexpr unsigned tile_bytes() { return 2u * R * C; }
 
 // ---- warpgroup register reallocation (sm_90a) ----------------------------------
@@ -318,6 +393,16 @@ template <int S> struct Pipe {
   // One arrival per consumer warp (lane 0), once the warp's reads of the stage completed.
   __device__ __forceinline__ void consumer_release(const State& st) {
     if ((threadIdx.x & 31) == 0) arrive(&empty[st.stage]);
+  }
+  // The same in a cluster of two blocks whose copies multicast into each other's stages (each
+  // empty barrier was initialized with twice the consumers): lane r arrives on block r's
+  // barrier, so neither producer refills a stage that either block still reads.
+  __device__ __forceinline__ void consumer_release(const State& st, bool pair) {
+    if (!pair) {
+      consumer_release(st);
+    } else if ((threadIdx.x & 31) < 2) {
+      arrive_cluster(&empty[st.stage], threadIdx.x & 31);
+    }
   }
 };
 

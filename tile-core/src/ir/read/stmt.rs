@@ -289,6 +289,7 @@ impl Reader {
                     c.punct(")")?;
                     let (mut warp_specialized, mut persistent) = (false, false);
                     let mut rotate = None;
+                    let mut multicast = Vec::new();
                     if c.eat_punct(",") {
                         c.kwarg("warp_specialized")?;
                         c.keyword("true")?;
@@ -297,6 +298,16 @@ impl Reader {
                             c.kwarg("persistent")?;
                             c.keyword("true")?;
                             persistent = true;
+                            c.eat_punct(",");
+                        }
+                        if c.at_ident("multicast") {
+                            c.kwarg("multicast")?;
+                            c.punct("(")?;
+                            multicast.push(self.buf(c)?);
+                            while c.eat_punct(",") {
+                                multicast.push(self.buf(c)?);
+                            }
+                            c.punct(")")?;
                             c.eat_punct(",");
                         }
                         if c.at_ident("rotate") {
@@ -334,6 +345,7 @@ impl Reader {
                         warp_specialized,
                         persistent,
                         rotate,
+                        multicast,
                     });
                 }
                 c.punct("]")?;
