@@ -23,6 +23,7 @@ mod reduce;
 mod rotate;
 mod rows;
 mod stmt;
+mod ws;
 
 use super::cfamily::{math_call, CWriter};
 use super::{flatten, float_lit, ident};
@@ -102,7 +103,7 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
             .collect(),
         nest_counter: 0,
         async_proxy,
-        ws: pipeline::WsPlan::of(f),
+        ws: ws::WsPlan::of(f),
         ws_split: false,
     };
     let mut head = format!(
@@ -373,7 +374,7 @@ struct Writer<'a> {
     /// thread per row, which alone stores to memory.
     row_owner: Option<String>,
     /// The kernel's warp-specialized pipeline, if any.
-    ws: Option<pipeline::WsPlan>,
+    ws: Option<ws::WsPlan>,
     /// Past its split: the producer warpgroup has left, so barriers are
     /// named barriers of the block's own threads.
     ws_split: bool,

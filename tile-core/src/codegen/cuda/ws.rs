@@ -1,0 +1,623 @@
+//! The warp-specialized form of a software pipeline on Hopper
+//! (`Pipeline::warp_specialized`): a producer warpgroup issuing bulk tensor
+//! copies on full/empty mbarrier pairs (`tl/tma.cuh`), the block's own
+//! warpgroups consuming; across a persistent loop; and, in clusters of two
+//! blocks, the tiles both blocks share (`Pipeline::multicast`).
+
+use super::pipeline::Loop;
+use super::*;
+use crate::passes::plan_pipelines::PRODUCER_THREADS;
+/// What the kernel as a whole needs for its warp-specialized pipeline (at most
+/// one, `plan_pipelines`), fixed before the body is written: the signature
+/// takes its tensor maps, the launch bounds and the shared pool grow.
+pub(super) struct WsPlan {
+    pub var: VarId,
+    /// The serial loop around the pipeline that the producer runs too
+    /// (`Pipeline::persistent`): one pipe for all its iterations.
+    pub outer: Option<VarId>,
+    pub stages: i64,
+    /// One tensor map per (source tensor, box rows), in parameter order
+    /// `tl_tma0, tl_tma1, ..`; every box is 64 columns wide.
+    pub maps: Vec<(BufId, i64)>,
+    /// Byte offset of the pipe's mbarriers (`tl::tma::Pipe`) in the pool.
+    pub pipe_offset: i64,
+    /// Blocks per multiprocessor the launch bounds ask for (1 or 2).
+    pub min_blocks: i64,
+    /// The tiles shared by a cluster of two blocks (`Pipeline::multicast`):
+    /// each also has a tensor map of half its rows in `maps`.
+    pub multicast: Vec<BufId>,
+    /// Registers per thread of the consumers after `setmaxnreg` (the producer
+    /// keeps [`WS_PRODUCER_REGS`]).
+    pub consumer_regs: i64,
+}
+
+pub(super) const WS_PRODUCER_REGS: i64 = 40;
+
+impl WsPlan {
+    /// The kernel's warp-specialized pipeline, if it has one.
+    pub(super) fn of(f: &PrimFunc) -> Option<WsPlan> {
+        let (&var, p) = f
+            .schedule
+            .pipelines
+            .iter()
+            .find(|(_, p)| p.warp_specialized)?;
+        let mut maps = Vec::new();
+        f.body.visit(&mut |s| {
+            if let Stmt::For { var: v, body, .. } = s {
+                if *v == var {
+                    body.visit(&mut |x| {
+                        if let Stmt::Copy {
+                            src,
+                            dst,
+                            inst: CopyInst::Tma { .. },
+                            ..
+                        } = x
+                        {
+                            let rows = f.buf(dst.buf).const_shape().unwrap_or_default()[0];
+                            if !maps.contains(&(src.buf, rows)) {
+                                maps.push((src.buf, rows));
+                            }
+                            if p.multicast.contains(&dst.buf)
+                                && !maps.contains(&(src.buf, rows / 2))
+                            {
+                                maps.push((src.buf, rows / 2));
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        let mut outer = None;
+        if p.persistent {
+            f.body.visit(&mut |s| {
+                if let Stmt::For {
+                    var: o,
+                    kind: ForKind::Serial,
+                    body,
+                    ..
+                } = s
+                {
+                    let items: Vec<&Stmt> = match &**body {
+                        Stmt::Seq(v) => v.iter().collect(),
+                        x => vec![x],
+                    };
+                    if items
+                        .iter()
+                        .any(|x| matches!(x, Stmt::For { var: v, .. } if *v == var))
+                    {
+                        outer = Some(*o);
+                    }
+                }
+            });
+        }
+        let pipe_offset = (f.smem.bytes + 7) / 8 * 8;
+        let pool = pipe_offset + 16 * p.stages;
+        let threads = f.launch.threads + PRODUCER_THREADS;
+        // Two blocks per multiprocessor when one warpgroup consumes and two
+        // blocks' shared memory fits (each with 1 KiB of alignment slack and
+        // the 1 KiB the driver reserves): one block's epilogue then overlaps
+        // the other's main loop.
+        let min_blocks = if f.launch.threads == 128 && 2 * (pool + 2048) <= 228 * 1024 {
+            2
+        } else {
+            1
+        };
+        // The register cap at entry (what ptxas allocates when the kernel
+        // uses setmaxnreg), then what the consumers can take once the
+        // producer has given back all but WS_PRODUCER_REGS of its registers.
+        let cap = (65536 / (min_blocks * threads) / 8 * 8).min(255);
+        let consumer_regs =
+            ((cap * threads - WS_PRODUCER_REGS * PRODUCER_THREADS) / f.launch.threads / 8 * 8)
+                .min(240);
+        Some(WsPlan {
+            var,
+            outer,
+            stages: p.stages,
+            maps,
+            pipe_offset,
+            min_blocks,
+            multicast: p.multicast.clone(),
+            consumer_regs,
+        })
+    }
+
+    /// Bytes of the shared pool with the mbarriers.
+    pub(super) fn pool_bytes(&self) -> i64 {
+        self.pipe_offset + 16 * self.stages
+    }
+}
+
+impl Writer<'_> {
+    /// The warp-specialized form of a pipeline (`Pipeline::warp_specialized`),
+    /// at the kernel's top level: the producer warpgroup (threads
+    /// `launch.threads ..`) gives back its registers and one of its threads
+    /// issues every stage's bulk tensor copies, each stage behind its empty
+    /// mbarrier and completing on its full one; then it leaves the kernel.
+    /// The block's own warpgroups take the registers and run the consumers
+    /// on each stage once its full barrier completes, then release it. A
+    /// consumer that is one gemm of two stage tiles keeps one `wgmma` group
+    /// in flight (a stage is released once the group that read it has
+    /// completed); other consumers run their statements as written (their
+    /// gemms are synchronous) and release the stage after them. Barriers
+    /// after the split are named barriers of the consumers alone. When the
+    /// run-time test of the copies fails (a row stride not a multiple of 16
+    /// bytes, a misaligned tensor) the producer only leaves and the consumers
+    /// run the element-wise `cp.async` pipeline.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn pipeline_ws(
+        &mut self,
+        k: usize,
+        var: VarId,
+        s0: &str,
+        n: &str,
+        stages: i64,
+        prod: &[&Stmt],
+        cons: &[&Stmt],
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let (pipe_offset, persistent) = match &self.ws {
+            Some(p) if p.var == var => (p.pipe_offset, p.outer.is_some()),
+            _ => {
+                return Err(err(
+                    "internal error: a warp-specialized pipeline without its plan",
+                ))
+            }
+        };
+        let name = ident(&f.var(var).name);
+        let tiles: Vec<BufId> = f.schedule.pipelines[&var].tiles.clone();
+        let (copies, cond, bytes) = self.ws_copies(prod)?;
+        let pipe = format!("tl::tma::Pipe<{stages}>");
+        let gemm = self.stage_gemm(cons, &tiles);
+        self.line(&format!(
+            "// T.Pipelined: {stages} stages, warp-specialized: a producer warpgroup issues {} bulk tensor copies per stage{}",
+            prod.len(),
+            if persistent { " (its loop runs in the producer's copy of the persistent loop)" } else { "" }
+        ));
+        self.line("{");
+        self.depth += 1;
+        self.line(&format!("const int tl_n{k} = {n};"));
+        self.line(&format!(
+            "{pipe}* tl_pipe{k} = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
+        ));
+        self.line(&format!("const bool tl_use_tma{k} = {cond};"));
+        let pair = self.shares_tiles();
+        if pair {
+            // Launched as clusters of two (an even grid along x): the
+            // multicast tiles are loaded half by each block, for both.
+            self.line(&format!(
+                "const bool tl_pair{k} = tl::tma::cluster_ctas() == 2;"
+            ));
+            self.line(&format!(
+                "const bool tl_mc{k} = tl_use_tma{k} && tl_pair{k};"
+            ));
+            self.line(&format!(
+                "const unsigned tl_rank{k} = tl::tma::cluster_rank();"
+            ));
+        }
+        if !persistent {
+            let pair = pair.then_some(k);
+            self.ws_split_roles(
+                &format!("tl_pipe{k}"),
+                &format!("tl_use_tma{k}"),
+                pair,
+                |w| {
+                    w.line(&format!("{pipe}::State tl_st{k};"));
+                    w.ws_produce(k, &name, s0, &copies, bytes)
+                },
+            )?;
+        }
+        // The consumers.
+        self.ws_split = true;
+        self.line(&format!("if (tl_use_tma{k}) {{"));
+        self.depth += 1;
+        match (gemm, f.schedule.pipelines[&var].rotate) {
+            (Some(g), _) => self.ws_consume_gemm(k, g, &pipe)?,
+            (None, Some(rot)) => self.ws_consume_rotated(k, &name, s0, &pipe, &tiles, cons, rot)?,
+            (None, None) => self.ws_consume(k, &name, s0, &pipe, &tiles, cons)?,
+        }
+        self.depth -= 1;
+        self.line("} else {");
+        self.depth += 1;
+        // The fallback: the element-wise cp.async pipeline of the same loop.
+        let loop_ = Loop {
+            k,
+            name: &name,
+            s0,
+            stages,
+            tiles: &tiles,
+            prod,
+        };
+        match gemm {
+            Some(g) => self.pipeline_gemm(k, g, stages, |w, it| {
+                loop_.producers(w, it, Some("tl::COPY_SCALAR"))
+            })?,
+            None => self.pipeline_loop(&loop_, cons)?,
+        }
+        self.line("tl::cp_async_wait<0>();");
+        self.depth -= 1;
+        self.line("}");
+        if pair {
+            // Neither block leaves (or reuses the stages' bytes) while the
+            // other may still arrive on its barriers.
+            self.line(&format!("if (tl_pair{k}) tl::tma::cluster_sync();"));
+        }
+        // Every consumer has read its last stage before the tiles' bytes
+        // are reused.
+        self.barrier();
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// Whether the warp-specialized pipeline's tiles are shared by a cluster
+    /// of two (`WsPlan::multicast`).
+    fn shares_tiles(&self) -> bool {
+        self.ws.as_ref().is_some_and(|p| !p.multicast.is_empty())
+    }
+
+    /// The argument that makes pipeline `k`'s consumers release each stage
+    /// in both blocks of a cluster when its copies are multicast (none when
+    /// nothing is shared).
+    fn release_pair(&self, k: usize) -> String {
+        if self.shares_tiles() {
+            format!(", tl_mc{k}")
+        } else {
+            String::new()
+        }
+    }
+
+    /// The bulk tensor copies of a warp-specialized pipeline's producers,
+    /// the run-time test that they can run (else the `cp.async` fallback),
+    /// and the bytes one stage receives.
+    fn ws_copies(&self, prod: &[&Stmt]) -> Result<(Vec<TileCopy>, String, i64), Diagnostic> {
+        let f = self.f;
+        let copies: Vec<TileCopy> = prod
+            .iter()
+            .map(|x| TileCopy::of(x))
+            .collect::<Option<_>>()
+            .ok_or_else(|| err("internal error: a warp-specialized producer is not a tile copy"))?;
+        let mut cond: Vec<String> = copies
+            .iter()
+            .filter_map(|c| self.vec_cond(c))
+            .flatten()
+            .collect::<BTreeSet<String>>()
+            .into_iter()
+            .collect();
+        if cond.is_empty() {
+            cond.push("true".into());
+        }
+        let bytes: i64 = copies
+            .iter()
+            .map(|c| {
+                let d = f.buf(c.dst);
+                d.dtype.bytes() * d.const_shape().unwrap_or_default().iter().product::<i64>()
+            })
+            .sum();
+        Ok((copies, cond.join(" && "), bytes))
+    }
+
+    /// The split of a warp-specialized block into its roles: one thread
+    /// initializes `pipe` and the block syncs; the producer warpgroup gives
+    /// back its registers, its first thread runs `produce` when `use_tma`
+    /// holds, and it leaves the kernel; the consumers take the registers.
+    /// `pair`: the number `k` of a pipeline whose tiles a cluster of two
+    /// shares (its flags `tl_pair{k}`, `tl_mc{k}`).
+    fn ws_split_roles(
+        &mut self,
+        pipe: &str,
+        use_tma: &str,
+        pair: Option<usize>,
+        produce: impl FnOnce(&mut Self) -> Result<(), Diagnostic>,
+    ) -> Result<(), Diagnostic> {
+        let threads = self.f.launch.threads;
+        let (consumer_regs, maps) = match &self.ws {
+            Some(p) => (p.consumer_regs, p.maps.len()),
+            None => {
+                return Err(err(
+                    "internal error: a warp-specialized split without its plan",
+                ))
+            }
+        };
+        // The producer thread asks for its tensor maps first: the copy
+        // engine's fetch of a descriptor then overlaps the barrier setup
+        // instead of delaying the first copy.
+        let prefetch: Vec<String> = (0..maps)
+            .map(|i| format!("tl::tma::prefetch(&tl_tmap{i});"))
+            .collect();
+        self.line(&format!(
+            "if ({use_tma} && threadIdx.x == {threads}) {{ {} }}",
+            prefetch.join(" ")
+        ));
+        if let Some(k) = pair {
+            // Each empty barrier waits for both blocks' consumer warps; the
+            // barriers are set up in both blocks before either copies or
+            // arrives into the other.
+            self.line(&format!(
+                "if (threadIdx.x == 0) {pipe}->init(tl_mc{k} ? {} : {});",
+                threads / 16,
+                threads / 32
+            ));
+            self.line(&format!(
+                "if (tl_pair{k}) tl::tma::cluster_sync(); else __syncthreads();"
+            ));
+        } else {
+            self.line(&format!(
+                "if (threadIdx.x == 0) {pipe}->init({});",
+                threads / 32
+            ));
+            self.line("__syncthreads();");
+        }
+        self.line(&format!("if (threadIdx.x >= {threads}) {{"));
+        self.depth += 1;
+        self.line(&format!("tl::tma::setmaxnreg_dec<{WS_PRODUCER_REGS}>();"));
+        self.line(&format!("if ({use_tma} && threadIdx.x == {threads}) {{"));
+        self.depth += 1;
+        produce(self)?;
+        self.depth -= 1;
+        self.line("}");
+        self.line("return;");
+        self.depth -= 1;
+        self.line("}");
+        self.line(&format!("tl::tma::setmaxnreg_inc<{consumer_regs}>();"));
+        Ok(())
+    }
+
+    /// The producer thread's loop over one pipeline's `tl_n{k}` stages on
+    /// state `tl_st{k}`: wait for the stage to be free, announce its bytes,
+    /// issue its copies.
+    fn ws_produce(
+        &mut self,
+        k: usize,
+        name: &str,
+        s0: &str,
+        copies: &[TileCopy],
+        bytes: i64,
+    ) -> Result<(), Diagnostic> {
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("const int {name} = {s0} + tl_i{k};"));
+        self.line(&format!("tl_pipe{k}->producer_acquire(tl_st{k}, {bytes});"));
+        for c in copies {
+            let dst = self.stage_base(c.dst, &format!("tl_st{k}.stage"));
+            let bar = format!("tl_pipe{k}->full_bar(tl_st{k})");
+            let shared = self
+                .ws
+                .as_ref()
+                .is_some_and(|p| p.multicast.contains(&c.dst));
+            if shared {
+                self.line(&format!("if (tl_mc{k}) {{"));
+                self.depth += 1;
+                self.tma_load_half(c, &dst, &bar, &format!("tl_rank{k}"))?;
+                self.depth -= 1;
+                self.line("} else {");
+                self.depth += 1;
+                self.tma_load(c, &dst, &bar)?;
+                self.depth -= 1;
+                self.line("}");
+            } else {
+                self.tma_load(c, &dst, &bar)?;
+            }
+        }
+        self.line(&format!("tl_st{k}.advance();"));
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// The consumers' pipe state(s) of pipeline `k`: declared here, or, in a
+    /// persistent loop, references to the state that outlives its tiles.
+    pub(super) fn ws_state(&mut self, k: usize, pipe: &str, with_prev: bool) {
+        let persistent = self.ws.as_ref().is_some_and(|p| p.outer.is_some());
+        match (persistent, with_prev) {
+            (false, false) => self.line(&format!("{pipe}::State tl_st{k};")),
+            (false, true) => self.line(&format!("{pipe}::State tl_st{k}, tl_prev{k};")),
+            (true, with_prev) => {
+                self.line(&format!("{pipe}::State& tl_st{k} = tl_wst;"));
+                if with_prev {
+                    self.line(&format!("{pipe}::State& tl_prev{k} = tl_wprev;"));
+                }
+            }
+        }
+    }
+
+    /// The serial loop around a persistent warp-specialized pipeline
+    /// (`WsPlan::outer`): the pipe is set up once; the producer warpgroup
+    /// runs its own copy of the loop with only the scalar bindings and shared
+    /// tiles declared before the pipeline and the pipeline's copies, so it fills the next tile's
+    /// stages while the consumers still run this tile's epilogue; the
+    /// consumers run the loop as written, their pipe states carried from
+    /// tile to tile (`ws_state`).
+    pub(super) fn persistent_ws(
+        &mut self,
+        var: VarId,
+        start: &Expr,
+        extent: &Expr,
+        body: &Stmt,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let (inner, stages, pipe_offset) = match &self.ws {
+            Some(p) => (p.var, p.stages, p.pipe_offset),
+            None => {
+                return Err(err(
+                    "internal error: a persistent pipeline without its plan",
+                ))
+            }
+        };
+        let items: Vec<&Stmt> = match body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let Some(at) = items
+            .iter()
+            .position(|x| matches!(x, Stmt::For { var: v, .. } if *v == inner))
+        else {
+            return Err(err(
+                "internal error: a persistent loop without its pipeline",
+            ));
+        };
+        let Stmt::For {
+            start: i_start,
+            extent: i_extent,
+            body: i_body,
+            ..
+        } = items[at]
+        else {
+            return Err(err(
+                "internal error: a persistent loop without its pipeline",
+            ));
+        };
+        let producers = f.schedule.pipelines[&inner].tiles.len();
+        let i_items: Vec<&Stmt> = match &**i_body {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        };
+        let (copies, cond, bytes) = self.ws_copies(&i_items[..producers.min(i_items.len())])?;
+        let pipe = format!("tl::tma::Pipe<{stages}>");
+        let o = ident(&f.var(var).name);
+        let s0 = self.expr(start)?;
+        let e = self.expr(extent)?;
+        let end = if s0 == "0" { e } else { format!("{s0} + {e}") };
+        let header = format!("for (int {o} = {s0}; {o} < {end}; ++{o})");
+        self.line("// T.serial around a warp-specialized pipeline: one pipe for every iteration; the producer runs the loop too");
+        self.line("{");
+        self.depth += 1;
+        self.line(&format!(
+            "{pipe}* tl_wpipe = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
+        ));
+        self.line(&format!("const bool tl_wuse = {cond};"));
+        let k = self.nest_counter;
+        self.nest_counter += 1;
+        self.ws_split_roles("tl_wpipe", "tl_wuse", None, |w| {
+            w.line(&format!("{pipe}* tl_pipe{k} = tl_wpipe;"));
+            w.line(&format!("{pipe}::State tl_st{k};"));
+            w.line(&format!("{header} {{"));
+            w.depth += 1;
+            // The scalars and shared tiles the copies name; nothing else of the
+            // consumers' prologue.
+            for x in &items[..at] {
+                match x {
+                    Stmt::Let { .. } => w.stmt(x)?,
+                    Stmt::Alloc { buf, .. } if f.buf(*buf).scope == Scope::Shared => w.stmt(x)?,
+                    _ => {}
+                }
+            }
+            w.line(&format!("const int tl_n{k} = {};", w.expr(i_extent)?));
+            let name = ident(&f.var(inner).name);
+            let i_s0 = w.expr(i_start)?;
+            w.ws_produce(k, &name, &i_s0, &copies, bytes)?;
+            w.depth -= 1;
+            w.line("}");
+            Ok(())
+        })?;
+        self.line(&format!("{pipe}::State tl_wst, tl_wprev;"));
+        self.ws_split = true;
+        self.loop_body(&header, body)?;
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// The consumers of a warp-specialized pipeline whose stage is one gemm
+    /// (`stage_gemm`): one `wgmma` group in flight.
+    fn ws_consume_gemm(&mut self, k: usize, g: &Gemm, pipe: &str) -> Result<(), Diagnostic> {
+        let (lib, args, _) = self.gemm_shape(g)?;
+        if lib != "tl::wg" {
+            return Err(err(
+                "internal error: a warp-specialized pipeline needs a wgmma gemm",
+            ));
+        }
+        let mma = format!("tl::wg::MmaAsync<{args}>");
+        let acc = self.name(g.c);
+        self.line(&format!("{mma}::begin({acc});"));
+        if self.f.buf(g.a).dtype.is_f8() {
+            return self.ws_consume_gemm_f8(k, g, pipe, &mma);
+        }
+        self.ws_state(k, pipe, true);
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("tl_pipe{k}->consumer_wait(tl_st{k});"));
+        let st = format!("tl_st{k}.stage");
+        self.line(&format!(
+            "{mma}::issue({}, {}, {acc});",
+            self.stage_base(g.a, &st),
+            self.stage_base(g.b, &st)
+        ));
+        self.line(&format!("{mma}::wait<1>({acc});"));
+        let pair = self.release_pair(k);
+        self.line(&format!(
+            "if (tl_i{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k}{pair});"
+        ));
+        self.line(&format!("tl_prev{k} = tl_st{k};"));
+        self.line(&format!("tl_st{k}.advance();"));
+        self.depth -= 1;
+        self.line("}");
+        self.line(&format!("{mma}::wait<0>({acc});"));
+        self.line(&format!(
+            "if (tl_n{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k}{pair});"
+        ));
+        Ok(())
+    }
+
+    /// [`Self::ws_consume_gemm`] for fp8 operands: each stage is summed into
+    /// a register tile of its own and added to the accumulator in f32 once
+    /// its group completed (the tensor cores' fp8 sums are narrower than
+    /// f32). `MmaAsync::consume_promoted` alternates two such tiles, so one
+    /// group stays in flight while the previous stage is added.
+    fn ws_consume_gemm_f8(
+        &mut self,
+        k: usize,
+        g: &Gemm,
+        pipe: &str,
+        mma: &str,
+    ) -> Result<(), Diagnostic> {
+        let acc = self.name(g.c);
+        let (a, b) = (self.stage_base(g.a, "tl_s"), self.stage_base(g.b, "tl_s"));
+        self.ws_state(k, pipe, false);
+        let pair = self.release_pair(k);
+        self.line(&format!(
+            "{mma}::consume_promoted(tl_pipe{k}, tl_st{k}, tl_n{k}, {acc}, \
+             [&](int tl_s) {{ return {a}; }}, [&](int tl_s) {{ return {b}; }}{pair});"
+        ));
+        Ok(())
+    }
+
+    /// The consumers of a warp-specialized pipeline in general: each
+    /// iteration waits for its stage, runs the loop's statements on it and
+    /// releases it (after the warp's lanes all finished: `__syncwarp`).
+    fn ws_consume(
+        &mut self,
+        k: usize,
+        name: &str,
+        s0: &str,
+        pipe: &str,
+        tiles: &[BufId],
+        cons: &[&Stmt],
+    ) -> Result<(), Diagnostic> {
+        self.ws_state(k, pipe, false);
+        self.line(&format!(
+            "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
+        ));
+        self.depth += 1;
+        self.line(&format!("const int {name} = {s0} + tl_i{k};"));
+        self.line(&format!("tl_pipe{k}->consumer_wait(tl_st{k});"));
+        for &t in tiles {
+            self.stage.insert(t, format!("tl_st{k}.stage"));
+        }
+        let r = cons.iter().try_for_each(|x| self.stmt(x));
+        for t in tiles {
+            self.stage.remove(t);
+        }
+        r?;
+        self.line("__syncwarp();");
+        let pair = self.release_pair(k);
+        self.line(&format!("tl_pipe{k}->consumer_release(tl_st{k}{pair});"));
+        self.line(&format!("tl_st{k}.advance();"));
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+}
