@@ -110,11 +110,13 @@ for k in $NN_F16 $NN_BF16 gemm_nt_f16 gemm_tn_f16; do
   need "$k" 'SYNCS' 'mbarrier operations (SYNCS)' sm_90a
 done
 need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
-# A variant in clusters of two shares its A tiles: multicast bulk tensor copies, and the
-# cluster barriers around the pipe.
-NN_CLUSTER=$(kernels_of examples/gemm.rs | grep -E '^gemm_nn_f16__.*_cluster2$' | head -1)
-need "$NN_CLUSTER" 'UTMALDG[.A-Z0-9]*MULTICAST' 'multicast bulk tensor copies (UTMALDG.MULTICAST)' sm_90a
-need "$NN_CLUSTER" 'UCGABAR' 'cluster barriers (UCGABAR)' sm_90a
+# A variant in clusters of two, four or eight shares its A tiles: multicast bulk tensor
+# copies, and the cluster barriers around the pipe.
+for n in 2 4 8; do
+  NN_CLUSTER=$(kernels_of examples/gemm.rs | grep -E "^gemm_nn_f16__.*_cluster$n\$" | head -1)
+  need "$NN_CLUSTER" 'UTMALDG[.A-Z0-9]*MULTICAST' 'multicast bulk tensor copies (UTMALDG.MULTICAST)' sm_90a
+  need "$NN_CLUSTER" 'UCGABAR' 'cluster barriers (UCGABAR)' sm_90a
+done
 # fp8 GEMM on Hopper: fp8 wgmma (QGMMA) fed by bulk tensor copies on mbarriers.
 for k in $(default_of examples/gemm_fp8.rs gemm_fp8_f8e4m3) $(default_of examples/gemm_fp8.rs gemm_fp8_f8e5m2); do
   need "$k" 'QGMMA' 'fp8 wgmma (QGMMA)' sm_90a

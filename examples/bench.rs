@@ -32,7 +32,6 @@
 
 #[path = "bench/blas.rs"]
 mod blas;
-#[allow(dead_code)]
 #[path = "bench/cublaslt.rs"]
 mod cublaslt;
 #[path = "bench/fp8.rs"]

@@ -149,7 +149,7 @@ const MAX_GROUP: usize = 16;
 
 /// Refuses shapes the split kernel's tile cannot hold.
 fn check_shape(sh: Shape) -> Result<(), Box<dyn std::error::Error>> {
-    if sh.hkv == 0 || sh.h % sh.hkv != 0 || sh.h / sh.hkv > MAX_GROUP {
+    if sh.hkv == 0 || !sh.h.is_multiple_of(sh.hkv) || sh.h / sh.hkv > MAX_GROUP {
         return Err(format!(
             "flash_decoding: {} query heads over {} key/value heads (at most {MAX_GROUP} per group)",
             sh.h, sh.hkv

@@ -37,7 +37,13 @@ use tile::prelude::*;
 /// it). That halves A's copy requests, which at a row pitch that is not a
 /// multiple of 128 bytes (1000³) is what the k loop waits on: 5–12% faster
 /// there, 1–5% slower on the large shapes (the two blocks advance in step),
-/// so the tuner decides (bench/RESULTS.md).
+/// so the tuner decides (bench/RESULTS.md). The 128 × 64 tile also comes
+/// in clusters of four and eight (each block loads 32 or 16 of A's rows):
+/// at 1000³ each k step of that tile costs about a fixed 480 cycles plus
+/// about 2.2 per 128-byte row the block asks the copy engine for (fitted
+/// to the single, paired and cuBLAS profiles), so fewer A rows per block
+/// should pay where the 16-column-block grid fills the GPU once; the tuner
+/// measures whether the GPU places enough such clusters at once.
 #[tile::kernel(
     dtype = [f16, bf16],
     block_m = [128, 64, 16],
@@ -45,9 +51,10 @@ use tile::prelude::*;
     block_k = [64, 128],
     stages = [3, 4, 6],
     threads = [128, 256],
-    cluster = [1, 2],
+    cluster = [1, 2, 4, 8],
     filter = (block_m == 16) == (block_k == 128)
         && (cluster == 1 || (block_m == 128 && block_n <= 128 && threads == 256 && stages == 4))
+        && (cluster <= 2 || block_n == 64)
         && (block_m != 16 || (threads == 128 && block_n == 64 && stages <= 4))
         && block_m * block_n / threads <= 128
         && (threads == 128 || block_m == 128)

@@ -200,6 +200,9 @@ pub fn run(dev: Device, n: usize, k: usize) -> Result<String, Box<dyn std::error
     ))
 }
 
+/// Packed int4 weights on the device, their per-group scales, and the words on the host.
+pub type Quantized = (Tensor<u32>, Tensor<f16>, Vec<u32>);
+
 /// Random 4-bit weights (packed, eight per `u32`, low bits first) and
 /// per-group f16 scales, and the words on the host.
 pub fn quantized(
@@ -208,7 +211,7 @@ pub fn quantized(
     k: usize,
     group: usize,
     seed: u64,
-) -> Result<(Tensor<u32>, Tensor<f16>, Vec<u32>), Box<dyn std::error::Error>> {
+) -> Result<Quantized, Box<dyn std::error::Error>> {
     let mut rng = tile::testing::Rng::new(seed);
     let words: Vec<u32> = (0..n * k / 8).map(|_| rng.next_u64() as u32).collect();
     let w = Tensor::from_slice(&words, &[n, k / 8], dev)?;

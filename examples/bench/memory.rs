@@ -58,7 +58,7 @@ pub(crate) fn memory_rows(
         }),
     ];
     for (name, f) in row_kernels {
-        let t = time_ms(&stream, 3, 50, || Ok(f(&x, &mut y)?))?;
+        let t = time_ms(stream, 3, 50, || Ok(f(&x, &mut y)?))?;
         let (what, series) = match name.strip_suffix(" (tuned)") {
             Some(k) => (
                 format!("{k} {m}x{n} f16 (tuned)"),

@@ -116,7 +116,7 @@ const fn decode(bits: u8, f: &Format) -> f64 {
     let mag = bits & 0x7F;
     let exp = (mag >> f.man) as i32;
     let mant = (mag & ((1 << f.man) - 1)) as u64;
-    let all_ones = (0x7F >> f.man) as i32;
+    let all_ones: i32 = 0x7F >> f.man;
     let v = if f.ieee && exp == all_ones {
         if mant == 0 {
             f64::INFINITY

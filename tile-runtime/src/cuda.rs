@@ -296,9 +296,9 @@ pub(crate) unsafe fn launch(
     .map_err(|e| Error::driver("cuLaunchKernel", e))
 }
 
-/// [`launch`] with blocks `2k, 2k + 1, ..` along x run as clusters of `cluster`
+/// [`launch`] with blocks `nk .. nk + n - 1` along x run as clusters of `n = cluster`
 /// (`cuLaunchKernelEx`; `grid[0]` a multiple of `cluster`): a kernel whose blocks share
-/// tile copies (`// tile:launch .. cluster=2`).
+/// tile copies (`// tile:launch .. cluster=n`).
 ///
 /// # Safety
 ///

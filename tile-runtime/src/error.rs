@@ -610,6 +610,15 @@ impl std::error::Error for Error {
     }
 }
 
+/// How a message names a parameter: written ones are outputs.
+fn role(output: bool) -> &'static str {
+    if output {
+        "output"
+    } else {
+        "input"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -644,14 +653,5 @@ mod tests {
         let e = Error::cache("/x", std::io::Error::other("disk full"));
         assert!(std::error::Error::source(&e).is_some());
         assert_eq!(e.to_string(), "kernel cache I/O error at /x: disk full");
-    }
-}
-
-/// How a message names a parameter: written ones are outputs.
-fn role(output: bool) -> &'static str {
-    if output {
-        "output"
-    } else {
-        "input"
     }
 }

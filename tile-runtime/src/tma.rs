@@ -10,8 +10,8 @@
 //! ```
 //!
 //! The block then has `threads` threads (the spec's plus a producer warpgroup), blocks
-//! `2k` and `2k + 1` along x run as one cluster when `cluster=2` is given and the grid's x
-//! extent is even (the kernel reads its cluster's size and shares copies only then), and the
+//! `nk .. nk + n - 1` along x run as one cluster when `cluster=n` is given and n divides the
+//! grid's x extent (the kernel reads its cluster's size and shares copies only then), and the
 //! kernel takes one `CUtensorMap` per `tile:tma` line, by value, after the dynamic dims:
 //! map `i` describes buffer parameter `param`, a row-major tensor of 2-byte elements, as
 //! a matrix (rank 2) or, when it has leading dims, as a batch of matrices (rank 3: the

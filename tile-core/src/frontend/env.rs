@@ -236,7 +236,7 @@ pub(super) fn call(cx: &mut Ctx, c: &syn::ExprCall) -> Option<Expr> {
     };
     let name = p.path.get_ident()?.to_string();
     let f = cx.env.helper(&name)?.clone();
-    if cx.helper_stack.iter().any(|n| *n == name) {
+    if cx.helper_stack.contains(&name) {
         cx.err(
             range(c),
             format!("`{name}` calls itself; helpers are inlined, so they cannot recurse"),

@@ -169,16 +169,20 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
     cx.f.body = Stmt::Seq(body);
 }
 
-/// `T::use_cluster(n)`: on Hopper the blocks `2k` and `2k + 1` along x may
-/// run as one cluster of `n` (1 or 2) and share the pipelined tile copies
-/// that are the same for both (`plan_pipelines` decides which; elsewhere
-/// nothing changes). Only recorded here.
+/// `T::use_cluster(n)`: on Hopper the blocks `nk .. nk + n - 1` along x may
+/// run as one cluster of `n` (1, 2, 4 or 8: the portable cluster sizes that
+/// divide a 128-row tile into whole swizzle atoms) and share the pipelined
+/// tile copies that are the same in all of them (`plan_pipelines` decides
+/// which; elsewhere nothing changes). Only recorded here.
 pub(super) fn cluster(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
     match expr::lower(cx, k.args[0]).as_int() {
-        Some(n @ (1 | 2)) => cx.f.launch.cluster = n,
+        Some(n @ (1 | 2 | 4 | 8)) => cx.f.launch.cluster = n,
         _ => cx.err(
             k.span(),
-            format!("{} takes a compile-time cluster size of 1 or 2", k.usage()),
+            format!(
+                "{} takes a compile-time cluster size of 1, 2, 4 or 8",
+                k.usage()
+            ),
         ),
     }
     Vec::new()

@@ -12,9 +12,9 @@ pub struct Launch {
     /// Block index variables, one per grid dim (x, y, z).
     pub block_vars: Vec<VarId>,
     pub threads: i64,
-    /// `T::use_cluster(n)`: on Hopper, blocks `2k` and `2k + 1` along x may
-    /// run as a cluster of `n` (1 or 2), sharing the tile copies that
-    /// `plan_pipelines` finds equal for both (`Pipeline::multicast`).
+    /// `T::use_cluster(n)`: on Hopper, blocks `nk .. nk + n - 1` along x may
+    /// run as a cluster of `n` (1, 2, 4 or 8), sharing the tile copies that
+    /// `plan_pipelines` finds equal in all of them (`Pipeline::multicast`).
     pub cluster: i64,
 }
 

@@ -226,7 +226,7 @@ impl Printer<'_> {
                             let tiles: Vec<&str> =
                                 p.tiles.iter().map(|&b| f.buf(b).name.as_str()).collect();
                             format!(
-                                "T.Pipelined[num_stages={stages}, producers=({}){}{}{}]",
+                                "T.Pipelined[num_stages={stages}, producers=({}){}{}{}{}]",
                                 tiles.join(", "),
                                 match (p.warp_specialized, p.persistent) {
                                     (true, true) => ", warp_specialized=true, persistent=true",
@@ -242,6 +242,10 @@ impl Printer<'_> {
                                         .map(|&b| f.buf(b).name.as_str())
                                         .collect();
                                     format!(", multicast=({})", m.join(", "))
+                                },
+                                match &p.multicast_why {
+                                    Some(w) => format!(", multicast_why={w:?}"),
+                                    None => String::new(),
                                 },
                                 match p.rotate {
                                     Some(r) => format!(

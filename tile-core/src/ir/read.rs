@@ -427,6 +427,23 @@ def all_forms(a: Tensor((M, 4), float16), o: TensorMut((M,), float32)):
         assert_eq!(f.smem.slots.len(), 2);
     }
 
+    /// The pipeline plans `plan_pipelines` prints (warp specialization, the
+    /// tiles a cluster shares, why it shares none) read back as printed.
+    #[test]
+    fn pipeline_plans_read_back() {
+        for case in [
+            include_str!("../../tests/passes/plan_pipelines/hopper_cluster4_multicast.ir"),
+            include_str!("../../tests/passes/plan_pipelines/hopper_cluster4_panel_6.ir"),
+        ] {
+            let (_, planned) = case
+                .split_once("# ---- expected ----\n")
+                .expect("an expected part");
+            assert!(planned.contains("multicast"));
+            let f = read(planned).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(f.script(), planned);
+        }
+    }
+
     /// The error for `text` as `line, column: message`.
     fn error(text: &str) -> String {
         let e = read(text).expect_err("an error");

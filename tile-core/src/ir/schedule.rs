@@ -45,11 +45,14 @@ pub struct Pipeline {
     /// gemm of `i - 1` (with the statements that `late` counts, which moved
     /// there), and run the register work of `i` while both are in flight.
     pub rotate: Option<Rotation>,
-    /// The tiles of a warp-specialized pipeline that the two blocks of a
-    /// cluster (`Launch::cluster`) both fill from the same origin: each block
-    /// loads half of the tile's rows and the copy engine multicasts them
-    /// into both blocks' shared memory.
+    /// The tiles of a warp-specialized pipeline that the `n` blocks of a
+    /// cluster (`Launch::cluster`) all fill from the same origin: each block
+    /// loads `1/n` of the tile's rows and the copy engine multicasts them
+    /// into every block's shared memory.
     pub multicast: Vec<BufId>,
+    /// Why nothing is in `multicast` when the kernel asks for clusters
+    /// (`tile inspect` shows it).
+    pub multicast_why: Option<String>,
 }
 
 /// Where a rotated pipeline's consumer statements (its body after the

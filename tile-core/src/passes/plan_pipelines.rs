@@ -14,8 +14,8 @@
 //! (`Pipeline::warp_specialized`): a producer warpgroup added to the block
 //! issues the bulk tensor copies, the block's warpgroups run the `wgmma`s;
 //! and whether its consumers' two gemms overlap across iterations
-//! (`Pipeline::rotate`, `rotate`); and, in clusters of two blocks, which of
-//! its tiles both blocks share (`Pipeline::multicast`, `multicast`).
+//! (`Pipeline::rotate`, `rotate`); and, in clusters of blocks, which of its
+//! tiles the blocks of a cluster share (`Pipeline::multicast`, `multicast`).
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
@@ -35,9 +35,17 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
             p.rotate = rotation;
         }
-        let shared = multicast::multicast(&f, var);
+        let (shared, why) = multicast::multicast(&f, var);
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
             p.multicast = shared;
+            p.multicast_why = why;
+        }
+    } else if f.launch.cluster >= 2 {
+        for p in f.schedule.pipelines.values_mut() {
+            p.multicast_why = Some(format!(
+                "clusters of {} share nothing: only a warp-specialized pipeline's bulk tensor copies (Hopper) are shared",
+                f.launch.cluster
+            ));
         }
     }
     tma_requests_met(&f)?;
@@ -407,6 +415,7 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
                 persistent: false,
                 rotate: None,
                 multicast: Vec::new(),
+                multicast_why: None,
             },
         );
     });

@@ -99,10 +99,10 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// This block's half of a tile that both blocks of a cluster load
-    /// (`WsPlan::multicast`): rows `rank * R/2 ..` of each panel through the
-    /// tensor map of half boxes, multicast to both blocks.
-    pub(super) fn tma_load_half(
+    /// This block's part of a tile that the `n` blocks of a cluster load
+    /// (`WsPlan::multicast`): rows `rank * R/n ..` of each panel through the
+    /// tensor map of `R/n`-row boxes, multicast to all of them.
+    pub(super) fn tma_load_part(
         &mut self,
         c: &TileCopy,
         dst: &str,
@@ -110,20 +110,23 @@ impl Writer<'_> {
         rank: &str,
     ) -> Result<(), Diagnostic> {
         let f = self.f;
+        let n = f.launch.cluster.max(1);
         let shape = f.buf(c.dst).const_shape().unwrap_or_default();
         let map = self
             .ws
             .as_ref()
-            .and_then(|p| p.maps.iter().position(|&m| m == (c.src, shape[0] / 2)))
+            .and_then(|p| p.maps.iter().position(|&m| m == (c.src, shape[0] / n)))
             .filter(|_| c.lead.is_empty())
             .ok_or_else(|| err("internal error: a multicast copy without its tensor map"))?;
         let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);
-        let eb = match f.buf(c.dst).dtype.bytes() {
-            1 => ", 1",
-            _ => "",
+        // As in `tma_load`: 1-byte elements have panels of 128 columns.
+        let eb = if f.buf(c.dst).dtype.bytes() == 1 {
+            1
+        } else {
+            2
         };
         self.line(&format!(
-            "tl::tma::load_tile_half<{}, {}{eb}>({dst}, &tl_tmap{map}, {bar}, {r0}, {c0}, {rank});",
+            "tl::tma::load_tile_part<{}, {}, {eb}, {n}>({dst}, &tl_tmap{map}, {bar}, {r0}, {c0}, {rank});",
             shape[0], shape[1]
         ));
         Ok(())

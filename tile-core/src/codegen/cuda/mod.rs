@@ -117,11 +117,11 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     let mut launch_threads = f.launch.threads;
     if let Some(p) = &w.ws {
         launch_threads += pipeline_producer_threads();
-        // Clusters of two blocks along x, when the grid's x extent is even.
+        // Clusters of n blocks along x, when n divides the grid's x extent.
         let cluster = if p.multicast.is_empty() {
-            ""
+            String::new()
         } else {
-            " cluster=2"
+            format!(" cluster={}", f.launch.cluster)
         };
         let _ = writeln!(head, "// tile:launch threads={launch_threads}{cluster}");
         for (i, &(b, rows)) in p.maps.iter().enumerate() {

@@ -1,8 +1,8 @@
 //! The warp-specialized form of a software pipeline on Hopper
 //! (`Pipeline::warp_specialized`): a producer warpgroup issuing bulk tensor
 //! copies on full/empty mbarrier pairs (`tl/tma.cuh`), the block's own
-//! warpgroups consuming; across a persistent loop; and, in clusters of two
-//! blocks, the tiles both blocks share (`Pipeline::multicast`).
+//! warpgroups consuming; across a persistent loop; and, in clusters of
+//! blocks, the tiles they share (`Pipeline::multicast`).
 
 use super::pipeline::Loop;
 use super::*;
@@ -23,8 +23,9 @@ pub(super) struct WsPlan {
     pub pipe_offset: i64,
     /// Blocks per multiprocessor the launch bounds ask for (1 or 2).
     pub min_blocks: i64,
-    /// The tiles shared by a cluster of two blocks (`Pipeline::multicast`):
-    /// each also has a tensor map of half its rows in `maps`.
+    /// The tiles shared by the blocks of a cluster (`Pipeline::multicast`):
+    /// each also has a tensor map of one block's part of its rows
+    /// (`rows / Launch::cluster`) in `maps`.
     pub multicast: Vec<BufId>,
     /// Registers per thread of the consumers after `setmaxnreg` (the producer
     /// keeps [`WS_PRODUCER_REGS`]).
@@ -57,10 +58,9 @@ impl WsPlan {
                             if !maps.contains(&(src.buf, rows)) {
                                 maps.push((src.buf, rows));
                             }
-                            if p.multicast.contains(&dst.buf)
-                                && !maps.contains(&(src.buf, rows / 2))
-                            {
-                                maps.push((src.buf, rows / 2));
+                            let part = rows / f.launch.cluster.max(1);
+                            if p.multicast.contains(&dst.buf) && !maps.contains(&(src.buf, part)) {
+                                maps.push((src.buf, part));
                             }
                         }
                     });
@@ -180,26 +180,27 @@ impl Writer<'_> {
             "{pipe}* tl_pipe{k} = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
         ));
         self.line(&format!("const bool tl_use_tma{k} = {cond};"));
-        let pair = self.shares_tiles();
-        if pair {
-            // Launched as clusters of two (an even grid along x): the
-            // multicast tiles are loaded half by each block, for both.
+        let shares = self.shares_tiles();
+        if shares {
+            // Launched in clusters of n (a grid along x that n divides): each
+            // block loads its part of every multicast tile, for all n.
+            // `tl_mc`: the blocks the stages are shared by (1: none).
+            let n = f.launch.cluster;
             self.line(&format!(
-                "const bool tl_pair{k} = tl::tma::cluster_ctas() == 2;"
+                "const bool tl_cl{k} = tl::tma::cluster_ctas() == {n};"
             ));
             self.line(&format!(
-                "const bool tl_mc{k} = tl_use_tma{k} && tl_pair{k};"
+                "const unsigned tl_mc{k} = (tl_use_tma{k} && tl_cl{k}) ? {n} : 1;"
             ));
             self.line(&format!(
                 "const unsigned tl_rank{k} = tl::tma::cluster_rank();"
             ));
         }
         if !persistent {
-            let pair = pair.then_some(k);
             self.ws_split_roles(
                 &format!("tl_pipe{k}"),
                 &format!("tl_use_tma{k}"),
-                pair,
+                shares.then_some(k),
                 |w| {
                     w.line(&format!("{pipe}::State tl_st{k};"));
                     w.ws_produce(k, &name, s0, &copies, bytes)
@@ -236,10 +237,10 @@ impl Writer<'_> {
         self.line("tl::cp_async_wait<0>();");
         self.depth -= 1;
         self.line("}");
-        if pair {
-            // Neither block leaves (or reuses the stages' bytes) while the
-            // other may still arrive on its barriers.
-            self.line(&format!("if (tl_pair{k}) tl::tma::cluster_sync();"));
+        if shares {
+            // No block leaves (or reuses the stages' bytes) while another
+            // may still arrive on its barriers.
+            self.line(&format!("if (tl_cl{k}) tl::tma::cluster_sync();"));
         }
         // Every consumer has read its last stage before the tiles' bytes
         // are reused.
@@ -249,16 +250,16 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// Whether the warp-specialized pipeline's tiles are shared by a cluster
-    /// of two (`WsPlan::multicast`).
+    /// Whether the warp-specialized pipeline's tiles are shared by the
+    /// blocks of a cluster (`WsPlan::multicast`).
     fn shares_tiles(&self) -> bool {
         self.ws.as_ref().is_some_and(|p| !p.multicast.is_empty())
     }
 
     /// The argument that makes pipeline `k`'s consumers release each stage
-    /// in both blocks of a cluster when its copies are multicast (none when
+    /// in every block of a cluster when its copies are multicast (none when
     /// nothing is shared).
-    fn release_pair(&self, k: usize) -> String {
+    fn release_cluster(&self, k: usize) -> String {
         if self.shares_tiles() {
             format!(", tl_mc{k}")
         } else {
@@ -300,13 +301,13 @@ impl Writer<'_> {
     /// initializes `pipe` and the block syncs; the producer warpgroup gives
     /// back its registers, its first thread runs `produce` when `use_tma`
     /// holds, and it leaves the kernel; the consumers take the registers.
-    /// `pair`: the number `k` of a pipeline whose tiles a cluster of two
-    /// shares (its flags `tl_pair{k}`, `tl_mc{k}`).
+    /// `shared`: the number `k` of a pipeline whose tiles the blocks of a
+    /// cluster share (its flags `tl_cl{k}`, `tl_mc{k}`).
     fn ws_split_roles(
         &mut self,
         pipe: &str,
         use_tma: &str,
-        pair: Option<usize>,
+        shared: Option<usize>,
         produce: impl FnOnce(&mut Self) -> Result<(), Diagnostic>,
     ) -> Result<(), Diagnostic> {
         let threads = self.f.launch.threads;
@@ -328,17 +329,16 @@ impl Writer<'_> {
             "if ({use_tma} && threadIdx.x == {threads}) {{ {} }}",
             prefetch.join(" ")
         ));
-        if let Some(k) = pair {
-            // Each empty barrier waits for both blocks' consumer warps; the
-            // barriers are set up in both blocks before either copies or
-            // arrives into the other.
+        if let Some(k) = shared {
+            // Each empty barrier waits for every block's consumer warps;
+            // the barriers are set up in all blocks before any copies or
+            // arrives into another.
             self.line(&format!(
-                "if (threadIdx.x == 0) {pipe}->init(tl_mc{k} ? {} : {});",
-                threads / 16,
+                "if (threadIdx.x == 0) {pipe}->init(tl_mc{k} * {});",
                 threads / 32
             ));
             self.line(&format!(
-                "if (tl_pair{k}) tl::tma::cluster_sync(); else __syncthreads();"
+                "if (tl_cl{k}) tl::tma::cluster_sync(); else __syncthreads();"
             ));
         } else {
             self.line(&format!(
@@ -387,9 +387,9 @@ impl Writer<'_> {
                 .as_ref()
                 .is_some_and(|p| p.multicast.contains(&c.dst));
             if shared {
-                self.line(&format!("if (tl_mc{k}) {{"));
+                self.line(&format!("if (tl_mc{k} > 1) {{"));
                 self.depth += 1;
-                self.tma_load_half(c, &dst, &bar, &format!("tl_rank{k}"))?;
+                self.tma_load_part(c, &dst, &bar, &format!("tl_rank{k}"))?;
                 self.depth -= 1;
                 self.line("} else {");
                 self.depth += 1;
@@ -547,9 +547,9 @@ impl Writer<'_> {
             self.stage_base(g.b, &st)
         ));
         self.line(&format!("{mma}::wait<1>({acc});"));
-        let pair = self.release_pair(k);
+        let cl = self.release_cluster(k);
         self.line(&format!(
-            "if (tl_i{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k}{pair});"
+            "if (tl_i{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k}{cl});"
         ));
         self.line(&format!("tl_prev{k} = tl_st{k};"));
         self.line(&format!("tl_st{k}.advance();"));
@@ -557,7 +557,7 @@ impl Writer<'_> {
         self.line("}");
         self.line(&format!("{mma}::wait<0>({acc});"));
         self.line(&format!(
-            "if (tl_n{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k}{pair});"
+            "if (tl_n{k} > 0) tl_pipe{k}->consumer_release(tl_prev{k}{cl});"
         ));
         Ok(())
     }
@@ -577,10 +577,10 @@ impl Writer<'_> {
         let acc = self.name(g.c);
         let (a, b) = (self.stage_base(g.a, "tl_s"), self.stage_base(g.b, "tl_s"));
         self.ws_state(k, pipe, false);
-        let pair = self.release_pair(k);
+        let cl = self.release_cluster(k);
         self.line(&format!(
             "{mma}::consume_promoted(tl_pipe{k}, tl_st{k}, tl_n{k}, {acc}, \
-             [&](int tl_s) {{ return {a}; }}, [&](int tl_s) {{ return {b}; }}{pair});"
+             [&](int tl_s) {{ return {a}; }}, [&](int tl_s) {{ return {b}; }}{cl});"
         ));
         Ok(())
     }
@@ -613,8 +613,8 @@ impl Writer<'_> {
         }
         r?;
         self.line("__syncwarp();");
-        let pair = self.release_pair(k);
-        self.line(&format!("tl_pipe{k}->consumer_release(tl_st{k}{pair});"));
+        let cl = self.release_cluster(k);
+        self.line(&format!("tl_pipe{k}->consumer_release(tl_st{k}{cl});"));
         self.line(&format!("tl_st{k}.advance();"));
         self.depth -= 1;
         self.line("}");

@@ -158,7 +158,7 @@ template <int N> __device__ __forceinline__ void pingpong_end(int wg) {
 #endif
 }
 
-// ---- clusters of two blocks (TMA multicast) -------------------------------------
+// ---- clusters of blocks (TMA multicast) -----------------------------------------
 // A kernel launched in clusters (the launcher's cuLaunchKernelEx with a cluster dimension;
 // without one every block is a cluster of one) reads its cluster's size and its rank in it.
 template <int UNUSED = 0> __device__ __forceinline__ unsigned cluster_ctas() {
@@ -180,9 +180,9 @@ template <int UNUSED = 0> __device__ __forceinline__ unsigned cluster_rank() {
 #endif
 }
 // Every non-exited thread of every block of the cluster arrives, then waits for the others:
-// after the barrier setup (each block's barriers are then visible to the other's copies and
-// arrivals) and after the last stage (no block leaves while the other may still arrive on
-// its barriers). Executed by every thread of a warp (.aligned).
+// after the barrier setup (each block's barriers are then visible to the others' copies and
+// arrivals) and after the last stage (no block leaves while another may still arrive on
+// its barriers or copy into its shared memory). Executed by every thread of a warp (.aligned).
 template <int UNUSED = 0> __device__ __forceinline__ void cluster_sync() {
 #if TLTMA_SM90
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
@@ -315,18 +315,22 @@ __device__ __forceinline__ void load_tile(void* s, const Desc* d, Barrier* b, in
 #pragma unroll
   for (int p = 0; p < C / PW; ++p) load_3d(static_cast<char*>(s) + p * R * 128, d, b, c0 + PW * p, r0, z);
 }
-// The half of load_tile's R x C tile that block `rank` (0 or 1) of a cluster of two loads for
-// both: rows [rank * R/2, (rank + 1) * R/2) of every panel, through a tensor map whose box is
-// {PW, R/2}, multicast to both blocks. Half a panel is a whole number of the swizzle's
-// 1024-byte atoms (R % 16 == 0), so the rows land where load_tile puts them. Each block's b
-// receives all EB*R*C bytes: its own half and the other block's.
-template <int R, int C, int EB = 2>
-__device__ __forceinline__ void load_tile_half(void* s, const Desc* d, Barrier* b, int r0, int c0, unsigned rank) {
+// Block `rank`'s part of load_tile's R x C tile in a cluster of N blocks (2, 4 or 8) that all
+// load it: rows [rank * R/N, (rank + 1) * R/N) of every panel, through a tensor map whose box
+// is {PW, R/N}, multicast to the N blocks. A part is a whole number of the swizzle's 1024-byte
+// atoms (R % 8N == 0), so the rows land where load_tile puts them. Each block's b receives all
+// EB*R*C bytes: its own part and the other blocks'.
+template <int R, int C, int EB = 2, int N = 2>
+__device__ __forceinline__ void load_tile_part(void* s, const Desc* d, Barrier* b, int r0, int c0, unsigned rank) {
   constexpr int PW = 128 / EB;
-  static_assert(C % PW == 0 && R % 16 == 0 && R <= 256, "tl::tma::load_tile_half: whole 128-byte panels, R % 16 == 0, R <= 256");
+  static_assert(N == 2 || N == 4 || N == 8, "tl::tma::load_tile_part: clusters of 2, 4 or 8 blocks");
+  static_assert(C % PW == 0 && R % (8 * N) == 0 && R <= 256,
+                "tl::tma::load_tile_part: whole 128-byte panels, R % 8N == 0, R <= 256");
+  constexpr int P = R / N;
 #pragma unroll
   for (int p = 0; p < C / PW; ++p)
-    load_2d_multicast(static_cast<char*>(s) + p * R * 128 + rank * (R / 2) * 128, d, b, c0 + PW * p, r0 + rank * (R / 2), 3);
+    load_2d_multicast(static_cast<char*>(s) + p * R * 128 + rank * P * 128, d, b, c0 + PW * p, r0 + rank * P,
+                      (unsigned short)((1u << N) - 1));
 }
 template <int R, int C> __host__ __device__ constexpr unsigned tile_bytes() { return 2u * R * C; }
 
@@ -394,13 +398,13 @@ template <int S> struct Pipe {
   __device__ __forceinline__ void consumer_release(const State& st) {
     if ((threadIdx.x & 31) == 0) arrive(&empty[st.stage]);
   }
-  // The same in a cluster of two blocks whose copies multicast into each other's stages (each
-  // empty barrier was initialized with twice the consumers): lane r arrives on block r's
-  // barrier, so neither producer refills a stage that either block still reads.
-  __device__ __forceinline__ void consumer_release(const State& st, bool pair) {
-    if (!pair) {
+  // The same in a cluster of `n` blocks whose copies multicast into each other's stages (each
+  // empty barrier was initialized with n times the consumers; n = 1: no cluster): lane r < n
+  // arrives on block r's barrier, so no producer refills a stage that any block still reads.
+  __device__ __forceinline__ void consumer_release(const State& st, unsigned n) {
+    if (n <= 1) {
       consumer_release(st);
-    } else if ((threadIdx.x & 31) < 2) {
+    } else if ((threadIdx.x & 31) < n) {
       arrive_cluster(&empty[st.stage], threadIdx.x & 31);
     }
   }

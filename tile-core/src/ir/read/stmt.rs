@@ -289,18 +289,18 @@ impl Reader {
                     c.punct(")")?;
                     let (mut warp_specialized, mut persistent) = (false, false);
                     let mut rotate = None;
-                    let mut multicast = Vec::new();
-                    if c.eat_punct(",") {
-                        c.kwarg("warp_specialized")?;
-                        c.keyword("true")?;
-                        warp_specialized = true;
-                        if c.eat_punct(",") && c.at_ident("persistent") {
+                    let (mut multicast, mut multicast_why) = (Vec::new(), None);
+                    // The plan's optional fields, in the printer's order.
+                    while c.eat_punct(",") {
+                        if c.at_ident("warp_specialized") && !warp_specialized {
+                            c.kwarg("warp_specialized")?;
+                            c.keyword("true")?;
+                            warp_specialized = true;
+                        } else if c.at_ident("persistent") && warp_specialized && !persistent {
                             c.kwarg("persistent")?;
                             c.keyword("true")?;
                             persistent = true;
-                            c.eat_punct(",");
-                        }
-                        if c.at_ident("multicast") {
+                        } else if c.at_ident("multicast") && multicast.is_empty() {
                             c.kwarg("multicast")?;
                             c.punct("(")?;
                             multicast.push(self.buf(c)?);
@@ -308,9 +308,10 @@ impl Reader {
                                 multicast.push(self.buf(c)?);
                             }
                             c.punct(")")?;
-                            c.eat_punct(",");
-                        }
-                        if c.at_ident("rotate") {
+                        } else if c.at_ident("multicast_why") && multicast_why.is_none() {
+                            c.kwarg("multicast_why")?;
+                            multicast_why = Some(c.string()?);
+                        } else if c.at_ident("rotate") && rotate.is_none() {
                             c.kwarg("rotate")?;
                             c.punct("(")?;
                             let field = |c: &mut Cursor, name: &str, last: bool| {
@@ -337,6 +338,10 @@ impl Reader {
                                 wait,
                                 pingpong,
                             });
+                        } else {
+                            return c.expected(
+                                "`warp_specialized`, `persistent`, `multicast`, `multicast_why` or `rotate`",
+                            );
                         }
                     }
                     producers = Some(Pipeline {
@@ -346,6 +351,7 @@ impl Reader {
                         persistent,
                         rotate,
                         multicast,
+                        multicast_why,
                     });
                 }
                 c.punct("]")?;

@@ -248,13 +248,16 @@ fn walk(
         Stmt::Copy { src, dst, .. } if cands.contains(&src.buf) && cands.contains(&dst.buf) => {
             classes.union(src.buf, dst.buf)
         }
-        Stmt::Reduce(r) if cands.contains(&r.dst) && is_acc(f, r.src) && r.dim == 1 => {
-            if rows(f, r.dst) == rows(f, r.src) {
-                ties.entry(r.dst).or_default().push(Tie {
-                    acc: r.src,
-                    loc: r.loc,
-                });
-            }
+        Stmt::Reduce(r)
+            if cands.contains(&r.dst)
+                && is_acc(f, r.src)
+                && r.dim == 1
+                && rows(f, r.dst) == rows(f, r.src) =>
+        {
+            ties.entry(r.dst).or_default().push(Tie {
+                acc: r.src,
+                loc: r.loc,
+            });
         }
         _ => {}
     }
@@ -343,7 +346,7 @@ fn bad_use(f: &PrimFunc, b: BufId, s: &Stmt, class: &BTreeSet<BufId>) -> Option<
                 f.buf(if src.buf == b { dst.buf } else { src.buf }).name
             )))
         }
-        Stmt::Fill { dst, value, .. } => (!(whole(dst) && !value.visit_uses(b)))
+        Stmt::Fill { dst, value, .. } => (!whole(dst) || value.visit_uses(b))
             .then(|| (s.loc(), format!("`{name}` is filled in part"))),
         Stmt::Reduce(r) => {
             let ok = r.src != b && (r.dst != b || (is_acc(f, r.src) && r.dim == 1));

@@ -1,31 +1,51 @@
-//! Which tiles of a warp-specialized pipeline the two blocks of a cluster
-//! share (`Pipeline::multicast`), when the kernel asks for clusters of two
-//! (`T::use_cluster(2)`, `Launch::cluster`).
+//! Which tiles of a warp-specialized pipeline the blocks of a cluster share
+//! (`Pipeline::multicast`), when the kernel asks for clusters of `n` = 2, 4
+//! or 8 (`T::use_cluster(n)`, `Launch::cluster`).
 //!
-//! The launcher runs blocks `2k` and `2k + 1` along x as one cluster when
-//! the grid's x extent is even (else no clusters, and nothing here applies).
-//! A producer's tile may then be loaded once for both, half of its rows by
-//! each block and multicast into both blocks' shared memory, when its
-//! origin is provably the same in both blocks at every iteration: it reads
-//! neither x block index nor anything computed from it, except the row of
-//! `T::use_swizzle` with an even panel (consecutive blocks of an even grid
-//! walk one row of an even-width panel in pairs, so the row is the same for
-//! `2k` and `2k + 1`). The loop's bounds must be the same in both blocks
-//! too, or one block would wait for copies the other never issues. Since
-//! each empty barrier then waits for both blocks' consumers, the two blocks
-//! advance in step; halving the copy engine's requests per block is what
-//! pays for that (at a row pitch that is not a multiple of 128 bytes, the
-//! engine splits every row of a box into several requests).
+//! The launcher runs blocks `nk .. nk + n - 1` along x as one cluster when
+//! `n` divides the grid's x extent (else no clusters, and nothing here
+//! applies). A producer's tile may then be loaded once for all of them,
+//! `1/n` of its rows by each block and multicast into every block's shared
+//! memory, when its origin is provably the same in all `n` blocks at every
+//! iteration: it reads neither x block index nor anything computed from it,
+//! except the row of `T::use_swizzle` with a panel that `n` divides
+//! (consecutive blocks of such a grid walk one row of a panel in groups of
+//! `n`, so the row is the same across a cluster). The loop's bounds must be
+//! the same in all blocks too, or one block would wait for copies another
+//! never issues. A part must be whole 1024-byte swizzle atoms (8 rows of a
+//! 128-byte panel), so the tile's rows are a multiple of `8n`. Since each
+//! empty barrier then waits for every block's consumers, the blocks advance
+//! in step; dividing the copy engine's requests per block is what pays for
+//! that (at a row pitch that is not a multiple of 128 bytes, the engine
+//! splits every row of a box into several requests).
 
 use crate::ir::*;
 use std::collections::HashMap;
 
-pub(super) fn multicast(f: &PrimFunc, var: VarId) -> Vec<BufId> {
-    let Some(p) = f.schedule.pipelines.get(&var) else {
-        return Vec::new();
+/// The tiles of pipeline `var` that a cluster shares, and, when the kernel
+/// asks for clusters but none is shared, why (`Pipeline::multicast_why`,
+/// which `tile inspect` shows).
+pub(super) fn multicast(f: &PrimFunc, var: VarId) -> (Vec<BufId>, Option<String>) {
+    let n = f.launch.cluster;
+    let Some(p) = f.schedule.pipelines.get(&var).filter(|_| n >= 2) else {
+        return (Vec::new(), None);
     };
-    if f.launch.cluster != 2 || !p.warp_specialized || p.persistent || p.rotate.is_some() {
-        return Vec::new();
+    let none = |why: String| {
+        (
+            Vec::new(),
+            Some(format!("clusters of {n} share nothing: {why}")),
+        )
+    };
+    if !p.warp_specialized {
+        return none("only a warp-specialized pipeline's bulk tensor copies are shared".into());
+    }
+    if p.persistent {
+        return none("the blocks of a persistent loop walk different tiles".into());
+    }
+    if p.rotate.is_some() {
+        return none(
+            "a rotated pipeline (gemms overlapped across iterations) is not shared".into(),
+        );
     }
     let top: Vec<&Stmt> = match &f.body {
         Stmt::Seq(v) => v.iter().collect(),
@@ -42,6 +62,7 @@ pub(super) fn multicast(f: &PrimFunc, var: VarId) -> Vec<BufId> {
         f,
         lets,
         loop_var: var,
+        n,
     };
     let Some(Stmt::For {
         start,
@@ -52,12 +73,12 @@ pub(super) fn multicast(f: &PrimFunc, var: VarId) -> Vec<BufId> {
         .iter()
         .find(|s| matches!(s, Stmt::For { var: v, .. } if *v == var))
     else {
-        return Vec::new();
+        return none("the pipelined loop is not at the kernel's top level".into());
     };
     if !env.same(start) || !env.same(extent) {
-        return Vec::new();
+        return none("the loop's bounds may differ between the blocks of a cluster".into());
     }
-    let mut out = Vec::new();
+    let (mut out, mut why) = (Vec::new(), Vec::new());
     body.visit(&mut |s| {
         if let Stmt::Copy {
             src,
@@ -66,31 +87,49 @@ pub(super) fn multicast(f: &PrimFunc, var: VarId) -> Vec<BufId> {
             ..
         } = s
         {
+            if !p.tiles.contains(&dst.buf) {
+                return;
+            }
+            let name = &f.buf(dst.buf).name;
             let shape = f.buf(dst.buf).const_shape().unwrap_or_default();
-            let halves = shape.len() == 2 && shape[0] % 16 == 0 && shape[0] <= 256;
-            if halves
-                && src.origin.len() == 2
-                && p.tiles.contains(&dst.buf)
-                && src.origin.iter().all(|e| env.same(e))
-            {
+            if shape.len() != 2 || src.origin.len() != 2 {
+                why.push(format!("`{name}` is not a 2-D tile of a 2-D tensor"));
+            } else if shape[0] % (8 * n) != 0 || shape[0] > 256 {
+                why.push(format!(
+                    "`{name}`'s {} rows are not whole 8-row swizzle atoms per block ({} is not a multiple of {})",
+                    shape[0],
+                    shape[0],
+                    8 * n
+                ));
+            } else if !src.origin.iter().all(|e| env.same(e)) {
+                why.push(format!(
+                    "`{name}`'s origin may differ between the blocks of a cluster (it reads the x block index, \
+                     or the row of a swizzle whose panel is not a multiple of {n})"
+                ));
+            } else {
                 out.push(dst.buf);
             }
         }
     });
-    out
+    match out.is_empty() {
+        true => none(why.join("; ")),
+        false => (out, None),
+    }
 }
 
 struct Env<'f> {
     f: &'f PrimFunc,
     /// The kernel's top-level bindings (the swizzle's among them).
     lets: HashMap<VarId, &'f Expr>,
-    /// The pipelined loop's variable: the same in both blocks when the
+    /// The pipelined loop's variable: the same in all blocks when the
     /// loop's bounds are.
     loop_var: VarId,
+    /// Blocks per cluster.
+    n: i64,
 }
 
 impl Env<'_> {
-    /// Whether `e` has the same value in blocks `2k` and `2k + 1` along x.
+    /// Whether `e` has the same value in blocks `nk .. nk + n - 1` along x.
     fn same(&self, e: &Expr) -> bool {
         let mut ok = true;
         e.visit(&mut |x| {
@@ -122,7 +161,9 @@ impl Env<'_> {
 
     /// `T::use_swizzle`'s row, `local / width` with `local = id % group`,
     /// `id = by * gx + bx`, `group = panel * gy` and `width = min(max(gx -
-    /// first, 1), panel)`, for an even panel.
+    /// first, 1), panel)`, for a panel that `n` divides (with `gx` a
+    /// multiple of `n`, so is every width, and a cluster's `n` consecutive
+    /// ids, from a multiple of `n`, fall in one row).
     fn swizzle_row(&self, e: &Expr) -> bool {
         let l = &self.f.launch;
         if l.block_vars.len() != 2 {
@@ -147,7 +188,7 @@ impl Env<'_> {
             Some(Expr::Bin(BinOp::Mul, p, g, _)) if **g == *gy => p.as_int(),
             _ => None,
         };
-        let Some(panel) = panel.filter(|p| p % 2 == 0) else {
+        let Some(panel) = panel.filter(|p| p % self.n == 0) else {
             return false;
         };
         // width = min(max(gx - first, 1), panel), first = (id / group) * panel.
