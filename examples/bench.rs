@@ -28,7 +28,10 @@
 //! (needs a CUDA device; `memory` stops after the memory-bound kernels,
 //! `gemm` runs only the f16/bf16 GEMM table with its tuned rows, `tune` only
 //! the GEMM tuning table (run it twice: the second process reads every
-//! choice from the disk cache), the others one group of rows)
+//! choice from the disk cache), the others one group of rows). `gemm` and
+//! `tune` take shapes after the mode (`bench tune 1000x1000x1000
+//! 1008x1000x1000`, M×N×K): then only those, and `gemm` times only the
+//! default and tuned example GEMM on them.
 
 #[path = "bench/blas.rs"]
 mod blas;
@@ -518,10 +521,16 @@ fn main() -> Res<()> {
     }
 
     let mut tuned: Vec<Tuned> = Vec::new();
+    let custom = shape_args()?;
     if mode == "tune" {
         // Only the GEMM tuning table: a second run in a new process shows
         // whether the choices come from the disk cache (nothing timed).
-        for s in std::iter::once((4096, 4096, 4096)).chain(GEMM_SHAPES) {
+        let shapes = custom.clone().unwrap_or_else(|| {
+            std::iter::once((4096, 4096, 4096))
+                .chain(GEMM_SHAPES)
+                .collect()
+        });
+        for s in shapes {
             tuned.push(tune_gemm::<f16>("f16", dev, s)?);
             tuned.push(tune_gemm::<bf16>("bf16", dev, s)?);
         }
@@ -538,7 +547,14 @@ fn main() -> Res<()> {
             return Ok(());
         }
     }
-    gemm_rows(dev, &stream, &blas, &mut rows, &mut tuned)?;
+    gemm_rows(
+        dev,
+        &stream,
+        &blas,
+        custom.as_deref(),
+        &mut rows,
+        &mut tuned,
+    )?;
     if mode != "gemm" {
         fp8::fp8_rows(dev, &stream, &mut rows)?;
         splitk::splitk_rows(dev, &stream, &blas, &mut rows)?;
@@ -564,10 +580,34 @@ const GEMM_SHAPES: [(usize, usize, usize); 8] = [
 
 /// The example GEMM's variants and the bench's own kernels against cuBLAS,
 /// default and tuned per shape.
+/// The shapes given after the mode (`MxNxK` each), if any.
+fn shape_args() -> Res<Option<Vec<(usize, usize, usize)>>> {
+    let shapes: Vec<(usize, usize, usize)> = std::env::args()
+        .skip(2)
+        .map(|a| {
+            let d: Vec<usize> = a
+                .split('x')
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("bench: shape `{a}` is not MxNxK: {e}"))?;
+            match d[..] {
+                [m, n, k] if m > 0 && n > 0 && k > 0 => Ok((m, n, k)),
+                _ => Err(format!(
+                    "bench: shape `{a}` is not MxNxK (three positive sizes)"
+                )),
+            }
+        })
+        .collect::<Result<_, String>>()?;
+    Ok((!shapes.is_empty()).then_some(shapes))
+}
+
+/// The f16/bf16 GEMM table; with `custom` shapes only the example's default
+/// and tuned GEMM on those.
 fn gemm_rows(
     dev: Device,
     stream: &Arc<CudaStream>,
     blas: &CudaBlas,
+    custom: Option<&[(usize, usize, usize)]>,
     rows: &mut Vec<Row>,
     tuned: &mut Vec<Tuned>,
 ) -> Res<()> {
@@ -615,22 +655,33 @@ fn gemm_rows(
             rows,
         ),
     };
-    for g in &gemms {
-        run(g, (4096, 4096, 4096), rows)?;
-    }
-    let shapes = GEMM_SHAPES;
-    for g in [&gemms[0], &gemms[3], &gemms[7], &gemms[8]] {
-        for s in shapes {
-            run(g, s, rows)?;
+    let mut shapes: Vec<(usize, usize, usize)> = std::iter::once((4096, 4096, 4096))
+        .chain(GEMM_SHAPES)
+        .collect();
+    if let Some(custom) = custom {
+        shapes = custom.to_vec();
+        for g in [&gemms[0], &gemms[3]] {
+            for &s in &shapes {
+                run(g, s, rows)?;
+            }
         }
-    }
-    // The 16-row tile on the decode shapes (and one ragged M).
-    for g in [
-        Gemm::F16("gemm f16 nn (16-row tile)", gemm_nn_m16),
-        Gemm::Bf16("gemm bf16 nn (16-row tile)", gemm_nn_m16),
-    ] {
-        for s in [(16, 8192, 8192), (1, 8192, 8192), (33, 8192, 8192)] {
-            run(&g, s, rows)?;
+    } else {
+        for g in &gemms {
+            run(g, (4096, 4096, 4096), rows)?;
+        }
+        for g in [&gemms[0], &gemms[3], &gemms[7], &gemms[8]] {
+            for s in GEMM_SHAPES {
+                run(g, s, rows)?;
+            }
+        }
+        // The 16-row tile on the decode shapes (and one ragged M).
+        for g in [
+            Gemm::F16("gemm f16 nn (16-row tile)", gemm_nn_m16),
+            Gemm::Bf16("gemm bf16 nn (16-row tile)", gemm_nn_m16),
+        ] {
+            for s in [(16, 8192, 8192), (1, 8192, 8192), (33, 8192, 8192)] {
+                run(&g, s, rows)?;
+            }
         }
     }
 
@@ -644,7 +695,7 @@ fn gemm_rows(
             gemm::gemm_nn::tune().launch(a, b, c)
         }),
     ];
-    for s in std::iter::once((4096, 4096, 4096)).chain(shapes) {
+    for s in shapes {
         tuned.push(tune_gemm::<f16>("f16", dev, s)?);
         tuned.push(tune_gemm::<bf16>("bf16", dev, s)?);
         for g in &tuned_gemms {
