@@ -396,6 +396,9 @@ mod tests {
         let paired = GEMM.replace("threads=256\n", "threads=256 cluster=2\n");
         let q = LaunchPlan::of_source("gemm", &paired).expect("a plan");
         assert_eq!((q.threads, q.cluster), (Some(256), 2));
+        let eights = GEMM.replace("threads=256\n", "threads=256 cluster=8\n");
+        let q = LaunchPlan::of_source("gemm", &eights).expect("a plan");
+        assert_eq!((q.threads, q.cluster), (Some(256), 8));
         assert_eq!(
             p.maps,
             vec![
