@@ -525,12 +525,7 @@ fn main() -> Res<()> {
     if mode == "tune" {
         // Only the GEMM tuning table: a second run in a new process shows
         // whether the choices come from the disk cache (nothing timed).
-        let shapes = custom.clone().unwrap_or_else(|| {
-            std::iter::once((4096, 4096, 4096))
-                .chain(GEMM_SHAPES)
-                .collect()
-        });
-        for s in shapes {
+        for s in custom.clone().unwrap_or_else(default_shapes) {
             tuned.push(tune_gemm::<f16>("f16", dev, s)?);
             tuned.push(tune_gemm::<bf16>("bf16", dev, s)?);
         }
@@ -578,8 +573,14 @@ const GEMM_SHAPES: [(usize, usize, usize); 8] = [
     (1, 8192, 8192),
 ];
 
-/// The example GEMM's variants and the bench's own kernels against cuBLAS,
-/// default and tuned per shape.
+/// The shapes the GEMM table and the tuning table time by default: 4096³,
+/// then the Hopper issue's list.
+fn default_shapes() -> Vec<(usize, usize, usize)> {
+    std::iter::once((4096, 4096, 4096))
+        .chain(GEMM_SHAPES)
+        .collect()
+}
+
 /// The shapes given after the mode (`MxNxK` each), if any.
 fn shape_args() -> Res<Option<Vec<(usize, usize, usize)>>> {
     let shapes: Vec<(usize, usize, usize)> = std::env::args()
@@ -601,8 +602,9 @@ fn shape_args() -> Res<Option<Vec<(usize, usize, usize)>>> {
     Ok((!shapes.is_empty()).then_some(shapes))
 }
 
-/// The f16/bf16 GEMM table; with `custom` shapes only the example's default
-/// and tuned GEMM on those.
+/// The example GEMM's variants and the bench's own kernels against cuBLAS,
+/// default and tuned per shape; with `custom` shapes only the example's
+/// default and tuned GEMM on those.
 fn gemm_rows(
     dev: Device,
     stream: &Arc<CudaStream>,
@@ -655,11 +657,8 @@ fn gemm_rows(
             rows,
         ),
     };
-    let mut shapes: Vec<(usize, usize, usize)> = std::iter::once((4096, 4096, 4096))
-        .chain(GEMM_SHAPES)
-        .collect();
-    if let Some(custom) = custom {
-        shapes = custom.to_vec();
+    let shapes = custom.map_or_else(default_shapes, <[_]>::to_vec);
+    if custom.is_some() {
         for g in [&gemms[0], &gemms[3]] {
             for &s in &shapes {
                 run(g, s, rows)?;

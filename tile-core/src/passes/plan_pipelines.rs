@@ -26,7 +26,8 @@ mod rotate;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     f.schedule.pipelines = plan(&f);
-    if let Some((var, persistent)) = warp_specialized(&f) {
+    let ws = warp_specialized(&f);
+    if let Some((var, persistent)) = ws {
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
             p.warp_specialized = true;
             p.persistent = persistent;
@@ -35,17 +36,18 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
             p.rotate = rotation;
         }
+    }
+    // What a cluster shares: the warp-specialized pipeline's tiles, or, when
+    // there is none, nothing (each pipeline then says why).
+    let vars: Vec<VarId> = match ws {
+        Some((var, _)) => vec![var],
+        None => f.schedule.pipelines.keys().copied().collect(),
+    };
+    for var in vars {
         let (shared, why) = multicast::multicast(&f, var);
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
             p.multicast = shared;
             p.multicast_why = why;
-        }
-    } else if f.launch.cluster >= 2 {
-        for p in f.schedule.pipelines.values_mut() {
-            p.multicast_why = Some(format!(
-                "clusters of {} share nothing: only a warp-specialized pipeline's bulk tensor copies (Hopper) are shared",
-                f.launch.cluster
-            ));
         }
     }
     tma_requests_met(&f)?;

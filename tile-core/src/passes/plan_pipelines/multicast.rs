@@ -37,7 +37,9 @@ pub(super) fn multicast(f: &PrimFunc, var: VarId) -> (Vec<BufId>, Option<String>
         )
     };
     if !p.warp_specialized {
-        return none("only a warp-specialized pipeline's bulk tensor copies are shared".into());
+        return none(
+            "only a warp-specialized pipeline's bulk tensor copies (Hopper) are shared".into(),
+        );
     }
     if p.persistent {
         return none("the blocks of a persistent loop walk different tiles".into());
