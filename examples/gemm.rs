@@ -39,11 +39,11 @@ use tile::prelude::*;
 /// there, 1–5% slower on the large shapes (the two blocks advance in step),
 /// so the tuner decides (bench/RESULTS.md). The 128 × 64 tile also comes
 /// in clusters of four and eight (each block loads 32 or 16 of A's rows):
-/// at 1000³ each k step of that tile costs about a fixed 480 cycles plus
-/// about 2.2 per 128-byte row the block asks the copy engine for (fitted
-/// to the single, paired and cuBLAS profiles), so fewer A rows per block
-/// should pay where the 16-column-block grid fills the GPU once; the tuner
-/// measures whether the GPU places enough such clusters at once.
+/// at 1000³ pairs cut that tile's k step from about 1,040 to 900 active
+/// cycles as its requested rows per step fell from 192 to 128, so fewer A
+/// rows per block may pay further where the 16-column-block grid fills the
+/// GPU once (an extrapolation, bench/RESULTS.md); the tuner measures it,
+/// and whether the GPU places enough such clusters at once.
 #[tile::kernel(
     dtype = [f16, bf16],
     block_m = [128, 64, 16],
