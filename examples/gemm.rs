@@ -37,13 +37,12 @@ use tile::prelude::*;
 /// it). That halves A's copy requests, which at a row pitch that is not a
 /// multiple of 128 bytes (1000³) is what the k loop waits on: 5–12% faster
 /// there, 1–5% slower on the large shapes (the two blocks advance in step),
-/// so the tuner decides (bench/RESULTS.md). The 128 × 64 tile also comes
-/// in clusters of four and eight (each block loads 32 or 16 of A's rows):
-/// at 1000³ pairs cut that tile's k step from about 1,040 to 900 active
-/// cycles as its requested rows per step fell from 192 to 128, so fewer A
-/// rows per block may pay further where the 16-column-block grid fills the
-/// GPU once (an extrapolation, bench/RESULTS.md); the tuner measures it,
-/// and whether the GPU places enough such clusters at once.
+/// so the tuner decides (bench/RESULTS.md). Larger clusters are not in the
+/// space: the H200 holds at most 120 blocks in clusters of four or eight at
+/// one block an SM (30 or 15 clusters, against 66 pairs on its 132 SMs), so
+/// 1000³'s 128 blocks of 128 × 64 ran a second wave and took 1.45× as long
+/// as in pairs; they were slower at every shape timed (tests/kernels runs
+/// them against a host reference).
 #[tile::kernel(
     dtype = [f16, bf16],
     block_m = [128, 64, 16],
@@ -51,10 +50,9 @@ use tile::prelude::*;
     block_k = [64, 128],
     stages = [3, 4, 6],
     threads = [128, 256],
-    cluster = [1, 2, 4, 8],
+    cluster = [1, 2],
     filter = (block_m == 16) == (block_k == 128)
         && (cluster == 1 || (block_m == 128 && block_n <= 128 && threads == 256 && stages == 4))
-        && (cluster <= 2 || block_n == 64)
         && (block_m != 16 || (threads == 128 && block_n == 64 && stages <= 4))
         && block_m * block_n / threads <= 128
         && (threads == 128 || block_m == 128)

@@ -16,11 +16,16 @@
 //      x = j K + k0: rows j, j + 8, ..., j + 120 in one copy.
 // Each probe compares every shared byte with the host's expectation and prints PASS/FAIL
 // (or the driver's refusal of the map). No project code is used.
-//   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a probe.cu -o probe && ./probe
+// A fault in one probe (an illegal instruction) poisons the process's context, so each probe
+// runs in its own process: `./probe N` runs probe N (0 is a control: an aligned box; 7 and 8 are
+// probes 4 and 6 with the 128-byte swizzle), and `for i in $(seq 0 8); do ./probe $i; done`
+// runs them all.
+//   nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a probe.cu -o probe -lcuda
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -134,7 +139,9 @@ static std::vector<uint8_t> run(const CUtensorMap& map, int rank, const std::vec
   return out;
 }
 
-int main() {
+int main(int argc, char** argv) {
+  const int only = argc > 1 ? std::atoi(argv[1]) : -1;
+  auto want_probe = [&](int i) { return only < 0 || only == i; };
   EncodeTiled encode = encode_fn();
   // A 2-byte-element buffer whose element i holds i (mod 65536): every byte says where it
   // came from.
@@ -169,9 +176,32 @@ int main() {
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   };
   const CUtensorMapSwizzle NONE = CU_TENSOR_MAP_SWIZZLE_NONE, S128 = CU_TENSOR_MAP_SWIZZLE_128B;
+  // The swizzles of a probe pair: probe `plain` without, probe `swizzled` with the 128-byte one.
+  auto sws = [&](int plain, int swizzled) {
+    std::vector<CUtensorMapSwizzle> v;
+    if (want_probe(plain)) v.push_back(NONE);
+    if (want_probe(swizzled)) v.push_back(S128);
+    return v;
+  };
+
+  // 0: the control: one 64 x 8 box at column 64, row 5, 128-byte swizzle (what the GEMM does).
+  if (want_probe(0)) {
+    CUtensorMap m;
+    CUresult r = map2d(&m, dev, 1024, 1024, 2048, 64, 8, S128);
+    if (r != CUDA_SUCCESS) {
+      std::printf("FAIL  control: map refused (%d)\n", static_cast<int>(r));
+      ++fails;
+    } else {
+      auto got = run(m, 2, {{64, 5, 0}}, 1024, 1024);
+      std::vector<uint8_t> want(1024);
+      for (int rr = 0; rr < 8; ++rr)
+        for (int c = 0; c < 64; ++c) elem_bytes((5 + rr) * 1024 + 64 + c, &want[swz128(rr, c * 2)]);
+      report("control: aligned 2-D box, 128-byte swizzle", got, want);
+    }
+  }
 
   // 1 and 2: a 1024 x 1024 matrix (aligned pitch), one 64 x 8 box at column 3, row 5.
-  for (CUtensorMapSwizzle sw : {NONE, S128}) {
+  for (CUtensorMapSwizzle sw : sws(1, 2)) {
     CUtensorMap m;
     CUresult r = map2d(&m, dev, 1024, 1024, 2048, 64, 8, sw);
     const char* name = sw == NONE ? "2-D box at column 3 (6-byte offset)" : "2-D box at column 3, 128-byte swizzle";
@@ -191,7 +221,7 @@ int main() {
   }
 
   // 3: eight one-row boxes at shared offsets r * 128 against the eight-row box's layout.
-  {
+  if (want_probe(3)) {
     CUtensorMap m;
     CUresult r = map2d(&m, dev, 1024, 1024, 2048, 64, 1, S128);
     if (r != CUDA_SUCCESS) {
@@ -215,7 +245,7 @@ int main() {
 
   // 4: rank 1 over a buffer of odd length; boxes of 64 elements at odd starts, one per row
   // of a 4099-pitch matrix (row r starts at r * 4099), at shared offsets r * 128.
-  for (CUtensorMapSwizzle sw : {NONE, S128}) {
+  for (CUtensorMapSwizzle sw : sws(4, 7)) {
     CUtensorMap m;
     const int64_t n = total - 1;
     CUresult r = map1d(&m, dev, n, 64, sw);
@@ -238,7 +268,7 @@ int main() {
   }
 
   // 5: a rank-1 box over the end of a buffer of n elements: the tail is zero.
-  {
+  if (want_probe(5)) {
     CUtensorMap m;
     const int64_t n = 100003;
     CUresult r = map1d(&m, dev, n, 64, NONE);
@@ -260,7 +290,7 @@ int main() {
   // 6: the strided view of a 4099-pitch matrix: (M / 8) x (8 * 4099) elements, stride
   // 8 * 4099 * 2 = 65584 bytes; one 64 x 16 box at x = j * 4099 + k0, y = q0 brings rows
   // 8 (q0 + q) + j, q = 0..15.
-  for (CUtensorMapSwizzle sw : {NONE, S128}) {
+  for (CUtensorMapSwizzle sw : sws(6, 8)) {
     CUtensorMap m;
     const uint64_t K = 4099, M = 512;
     CUresult r = map2d(&m, dev, 8 * K, M / 8, 8 * K * 2, 64, 16, sw);

@@ -21,6 +21,7 @@ mod quickstart;
 
 // The suite by topic (one test binary).
 mod accumulator_rows;
+mod clusters;
 mod copies;
 mod f8;
 mod helpers;

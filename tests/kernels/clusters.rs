@@ -1,0 +1,64 @@
+//! Clusters of four and eight blocks that multicast their A tiles
+//! (`T::use_cluster`). On Hopper each block of a cluster loads `128 / n` of
+//! A's rows and the copy engine delivers them to all `n`; elsewhere (and on a
+//! grid whose x extent `n` does not divide) every block loads its own. The
+//! GEMM example keeps only pairs in its tuning space (clusters of four and
+//! eight fill at most 120 of the H200's 132 SMs at one block an SM, so they
+//! lost everywhere they were timed: bench/RESULTS.md), so this is where the
+//! larger clusters run against a host reference.
+
+use super::*;
+
+#[tile::kernel(block_m = 128, block_n = 64, block_k = 64, stages = 4, threads = 256, cluster = [4, 8])]
+pub fn cluster_gemm(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            T::use_cluster(cluster);
+            T::use_swizzle(8);
+            let a_s = T::alloc_shared::<f16>([block_m, block_k]);
+            let b_s = T::alloc_shared::<f16>([block_k, block_n]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
+#[test]
+fn clusters_of_four_and_eight_multicast_a() -> TestResult {
+    // x grids of 8 and 16 blocks (every cluster size divides them), 4 (clusters
+    // of eight fall back to single blocks) and 5 (both fall back); ragged M
+    // and K, and one k step.
+    for (m, n, k) in [
+        (304, 512, 200),
+        (130, 1024, 64),
+        (200, 256, 130),
+        (64, 320, 72),
+    ] {
+        let a = random_tensor::<f16>(&[m, k], 7100 + m as u64, dev())?;
+        let b = random_tensor::<f16>(&[k, n], 7200 + n as u64, dev())?;
+        let want: Vec<f64> = matmul_ref(&host(&a), &host(&b), m, n, k, false)
+            .into_iter()
+            .map(round_to::<f16>)
+            .collect();
+        for cluster in [4, 8] {
+            let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
+            cluster_gemm::with(cluster_gemm::Config { cluster }).launch(&a, &b, &mut c)?;
+            check(
+                &format!("cluster_gemm in clusters of {cluster}, {m}x{n}x{k}"),
+                &c,
+                &want,
+                2e-2,
+                2e-2,
+            );
+        }
+    }
+    Ok(())
+}
