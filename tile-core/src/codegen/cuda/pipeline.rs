@@ -18,7 +18,8 @@ pub(super) struct Loop<'a, 's> {
 
 impl Loop<'_, '_> {
     /// The producers of iteration `iter` into stage `iter % stages`. `mode`
-    /// (`tl::COPY_VEC`/`_SCALAR`): every producer is a tile copy whose chunk
+    /// (`tl::COPY_VEC`/`_SCALAR`/`_CHECK` for each tile copy in order; the
+    /// last one for the rest): every producer is a tile copy whose chunk
     /// alignment was decided before the loop; past the last tile the copies
     /// still run, with no rows (zero fill of a stage nobody reads), so the
     /// loop body has no branch.
@@ -26,7 +27,7 @@ impl Loop<'_, '_> {
         &self,
         w: &mut Writer,
         iter: &str,
-        mode: Option<&str>,
+        mode: Option<&[&str]>,
     ) -> Result<(), Diagnostic> {
         let (k, stages) = (self.k, self.stages);
         let live = format!("{iter} < tl_n{k}");
@@ -41,11 +42,15 @@ impl Loop<'_, '_> {
             w.stage.insert(t, format!("tl_stage_p{k}"));
         }
         w.producer = true;
+        let mut copies = 0;
         let r = self
             .prod
             .iter()
             .try_for_each(|x| match (TileCopy::of(x), mode) {
-                (Some(c), Some(m)) => w.copy_tile(&c, m, Some(&live)),
+                (Some(c), Some(m)) => {
+                    copies += 1;
+                    w.copy_tile(&c, m[(copies - 1).min(m.len() - 1)], Some(&live))
+                }
                 (Some(c), None) => w.copy_tile(&c, "tl::COPY_CHECK", None),
                 (None, _) => w.stmt(x),
             });
@@ -155,27 +160,22 @@ impl Writer<'_> {
         };
         if let Some(g) = self.stage_gemm(&cons, &tiles) {
             // All producers tile copies whose chunk alignment can be decided once:
-            // two loops, one with only cp.async copies and one with element-wise
-            // ones, so the hot loop has no branch between copies and multiplies.
-            let copies: Option<Vec<TileCopy>> = prod.iter().map(|x| TileCopy::of(x)).collect();
-            let cond = copies.as_ref().and_then(|cs| {
-                let conds: Option<Vec<Vec<String>>> = cs.iter().map(|c| self.vec_cond(c)).collect();
-                conds.map(|v| v.concat().into_iter().collect::<BTreeSet<String>>())
-            });
-            match cond {
-                Some(cond) => {
-                    let cond: Vec<String> = cond.into_iter().collect();
-                    self.line(&format!("if ({}) {{", cond.join(" && ")));
+            // one loop with only cp.async copies, then the loops for the other
+            // cases (`pipeline_gemm_unaligned`), so no loop has a branch between
+            // copies and multiplies.
+            match self.copy_conds(prod) {
+                Some(conds) => {
+                    let all: BTreeSet<&String> = conds.iter().flatten().collect();
+                    let all: Vec<&str> = all.into_iter().map(String::as_str).collect();
+                    self.line(&format!("if ({}) {{", all.join(" && ")));
                     self.depth += 1;
                     self.pipeline_gemm(k, g, stages, |w, it| {
-                        loop_.producers(w, it, Some("tl::COPY_VEC"))
+                        loop_.producers(w, it, Some(&["tl::COPY_VEC"]))
                     })?;
                     self.depth -= 1;
                     self.line("} else {");
                     self.depth += 1;
-                    self.pipeline_gemm(k, g, stages, |w, it| {
-                        loop_.producers(w, it, Some("tl::COPY_SCALAR"))
-                    })?;
+                    self.pipeline_gemm_unaligned(k, g, &loop_, &conds)?;
                     self.depth -= 1;
                     self.line("}");
                 }
@@ -187,6 +187,51 @@ impl Writer<'_> {
         // Drain: no copy may still be in flight when the tiles are reused.
         self.line("tl::cp_async_wait<0>();");
         self.barrier();
+        self.depth -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// Each producer's condition for whole 16-byte chunks (`Writer::vec_cond`),
+    /// when every producer is a tile copy that has one.
+    pub(super) fn copy_conds(&self, prod: &[&Stmt]) -> Option<Vec<Vec<String>>> {
+        prod.iter()
+            .map(|x| TileCopy::of(x).and_then(|c| self.vec_cond(&c)))
+            .collect()
+    }
+
+    /// The GEMM loop of `l` when not all of its copies (conditions `conds`)
+    /// can move whole 16-byte vectors. Two copies (A and B): one loop for
+    /// each that can, with the other element-wise, and one for neither, each
+    /// decided before the loop. An operand at an aligned pitch keeps
+    /// cp.async when only the other is odd: 4096×4096×4095 ran about 2×
+    /// faster than with both element-wise, and deciding per call inside the
+    /// loop cost 3–20% where both are odd (bench/RESULTS.md). With more
+    /// copies, each decides per call.
+    pub(super) fn pipeline_gemm_unaligned(
+        &mut self,
+        k: usize,
+        g: &Gemm,
+        l: &Loop,
+        conds: &[Vec<String>],
+    ) -> Result<(), Diagnostic> {
+        const VEC: &str = "tl::COPY_VEC";
+        const SCALAR: &str = "tl::COPY_SCALAR";
+        if conds.len() != 2 {
+            return self.pipeline_gemm(k, g, l.stages, |w, it| {
+                l.producers(w, it, Some(&["tl::COPY_CHECK"]))
+            });
+        }
+        for (i, modes) in [[VEC, SCALAR], [SCALAR, VEC]].iter().enumerate() {
+            let open = if i == 0 { "if" } else { "} else if" };
+            self.line(&format!("{open} ({}) {{", conds[i].join(" && ")));
+            self.depth += 1;
+            self.pipeline_gemm(k, g, l.stages, |w, it| l.producers(w, it, Some(modes)))?;
+            self.depth -= 1;
+        }
+        self.line("} else {");
+        self.depth += 1;
+        self.pipeline_gemm(k, g, l.stages, |w, it| l.producers(w, it, Some(&[SCALAR])))?;
         self.depth -= 1;
         self.line("}");
         Ok(())

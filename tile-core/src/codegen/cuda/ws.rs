@@ -219,7 +219,9 @@ impl Writer<'_> {
         self.depth -= 1;
         self.line("} else {");
         self.depth += 1;
-        // The fallback: the element-wise cp.async pipeline of the same loop.
+        // The fallback: the cp.async pipeline of the same loop, where an
+        // operand at an aligned pitch keeps cp.async when only the other one
+        // is odd (`pipeline_gemm_unaligned`).
         let loop_ = Loop {
             k,
             name: &name,
@@ -228,11 +230,12 @@ impl Writer<'_> {
             tiles: &tiles,
             prod,
         };
-        match gemm {
-            Some(g) => self.pipeline_gemm(k, g, stages, |w, it| {
-                loop_.producers(w, it, Some("tl::COPY_SCALAR"))
+        match (gemm, self.copy_conds(prod)) {
+            (Some(g), Some(conds)) => self.pipeline_gemm_unaligned(k, g, &loop_, &conds)?,
+            (Some(g), None) => self.pipeline_gemm(k, g, stages, |w, it| {
+                loop_.producers(w, it, Some(&["tl::COPY_SCALAR"]))
             })?,
-            None => self.pipeline_loop(&loop_, cons)?,
+            (None, _) => self.pipeline_loop(&loop_, cons)?,
         }
         self.line("tl::cp_async_wait<0>();");
         self.depth -= 1;
