@@ -72,6 +72,7 @@ fn fp8_shape(
         "cuBLASLt",
         &c.to_vec()?,
         &stream.clone_dtoh(&cd)?,
+        None,
     )?;
     let flops = 2.0 * (m * n * k) as f64;
     // One byte per fp8 input element, two per bf16 output element.
