@@ -40,7 +40,7 @@ use tile::prelude::*;
 /// so the tuner decides (bench/RESULTS.md). Larger clusters are not in the
 /// space: the H200 holds at most 120 blocks in clusters of four or eight at
 /// one block an SM (30 or 15 clusters, against 66 pairs on its 132 SMs), so
-/// 1000³'s 128 blocks of 128 × 64 ran a second wave and took 1.45× as long
+/// 1000³'s 128 blocks of 128 × 64 ran a second wave and took 1.4–1.5× as long
 /// as in pairs; they were slower at every shape timed (tests/kernels runs
 /// them against a host reference).
 #[tile::kernel(
