@@ -63,102 +63,36 @@ extern "C" __global__ void __launch_bounds__(256) persistent_ws_gemm_kernel(cons
           });
         }
       } else {
-        if (tl::aligned16(a) && K % 8 == 0) {
-          #pragma unroll
-          for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
+        #pragma unroll
+        for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
+          {
+            const int ko = 0 + tl_pi1;
+            const int tl_stage_p1 = (tl_pi1) % 3;
+            tl::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by * 128)) : 0, K - ((ko * 64)));
+            tl::copy_tile<half, 64, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
+          }
+          tl::cp_async_commit();
+        }
+        tl::GemmPipe<half, 128, 128, 64, 4, 2, false, false> tl_g1;
+        tl::cp_async_wait<1>();
+        __syncthreads();
+        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 8192, b_s + 0 * 8192);
+        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+          const int tl_stage_c1 = tl_i1 % 3;
+          const int tl_stage_n1 = (tl_i1 + 1) % 3;
+          tl_g1.run(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 8192, acc, [&] {
             {
-              const int ko = 0 + tl_pi1;
-              const int tl_stage_p1 = (tl_pi1) % 3;
-              tl::copy_tile<half, 128, 64, 256, tl::COPY_VEC>(a_s + tl_stage_p1 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by * 128)) : 0, K - ((ko * 64)));
-              tl::copy_tile<half, 64, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
+              const int ko = 0 + tl_i1 + 2;
+              const int tl_stage_p1 = (tl_i1 + 2) % 3;
+              tl::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i1 + 2 < tl_n1) ? M - ((by * 128)) : 0, K - ((ko * 64)));
+              tl::copy_tile<half, 64, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
             }
             tl::cp_async_commit();
-          }
-          tl::GemmPipe<half, 128, 128, 64, 4, 2, false, false> tl_g1;
-          tl::cp_async_wait<1>();
-          __syncthreads();
-          if (tl_n1 > 0) tl_g1.first(a_s + 0 * 8192, b_s + 0 * 8192);
-          for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-            const int tl_stage_c1 = tl_i1 % 3;
-            const int tl_stage_n1 = (tl_i1 + 1) % 3;
-            tl_g1.run(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 8192, acc, [&] {
-              {
-                const int ko = 0 + tl_i1 + 2;
-                const int tl_stage_p1 = (tl_i1 + 2) % 3;
-                tl::copy_tile<half, 128, 64, 256, tl::COPY_VEC>(a_s + tl_stage_p1 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i1 + 2 < tl_n1) ? M - ((by * 128)) : 0, K - ((ko * 64)));
-                tl::copy_tile<half, 64, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
-              }
-              tl::cp_async_commit();
-            }, [&] {
-              tl::cp_async_wait<1>();
-              __syncthreads();
-              if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 8192, b_s + tl_stage_n1 * 8192);
-            });
-          }
-        } else if (tl::aligned16(b) && N % 8 == 0) {
-          #pragma unroll
-          for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
-            {
-              const int ko = 0 + tl_pi1;
-              const int tl_stage_p1 = (tl_pi1) % 3;
-              tl::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by * 128)) : 0, K - ((ko * 64)));
-              tl::copy_tile<half, 64, 128, 256, tl::COPY_VEC>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
-            }
-            tl::cp_async_commit();
-          }
-          tl::GemmPipe<half, 128, 128, 64, 4, 2, false, false> tl_g1;
-          tl::cp_async_wait<1>();
-          __syncthreads();
-          if (tl_n1 > 0) tl_g1.first(a_s + 0 * 8192, b_s + 0 * 8192);
-          for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-            const int tl_stage_c1 = tl_i1 % 3;
-            const int tl_stage_n1 = (tl_i1 + 1) % 3;
-            tl_g1.run(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 8192, acc, [&] {
-              {
-                const int ko = 0 + tl_i1 + 2;
-                const int tl_stage_p1 = (tl_i1 + 2) % 3;
-                tl::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i1 + 2 < tl_n1) ? M - ((by * 128)) : 0, K - ((ko * 64)));
-                tl::copy_tile<half, 64, 128, 256, tl::COPY_VEC>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
-              }
-              tl::cp_async_commit();
-            }, [&] {
-              tl::cp_async_wait<1>();
-              __syncthreads();
-              if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 8192, b_s + tl_stage_n1 * 8192);
-            });
-          }
-        } else {
-          #pragma unroll
-          for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
-            {
-              const int ko = 0 + tl_pi1;
-              const int tl_stage_p1 = (tl_pi1) % 3;
-              tl::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by * 128)) : 0, K - ((ko * 64)));
-              tl::copy_tile<half, 64, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
-            }
-            tl::cp_async_commit();
-          }
-          tl::GemmPipe<half, 128, 128, 64, 4, 2, false, false> tl_g1;
-          tl::cp_async_wait<1>();
-          __syncthreads();
-          if (tl_n1 > 0) tl_g1.first(a_s + 0 * 8192, b_s + 0 * 8192);
-          for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-            const int tl_stage_c1 = tl_i1 % 3;
-            const int tl_stage_n1 = (tl_i1 + 1) % 3;
-            tl_g1.run(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 8192, acc, [&] {
-              {
-                const int ko = 0 + tl_i1 + 2;
-                const int tl_stage_p1 = (tl_i1 + 2) % 3;
-                tl::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i1 + 2 < tl_n1) ? M - ((by * 128)) : 0, K - ((ko * 64)));
-                tl::copy_tile<half, 64, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
-              }
-              tl::cp_async_commit();
-            }, [&] {
-              tl::cp_async_wait<1>();
-              __syncthreads();
-              if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 8192, b_s + tl_stage_n1 * 8192);
-            });
-          }
+          }, [&] {
+            tl::cp_async_wait<1>();
+            __syncthreads();
+            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 8192, b_s + tl_stage_n1 * 8192);
+          });
         }
       }
       tl::cp_async_wait<0>();

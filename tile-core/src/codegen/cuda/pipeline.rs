@@ -160,9 +160,11 @@ impl Writer<'_> {
         };
         if let Some(g) = self.stage_gemm(&cons, &tiles) {
             // All producers tile copies whose chunk alignment can be decided once:
-            // one loop with only cp.async copies, then the loops for the other
-            // cases (`pipeline_gemm_unaligned`), so no loop has a branch between
-            // copies and multiplies.
+            // two loops, one with only cp.async copies and one with element-wise
+            // ones, so the hot loop has no branch between copies and multiplies.
+            // (The warp-specialized fallback's per-operand loops,
+            // `pipeline_gemm_unaligned`, spilled 140 bytes in the persistent
+            // GEMM on sm_80 here, and were measured on Hopper only.)
             match self.copy_conds(prod) {
                 Some(conds) => {
                     let all: BTreeSet<&String> = conds.iter().flatten().collect();
@@ -175,7 +177,9 @@ impl Writer<'_> {
                     self.depth -= 1;
                     self.line("} else {");
                     self.depth += 1;
-                    self.pipeline_gemm_unaligned(k, g, &loop_, &conds)?;
+                    self.pipeline_gemm(k, g, stages, |w, it| {
+                        loop_.producers(w, it, Some(&["tl::COPY_SCALAR"]))
+                    })?;
                     self.depth -= 1;
                     self.line("}");
                 }

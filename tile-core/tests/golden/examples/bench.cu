@@ -64,102 +64,36 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const ha
         });
       }
     } else {
-      if (tl::aligned16(a) && K % 8 == 0) {
-        #pragma unroll
-        for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
+      #pragma unroll
+      for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
+        {
+          const int ko = 0 + tl_pi1;
+          const int tl_stage_p1 = (tl_pi1) % 3;
+          tl::copy_tile<half, 128, 32, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)));
+          tl::copy_tile<half, 32, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
+        }
+        tl::cp_async_commit();
+      }
+      tl::GemmPipe<half, 128, 128, 32, 4, 2, false, false> tl_g1;
+      tl::cp_async_wait<1>();
+      __syncthreads();
+      if (tl_n1 > 0) tl_g1.first(a_s + 0 * 4096, b_s + 0 * 4096);
+      for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+        const int tl_stage_c1 = tl_i1 % 3;
+        const int tl_stage_n1 = (tl_i1 + 1) % 3;
+        tl_g1.run(a_s + tl_stage_c1 * 4096, b_s + tl_stage_c1 * 4096, acc, [&] {
           {
-            const int ko = 0 + tl_pi1;
-            const int tl_stage_p1 = (tl_pi1) % 3;
-            tl::copy_tile<half, 128, 32, 256, tl::COPY_VEC>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)));
-            tl::copy_tile<half, 32, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
+            const int ko = 0 + tl_i1 + 2;
+            const int tl_stage_p1 = (tl_i1 + 2) % 3;
+            tl::copy_tile<half, 128, 32, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_i1 + 2 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)));
+            tl::copy_tile<half, 32, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
           }
           tl::cp_async_commit();
-        }
-        tl::GemmPipe<half, 128, 128, 32, 4, 2, false, false> tl_g1;
-        tl::cp_async_wait<1>();
-        __syncthreads();
-        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 4096, b_s + 0 * 4096);
-        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-          const int tl_stage_c1 = tl_i1 % 3;
-          const int tl_stage_n1 = (tl_i1 + 1) % 3;
-          tl_g1.run(a_s + tl_stage_c1 * 4096, b_s + tl_stage_c1 * 4096, acc, [&] {
-            {
-              const int ko = 0 + tl_i1 + 2;
-              const int tl_stage_p1 = (tl_i1 + 2) % 3;
-              tl::copy_tile<half, 128, 32, 256, tl::COPY_VEC>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_i1 + 2 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)));
-              tl::copy_tile<half, 32, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
-            }
-            tl::cp_async_commit();
-          }, [&] {
-            tl::cp_async_wait<1>();
-            __syncthreads();
-            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 4096, b_s + tl_stage_n1 * 4096);
-          });
-        }
-      } else if (tl::aligned16(b) && N % 8 == 0) {
-        #pragma unroll
-        for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
-          {
-            const int ko = 0 + tl_pi1;
-            const int tl_stage_p1 = (tl_pi1) % 3;
-            tl::copy_tile<half, 128, 32, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)));
-            tl::copy_tile<half, 32, 128, 256, tl::COPY_VEC>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
-          }
-          tl::cp_async_commit();
-        }
-        tl::GemmPipe<half, 128, 128, 32, 4, 2, false, false> tl_g1;
-        tl::cp_async_wait<1>();
-        __syncthreads();
-        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 4096, b_s + 0 * 4096);
-        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-          const int tl_stage_c1 = tl_i1 % 3;
-          const int tl_stage_n1 = (tl_i1 + 1) % 3;
-          tl_g1.run(a_s + tl_stage_c1 * 4096, b_s + tl_stage_c1 * 4096, acc, [&] {
-            {
-              const int ko = 0 + tl_i1 + 2;
-              const int tl_stage_p1 = (tl_i1 + 2) % 3;
-              tl::copy_tile<half, 128, 32, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_i1 + 2 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)));
-              tl::copy_tile<half, 32, 128, 256, tl::COPY_VEC>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
-            }
-            tl::cp_async_commit();
-          }, [&] {
-            tl::cp_async_wait<1>();
-            __syncthreads();
-            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 4096, b_s + tl_stage_n1 * 4096);
-          });
-        }
-      } else {
-        #pragma unroll
-        for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
-          {
-            const int ko = 0 + tl_pi1;
-            const int tl_stage_p1 = (tl_pi1) % 3;
-            tl::copy_tile<half, 128, 32, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)));
-            tl::copy_tile<half, 32, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
-          }
-          tl::cp_async_commit();
-        }
-        tl::GemmPipe<half, 128, 128, 32, 4, 2, false, false> tl_g1;
-        tl::cp_async_wait<1>();
-        __syncthreads();
-        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 4096, b_s + 0 * 4096);
-        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-          const int tl_stage_c1 = tl_i1 % 3;
-          const int tl_stage_n1 = (tl_i1 + 1) % 3;
-          tl_g1.run(a_s + tl_stage_c1 * 4096, b_s + tl_stage_c1 * 4096, acc, [&] {
-            {
-              const int ko = 0 + tl_i1 + 2;
-              const int tl_stage_p1 = (tl_i1 + 2) % 3;
-              tl::copy_tile<half, 128, 32, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_i1 + 2 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)));
-              tl::copy_tile<half, 32, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
-            }
-            tl::cp_async_commit();
-          }, [&] {
-            tl::cp_async_wait<1>();
-            __syncthreads();
-            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 4096, b_s + tl_stage_n1 * 4096);
-          });
-        }
+        }, [&] {
+          tl::cp_async_wait<1>();
+          __syncthreads();
+          if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 4096, b_s + tl_stage_n1 * 4096);
+        });
       }
     }
     tl::cp_async_wait<0>();

@@ -61,108 +61,38 @@ extern "C" __global__ void __launch_bounds__(128) gemm_relu_kernel(const half* _
         });
       }
     } else {
-      if (tl::aligned16(a) && K % 8 == 0) {
-        #pragma unroll
-        for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
+      #pragma unroll
+      for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
+        {
+          const int ko = 0 + tl_pi1;
+          const int tl_stage_p1 = (tl_pi1) % 3;
+          tl::wg::copy_tile<half, 64, 32, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)));
+          tl::wg::copy_tile<half, 32, 64, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
+        }
+        tl::cp_async_commit();
+      }
+      tl::wg::GemmPipe<half, 64, 64, 32, 1, false, false> tl_g1;
+      tl::cp_async_wait<1>();
+      tl::wg::fence_proxy_async();
+      __syncthreads();
+      if (tl_n1 > 0) tl_g1.first(a_s + 0 * 2048, b_s + 0 * 2048);
+      for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+        const int tl_stage_c1 = tl_i1 % 3;
+        const int tl_stage_n1 = (tl_i1 + 1) % 3;
+        tl_g1.run(a_s + tl_stage_c1 * 2048, b_s + tl_stage_c1 * 2048, acc, [&] {
           {
-            const int ko = 0 + tl_pi1;
-            const int tl_stage_p1 = (tl_pi1) % 3;
-            tl::wg::copy_tile<half, 64, 32, 128, tl::COPY_VEC>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)));
-            tl::wg::copy_tile<half, 32, 64, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
+            const int ko = 0 + tl_i1 + 2;
+            const int tl_stage_p1 = (tl_i1 + 2) % 3;
+            tl::wg::copy_tile<half, 64, 32, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_i1 + 2 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)));
+            tl::wg::copy_tile<half, 32, 64, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
           }
           tl::cp_async_commit();
-        }
-        tl::wg::GemmPipe<half, 64, 64, 32, 1, false, false> tl_g1;
-        tl::cp_async_wait<1>();
-        tl::wg::fence_proxy_async();
-        __syncthreads();
-        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 2048, b_s + 0 * 2048);
-        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-          const int tl_stage_c1 = tl_i1 % 3;
-          const int tl_stage_n1 = (tl_i1 + 1) % 3;
-          tl_g1.run(a_s + tl_stage_c1 * 2048, b_s + tl_stage_c1 * 2048, acc, [&] {
-            {
-              const int ko = 0 + tl_i1 + 2;
-              const int tl_stage_p1 = (tl_i1 + 2) % 3;
-              tl::wg::copy_tile<half, 64, 32, 128, tl::COPY_VEC>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_i1 + 2 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)));
-              tl::wg::copy_tile<half, 32, 64, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
-            }
-            tl::cp_async_commit();
-          }, [&] {
-            tl::cp_async_wait<1>();
-            tl::wg::fence_proxy_async();
-            __syncthreads();
-            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 2048, b_s + tl_stage_n1 * 2048);
-          });
-        }
-      } else if (tl::aligned16(b) && N % 8 == 0) {
-        #pragma unroll
-        for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
-          {
-            const int ko = 0 + tl_pi1;
-            const int tl_stage_p1 = (tl_pi1) % 3;
-            tl::wg::copy_tile<half, 64, 32, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)));
-            tl::wg::copy_tile<half, 32, 64, 128, tl::COPY_VEC>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
-          }
-          tl::cp_async_commit();
-        }
-        tl::wg::GemmPipe<half, 64, 64, 32, 1, false, false> tl_g1;
-        tl::cp_async_wait<1>();
-        tl::wg::fence_proxy_async();
-        __syncthreads();
-        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 2048, b_s + 0 * 2048);
-        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-          const int tl_stage_c1 = tl_i1 % 3;
-          const int tl_stage_n1 = (tl_i1 + 1) % 3;
-          tl_g1.run(a_s + tl_stage_c1 * 2048, b_s + tl_stage_c1 * 2048, acc, [&] {
-            {
-              const int ko = 0 + tl_i1 + 2;
-              const int tl_stage_p1 = (tl_i1 + 2) % 3;
-              tl::wg::copy_tile<half, 64, 32, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_i1 + 2 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)));
-              tl::wg::copy_tile<half, 32, 64, 128, tl::COPY_VEC>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
-            }
-            tl::cp_async_commit();
-          }, [&] {
-            tl::cp_async_wait<1>();
-            tl::wg::fence_proxy_async();
-            __syncthreads();
-            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 2048, b_s + tl_stage_n1 * 2048);
-          });
-        }
-      } else {
-        #pragma unroll
-        for (int tl_pi1 = 0; tl_pi1 < 2; ++tl_pi1) {
-          {
-            const int ko = 0 + tl_pi1;
-            const int tl_stage_p1 = (tl_pi1) % 3;
-            tl::wg::copy_tile<half, 64, 32, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)));
-            tl::wg::copy_tile<half, 32, 64, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
-          }
-          tl::cp_async_commit();
-        }
-        tl::wg::GemmPipe<half, 64, 64, 32, 1, false, false> tl_g1;
-        tl::cp_async_wait<1>();
-        tl::wg::fence_proxy_async();
-        __syncthreads();
-        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 2048, b_s + 0 * 2048);
-        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
-          const int tl_stage_c1 = tl_i1 % 3;
-          const int tl_stage_n1 = (tl_i1 + 1) % 3;
-          tl_g1.run(a_s + tl_stage_c1 * 2048, b_s + tl_stage_c1 * 2048, acc, [&] {
-            {
-              const int ko = 0 + tl_i1 + 2;
-              const int tl_stage_p1 = (tl_i1 + 2) % 3;
-              tl::wg::copy_tile<half, 64, 32, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_i1 + 2 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)));
-              tl::wg::copy_tile<half, 32, 64, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
-            }
-            tl::cp_async_commit();
-          }, [&] {
-            tl::cp_async_wait<1>();
-            tl::wg::fence_proxy_async();
-            __syncthreads();
-            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 2048, b_s + tl_stage_n1 * 2048);
-          });
-        }
+        }, [&] {
+          tl::cp_async_wait<1>();
+          tl::wg::fence_proxy_async();
+          __syncthreads();
+          if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 2048, b_s + tl_stage_n1 * 2048);
+        });
       }
     }
     tl::cp_async_wait<0>();
