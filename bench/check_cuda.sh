@@ -27,26 +27,29 @@ kernels_of() {
 default_of() { # default_of FILE KERNEL
   "$TILE_BIN" inspect "$1" --emit names | grep -E "^$2(__|\$)" | head -1
 }
+# Compiles kernel KERNEL of FILE for ARCH into $OUT/KERNEL.ARCH.{cu,cubin,sass,log} and
+# checks it: nvcc accepts it, no spills or stack frame, no local memory in SASS.
+build_kernel() { # build_kernel FILE KERNEL ARCH
+  local ex=$1 k=$2 arch=$3 n=${3#sm_}
+  local log="$OUT/$k.$arch.log"
+  # Each arch's own code: the Hopper specialization where there is one.
+  "$TILE_BIN" inspect "$ex" --kernel "$k" --target cuda --arch "$arch" --emit source > "$OUT/$k.$arch.cu"
+  if ! "$NVCC" -cubin "-gencode=arch=compute_$n,code=sm_$n" -O3 -std=c++17 -Xptxas -v \
+      -o "$OUT/$k.$arch.cubin" "$OUT/$k.$arch.cu" > "$log" 2>&1; then
+    echo "FAIL $k $arch: nvcc error"; cat "$log"; fail=1; return
+  fi
+  if grep -E "[1-9][0-9]* bytes spill (stores|loads)|[1-9][0-9]* bytes stack frame" "$log" > /dev/null; then
+    echo "FAIL $k $arch: spills or stack frame"; grep -E "spill|stack" "$log"; fail=1
+  fi
+  cuobjdump --dump-sass "$OUT/$k.$arch.cubin" > "$OUT/$k.$arch.sass"
+  if grep -E "\b(LDL|STL)\b" "$OUT/$k.$arch.sass" > /dev/null; then
+    echo "FAIL $k $arch: local memory access in SASS"; fail=1
+  fi
+  echo "ok   $k $arch ($(grep -o 'Used [0-9]* registers' "$log" | head -1))"
+}
 for ex in examples/*.rs; do
   for k in $(kernels_of "$ex"); do
-    for arch in sm_90a sm_80; do
-      n=${arch#sm_}
-      log="$OUT/$k.$arch.log"
-      # Each arch's own code: the Hopper specialization where there is one.
-      "$TILE_BIN" inspect "$ex" --kernel "$k" --target cuda --arch "$arch" --emit source > "$OUT/$k.$arch.cu"
-      if ! "$NVCC" -cubin "-gencode=arch=compute_$n,code=sm_$n" -O3 -std=c++17 -Xptxas -v \
-          -o "$OUT/$k.$arch.cubin" "$OUT/$k.$arch.cu" > "$log" 2>&1; then
-        echo "FAIL $k $arch: nvcc error"; cat "$log"; fail=1; continue
-      fi
-      if grep -E "[1-9][0-9]* bytes spill (stores|loads)|[1-9][0-9]* bytes stack frame" "$log" > /dev/null; then
-        echo "FAIL $k $arch: spills or stack frame"; grep -E "spill|stack" "$log"; fail=1
-      fi
-      cuobjdump --dump-sass "$OUT/$k.$arch.cubin" > "$OUT/$k.$arch.sass"
-      if grep -E "\b(LDL|STL)\b" "$OUT/$k.$arch.sass" > /dev/null; then
-        echo "FAIL $k $arch: local memory access in SASS"; fail=1
-      fi
-      echo "ok   $k $arch ($(grep -o 'Used [0-9]* registers' "$log" | head -1))"
-    done
+    for arch in sm_90a sm_80; do build_kernel "$ex" "$k" "$arch"; done
   done
 done
 # A file's kernels as one unit (`tile inspect FILE --emit source`) compile together.
@@ -112,17 +115,8 @@ done
 need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
 # A variant in clusters of two, four or eight shares its A tiles: multicast bulk tensor
 # copies, and the cluster barriers around the pipe. Pairs are in the GEMM example; four and
-# eight only in the test suite, whose kernels the loop above does not disassemble.
-for k in $(kernels_of tests/kernels/clusters.rs); do
-  "$TILE_BIN" inspect tests/kernels/clusters.rs --kernel "$k" --target cuda --arch sm_90a --emit source \
-    > "$OUT/$k.sm_90a.cu"
-  if "$NVCC" -cubin -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -Xptxas -v \
-      -o "$OUT/$k.sm_90a.cubin" "$OUT/$k.sm_90a.cu" > "$OUT/$k.sm_90a.log" 2>&1; then
-    cuobjdump --dump-sass "$OUT/$k.sm_90a.cubin" > "$OUT/$k.sm_90a.sass"
-  else
-    echo "FAIL $k sm_90a: nvcc error"; cat "$OUT/$k.sm_90a.log"; fail=1
-  fi
-done
+# eight only in the test suite, whose kernels the loop above does not build one by one.
+for k in $(kernels_of tests/kernels/clusters.rs); do build_kernel tests/kernels/clusters.rs "$k" sm_90a; done
 for n in 2 4 8; do
   NN_CLUSTER=$( (kernels_of examples/gemm.rs; kernels_of tests/kernels/clusters.rs) \
     | grep -E "^(gemm_nn_f16__.*_|cluster_gemm__)cluster$n\$" | head -1)
