@@ -281,17 +281,50 @@ pub fn run(
     ))
 }
 
+/// Checks only the NN variants whose label contains `only` (f16), and no
+/// other kernel: a sanitizer run of some variants without the rest in the
+/// same process.
+pub fn run_only(
+    dev: Device,
+    (m, n, k): (usize, usize, usize),
+    only: &str,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let mut lines = Vec::new();
+    for (config, label) in gemm_nn::CONFIGS.iter().zip(gemm_nn::LABELS) {
+        if label.contains(only) {
+            lines.push(check_one::<f16>(
+                &format!("gemm_nn_f16 [{label}]"),
+                |a, b, c| gemm_nn::with(*config).launch(a, b, c),
+                dev,
+                (m, n, k),
+                (false, false),
+            )?);
+        }
+    }
+    if lines.is_empty() {
+        return Err(format!("no gemm_nn variant's label contains `{only}`").into());
+    }
+    Ok(format!(
+        "gemm: device={dev} m={m} n={n} k={k}, variants with `{only}`\n  {}",
+        lines.join("\n  ")
+    ))
+}
+
+/// `gemm [M N K [LABEL_PART]]`: with a fourth argument (such as `cluster=1`)
+/// only the NN variants whose label contains it run.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::default();
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|s| s.parse())
-        .collect::<Result<_, _>>()?;
-    let (m, n, k) = match args.as_slice() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let only = (args.len() == 4).then(|| args.remove(3));
+    let dims: Vec<usize> = args.iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
+    let (m, n, k) = match dims.as_slice() {
         [m, n, k] => (*m, *n, *k),
         _ if dev == Device::Cpu => (160, 136, 72),
         _ => (1000, 1030, 1050),
     };
-    println!("{}", run(dev, m, n, k)?);
+    match only {
+        Some(only) => println!("{}", run_only(dev, (m, n, k), &only)?),
+        None => println!("{}", run(dev, m, n, k)?),
+    }
     Ok(())
 }

@@ -98,6 +98,10 @@ fn gemm_example() -> TestResult {
     for (m, n, k) in [(128, 128, 64), (67, 129, 33), (160, 136, 72)] {
         println!("{}", gemm::run(Device::default(), m, n, k)?);
     }
+    // Some variants alone, by part of their label; a part no label has is an error.
+    let only = gemm::run_only(Device::default(), (67, 129, 33), "cluster=2")?;
+    assert_eq!(only.matches("max_abs_err").count(), 2, "{only}");
+    assert!(gemm::run_only(Device::default(), (67, 129, 33), "no such variant").is_err());
     Ok(())
 }
 

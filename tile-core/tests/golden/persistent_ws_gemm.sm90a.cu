@@ -12,7 +12,7 @@
 
 extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(const half* __restrict__ a, const half* __restrict__ b, half* __restrict__ c, int M, int K, int N, const __grid_constant__ tl::tma::Desc tl_tmap0, const __grid_constant__ tl::tma::Desc tl_tmap1) {
   extern __shared__ __align__(1024) unsigned char tl_smem_raw[];
-  unsigned char* tl_smem = (unsigned char*)(((unsigned long long)tl_smem_raw + 1023) & ~1023ull);
+  unsigned char* tl_smem = tl_smem_raw + ((0u - (unsigned)__cvta_generic_to_shared(tl_smem_raw)) & 1023u);
   const int bid = (int)blockIdx.x;
   float acc[64];  // gemm accumulator: 16384 elements in wgmma order
   // T.serial around a warp-specialized pipeline: one pipe for every iteration; the producer runs the loop too

@@ -213,6 +213,9 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     // (`merge_shared`), so the pool itself starts on a 1024-byte boundary:
     // declared so when static; a dynamic pool (whose start the declaration
     // cannot fix) takes 1024 bytes more and starts at the first boundary.
+    // The boundary is reached by stepping the pointer, not by rebuilding it
+    // from an integer: a pointer made from an integer is generic to nvcc, and
+    // every access through it then became a generic LD/ST instead of LDS/STS.
     let scratch = w.scratch_bytes;
     let align = if w.async_proxy { 1024 } else { 128 };
     // A warp-specialized pipeline's mbarriers follow the buffers.
@@ -220,7 +223,7 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     let (decl, static_bytes, dynamic_bytes) = if scratch + pool > 48 * 1024 {
         let decl = if w.async_proxy {
             "  extern __shared__ __align__(1024) unsigned char tl_smem_raw[];\n  \
-             unsigned char* tl_smem = (unsigned char*)(((unsigned long long)tl_smem_raw + 1023) & ~1023ull);\n"
+             unsigned char* tl_smem = tl_smem_raw + ((0u - (unsigned)__cvta_generic_to_shared(tl_smem_raw)) & 1023u);\n"
                 .to_string()
         } else {
             "  extern __shared__ __align__(128) unsigned char tl_smem[];\n".to_string()

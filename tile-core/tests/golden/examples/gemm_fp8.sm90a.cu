@@ -14,7 +14,7 @@
 
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_fp8_f8e4m3__block_m128_stages4_threads256_kernel(const __nv_fp8_e4m3* __restrict__ a, const __nv_fp8_e4m3* __restrict__ b, __nv_bfloat16* __restrict__ c, int M, int K, int N, const float scale_a, const float scale_b, const __grid_constant__ tl::tma::Desc tl_tmap0, const __grid_constant__ tl::tma::Desc tl_tmap1) {
   extern __shared__ __align__(1024) unsigned char tl_smem_raw[];
-  unsigned char* tl_smem = (unsigned char*)(((unsigned long long)tl_smem_raw + 1023) & ~1023ull);
+  unsigned char* tl_smem = tl_smem_raw + ((0u - (unsigned)__cvta_generic_to_shared(tl_smem_raw)) & 1023u);
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
   const int tl_id_ = ((by * (((N + 128) - 1) / 128)) + bx);

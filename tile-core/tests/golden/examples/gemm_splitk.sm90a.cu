@@ -12,7 +12,7 @@
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemm_splitk_f16__splits4_block_m64_block_n128_block_k64_kernel(const half* __restrict__ a, const half* __restrict__ b, float* __restrict__ w, int M, int K, int N, const __grid_constant__ tl::tma::Desc tl_tmap0, const __grid_constant__ tl::tma::Desc tl_tmap1) {
   extern __shared__ __align__(1024) unsigned char tl_smem_raw[];
-  unsigned char* tl_smem = (unsigned char*)(((unsigned long long)tl_smem_raw + 1023) & ~1023ull);
+  unsigned char* tl_smem = tl_smem_raw + ((0u - (unsigned)__cvta_generic_to_shared(tl_smem_raw)) & 1023u);
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
   const int bz = (int)blockIdx.z;

@@ -12,7 +12,7 @@
 
 extern "C" __global__ void __launch_bounds__(256, 2) tp_gemm_gelu__block_n128_threads128_kernel(const half* __restrict__ x, const half* __restrict__ w, half* __restrict__ h, int M, int K, int N, const __grid_constant__ tl::tma::Desc tl_tmap0, const __grid_constant__ tl::tma::Desc tl_tmap1) {
   extern __shared__ __align__(1024) unsigned char tl_smem_raw[];
-  unsigned char* tl_smem = (unsigned char*)(((unsigned long long)tl_smem_raw + 1023) & ~1023ull);
+  unsigned char* tl_smem = tl_smem_raw + ((0u - (unsigned)__cvta_generic_to_shared(tl_smem_raw)) & 1023u);
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
   const int tl_id_ = ((by * (((N + 128) - 1) / 128)) + bx);
