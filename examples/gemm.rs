@@ -5,7 +5,8 @@
 //! `T::pipelined` overlaps the next tiles' copies with the current product;
 //! the result leaves through a shared tile that reuses the A/B tiles' bytes.
 //!
-//! `cargo run --release --example gemm [M N K]`
+//! `cargo run --release --example gemm [M N K [PART]]` (PART: only the NN
+//! variants whose label contains it, such as `cluster=1`)
 
 use std::time::Instant;
 use tile::prelude::*;
@@ -310,7 +311,7 @@ pub fn run_only(
     ))
 }
 
-/// `gemm [M N K [LABEL_PART]]`: with a fourth argument (such as `cluster=1`)
+/// `gemm [M N K [PART]]`: with a fourth argument PART (such as `cluster=1`)
 /// only the NN variants whose label contains it run.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::default();
