@@ -242,15 +242,7 @@ pub fn run(
         )?,
     ];
     // Every variant of the space, by name (f16; bf16 builds the same tiles).
-    for (config, label) in gemm_nn::CONFIGS.iter().zip(gemm_nn::LABELS) {
-        lines.push(check_one::<f16>(
-            &format!("gemm_nn_f16 [{label}]"),
-            |a, b, c| gemm_nn::with(*config).launch(a, b, c),
-            dev,
-            s,
-            (false, false),
-        )?);
-    }
+    lines.extend(check_variants(dev, s, "")?);
     // Tuned on these shapes (every variant timed; the caller's output is the
     // chosen variant's), then the table of variants and times.
     lines.push(check_one::<bf16>(
@@ -282,6 +274,28 @@ pub fn run(
     ))
 }
 
+/// Checks the NN variants (f16) whose label contains `only` (all for ""),
+/// one line each.
+fn check_variants(
+    dev: Device,
+    s: (usize, usize, usize),
+    only: &str,
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let mut lines = Vec::new();
+    for (config, label) in gemm_nn::CONFIGS.iter().zip(gemm_nn::LABELS) {
+        if label.contains(only) {
+            lines.push(check_one::<f16>(
+                &format!("gemm_nn_f16 [{label}]"),
+                |a, b, c| gemm_nn::with(*config).launch(a, b, c),
+                dev,
+                s,
+                (false, false),
+            )?);
+        }
+    }
+    Ok(lines)
+}
+
 /// Checks only the NN variants whose label contains `only` (f16), and no
 /// other kernel: a sanitizer run of some variants without the rest in the
 /// same process.
@@ -290,18 +304,7 @@ pub fn run_only(
     (m, n, k): (usize, usize, usize),
     only: &str,
 ) -> Result<String, Box<dyn std::error::Error>> {
-    let mut lines = Vec::new();
-    for (config, label) in gemm_nn::CONFIGS.iter().zip(gemm_nn::LABELS) {
-        if label.contains(only) {
-            lines.push(check_one::<f16>(
-                &format!("gemm_nn_f16 [{label}]"),
-                |a, b, c| gemm_nn::with(*config).launch(a, b, c),
-                dev,
-                (m, n, k),
-                (false, false),
-            )?);
-        }
-    }
+    let lines = check_variants(dev, (m, n, k), only)?;
     if lines.is_empty() {
         return Err(format!("no gemm_nn variant's label contains `{only}`").into());
     }

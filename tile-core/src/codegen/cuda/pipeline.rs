@@ -4,6 +4,12 @@
 
 use super::*;
 
+/// How a tile copy moves its chunks (the device library's `tl::COPY_*`):
+/// decided before a loop (vectors, or element by element) or per call.
+pub(super) const COPY_VEC: &str = "tl::COPY_VEC";
+pub(super) const COPY_SCALAR: &str = "tl::COPY_SCALAR";
+pub(super) const COPY_CHECK: &str = "tl::COPY_CHECK";
+
 /// A pipelined loop as the `cp.async` forms emit it: its number `k` (names
 /// `tl_n{k}`, `tl_i{k}`, ..), loop variable, start, stages, stage tiles and
 /// producer statements.
@@ -51,7 +57,7 @@ impl Loop<'_, '_> {
                     copies += 1;
                     w.copy_tile(&c, m[(copies - 1).min(m.len() - 1)], Some(&live))
                 }
-                (Some(c), None) => w.copy_tile(&c, "tl::COPY_CHECK", None),
+                (Some(c), None) => w.copy_tile(&c, COPY_CHECK, None),
                 (None, _) => w.stmt(x),
             });
         w.producer = false;
@@ -172,13 +178,13 @@ impl Writer<'_> {
                     self.line(&format!("if ({}) {{", all.join(" && ")));
                     self.depth += 1;
                     self.pipeline_gemm(k, g, stages, |w, it| {
-                        loop_.producers(w, it, Some(&["tl::COPY_VEC"]))
+                        loop_.producers(w, it, Some(&[COPY_VEC]))
                     })?;
                     self.depth -= 1;
                     self.line("} else {");
                     self.depth += 1;
                     self.pipeline_gemm(k, g, stages, |w, it| {
-                        loop_.producers(w, it, Some(&["tl::COPY_SCALAR"]))
+                        loop_.producers(w, it, Some(&[COPY_SCALAR]))
                     })?;
                     self.depth -= 1;
                     self.line("}");
@@ -219,14 +225,15 @@ impl Writer<'_> {
         l: &Loop,
         conds: &[Vec<String>],
     ) -> Result<(), Diagnostic> {
-        const VEC: &str = "tl::COPY_VEC";
-        const SCALAR: &str = "tl::COPY_SCALAR";
         if conds.len() != 2 {
             return self.pipeline_gemm(k, g, l.stages, |w, it| {
-                l.producers(w, it, Some(&["tl::COPY_CHECK"]))
+                l.producers(w, it, Some(&[COPY_CHECK]))
             });
         }
-        for (i, modes) in [[VEC, SCALAR], [SCALAR, VEC]].iter().enumerate() {
+        for (i, modes) in [[COPY_VEC, COPY_SCALAR], [COPY_SCALAR, COPY_VEC]]
+            .iter()
+            .enumerate()
+        {
             let open = if i == 0 { "if" } else { "} else if" };
             self.line(&format!("{open} ({}) {{", conds[i].join(" && ")));
             self.depth += 1;
@@ -235,7 +242,9 @@ impl Writer<'_> {
         }
         self.line("} else {");
         self.depth += 1;
-        self.pipeline_gemm(k, g, l.stages, |w, it| l.producers(w, it, Some(&[SCALAR])))?;
+        self.pipeline_gemm(k, g, l.stages, |w, it| {
+            l.producers(w, it, Some(&[COPY_SCALAR]))
+        })?;
         self.depth -= 1;
         self.line("}");
         Ok(())

@@ -201,7 +201,7 @@ impl Writer<'_> {
                     self.line(&format!("if (threadIdx.x < {}) {{", self.f.launch.threads));
                     self.depth += 1;
                 }
-                self.copy_tile(&c, "tl::COPY_CHECK", None)?;
+                self.copy_tile(&c, super::pipeline::COPY_CHECK, None)?;
                 self.line("tl::cp_async_commit();");
                 self.line("tl::cp_async_wait<0>();");
                 if guard {

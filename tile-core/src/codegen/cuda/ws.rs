@@ -233,7 +233,7 @@ impl Writer<'_> {
         match (gemm, self.copy_conds(prod)) {
             (Some(g), Some(conds)) => self.pipeline_gemm_unaligned(k, g, &loop_, &conds)?,
             (Some(g), None) => self.pipeline_gemm(k, g, stages, |w, it| {
-                loop_.producers(w, it, Some(&["tl::COPY_SCALAR"]))
+                loop_.producers(w, it, Some(&[super::pipeline::COPY_SCALAR]))
             })?,
             (None, _) => self.pipeline_loop(&loop_, cons)?,
         }
