@@ -19,7 +19,8 @@
 //!
 //! `cargo run --release --example flash_attention [B] [H] [HKV] [S]` (checks
 //! every kernel at that shape; without arguments on a GPU it also times the
-//! benchmark shapes)
+//! benchmark shapes); `cargo run --release --example flash_attention bench`
+//! only times them.
 
 use std::time::Instant;
 use tile::prelude::*;
@@ -717,6 +718,10 @@ pub const BENCH_SHAPES: [Shape; 8] = [
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::default();
+    // `flash_attention bench`: only the timed benchmark shapes (no checks).
+    if std::env::args().nth(1).as_deref() == Some("bench") {
+        return time_shapes(dev);
+    }
     // With no arguments on a GPU it also times the benchmark shapes.
     let timed = std::env::args().len() == 1 && dev.is_cuda();
     let mut args = std::env::args().skip(1).map(|a| a.parse::<usize>());
@@ -742,13 +747,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     if timed {
-        for sh in BENCH_SHAPES {
-            println!("{}", bench::<f16>(dev, sh)?);
-        }
-        // bf16 at the first (D128) shape, causal and not.
-        for sh in &BENCH_SHAPES[..2] {
-            println!("{}", bench::<bf16>(dev, *sh)?);
-        }
+        time_shapes(dev)?;
+    }
+    Ok(())
+}
+
+/// Times the benchmark shapes in f16, and the first (D128) shape in bf16,
+/// causal and not.
+fn time_shapes(dev: Device) -> Result<(), Box<dyn std::error::Error>> {
+    for sh in BENCH_SHAPES {
+        println!("{}", bench::<f16>(dev, sh)?);
+    }
+    for sh in &BENCH_SHAPES[..2] {
+        println!("{}", bench::<bf16>(dev, *sh)?);
     }
     Ok(())
 }

@@ -27,6 +27,7 @@ mod f8;
 mod helpers;
 mod indices;
 mod math;
+mod odd_widths;
 mod packed;
 mod padding;
 mod params;

@@ -3,7 +3,10 @@
 //!
 //! A gemm qualifies when its operands are f16/bf16 tiles (B shared; A shared,
 //! or a register fragment converted from another accumulator) and its
-//! accumulator an f32 fragment of a shape the instruction supports, and the
+//! accumulator an f32 fragment of a shape the instruction supports (for
+//! `mma.sync`: 16 to 256 rows, a power of two, split in halves over the
+//! warps, and 16 to 256 columns per warp in multiples of 16, as K is, so a
+//! 48- or 176-wide score tile qualifies), and the
 //! accumulator is only used whole (fill, copy, gemm), by its owner
 //! (`T::parallel` over its shape, indexed by the loop variables), or reduced
 //! along its rows. Then the accumulator gets `Layout::Mma` (registers as
@@ -27,8 +30,9 @@
 //! instead: the accumulator gets `Layout::Wgmma` and the operands
 //! `Layout::WgmmaOperand`, the layouts `wgmma`'s descriptors read. What rules
 //! `wgmma` out (fewer than 64 rows per warpgroup, a block that is not whole
-//! warpgroups, N over 256 or not a multiple of 8, operand rows that are not
-//! whole 128-byte panels, an A operand in registers) leaves the gemm on
+//! warpgroups, N over 256 or not a multiple of 8, shared operand rows that
+//! are not whole 128-byte panels, an A operand in the registers of an
+//! `mma.sync` accumulator) leaves the gemm on
 //! `mma.sync` when that qualifies. Row fragments shared by a `wgmma` and an
 //! `mma.sync` accumulator whose rows sit in different threads send the
 //! `wgmma` one back to `mma.sync`.
@@ -573,9 +577,9 @@ fn register_a_shape(f: &PrimFunc, g: &Gemm) -> bool {
         && sa[0] == m
         && b_rows == k
         && swizzle_ok(&sb)
-        && pow2_at_least(k, 16)
+        && k_steps(k)
         && full_rows(f, m).is_some()
-        && pow2_at_least(n, 16)
+        && n_steps(n)
 }
 
 /// Whether reduction `r` of an accumulator runs over its rows into per-row
@@ -595,6 +599,18 @@ fn rows_reducible(f: &PrimFunc, r: &Reduce) -> bool {
 
 fn pow2_at_least(x: i64, min: i64) -> bool {
     x >= min && x & (x - 1) == 0
+}
+
+/// Whether `k` is whole k16 steps of `mma.sync`, at most 256.
+fn k_steps(k: i64) -> bool {
+    (16..=256).contains(&k) && k % 16 == 0
+}
+
+/// Whether a warp's `n` accumulator columns are whole 16-column pairs of
+/// n8 fragments (one `ldmatrix.x4` of B each), at most 256. M stays a power
+/// of two (the warps split it in halves); N need not (block_n = 176, say).
+fn n_steps(n: i64) -> bool {
+    k_steps(n)
 }
 
 /// Whether a shared tile's rows suit `tl::smem_offset`'s swizzle for
@@ -635,7 +651,8 @@ fn wgmma_warpgroups(f: &PrimFunc, g: &Gemm) -> Option<i64> {
         && n % 8 == 0
         && n <= 256
         && k % wgmma_k(a.dtype) == 0
-        && panels(&sa)
+        // A in registers (a converted accumulator) has no swizzle to fit.
+        && (a.scope == Scope::Fragment || panels(&sa))
         && panels(&sb);
     ok.then_some(wgs)
 }
@@ -663,10 +680,10 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
     let (sa, sb, sc) = (a.const_shape()?, b.const_shape()?, c.const_shape()?);
     let (m, n) = (sc[0], sc[1]);
     let k = if g.trans_a { sa[0] } else { sa[1] };
-    if !swizzle_ok(&sa) || !swizzle_ok(&sb) || !matches!(k, 16 | 32 | 64 | 128 | 256) {
+    if !swizzle_ok(&sa) || !swizzle_ok(&sb) || !k_steps(k) {
         return None;
     }
-    if !matches!(m, 16 | 32 | 64 | 128 | 256) || !matches!(n, 16 | 32 | 64 | 128 | 256) {
+    if !matches!(m, 16 | 32 | 64 | 128 | 256) || !n_steps(n) {
         return None;
     }
     if policy.full_rows {
@@ -686,7 +703,7 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
                     .map(|e| 1i64 << e)
                     .find(|&wm| m % wm == 0 && pow2_at_least(m / wm, 16))?;
                 let wn = warps / wm;
-                let ok = warps & (warps - 1) == 0 && n % wn == 0 && pow2_at_least(n / wn, 16);
+                let ok = warps & (warps - 1) == 0 && n % wn == 0 && n_steps(n / wn);
                 return ok.then_some((wm, wn));
             }
         }
@@ -707,7 +724,7 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
         wm /= 2;
         wn *= 2;
     }
-    if f.launch.threads % 32 != 0 || !pow2_at_least(m / wm, 16) || !pow2_at_least(n / wn, 16) {
+    if f.launch.threads % 32 != 0 || !pow2_at_least(m / wm, 16) || n % wn != 0 || !n_steps(n / wn) {
         return None;
     }
     Some((wm, wn))

@@ -73,8 +73,8 @@ struct Geom {
 
   static_assert(M % WM == 0 && N % WN == 0, "tl::gemm_ss: M % WM and N % WN must be 0");
   static_assert(WTM % 16 == 0 && WTN % 16 == 0, "tl::gemm_ss: (M/WM) and (N/WN) must be multiples of 16");
-  static_assert(is_pow2(WTM) && is_pow2(WTN), "tl::gemm_ss: M/WM and N/WN must be powers of two");
-  static_assert(K % 16 == 0 && is_pow2(K), "tl::gemm_ss: K must be 16 * 2^k");
+  static_assert(is_pow2(WTM), "tl::gemm_ss: M/WM must be a power of two");
+  static_assert(K % 16 == 0, "tl::gemm_ss: K must be a multiple of 16");
   static_assert(is_pow2(WM) && is_pow2(WN), "tl::gemm_ss: WM and WN must be powers of two");
 
   // Warps are numbered along M first: warp w sits at (w % WM, w / WM).
