@@ -5,8 +5,9 @@
 //! `T::pipelined` overlaps the next tiles' copies with the current product;
 //! the result leaves through a shared tile that reuses the A/B tiles' bytes.
 //!
-//! `cargo run --release --example gemm [M N K [PART]]` (PART: only the NN
-//! variants whose label contains it, such as `cluster=1`)
+//! `cargo run --release --example gemm [M N K [PARTS]]` (PARTS: only the
+//! kernels whose name, and the NN variants whose label, contains one of its
+//! `+`-separated parts, such as `cluster=1` or `gemm_tn+cluster=2`)
 
 use std::time::Instant;
 use tile::prelude::*;
@@ -212,6 +213,34 @@ fn check_one<E: Element>(
     ))
 }
 
+/// The kernels `run` checks before the variant space, by name.
+const FIXED: [&str; 6] = [
+    "gemm_nn_f16",
+    "gemm_nn_bf16",
+    "gemm_nt_f16",
+    "gemm_tn_f16",
+    "gemm_persistent_f16",
+    "gemm_persistent_bf16",
+];
+
+/// Checks fixed kernel `name` (one of [`FIXED`]) at `s`; its summary line.
+fn check_fixed(
+    name: &str,
+    dev: Device,
+    s: (usize, usize, usize),
+) -> Result<String, Box<dyn std::error::Error>> {
+    let nn = (false, false);
+    match name {
+        "gemm_nn_f16" => check_one::<f16>(name, gemm_nn, dev, s, nn),
+        "gemm_nn_bf16" => check_one::<bf16>(name, gemm_nn, dev, s, nn),
+        "gemm_nt_f16" => check_one::<f16>(name, gemm_nt_f16, dev, s, (false, true)),
+        "gemm_tn_f16" => check_one::<f16>(name, gemm_tn_f16, dev, s, (true, false)),
+        "gemm_persistent_f16" => check_one::<f16>(name, gemm_persistent, dev, s, nn),
+        "gemm_persistent_bf16" => check_one::<bf16>(name, gemm_persistent, dev, s, nn),
+        _ => Err(format!("no fixed gemm kernel `{name}`").into()),
+    }
+}
+
 /// Checks every variant at `m × n × k` on `dev`; returns one line per
 /// variant. `main` and `tests/examples.rs` call it.
 pub fn run(
@@ -221,28 +250,12 @@ pub fn run(
     k: usize,
 ) -> Result<String, Box<dyn std::error::Error>> {
     let s = (m, n, k);
-    let mut lines = vec![
-        check_one::<f16>("gemm_nn_f16", gemm_nn, dev, s, (false, false))?,
-        check_one::<bf16>("gemm_nn_bf16", gemm_nn, dev, s, (false, false))?,
-        check_one::<f16>("gemm_nt_f16", gemm_nt_f16, dev, s, (false, true))?,
-        check_one::<f16>("gemm_tn_f16", gemm_tn_f16, dev, s, (true, false))?,
-        check_one::<f16>(
-            "gemm_persistent_f16",
-            gemm_persistent,
-            dev,
-            s,
-            (false, false),
-        )?,
-        check_one::<bf16>(
-            "gemm_persistent_bf16",
-            gemm_persistent,
-            dev,
-            s,
-            (false, false),
-        )?,
-    ];
+    let mut lines = FIXED
+        .iter()
+        .map(|name| check_fixed(name, dev, s))
+        .collect::<Result<Vec<_>, _>>()?;
     // Every variant of the space, by name (f16; bf16 builds the same tiles).
-    lines.extend(check_variants(dev, s, "")?);
+    lines.extend(check_variants(dev, s, &[""])?);
     // Tuned on these shapes (every variant timed; the caller's output is the
     // chosen variant's), then the table of variants and times.
     lines.push(check_one::<bf16>(
@@ -274,16 +287,16 @@ pub fn run(
     ))
 }
 
-/// Checks the NN variants (f16) whose label contains `only` (all for ""),
-/// one line each.
+/// Checks the NN variants (f16) whose label contains one of `parts` (all
+/// for `[""]`), one line each.
 fn check_variants(
     dev: Device,
     s: (usize, usize, usize),
-    only: &str,
+    parts: &[&str],
 ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let mut lines = Vec::new();
     for (config, label) in gemm_nn::CONFIGS.iter().zip(gemm_nn::LABELS) {
-        if label.contains(only) {
+        if parts.iter().any(|p| label.contains(p)) {
             lines.push(check_one::<f16>(
                 &format!("gemm_nn_f16 [{label}]"),
                 |a, b, c| gemm_nn::with(*config).launch(a, b, c),
@@ -296,26 +309,32 @@ fn check_variants(
     Ok(lines)
 }
 
-/// Checks only the NN variants whose label contains `only` (f16), and no
-/// other kernel: a sanitizer run of some variants without the rest in the
-/// same process.
+/// Checks only what `only` names, in `run`'s order: the fixed kernels whose
+/// name, and the NN variants (f16) whose label, contains one of its
+/// `+`-separated parts (`cluster=2`, `gemm_nt+cluster=2`). A sanitizer runs
+/// some kernels this way without the rest in the same process.
 pub fn run_only(
     dev: Device,
     (m, n, k): (usize, usize, usize),
     only: &str,
 ) -> Result<String, Box<dyn std::error::Error>> {
-    let lines = check_variants(dev, (m, n, k), only)?;
+    let parts: Vec<&str> = only.split('+').filter(|p| !p.is_empty()).collect();
+    let mut lines = Vec::new();
+    for name in FIXED.iter().filter(|n| parts.iter().any(|p| n.contains(p))) {
+        lines.push(check_fixed(name, dev, (m, n, k))?);
+    }
+    lines.extend(check_variants(dev, (m, n, k), &parts)?);
     if lines.is_empty() {
-        return Err(format!("no gemm_nn variant's label contains `{only}`").into());
+        return Err(format!("no gemm kernel or variant matches `{only}`").into());
     }
     Ok(format!(
-        "gemm: device={dev} m={m} n={n} k={k}, variants with `{only}`\n  {}",
+        "gemm: device={dev} m={m} n={n} k={k}, kernels matching `{only}`\n  {}",
         lines.join("\n  ")
     ))
 }
 
-/// `gemm [M N K [PART]]`: with a fourth argument PART (such as `cluster=1`)
-/// only the NN variants whose label contains it run.
+/// `gemm [M N K [PARTS]]`: with a fourth argument only the kernels that
+/// [`run_only`] matches run (`cluster=1`, `gemm_tn+cluster=2`).
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::default();
     let mut args: Vec<String> = std::env::args().skip(1).collect();
