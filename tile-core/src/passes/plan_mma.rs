@@ -218,6 +218,7 @@ fn finish(mut f: PrimFunc, avoid: &Avoid) -> PrimFunc {
                         .get(&g.c)
                         .cloned()
                         .or_else(|| tensor_core_refusal(&f, &g))
+                        .or_else(|| no_warp_split(&f, &g))
                         .unwrap_or_else(|| {
                             format!(
                                 "`{}` is used where its elements would have to move between threads",
@@ -728,6 +729,26 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
         return None;
     }
     Some((wm, wn))
+}
+
+/// Why `mma.sync` has no warp arrangement for gemm `g` even when its
+/// accumulator's rows are free to split (so the refusal is not about how
+/// the accumulator is used): e.g. 48 columns over two warps along N.
+fn no_warp_split(f: &PrimFunc, g: &Gemm) -> Option<String> {
+    let free = Policy {
+        full_rows: false,
+        full_rows_required: false,
+        wgmma: false,
+    };
+    let shape = f.buf(g.c).const_shape()?;
+    mma_sync_warps(f, g, &free).is_none().then(|| {
+        format!(
+            "no split of the block's {} warps over the {}x{} accumulator gives every warp 16-row strips (a power of two) and whole 16-column steps",
+            f.launch.threads / 32,
+            shape[0],
+            shape[1]
+        )
+    })
 }
 
 /// Whether every use of fragment `b` keeps it in its owners' registers.

@@ -122,3 +122,41 @@ fn a_gemm_that_does_not_qualify_visits_the_tensor_core_layout() {
     assert!(rest.contains("tl::acc_coord<64, 64, 2, 2>"), "{cu}");
     assert!(rest.contains("for (int k = 0; k < 8; ++k)"), "{cu}");
 }
+
+/// An NT gemm into a `bm` x 48 accumulator over `threads` threads.
+fn nt_48_wide(bm: i64, threads: i64) -> String {
+    format!(
+        r#"
+        #[tile::kernel(bm = {bm}, bn = 48, bk = 32, threads = {threads})]
+        fn k(a: Tensor<f16, (M, K)>, b: Tensor<f16, (N, K)>, c: TensorMut<f32, (M, N)>) {{
+            T::kernel(1, threads, |bx| {{
+                let a_s = T::alloc_shared::<f16>([bm, bk]);
+                let b_s = T::alloc_shared::<f16>([bn, bk]);
+                let acc = T::alloc_fragment::<f32>([bm, bn]);
+                T::clear(acc);
+                T::copy(a.at([0, 0]), a_s);
+                T::copy(b.at([0, 0]), b_s);
+                T::gemm(a_s, b_s, acc, transpose_b = true);
+                T::copy(acc, c.at([0, 0]));
+            }});
+        }}"#
+    )
+}
+
+#[test]
+fn a_tile_48_wide_takes_tensor_cores_when_the_warps_split_it_in_16_column_steps() {
+    // Two warps along M: each holds 32 rows of all 48 columns (three
+    // 16-column steps).
+    assert_eq!(cuda(&nt_48_wide(64, 64)).matches("tl::gemm_ss<").count(), 1);
+    // Four warps over 32 rows put two along N, 24 columns each: the gemm
+    // stays portable, and says why.
+    let src = nt_48_wide(32, 128);
+    assert_eq!(cuda(&src).matches("tl::gemm_ss<").count(), 0);
+    let def = parse_kernel_source(&src).expect("parses");
+    let f = super::run(def.func).expect("plans");
+    let why = super::gemms(&f)[0].why.clone().unwrap_or_default();
+    assert!(
+        why.contains("no split of the block's 4 warps over the 32x48 accumulator"),
+        "{why}"
+    );
+}
