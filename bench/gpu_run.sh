@@ -116,6 +116,11 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   # The whole example still runs under memcheck.
   san gemm_nn "$B/gemm" 200 130 150 cluster=1
   san gemm_nn_pairs "$B/gemm" 200 130 150 cluster=2
+  # Each fixed kernel of the example, then the pairs, in one process: which
+  # earlier kernel the clustered launch's fault under racecheck needs.
+  for k in gemm_nn_f16 gemm_nn_bf16 gemm_nt gemm_tn gemm_persistent_f16 gemm_persistent_bf16; do
+    san "${k}_then_pairs" "$B/gemm" 200 130 150 "$k+cluster=2"
+  done
   run "memcheck:gemm" "$CS" --tool memcheck --error-exitcode 1 "$B/gemm" 200 130 150
   san gemm_ragged_vec "$B/gemm" 200 136 150 cluster=1
   san gemm_int8 "$B/gemm_int8" 67 129 33
