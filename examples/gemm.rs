@@ -213,32 +213,29 @@ fn check_one<E: Element>(
     ))
 }
 
-/// The kernels `run` checks before the variant space, by name.
-const FIXED: [&str; 6] = [
-    "gemm_nn_f16",
-    "gemm_nn_bf16",
-    "gemm_nt_f16",
-    "gemm_tn_f16",
-    "gemm_persistent_f16",
-    "gemm_persistent_bf16",
-];
-
-/// Checks fixed kernel `name` (one of [`FIXED`]) at `s`; its summary line.
+/// Checks the kernels `run` checks before the variant space whose name
+/// `keep` accepts, in that order; one line each.
 fn check_fixed(
-    name: &str,
     dev: Device,
     s: (usize, usize, usize),
-) -> Result<String, Box<dyn std::error::Error>> {
-    let nn = (false, false);
-    match name {
-        "gemm_nn_f16" => check_one::<f16>(name, gemm_nn, dev, s, nn),
-        "gemm_nn_bf16" => check_one::<bf16>(name, gemm_nn, dev, s, nn),
-        "gemm_nt_f16" => check_one::<f16>(name, gemm_nt_f16, dev, s, (false, true)),
-        "gemm_tn_f16" => check_one::<f16>(name, gemm_tn_f16, dev, s, (true, false)),
-        "gemm_persistent_f16" => check_one::<f16>(name, gemm_persistent, dev, s, nn),
-        "gemm_persistent_bf16" => check_one::<bf16>(name, gemm_persistent, dev, s, nn),
-        _ => Err(format!("no fixed gemm kernel `{name}`").into()),
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let mut lines = Vec::new();
+    macro_rules! fixed {
+        ($e:ty, $name:literal, $kernel:expr, $trans:expr) => {
+            if keep($name) {
+                lines.push(check_one::<$e>($name, $kernel, dev, s, $trans)?);
+            }
+        };
     }
+    let nn = (false, false);
+    fixed!(f16, "gemm_nn_f16", gemm_nn, nn);
+    fixed!(bf16, "gemm_nn_bf16", gemm_nn, nn);
+    fixed!(f16, "gemm_nt_f16", gemm_nt_f16, (false, true));
+    fixed!(f16, "gemm_tn_f16", gemm_tn_f16, (true, false));
+    fixed!(f16, "gemm_persistent_f16", gemm_persistent, nn);
+    fixed!(bf16, "gemm_persistent_bf16", gemm_persistent, nn);
+    Ok(lines)
 }
 
 /// Checks every variant at `m × n × k` on `dev`; returns one line per
@@ -250,10 +247,7 @@ pub fn run(
     k: usize,
 ) -> Result<String, Box<dyn std::error::Error>> {
     let s = (m, n, k);
-    let mut lines = FIXED
-        .iter()
-        .map(|name| check_fixed(name, dev, s))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut lines = check_fixed(dev, s, &|_| true)?;
     // Every variant of the space, by name (f16; bf16 builds the same tiles).
     lines.extend(check_variants(dev, s, &[""])?);
     // Tuned on these shapes (every variant timed; the caller's output is the
@@ -319,10 +313,9 @@ pub fn run_only(
     only: &str,
 ) -> Result<String, Box<dyn std::error::Error>> {
     let parts: Vec<&str> = only.split('+').filter(|p| !p.is_empty()).collect();
-    let mut lines = Vec::new();
-    for name in FIXED.iter().filter(|n| parts.iter().any(|p| n.contains(p))) {
-        lines.push(check_fixed(name, dev, (m, n, k))?);
-    }
+    let mut lines = check_fixed(dev, (m, n, k), &|name| {
+        parts.iter().any(|p| name.contains(p))
+    })?;
     lines.extend(check_variants(dev, (m, n, k), &parts)?);
     if lines.is_empty() {
         return Err(format!("no gemm kernel or variant matches `{only}`").into());

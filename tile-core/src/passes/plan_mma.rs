@@ -578,9 +578,9 @@ fn register_a_shape(f: &PrimFunc, g: &Gemm) -> bool {
         && sa[0] == m
         && b_rows == k
         && swizzle_ok(&sb)
-        && k_steps(k)
+        && steps_of_16(k)
         && full_rows(f, m).is_some()
-        && n_steps(n)
+        && steps_of_16(n)
 }
 
 /// Whether reduction `r` of an accumulator runs over its rows into per-row
@@ -602,16 +602,12 @@ fn pow2_at_least(x: i64, min: i64) -> bool {
     x >= min && x & (x - 1) == 0
 }
 
-/// Whether `k` is whole k16 steps of `mma.sync`, at most 256.
-fn k_steps(k: i64) -> bool {
-    (16..=256).contains(&k) && k % 16 == 0
-}
-
-/// Whether a warp's `n` accumulator columns are whole 16-column pairs of
-/// n8 fragments (one `ldmatrix.x4` of B each), at most 256. M stays a power
-/// of two (the warps split it in halves); N need not (block_n = 176, say).
-fn n_steps(n: i64) -> bool {
-    k_steps(n)
+/// Whether `x` is whole steps of 16 for `mma.sync`, at most 256: K in k16
+/// steps, or a warp's accumulator columns in pairs of n8 fragments (one
+/// `ldmatrix.x4` of B each). M stays a power of two (the warps split it in
+/// halves); N and K need not (block_n = 176, say).
+pub(super) fn steps_of_16(x: i64) -> bool {
+    (16..=256).contains(&x) && x % 16 == 0
 }
 
 /// Whether a shared tile's rows suit `tl::smem_offset`'s swizzle for
@@ -644,7 +640,6 @@ fn wgmma_warpgroups(f: &PrimFunc, g: &Gemm) -> Option<i64> {
     let threads = f.launch.threads;
     let (m, n) = (sc[0], sc[1]);
     let k = if g.trans_a { sa[0] } else { sa[1] };
-    let panels = |s: &[i64]| s.len() == 2 && s[0] % 8 == 0 && wgmma_cols(s[1], a.dtype);
     let wgs = threads / 128;
     let ok = threads % 128 == 0
         && wgs >= 1
@@ -652,10 +647,16 @@ fn wgmma_warpgroups(f: &PrimFunc, g: &Gemm) -> Option<i64> {
         && n % 8 == 0
         && n <= 256
         && k % wgmma_k(a.dtype) == 0
-        // A in registers (a converted accumulator) has no swizzle to fit.
-        && (a.scope == Scope::Fragment || panels(&sa))
-        && panels(&sb);
+        && wgmma_operand_fits(a, &sa)
+        && wgmma_operand_fits(b, &sb);
     ok.then_some(wgs)
+}
+
+/// Whether operand tile `t` of shape `s` suits `wgmma`'s descriptors: whole
+/// 8-row groups of rows with a swizzle ([`wgmma_cols`]). A in registers (a
+/// converted accumulator) has no swizzle to fit.
+pub(super) fn wgmma_operand_fits(t: &Buffer, s: &[i64]) -> bool {
+    t.scope == Scope::Fragment || (s.len() == 2 && s[0] % 8 == 0 && wgmma_cols(s[1], t.dtype))
 }
 
 /// Whether a tile's contiguous extent of `cols` elements of `t` has a
@@ -681,10 +682,10 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
     let (sa, sb, sc) = (a.const_shape()?, b.const_shape()?, c.const_shape()?);
     let (m, n) = (sc[0], sc[1]);
     let k = if g.trans_a { sa[0] } else { sa[1] };
-    if !swizzle_ok(&sa) || !swizzle_ok(&sb) || !k_steps(k) {
+    if !swizzle_ok(&sa) || !swizzle_ok(&sb) || !steps_of_16(k) {
         return None;
     }
-    if !matches!(m, 16 | 32 | 64 | 128 | 256) || !n_steps(n) {
+    if !matches!(m, 16 | 32 | 64 | 128 | 256) || !steps_of_16(n) {
         return None;
     }
     if policy.full_rows {
@@ -704,7 +705,7 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
                     .map(|e| 1i64 << e)
                     .find(|&wm| m % wm == 0 && pow2_at_least(m / wm, 16))?;
                 let wn = warps / wm;
-                let ok = warps & (warps - 1) == 0 && n % wn == 0 && n_steps(n / wn);
+                let ok = warps & (warps - 1) == 0 && n % wn == 0 && steps_of_16(n / wn);
                 return ok.then_some((wm, wn));
             }
         }
@@ -725,7 +726,11 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
         wm /= 2;
         wn *= 2;
     }
-    if f.launch.threads % 32 != 0 || !pow2_at_least(m / wm, 16) || n % wn != 0 || !n_steps(n / wn) {
+    if f.launch.threads % 32 != 0
+        || !pow2_at_least(m / wm, 16)
+        || n % wn != 0
+        || !steps_of_16(n / wn)
+    {
         return None;
     }
     Some((wm, wn))

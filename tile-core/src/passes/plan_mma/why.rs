@@ -2,7 +2,7 @@
 //! `tile inspect`): the first condition of `wgmma` or of the tensor cores it
 //! fails, in words. `plan_mma` decides; this only explains.
 
-use super::{swizzle_ok, wgmma_cols, wgmma_k};
+use super::{steps_of_16, swizzle_ok, wgmma_k, wgmma_operand_fits};
 use crate::ir::*;
 
 /// Why gemm `g` cannot take `wgmma` on sm_90a, from its shapes and the
@@ -34,9 +34,7 @@ pub(super) fn wgmma_refusal(f: &PrimFunc, g: &Gemm) -> Option<String> {
         return Some(format!("K = {k} is not a multiple of {ki}"));
     }
     for (t, s) in [(a, &sa), (b, &sb)] {
-        // A in registers (a converted accumulator) has no swizzle to fit.
-        let shared = t.scope != Scope::Fragment;
-        if shared && s.len() == 2 && !(s[0] % 8 == 0 && wgmma_cols(s[1], t.dtype)) {
+        if s.len() == 2 && !wgmma_operand_fits(t, s) {
             return Some(format!(
                 "`{}` has {} rows of {} elements: wgmma's swizzles need whole 8-row groups of rows of 32 or 64 bytes or whole 128-byte panels",
                 t.name, s[0], s[1]
@@ -101,7 +99,7 @@ pub(super) fn tensor_core_refusal(f: &PrimFunc, g: &Gemm) -> Option<String> {
             f.launch.threads
         ));
     }
-    if !pow2(sc[0]) || !(16..=256).contains(&sc[1]) || sc[1] % 16 != 0 {
+    if !pow2(sc[0]) || !steps_of_16(sc[1]) {
         return Some(format!(
             "the accumulator's {}x{} is not 16 to 256 rows (a power of two) by 16 to 256 columns (a multiple of 16)",
             sc[0], sc[1]
