@@ -4,7 +4,8 @@
 //! two warps, where both products run on `mma.sync` on every target (each
 //! warp on 16 rows; `wgmma` needs whole warpgroups), and 64 rows over one
 //! warpgroup, where Hopper runs both on `wgmma` (P as its A operand in
-//! registers, 48 deep) and sm_80 on `mma.sync`.
+//! registers, 48 deep) and sm_80 on `mma.sync`. And plain gemms whose warp
+//! split is off the planner's table of arrangements.
 
 use super::*;
 
@@ -73,6 +74,61 @@ fn forty_eight_wide_tiles_on_tensor_cores() -> TestResult {
             // other way in f32: one f16 ulp of a score (|score| < 32) times
             // |v| < 1.
             check(&format!("{label}, m={m} s={s}"), &o, &want, 2e-2, 1e-3);
+        }
+    }
+    Ok(())
+}
+
+/// `c = a · bᵀ` in tiles where the planner's usual warp arrangement does
+/// not fit `mma.sync`, so it searches the others: 32 x 48 over two warps
+/// (1 x 2 would give 24 columns a warp; 2 x 1 gives 16 rows by 48) and
+/// 128 x 64 over sixteen warps (beyond the table; 8 x 2 warps of 16 x 32).
+/// Neither block is whole warpgroups of 64 rows each, so Hopper runs them
+/// on `mma.sync` too.
+#[tile::kernel(
+    block_m = [32, 128],
+    block_n = [48, 64],
+    block_k = 32,
+    threads = [64, 512],
+    filter = (block_m == 32) == (block_n == 48) && (block_m == 32) == (threads == 64)
+)]
+pub fn nt_off_table(a: Tensor<f16, (M, K)>, b: Tensor<f16, (N, K)>, c: TensorMut<f32, (M, N)>) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            let a_s = T::alloc_shared::<f16>([block_m, block_k]);
+            let b_s = T::alloc_shared::<f16>([block_n, block_k]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::clear(acc);
+            for kt in T::pipelined(T::ceildiv(K, block_k), 2) {
+                T::copy(a.at([by * block_m, kt * block_k]), a_s);
+                T::copy(b.at([bx * block_n, kt * block_k]), b_s);
+                T::gemm(a_s, b_s, acc, transpose_b = true);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
+#[test]
+fn warp_splits_off_the_table() -> TestResult {
+    // Whole tiles, and ragged M, N and K.
+    for (m, n, k) in [(128, 192, 64), (131, 101, 75)] {
+        let a = random_tensor::<f16>(&[m, k], 4600 + m as u64, dev())?;
+        let b = random_tensor::<f16>(&[n, k], 4700 + n as u64, dev())?;
+        let (ah, bh) = (host(&a), host(&b));
+        let want: Vec<f64> = (0..m * n)
+            .map(|e| {
+                (0..k)
+                    .map(|x| ah[(e / n) * k + x] * bh[(e % n) * k + x])
+                    .sum()
+            })
+            .collect();
+        for (cfg, label) in nt_off_table::CONFIGS.iter().zip(nt_off_table::LABELS) {
+            let mut c = Tensor::full(&[m, n], f32::NAN, dev())?;
+            nt_off_table::with(*cfg).launch(&a, &b, &mut c)?;
+            check(&format!("{label}, {m}x{n}x{k}"), &c, &want, 1e-3, 1e-3);
         }
     }
     Ok(())

@@ -711,29 +711,43 @@ fn mma_sync_warps(f: &PrimFunc, g: &Gemm, policy: &Policy) -> Option<(i64, i64)>
         }
     }
     let warps = f.launch.threads / 32;
-    let (mut wm, mut wn) = match warps {
-        1 => (1, 1),
-        2 if m >= n => (2, 1),
-        2 => (1, 2),
-        4 => (2, 2),
-        8 if m >= n => (4, 2),
-        8 => (2, 4),
-        _ => return None,
-    };
-    // Short tiles (16 or 32 rows, decode-sized M) move warps from M to N
-    // until each warp has a whole 16-row strip.
-    while m / wm < 16 && wm > 1 {
-        wm /= 2;
-        wn *= 2;
-    }
-    if f.launch.threads % 32 != 0
-        || !pow2_at_least(m / wm, 16)
-        || n % wn != 0
-        || !steps_of_16(n / wn)
-    {
+    if warps == 0 || warps & (warps - 1) != 0 {
         return None;
     }
-    Some((wm, wn))
+    let fits = |(wm, wn): (i64, i64)| {
+        m % wm == 0 && pow2_at_least(m / wm, 16) && n % wn == 0 && steps_of_16(n / wn)
+    };
+    // The measured arrangements first: the table below, with short tiles
+    // (16 or 32 rows, decode-sized M) moving warps from M to N until each
+    // warp has a whole 16-row strip.
+    let table = match warps {
+        1 => Some((1, 1)),
+        2 if m >= n => Some((2, 1)),
+        2 => Some((1, 2)),
+        4 => Some((2, 2)),
+        8 if m >= n => Some((4, 2)),
+        8 => Some((2, 4)),
+        _ => None,
+    };
+    if let Some((mut wm, mut wn)) = table {
+        while m / wm < 16 && wm > 1 {
+            wm /= 2;
+            wn *= 2;
+        }
+        if fits((wm, wn)) {
+            return Some((wm, wn));
+        }
+    }
+    // Otherwise (or for 16 or 32 warps) any split that fits (128 x 176
+    // over 8 warps: 88 columns each are not 16-column steps, 16 rows each
+    // by 176 are), the one
+    // whose warp tile reads the least shared memory per k step (rows of A
+    // plus columns of B), and of equals the one with more warps along M.
+    (0..=warps.trailing_zeros())
+        .rev()
+        .map(|e| (1i64 << e, warps >> e))
+        .filter(|&s| fits(s))
+        .min_by_key(|&(wm, wn)| m / wm + n / wn)
 }
 
 /// Why `mma.sync` has no warp arrangement for gemm `g` even when its

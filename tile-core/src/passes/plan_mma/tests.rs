@@ -125,9 +125,14 @@ fn a_gemm_that_does_not_qualify_visits_the_tensor_core_layout() {
 
 /// An NT gemm into a `bm` x 48 accumulator over `threads` threads.
 fn nt_48_wide(bm: i64, threads: i64) -> String {
+    nt_wide(bm, 48, threads)
+}
+
+/// An NT gemm into a `bm` x `bn` accumulator over `threads` threads.
+fn nt_wide(bm: i64, bn: i64, threads: i64) -> String {
     format!(
         r#"
-        #[tile::kernel(bm = {bm}, bn = 48, bk = 32, threads = {threads})]
+        #[tile::kernel(bm = {bm}, bn = {bn}, bk = 32, threads = {threads})]
         fn k(a: Tensor<f16, (M, K)>, b: Tensor<f16, (N, K)>, c: TensorMut<f32, (M, N)>) {{
             T::kernel(1, threads, |bx| {{
                 let a_s = T::alloc_shared::<f16>([bm, bk]);
@@ -159,4 +164,21 @@ fn a_tile_48_wide_takes_tensor_cores_when_the_warps_split_it_in_16_column_steps(
         why.contains("no split of the block's 4 warps over the 32x48 accumulator"),
         "{why}"
     );
+}
+
+#[test]
+fn a_split_off_the_table_is_found_when_the_table_does_not_fit() {
+    // 128 x 176 over 8 warps: the table's 4 x 2 gives 88 columns a warp
+    // (not 16-column steps); 8 x 1 gives 16 rows by 176.
+    let cu = cuda(&nt_wide(128, 176, 256));
+    assert!(cu.contains("tl::acc_coord<128, 176, 8, 1>"), "{cu}");
+    // 32 x 48 over 2 warps: the table's 1 x 2 gives 24 columns a warp;
+    // 2 x 1 gives 16 rows by 48.
+    let cu = cuda(&nt_48_wide(32, 64));
+    assert!(cu.contains("tl::acc_coord<32, 48, 2, 1>"), "{cu}");
+    // 16 warps, beyond the table: of the splits that fit, the one whose
+    // warp tile reads least a k step: 256 x 64 as 8 x 2 warps of 32 x 32
+    // (64 rows and columns), not 16 x 1 of 16 x 64 (80).
+    let cu = cuda(&nt_wide(256, 64, 512));
+    assert!(cu.contains("tl::acc_coord<256, 64, 8, 2>"), "{cu}");
 }
