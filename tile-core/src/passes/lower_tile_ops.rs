@@ -95,7 +95,7 @@ fn lower(
             errs.push(Diagnostic::at(loc, format!(
                 "kernel `{}`: `instruction = \"{}\"`: this copy is not a tile copy: a 2-D tile of a global \
                  tensor, from an origin that is provably not negative, into a whole swizzled shared tile of \
-                 its dtype (a tensor-core operand), whose 16-byte chunks divide among the block's threads",
+                 its dtype (a tensor-core operand), whose rows' 16-byte chunks divide the block's threads",
                 f.name,
                 p.name()
             )));
@@ -127,8 +127,10 @@ fn lower(
 /// last two dims (any leading dims, such as a batch or head index, are single
 /// indices), into all of a swizzled shared tile of 2-byte elements of the same
 /// dtype (or 1-byte fp8 elements into a `wgmma` operand tile), whose 16-byte
-/// chunks divide evenly among the block's threads (what `tl::copy_tile`
-/// requires). Rows and columns past the tensor's edge read as
+/// chunks of a row divide the block's threads (what `tl::copy_tile`
+/// requires: each thread keeps one column of chunks; when the tile's chunks
+/// are not a multiple of the threads, the last pass covers the rows left).
+/// Rows and columns past the tensor's edge read as
 /// zero, as in the guarded nest the copy would otherwise lower to.
 pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
     let (g, s) = (f.buf(src.buf), f.buf(dst.buf));
@@ -158,7 +160,6 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
         && ints(&src.extent) == Some(tile_extent)
         && cols % epc == 0
         && threads % (cols / epc) == 0
-        && (rows * cols / epc) % threads == 0
 }
 
 /// What is known of the signs of `f`'s values, to keep a tile copy whole only

@@ -214,6 +214,8 @@ __device__ __forceinline__ bool aligned16(const void* p) {
 // >= rows or columns >= cols (past the tensor's edge) become zero. Thread tid moves
 // the 16-byte chunks (it * RSTEP + tid / CPR, (tid % CPR) * 8), so consecutive threads
 // fill consecutive chunks of a row (coalesced, and conflict-free under the swizzle).
+// When the tile's chunks are not a multiple of the threads (a 64 x 64 tile over 384
+// threads), the last pass covers the rows left and the threads past them skip it.
 // When ld is a multiple of 8 and g is 16-byte aligned (COPY_VEC), every chunk lies
 // wholly inside or wholly outside the tensor: one predicated cp.async per chunk
 // (zero-filled when outside), no branch. Otherwise (COPY_SCALAR) chunks are gathered
@@ -221,9 +223,10 @@ __device__ __forceinline__ bool aligned16(const void* p) {
 template <typename T, int R, int C, int THREADS, int MODE = COPY_CHECK>
 __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, int cols) {
   constexpr int CPR = C / 8;
-  static_assert(C % 8 == 0 && THREADS % CPR == 0 && (R * CPR) % THREADS == 0,
-                "tl::copy_tile: the tile's 16-byte chunks must divide among the threads");
-  constexpr int ITERS = R * CPR / THREADS, RSTEP = THREADS / CPR;
+  static_assert(C % 8 == 0 && THREADS % CPR == 0,
+                "tl::copy_tile: a tile row's 16-byte chunks must divide the threads");
+  constexpr int RSTEP = THREADS / CPR, ITERS = (R + RSTEP - 1) / RSTEP;
+  constexpr bool WHOLE = R % RSTEP == 0;  // no pass runs past the tile's last row
   const int r_t = threadIdx.x / CPR, c_t = (threadIdx.x % CPR) * 8;
   const bool vec = MODE == COPY_VEC || (MODE == COPY_CHECK && ld % 8 == 0 && aligned16(g));
   if (vec) {
@@ -235,7 +238,7 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int r = it * RSTEP + r_t;
-      cp_async16(s + smem_offset<R, C>(r, c_t), p, r < rows && c_t < cols);
+      if (WHOLE || r < R) cp_async16(s + smem_offset<R, C>(r, c_t), p, r < rows && c_t < cols);
       p += step;
       asm volatile("" : "+l"(p));
     }
@@ -258,7 +261,7 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
 #pragma unroll
       for (int b = 0; b < BATCH; ++b) {
         const int r = (it0 + b) * RSTEP + r_t;
-        *reinterpret_cast<Chunk*>(s + smem_offset<R, C>(r, c_t)) = v[b];
+        if (WHOLE || r < R) *reinterpret_cast<Chunk*>(s + smem_offset<R, C>(r, c_t)) = v[b];
       }
     }
   }

@@ -486,15 +486,17 @@ __device__ __forceinline__ void fence_proxy_async() {
 // one 128-byte row of a panel, conflict-free). COPY_VEC: one predicated cp_async16 per
 // chunk (ld % 8 == 0, g 16-byte aligned, cols a multiple of 8 or >= C); COPY_SCALAR:
 // element-wise loads and one 16-byte shared store per chunk; COPY_CHECK: decides per call.
+// Chunks that are not a multiple of the threads: the last pass covers the rows left.
 // Elements of 1 byte (fp8) move in chunks of 16 elements, and vec needs ld % 16 == 0.
 template <typename T, int R, int C, int THREADS, int MODE = ::tl::COPY_CHECK>
 __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, int cols) {
   constexpr int EB = (int)sizeof(T);
   using L = detail::Layout<C, EB>;
   constexpr int EPC = L::EPC, CPR = C / EPC;
-  static_assert(C % EPC == 0 && THREADS % CPR == 0 && (R * CPR) % THREADS == 0,
-                "tl::wg::copy_tile: the tile's 16-byte chunks must divide among the threads");
-  constexpr int ITERS = R * CPR / THREADS, RSTEP = THREADS / CPR;
+  static_assert(C % EPC == 0 && THREADS % CPR == 0,
+                "tl::wg::copy_tile: a tile row's 16-byte chunks must divide the threads");
+  constexpr int RSTEP = THREADS / CPR, ITERS = (R + RSTEP - 1) / RSTEP;
+  constexpr bool WHOLE = R % RSTEP == 0;  // no pass runs past the tile's last row
   const int r_t = threadIdx.x / CPR, c_t = (threadIdx.x % CPR) * EPC;
   // With RSTEP % 8 == 0 the swizzle of row r_t + it*RSTEP is that of r_t (period 8 rows).
   T* const s_t = s + smem_offset<R, C, EB>(r_t, c_t);
@@ -508,7 +510,7 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
     for (int it = 0; it < ITERS; ++it) {
       const int r = it * RSTEP + r_t;
       T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C, EB>(r, c_t);
-      ::tl::cp_async16(d, p, r < rows && c_t < cols);
+      if (WHOLE || r < R) ::tl::cp_async16(d, p, r < rows && c_t < cols);
       p += step;
       asm volatile("" : "+l"(p));
     }
@@ -535,7 +537,7 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
       for (int b = 0; b < BATCH; ++b) {
         const int it = it0 + b, r = it * RSTEP + r_t;
         T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C, EB>(r, c_t);
-        *reinterpret_cast<Chunk*>(d) = v[b];
+        if (WHOLE || r < R) *reinterpret_cast<Chunk*>(d) = v[b];
       }
     }
   }
