@@ -24,7 +24,7 @@
 //! shapes are not timed with their launch cost); `TILE_BENCH_WARM_L2=1`
 //! waits on the GPU instead and leaves L2 warm.
 //!
-//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk|space|pitch]`
+//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk|space|pitch|wide]`
 //! (needs a CUDA device; `memory` stops after the memory-bound kernels,
 //! `gemm` runs only the f16/bf16 GEMM table with its tuned rows, `tune` only
 //! the GEMM tuning table (run it twice: the second process reads every
@@ -506,13 +506,14 @@ fn main() -> Res<()> {
     let mode = std::env::args().nth(1).unwrap_or_default();
     if matches!(
         mode.as_str(),
-        "fp8" | "persistent" | "splitk" | "space" | "pitch"
+        "fp8" | "persistent" | "splitk" | "space" | "pitch" | "wide"
     ) {
         match mode.as_str() {
             "fp8" => fp8::fp8_rows(dev, &stream, &mut rows)?,
             "persistent" => persistent_rows(dev, &stream, &blas, &mut rows)?,
             "space" => space::space_rows(dev, &stream, &blas, &mut rows)?,
             "pitch" => space::pitch_rows(dev, &stream, &blas, &mut rows)?,
+            "wide" => space::wide_rows(dev, &stream, &blas, &mut rows)?,
             _ => splitk::splitk_rows(dev, &stream, &blas, &mut rows)?,
         }
         print_rows(&rows);

@@ -52,6 +52,82 @@ pub fn gemm_space(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorM
     );
 }
 
+/// Three consumer warpgroups on 192-row tiles, alone, in pairs or in
+/// clusters of four that multicast A (`bench wide`). At 1000³ the example's
+/// best tile, 128 × 64 in pairs, reads about 33 MB from L2 over its 128
+/// blocks; cuBLAS's 128 × 72 tiles in clusters of eight read about 18 MB
+/// (bench/RESULTS.md, "What cuBLAS does at 1000³"). 192 × 64 tiles make 96
+/// blocks, 24 clusters of four (the H200 holds 30 at one block an SM), and
+/// read about 21 MB. (192 × 128 on 384 threads builds, but ptxas inserts
+/// `wgmma` waits to reuse the accumulator's registers: not in the space.)
+#[tile::kernel(
+    dtype = [f16],
+    block_m = 192,
+    block_n = 64,
+    block_k = 64,
+    stages = [4, 6],
+    threads = 384,
+    cluster = [4, 2, 1]
+)]
+pub fn gemm_wide(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            T::use_cluster(cluster);
+            T::use_swizzle(8);
+            let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
+            let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::clear(acc);
+            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
+                T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            let c_s = T::alloc_shared::<dtype>([block_m, block_n]);
+            T::annotate_layout(c_s, T::swizzled);
+            T::copy(acc, c_s);
+            T::copy(c_s, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
+/// `bench wide`: every `gemm_wide` variant beside cuBLAS on the shapes that
+/// fill the H200 about once, their neighbours, and 4096³ for contrast.
+pub(crate) fn wide_rows(
+    dev: Device,
+    stream: &Arc<CudaStream>,
+    blas: &CudaBlas,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let shapes = [
+        (1000, 1000, 1000),
+        (1008, 1008, 1008),
+        (960, 1000, 1000),
+        (1000, 960, 1000),
+        (2000, 1000, 1000),
+        (1000, 1000, 4000),
+        (4096, 4096, 4096),
+    ];
+    for s in shapes {
+        for (cfg, label) in gemm_wide::CONFIGS.iter().zip(gemm_wide::LABELS) {
+            let cfg = *cfg;
+            bench_gemm::<f16>(
+                &format!("gemm f16 wide {label}"),
+                &|a, b, c| gemm_wide::with(cfg).launch(a, b, c),
+                dev,
+                stream,
+                blas,
+                s,
+                cudaDataType::CUDA_R_16F,
+                rows,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Shapes of one or two waves of 128 × 128 tiles, and 4096³ for contrast.
 const SHAPES: [(usize, usize, usize); 6] = [
     (1000, 1000, 1000),
