@@ -132,6 +132,10 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   san gemv "$B/gemv" 37 1000
   san transpose "$B/transpose" 100 130
   san gelu_bias "$B/gelu_bias" 67 130 72
+  # The conformance suite's tiles whose warp split is off the planner's table,
+  # and three consumer warpgroups in clusters of four (tests/kernels).
+  san kernels_odd_widths "$B/tests/kernels" odd_widths --test-threads=1
+  san kernels_clusters "$B/tests/kernels" clusters --test-threads=1
 fi
 echo
 echo "================ summary ================"
