@@ -42,6 +42,7 @@ for e in softmax rmsnorm layernorm cumsum; do
 done
 [ -x "$B/reduce_sum" ] && run reduce_sum "$B/reduce_sum" && run reduce_sum_ragged "$B/reduce_sum" 77 5000
 [ -x "$B/gemm" ] && run gemm_ragged "$B/gemm" 1000 1030 1050 && run gemm_aligned "$B/gemm" 1024 1024 1024 && run gemm_tiny "$B/gemm" 67 129 33 && run gemm_ragged_vec "$B/gemm" 1000 1000 1000
+[ -x "$B/gemm_any_pitch" ] && run gemm_any_pitch "$B/gemm_any_pitch" && run gemm_any_pitch_large "$B/gemm_any_pitch" 1000 1030 1050
 [ -x "$B/gemm_int8" ] && run gemm_int8 "$B/gemm_int8" && run gemm_int8_ragged "$B/gemm_int8" 67 129 33
 [ -x "$B/gemm_fp8" ] && run gemm_fp8 "$B/gemm_fp8" && run gemm_fp8_aligned "$B/gemm_fp8" 1024 1024 1024 && run gemm_fp8_ragged "$B/gemm_fp8" 67 130 37
 [ -x "$B/gemm_splitk" ] && run gemm_splitk "$B/gemm_splitk" && run gemm_splitk_decode "$B/gemm_splitk" 16 4096 11008 && run gemm_splitk_ragged "$B/gemm_splitk" 3 70 333
@@ -124,6 +125,7 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   run "memcheck:gemm" "$CS" --tool memcheck --error-exitcode 1 "$B/gemm" 200 130 150
   san gemm_ragged_vec "$B/gemm" 200 136 150 cluster=1
   san gemm_int8 "$B/gemm_int8" 67 129 33
+  san gemm_any_pitch "$B/gemm_any_pitch" 131 135 139
   san gemm_fp8 "$B/gemm_fp8" 200 264 160
   san gemm_splitk "$B/gemm_splitk" 33 264 520
   san flash_attention "$B/flash_attention" 1 4 2 130

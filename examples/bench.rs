@@ -40,8 +40,8 @@ mod cublaslt;
 #[path = "bench/fp8.rs"]
 mod fp8;
 #[allow(dead_code)]
-#[path = "gemm.rs"]
-mod gemm;
+#[path = "gemm_any_pitch.rs"]
+mod gemm_any_pitch;
 #[allow(dead_code)]
 #[path = "gemm_fp8.rs"]
 mod gemm_fp8;
@@ -71,6 +71,7 @@ mod transpose;
 
 use blas::bench_gemm;
 use gemm::Launch;
+use gemm_any_pitch::gemm;
 use roofline::Work;
 use std::sync::Arc;
 use tile::prelude::*;
@@ -701,8 +702,55 @@ fn gemm_rows(
         for g in &tuned_gemms {
             run(g, s, rows)?;
         }
+        // A pitch off 16 bytes: the operands padded first, then the aligned
+        // GEMM, tuned on the padded shape (examples/gemm_any_pitch.rs).
+        if s.1 % 8 != 0 || s.2 % 8 != 0 {
+            padded_row::<f16>(
+                "gemm f16 nn (padded, tuned)",
+                s,
+                cudaDataType::CUDA_R_16F,
+                (dev, stream, blas),
+                rows,
+            )?;
+            padded_row::<bf16>(
+                "gemm bf16 nn (padded, tuned)",
+                s,
+                cudaDataType::CUDA_R_16BF,
+                (dev, stream, blas),
+                rows,
+            )?;
+        }
     }
     Ok(())
+}
+
+/// One row of `gemm_any_pitch::AnyPitch` (padded buffers kept across the
+/// timed runs; each run pads, multiplies and unpads) beside cuBLAS.
+fn padded_row<E>(
+    name: &str,
+    s: (usize, usize, usize),
+    dt: cudaDataType,
+    (dev, stream, blas): (Device, &Arc<CudaStream>, &CudaBlas),
+    rows: &mut Vec<Row>,
+) -> Res<()>
+where
+    E: gemm_any_pitch::Dtype + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
+{
+    let any = std::cell::RefCell::new(gemm_any_pitch::AnyPitch::<E>::default());
+    bench_gemm::<E>(
+        name,
+        &|a, b, c| {
+            any.borrow_mut().launch(a, b, c, &|a, b, c| {
+                gemm_any_pitch::gemm::gemm_nn::tune().launch(a, b, c)
+            })
+        },
+        dev,
+        stream,
+        blas,
+        s,
+        dt,
+        rows,
+    )
 }
 
 fn print_tuned(tuned: &[Tuned]) {

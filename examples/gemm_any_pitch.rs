@@ -1,0 +1,197 @@
+//! GEMM at any row pitch. On Hopper the example GEMM (`examples/gemm.rs`)
+//! moves its tiles with bulk tensor copies, which need every row of A and B
+//! to start on a 16-byte boundary: K and N multiples of 8 for 2-byte
+//! elements. At other pitches it copies element by element, and so slows
+//! down about fivefold, as cuBLAS does (both near 150 TFLOP/s at
+//! 4097×4095×4099 on the H200, against 730–770 at 4096³; bench/RESULTS.md).
+//!
+//! [`AnyPitch`] copies the operands whose pitch is off into zero-padded
+//! buffers first (one read and one write of each, memory-bound), runs the
+//! aligned GEMM on them, and copies C back from a padded buffer when N is
+//! off. The padding is exact: A's zero columns meet B's zero rows, and the
+//! padded columns of C are dropped. Where weights stay fixed across calls, a
+//! caller pads B once and keeps it.
+//!
+//! `cargo run --release --example gemm_any_pitch [M N K]` checks the result
+//! against a host reference at a few odd shapes (or at M N K); `bench gemm
+//! 4097x4095x4099` times it beside cuBLAS and the direct GEMM.
+
+// Other examples that need both load this file and use its `gemm`.
+#[allow(dead_code)]
+#[path = "gemm.rs"]
+pub mod gemm;
+
+use tile::prelude::*;
+
+/// `y` = `x` in its top-left `R × C` corner and zero elsewhere: a guarded read
+/// outside `x` gives 0 (README, "Out-of-bounds reads"), and the stores cover
+/// all of `y`.
+#[tile::kernel(dtype = [f16, bf16], block_r = 16, block_c = 256, threads = 256)]
+pub fn pad(x: Tensor<dtype, (R, C)>, y: TensorMut<dtype, (RP, CP)>) {
+    T::kernel(
+        [T::ceildiv(CP, block_c), T::ceildiv(RP, block_r)],
+        threads,
+        |bx, by| {
+            for (i, j) in T::parallel([block_r, block_c]) {
+                y[(by * block_r + i, bx * block_c + j)] = x[(by * block_r + i, bx * block_c + j)];
+            }
+        },
+    );
+}
+
+/// `y` = the top-left `R × C` corner of `x` (stores outside `y` are skipped).
+#[tile::kernel(dtype = [f16, bf16], block_r = 16, block_c = 256, threads = 256)]
+pub fn unpad(x: Tensor<dtype, (RP, CP)>, y: TensorMut<dtype, (R, C)>) {
+    T::kernel(
+        [T::ceildiv(C, block_c), T::ceildiv(R, block_r)],
+        threads,
+        |bx, by| {
+            for (i, j) in T::parallel([block_r, block_c]) {
+                y[(by * block_r + i, bx * block_c + j)] = x[(by * block_r + i, bx * block_c + j)];
+            }
+        },
+    );
+}
+
+/// A GEMM launcher `c = a · b` that may capture (a tuned or chosen variant).
+pub type GemmFn<'a, E> =
+    &'a dyn Fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), tile::Error>;
+
+/// The element types [`AnyPitch`] runs: those of its three kernels.
+pub trait Dtype: gemm::gemm_nn::Dtype + pad::Dtype + unpad::Dtype {}
+impl<E: gemm::gemm_nn::Dtype + pad::Dtype + unpad::Dtype> Dtype for E {}
+
+/// `x` rounded up to a multiple of 8 (16 bytes of 2-byte elements).
+fn up8(x: usize) -> usize {
+    x.div_ceil(8) * 8
+}
+
+/// `c = a · b` at any K and N, through padded copies where the pitch needs
+/// them. Holds the padded buffers between calls (allocated for the first
+/// call's shapes, again when they change).
+pub struct AnyPitch<E: Dtype> {
+    a: Option<Tensor<E>>,
+    b: Option<Tensor<E>>,
+    c: Option<Tensor<E>>,
+}
+
+impl<E: Dtype> Default for AnyPitch<E> {
+    fn default() -> Self {
+        Self {
+            a: None,
+            b: None,
+            c: None,
+        }
+    }
+}
+
+/// `slot` holding a zeroed tensor of `shape` on `dev` (kept if it has it).
+fn buffer<'s, E: Element>(
+    slot: &'s mut Option<Tensor<E>>,
+    shape: &[usize],
+    dev: Device,
+) -> Result<&'s mut Tensor<E>, tile::Error> {
+    if slot.as_ref().is_none_or(|t| t.shape() != shape) {
+        *slot = Some(Tensor::zeros(shape, dev)?);
+    }
+    Ok(slot.as_mut().expect("just set"))
+}
+
+impl<E: Dtype> AnyPitch<E> {
+    /// `c = a · b` (`a`: M × K, `b`: K × N, `c`: M × N), the aligned product
+    /// run by `gemm` (a `gemm_nn` launcher: default, tuned or one variant).
+    pub fn launch(
+        &mut self,
+        a: &Tensor<E>,
+        b: &Tensor<E>,
+        c: &mut Tensor<E>,
+        gemm: GemmFn<'_, E>,
+    ) -> Result<(), tile::Error> {
+        let (&[m, k], &[_, n]) = (a.shape(), b.shape()) else {
+            // The aligned kernel reports the rank error, naming the buffer.
+            return gemm(a, b, c);
+        };
+        let (kp, np) = (up8(k), up8(n));
+        if (kp, np) == (k, n) {
+            return gemm(a, b, c);
+        }
+        let dev = a.device();
+        if kp != k {
+            pad(a, buffer(&mut self.a, &[m, kp], dev)?)?;
+        }
+        pad(b, buffer(&mut self.b, &[kp, np], dev)?)?;
+        let (ap, bp) = (
+            if kp != k { self.a.as_ref() } else { Some(a) },
+            self.b.as_ref(),
+        );
+        let (ap, bp) = (ap.expect("padded A"), bp.expect("padded B"));
+        if np == n {
+            return gemm(ap, bp, c);
+        }
+        let cp = buffer(&mut self.c, &[m, np], dev)?;
+        gemm(ap, bp, cp)?;
+        unpad(cp, c)
+    }
+}
+
+/// Checks `AnyPitch` with the default GEMM against the host reference.
+fn check<E: Dtype>(
+    name: &str,
+    dev: Device,
+    (m, n, k): (usize, usize, usize),
+) -> Result<String, Box<dyn std::error::Error>> {
+    let a = tile::testing::random_tensor::<E>(&[m, k], 61, dev)?;
+    let b = tile::testing::random_tensor::<E>(&[k, n], 62, dev)?;
+    let mut c = Tensor::full(&[m, n], E::from_f64(f64::NAN), dev)?;
+    let mut any = AnyPitch::<E>::default();
+    // Twice: the second call reuses the padded buffers.
+    for _ in 0..2 {
+        any.launch(&a, &b, &mut c, &|a, b, c| gemm::gemm_nn(a, b, c))?;
+    }
+    let host = |t: &Tensor<E>| -> Result<Vec<f64>, tile::Error> {
+        Ok(t.to_vec()?.iter().map(|x| x.to_f64()).collect())
+    };
+    let want = tile::testing::matmul_ref(&host(&a)?, &host(&b)?, (m, n, k), false, false);
+    let r = tile::testing::assert_allclose(&c.to_vec()?, &want, 5e-2, 2e-2)
+        .map_err(|e| format!("{name} {m}x{n}x{k}: {e}"))?;
+    Ok(format!("{name} {m}x{n}x{k}: max_abs_err={:.3e}", r.max_abs))
+}
+
+/// Every case at `shapes` (both dtypes), one line each.
+pub fn run(
+    dev: Device,
+    shapes: &[(usize, usize, usize)],
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let mut lines = Vec::new();
+    for &s in shapes {
+        lines.push(check::<f16>("f16", dev, s)?);
+        lines.push(check::<bf16>("bf16", dev, s)?);
+    }
+    Ok(lines)
+}
+
+/// Odd K, odd N, both, neither (the direct path), and a row of M = 1.
+pub const SHAPES: [(usize, usize, usize); 5] = [
+    (67, 128, 33),
+    (64, 129, 64),
+    (131, 135, 139),
+    (64, 128, 64),
+    (1, 257, 75),
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse())
+        .collect::<Result<_, _>>()?;
+    let shapes = match args[..] {
+        [m, n, k] => vec![(m, n, k)],
+        [] => SHAPES.to_vec(),
+        _ => return Err("usage: gemm_any_pitch [M N K]".into()),
+    };
+    for line in run(Device::default(), &shapes)? {
+        println!("{line}");
+    }
+    println!("PASS (atol 5e-2, rtol 2e-2 against an f64 host reference)");
+    Ok(())
+}
