@@ -9,8 +9,8 @@
 //! buffers first (one read and one write of each, memory-bound), runs the
 //! aligned GEMM on them, and copies C back from a padded buffer when N is
 //! off. The padding is exact: A's zero columns meet B's zero rows, and the
-//! padded columns of C are dropped. Where weights stay fixed across calls, a
-//! caller pads B once and keeps it.
+//! padded columns of C are dropped. Weights that stay fixed across calls go
+//! through [`FixedB`], which pads B once.
 //!
 //! `cargo run --release --example gemm_any_pitch [M N K]` checks the result
 //! against a host reference at a few odd shapes (or at M N K); `bench gemm
@@ -68,7 +68,8 @@ fn up8(x: usize) -> usize {
 
 /// `c = a · b` at any K and N, through padded copies where the pitch needs
 /// them. Holds the padded buffers between calls (allocated for the first
-/// call's shapes, again when they change).
+/// call's shapes, again when they change). [`FixedB`] pads a B that stays
+/// fixed across calls once.
 pub struct AnyPitch<E: Dtype> {
     a: Option<Tensor<E>>,
     b: Option<Tensor<E>>,
@@ -100,6 +101,8 @@ fn buffer<'s, E: Element>(
 impl<E: Dtype> AnyPitch<E> {
     /// `c = a · b` (`a`: M × K, `b`: K × N, `c`: M × N), the aligned product
     /// run by `gemm` (a `gemm_nn` launcher: default, tuned or one variant).
+    /// Shapes that do not fit together go to `gemm` as they are, whose error
+    /// names the buffer.
     pub fn launch(
         &mut self,
         a: &Tensor<E>,
@@ -107,30 +110,116 @@ impl<E: Dtype> AnyPitch<E> {
         c: &mut Tensor<E>,
         gemm: GemmFn<'_, E>,
     ) -> Result<(), tile::Error> {
-        let (&[m, k], &[_, n]) = (a.shape(), b.shape()) else {
-            // The aligned kernel reports the rank error, naming the buffer.
+        let (&[m, k], &[kb, n], &[mc, nc]) = (a.shape(), b.shape(), c.shape()) else {
             return gemm(a, b, c);
         };
-        let (kp, np) = (up8(k), up8(n));
-        if (kp, np) == (k, n) {
+        if (up8(k), up8(n)) == (k, n) || (kb, mc, nc) != (k, m, n) {
             return gemm(a, b, c);
         }
-        let dev = a.device();
-        if kp != k {
-            pad(a, buffer(&mut self.a, &[m, kp], dev)?)?;
+        let bp = buffer(&mut self.b, &[up8(k), up8(n)], a.device())?;
+        pad(b, bp)?;
+        multiply((&mut self.a, &mut self.c), a, bp, (k, n), c, gemm)
+    }
+}
+
+/// The product with B already padded to `up8(k) × up8(n)` (`bp`, or B
+/// itself when aligned): pads A when K is off, multiplies, and unpads C
+/// when N is off, through the buffers in `slots`.
+fn multiply<E: Dtype>(
+    (a_slot, c_slot): (&mut Option<Tensor<E>>, &mut Option<Tensor<E>>),
+    a: &Tensor<E>,
+    bp: &Tensor<E>,
+    (k, n): (usize, usize),
+    c: &mut Tensor<E>,
+    gemm: GemmFn<'_, E>,
+) -> Result<(), tile::Error> {
+    let (m, kp, np) = (a.shape()[0], up8(k), up8(n));
+    let dev = a.device();
+    let ap = if kp != k {
+        let ap = buffer(a_slot, &[m, kp], dev)?;
+        pad(a, ap)?;
+        &*ap
+    } else {
+        a
+    };
+    if np == n {
+        return gemm(ap, bp, c);
+    }
+    let cp = buffer(c_slot, &[m, np], dev)?;
+    gemm(ap, bp, cp)?;
+    unpad(cp, c)
+}
+
+/// A B (K × N) that stays fixed across calls (weights), padded once.
+pub struct FixedB<E: Dtype> {
+    /// B padded to whole 16-byte rows (B itself when it has them).
+    b: Tensor<E>,
+    k: usize,
+    n: usize,
+    a: Option<Tensor<E>>,
+    c: Option<Tensor<E>>,
+}
+
+impl<E: Dtype> FixedB<E> {
+    /// Pads `b` (K × N) for every later [`FixedB::launch`].
+    pub fn new(b: &Tensor<E>) -> Result<Self, tile::Error> {
+        let &[k, n] = b.shape() else {
+            return Err(tile::Error::NdimMismatch {
+                kernel: "gemm_any_pitch",
+                buffer: "b",
+                expected: 2,
+                got: b.ndim(),
+            });
+        };
+        let b = if (up8(k), up8(n)) == (k, n) {
+            // A clone shares B's storage.
+            b.clone()
+        } else {
+            let mut bp = Tensor::zeros(&[up8(k), up8(n)], b.device())?;
+            pad(b, &mut bp)?;
+            bp
+        };
+        Ok(Self {
+            b,
+            k,
+            n,
+            a: None,
+            c: None,
+        })
+    }
+
+    /// `c = a · b` (`a`: M × K, `c`: M × N) with the B given to
+    /// [`FixedB::new`]; a shape that does not fit is an error, and nothing
+    /// runs.
+    pub fn launch(
+        &mut self,
+        a: &Tensor<E>,
+        c: &mut Tensor<E>,
+        gemm: GemmFn<'_, E>,
+    ) -> Result<(), tile::Error> {
+        let (k, n) = (self.k, self.n);
+        let (&[m, ka], &[mc, nc]) = (a.shape(), c.shape()) else {
+            // The kernel names the buffer whose rank is off.
+            return gemm(a, &self.b, c);
+        };
+        let mismatch = |buffer, dim, expected: usize, got| tile::Error::ShapeMismatch {
+            kernel: "gemm_any_pitch",
+            buffer,
+            dim,
+            expected: expected as i64,
+            got,
+            bound_by: None,
+        };
+        if ka != k {
+            return Err(mismatch("a", 1, k, ka));
         }
-        pad(b, buffer(&mut self.b, &[kp, np], dev)?)?;
-        let (ap, bp) = (
-            if kp != k { self.a.as_ref() } else { Some(a) },
-            self.b.as_ref(),
-        );
-        let (ap, bp) = (ap.expect("padded A"), bp.expect("padded B"));
-        if np == n {
-            return gemm(ap, bp, c);
+        if mc != m {
+            return Err(mismatch("c", 0, m, mc));
         }
-        let cp = buffer(&mut self.c, &[m, np], dev)?;
-        gemm(ap, bp, cp)?;
-        unpad(cp, c)
+        if nc != n {
+            return Err(mismatch("c", 1, n, nc));
+        }
+        multiply((&mut self.a, &mut self.c), a, &self.b, (k, n), c, gemm)
     }
 }
 
@@ -142,19 +231,36 @@ fn check<E: Dtype>(
 ) -> Result<String, Box<dyn std::error::Error>> {
     let a = tile::testing::random_tensor::<E>(&[m, k], 61, dev)?;
     let b = tile::testing::random_tensor::<E>(&[k, n], 62, dev)?;
-    let mut c = Tensor::full(&[m, n], E::from_f64(f64::NAN), dev)?;
-    let mut any = AnyPitch::<E>::default();
-    // Twice: the second call reuses the padded buffers.
-    for _ in 0..2 {
-        any.launch(&a, &b, &mut c, &|a, b, c| gemm::gemm_nn(a, b, c))?;
-    }
     let host = |t: &Tensor<E>| -> Result<Vec<f64>, tile::Error> {
         Ok(t.to_vec()?.iter().map(|x| x.to_f64()).collect())
     };
     let want = tile::testing::matmul_ref(&host(&a)?, &host(&b)?, (m, n, k), false, false);
-    let r = tile::testing::assert_allclose(&c.to_vec()?, &want, 5e-2, 2e-2)
-        .map_err(|e| format!("{name} {m}x{n}x{k}: {e}"))?;
-    Ok(format!("{name} {m}x{n}x{k}: max_abs_err={:.3e}", r.max_abs))
+    let gemm: GemmFn<'_, E> = &|a, b, c| gemm::gemm_nn(a, b, c);
+    let mut any = AnyPitch::<E>::default();
+    let mut fixed = FixedB::new(&b)?;
+    let mut worst = 0.0f64;
+    // B padded per call, twice (the second reuses the buffers), then B
+    // padded once, twice.
+    for once in [false, false, true, true] {
+        let mut c = Tensor::full(&[m, n], E::from_f64(f64::NAN), dev)?;
+        if once {
+            fixed.launch(&a, &mut c, gemm)?;
+        } else {
+            any.launch(&a, &b, &mut c, gemm)?;
+        }
+        let r = tile::testing::assert_allclose(&c.to_vec()?, &want, 5e-2, 2e-2)
+            .map_err(|e| format!("{name} {m}x{n}x{k} (B padded once: {once}): {e}"))?;
+        worst = worst.max(r.max_abs);
+    }
+    // A C that does not fit: an error from both, and C is not written.
+    let mut c = Tensor::full(&[m, n + 1], E::from_f64(1.0), dev)?;
+    if any.launch(&a, &b, &mut c, gemm).is_ok() || fixed.launch(&a, &mut c, gemm).is_ok() {
+        return Err(format!("{name} {m}x{n}x{k}: a C of {m} x {} was accepted", n + 1).into());
+    }
+    if c.to_vec()?.iter().any(|x| x.to_f64() != 1.0) {
+        return Err(format!("{name} {m}x{n}x{k}: a refused call wrote C").into());
+    }
+    Ok(format!("{name} {m}x{n}x{k}: max_abs_err={worst:.3e}"))
 }
 
 /// Every case at `shapes` (both dtypes), one line each.
