@@ -14,45 +14,11 @@ use tile::prelude::*;
 
 /// The example's NN GEMM (`gemm_nn`, the same body: a kernel's variant
 /// space is its attribute, so a wider space is a second kernel) over tiles
-/// of 64 or 128 rows and columns, k steps
-/// of 64 or 128, 3 to 8 stages, one or two consumer warpgroups; the filter
-/// keeps the stages within 200 KiB of shared memory and the accumulator
-/// within 128 floats per thread.
-#[tile::kernel(
-    dtype = [f16],
-    block_m = [128, 64],
-    block_n = [128, 64],
-    block_k = [64, 128],
-    stages = [4, 3, 6, 8],
-    threads = [256, 128],
-    filter = (threads == 128 || block_m == 128)
-        && block_m * block_n / threads <= 128
-        && (block_m + block_n) * block_k * 2 * stages <= 200 * 1024
-)]
-pub fn gemm_space(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {
-    T::kernel(
-        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
-        threads,
-        |bx, by| {
-            T::use_swizzle(8);
-            let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
-            let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
-            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
-            T::clear(acc);
-            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
-                T::copy(a.at([by * block_m, ko * block_k]), a_s);
-                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
-                T::gemm(a_s, b_s, acc);
-            }
-            let c_s = T::alloc_shared::<dtype>([block_m, block_n]);
-            T::annotate_layout(c_s, T::swizzled);
-            T::copy(acc, c_s);
-            T::copy(c_s, c.at([by * block_m, bx * block_n]));
-        },
-    );
-}
-
-/// Three consumer warpgroups on 192-row tiles, alone, in pairs or in
+/// of 64 or 128 rows and columns, k steps of 64 or 128, 3 to 8 stages, one
+/// or two consumer warpgroups; the filter keeps the stages within 200 KiB
+/// of shared memory and the accumulator within 128 floats per thread.
+///
+/// And 192 × 64 tiles on three consumer warpgroups, alone, in pairs or in
 /// clusters of four that multicast A (`bench wide`). At 1000³ the example's
 /// best tile, 128 × 64 in pairs, reads about 33 MB from L2 over its 128
 /// blocks; cuBLAS's 128 × 72 tiles in clusters of eight read about 18 MB
@@ -62,14 +28,20 @@ pub fn gemm_space(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorM
 /// `wgmma` waits to reuse the accumulator's registers: not in the space.)
 #[tile::kernel(
     dtype = [f16],
-    block_m = 192,
-    block_n = 64,
-    block_k = 64,
-    stages = [4, 6],
-    threads = 384,
-    cluster = [4, 2, 1]
+    block_m = [128, 64, 192],
+    block_n = [128, 64],
+    block_k = [64, 128],
+    stages = [4, 3, 6, 8],
+    threads = [256, 128, 384],
+    cluster = [1, 2, 4],
+    filter = (threads == 128 || block_m == 128 || block_m == 192)
+        && (block_m == 192) == (threads == 384)
+        && (block_m != 192 || (block_n == 64 && block_k == 64 && stages >= 4 && stages <= 6))
+        && (cluster == 1 || block_m == 192)
+        && block_m * block_n / threads <= 128
+        && (block_m + block_n) * block_k * 2 * stages <= 200 * 1024
 )]
-pub fn gemm_wide(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {
+pub fn gemm_space(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
@@ -93,8 +65,8 @@ pub fn gemm_wide(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMu
     );
 }
 
-/// `bench wide`: every `gemm_wide` variant beside cuBLAS on the shapes that
-/// fill the H200 about once, their neighbours, and 4096³ for contrast.
+/// `bench wide`: the space's 192-row variants beside cuBLAS on the shapes
+/// that fill the H200 about once, their neighbours, and 4096³ for contrast.
 pub(crate) fn wide_rows(
     dev: Device,
     stream: &Arc<CudaStream>,
@@ -110,22 +82,14 @@ pub(crate) fn wide_rows(
         (1000, 1000, 4000),
         (4096, 4096, 4096),
     ];
-    for s in shapes {
-        for (cfg, label) in gemm_wide::CONFIGS.iter().zip(gemm_wide::LABELS) {
-            let cfg = *cfg;
-            bench_gemm::<f16>(
-                &format!("gemm f16 wide {label}"),
-                &|a, b, c| gemm_wide::with(cfg).launch(a, b, c),
-                dev,
-                stream,
-                blas,
-                s,
-                cudaDataType::CUDA_R_16F,
-                rows,
-            )?;
-        }
-    }
-    Ok(())
+    time_variants(
+        &shapes,
+        &|label| label.contains("block_m=192"),
+        dev,
+        stream,
+        blas,
+        rows,
+    )
 }
 
 /// Shapes of one or two waves of 128 × 128 tiles, and 4096³ for contrast.
@@ -144,7 +108,14 @@ pub(crate) fn space_rows(
     blas: &CudaBlas,
     rows: &mut Vec<Row>,
 ) -> Res<()> {
-    time_variants(&SHAPES, &|_| true, dev, stream, blas, rows)
+    time_variants(
+        &SHAPES,
+        &|label| !label.contains("block_m=192"),
+        dev,
+        stream,
+        blas,
+        rows,
+    )
 }
 
 /// `bench pitch`: shapes around 1024 that tell a row pitch that is 16-byte
@@ -180,10 +151,10 @@ pub(crate) fn pitch_rows(
         (1024, 1152, 1024),
     ];
     let wanted = [
-        "block_m=128, block_n=128, block_k=64, stages=3, threads=128",
-        "block_m=128, block_n=64, block_k=64, stages=4, threads=256",
-        "block_m=64, block_n=128, block_k=64, stages=8, threads=128",
-        "block_m=128, block_n=128, block_k=64, stages=4, threads=256",
+        "block_m=128, block_n=128, block_k=64, stages=3, threads=128, cluster=1",
+        "block_m=128, block_n=64, block_k=64, stages=4, threads=256, cluster=1",
+        "block_m=64, block_n=128, block_k=64, stages=8, threads=128, cluster=1",
+        "block_m=128, block_n=128, block_k=64, stages=4, threads=256, cluster=1",
     ];
     time_variants(
         &shapes,

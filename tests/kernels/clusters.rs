@@ -1,5 +1,5 @@
 //! Clusters of four and eight blocks that multicast their A tiles
-//! (`T::use_cluster`). On Hopper each block of a cluster loads `128 / n` of
+//! (`T::use_cluster`). On Hopper each block of a cluster loads `1 / n` of
 //! A's rows and the copy engine delivers them to all `n`; elsewhere (and on a
 //! grid whose x extent `n` does not divide) every block loads its own. The
 //! GEMM example keeps only pairs in its tuning space (clusters of four and
@@ -10,34 +10,23 @@
 
 use super::*;
 
-#[tile::kernel(block_m = 128, block_n = 64, block_k = 64, stages = 4, threads = 256, cluster = [4, 8])]
-pub fn cluster_gemm(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
-    T::kernel(
-        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
-        threads,
-        |bx, by| {
-            T::use_cluster(cluster);
-            T::use_swizzle(8);
-            let a_s = T::alloc_shared::<f16>([block_m, block_k]);
-            let b_s = T::alloc_shared::<f16>([block_k, block_n]);
-            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
-            T::clear(acc);
-            for ko in T::pipelined(T::ceildiv(K, block_k), stages) {
-                T::copy(a.at([by * block_m, ko * block_k]), a_s);
-                T::copy(b.at([ko * block_k, bx * block_n]), b_s);
-                T::gemm(a_s, b_s, acc);
-            }
-            T::copy(acc, c.at([by * block_m, bx * block_n]));
-        },
-    );
-}
-
-/// 192-row tiles on three consumer warpgroups (`bench wide`), alone and in
-/// clusters of four: 48 of A's rows per block of a cluster, and a B tile
+/// 128-row tiles in clusters of four and eight, and 192-row tiles on three
+/// consumer warpgroups (`bench wide`) alone and in clusters of four: 48 of
+/// A's rows per block of a cluster, and a B tile
 /// whose 512 16-byte chunks are not a multiple of the 384 threads (the
 /// fallback copy's last pass covers the rows left).
-#[tile::kernel(block_m = 192, block_n = 64, block_k = 64, stages = 4, threads = 384, cluster = [4, 1])]
-pub fn three_warpgroups(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
+#[tile::kernel(
+    block_m = [128, 192],
+    block_n = 64,
+    block_k = 64,
+    stages = 4,
+    threads = [256, 384],
+    cluster = [4, 8, 1],
+    filter = (block_m == 192) == (threads == 384)
+        && (cluster != 8 || block_m == 128)
+        && (cluster != 1 || block_m == 192)
+)]
+pub fn cluster_gemm(a: Tensor<f16, (M, K)>, b: Tensor<f16, (K, N)>, c: TensorMut<f16, (M, N)>) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
@@ -75,22 +64,11 @@ fn clusters_of_four_and_eight_multicast_a() -> TestResult {
             .into_iter()
             .map(round_to::<f16>)
             .collect();
-        for cluster in [4, 8] {
+        for (cfg, label) in cluster_gemm::CONFIGS.iter().zip(cluster_gemm::LABELS) {
             let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
-            cluster_gemm::with(cluster_gemm::Config { cluster }).launch(&a, &b, &mut c)?;
+            cluster_gemm::with(*cfg).launch(&a, &b, &mut c)?;
             check(
-                &format!("cluster_gemm in clusters of {cluster}, {m}x{n}x{k}"),
-                &c,
-                &want,
-                2e-2,
-                2e-2,
-            );
-        }
-        for cluster in [4, 1] {
-            let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
-            three_warpgroups::with(three_warpgroups::Config { cluster }).launch(&a, &b, &mut c)?;
-            check(
-                &format!("three_warpgroups in clusters of {cluster}, {m}x{n}x{k}"),
+                &format!("cluster_gemm {label}, {m}x{n}x{k}"),
                 &c,
                 &want,
                 2e-2,
