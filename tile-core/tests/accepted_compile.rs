@@ -204,3 +204,33 @@ fn a_variant_parameter_with_a_raw_name() {
     let def = tile_core::frontend::parse_kernel_source(src).unwrap_or_else(|d| panic!("{}", d[0]));
     tile_core::compile(def).unwrap_or_else(|d| panic!("{}", d[0]));
 }
+
+/// Found by the fuzzer: in a vectorized nest whose store is guarded (a
+/// ragged edge), a `let` before the guard that reads a register fragment
+/// (`let x = acc1[(i, j)] * s;`) was emitted where no lane was set, and the
+/// kernel failed with an error at no span. The guard is tested at the
+/// chunk's first lane, with that lane's register.
+#[test]
+fn a_let_reading_a_fragment_before_a_chunks_guard() {
+    let src = r#"
+        #[tile::kernel(bm = 64, bk = 32, threads = 128)]
+        fn k(a: Tensor<f16, (bm, bk)>, b: Tensor<f16, (bk, bm)>, c: TensorMut<f32, (M, bm)>) {
+            T::kernel(1, threads, |bx| {
+                let a_s = T::alloc_shared::<f16>([bm, bk]);
+                let b_s = T::alloc_shared::<f16>([bk, bm]);
+                let acc1 = T::alloc_fragment::<f32>([bm, bm]);
+                let acc2 = T::alloc_fragment::<f32>([bm, bm]);
+                T::copy(a, a_s);
+                T::copy(b, b_s);
+                T::clear(acc1);
+                T::clear(acc2);
+                T::gemm(a_s, b_s, acc1);
+                for (i, j) in T::parallel([bm, bm]) {
+                    let x = acc1[(i, j)] * 1.0001;
+                    c[(i, j)] = x + acc2[(j, i)];
+                }
+            });
+        }"#;
+    let cu = builds("let_of_a_fragment_before_a_guard", src);
+    assert!(cu.contains("bool tl_in"), "the guarded chunk form: {cu}");
+}

@@ -241,18 +241,35 @@ impl Writer<'_> {
     ) -> Result<(), Diagnostic> {
         let f = self.f;
         let name = ident(&f.var(inner_var).name);
+        let thread_rows = Some((
+            n.vars.len(),
+            crate::analysis::ownership::thread_row_stride(&n.extents, f.launch.threads),
+        ));
         // The bounds guard, uniform over the chunk: its lets, then the guard
-        // at the first lane, in a scope of their own.
+        // at the first lane, in a scope of their own. A let may read a
+        // register fragment (`let x = acc[(i, j)] * s;`): at the first lane's
+        // register, with plain loads (the chunk's vector loads come after).
         let body = match &guard {
             Some((cond, pre, then)) => {
                 self.line(&format!("bool tl_in{k};"));
                 self.line("{");
                 self.depth += 1;
                 self.line(&format!("const int {name} = tl_base{k};"));
-                for s in pre {
-                    self.stmt(s)?;
-                }
-                let c = self.expr(cond)?;
+                self.lane = Some(Lane {
+                    slot: if v == 1 {
+                        it.to_string()
+                    } else {
+                        format!("{it} * {v}")
+                    },
+                    vloads: Vec::new(),
+                    vstore: None,
+                    row: None,
+                    thread_rows,
+                });
+                let r = pre.iter().try_for_each(|s| self.stmt(s));
+                let c = r.and_then(|()| self.expr(cond));
+                self.lane = None;
+                let c = c?;
                 self.line(&format!("tl_in{k} = {c};"));
                 self.depth -= 1;
                 self.line("}");
@@ -290,10 +307,7 @@ impl Writer<'_> {
             vloads,
             vstore: vstore.clone(),
             row: None,
-            thread_rows: Some((
-                n.vars.len(),
-                crate::analysis::ownership::thread_row_stride(&n.extents, f.launch.threads),
-            )),
+            thread_rows,
         });
         let r = self.stmt(&body);
         self.lane = None;
