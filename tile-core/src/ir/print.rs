@@ -226,12 +226,16 @@ impl Printer<'_> {
                             let tiles: Vec<&str> =
                                 p.tiles.iter().map(|&b| f.buf(b).name.as_str()).collect();
                             format!(
-                                "T.Pipelined[num_stages={stages}, producers=({}){}{}{}{}]",
+                                "T.Pipelined[num_stages={stages}, producers=({}){}{}{}{}{}]",
                                 tiles.join(", "),
                                 match (p.warp_specialized, p.persistent) {
                                     (true, true) => ", warp_specialized=true, persistent=true",
                                     (true, false) => ", warp_specialized=true",
                                     _ => "",
+                                },
+                                match &p.ws_why {
+                                    Some(w) => format!(", ws_why={w:?}"),
+                                    None => String::new(),
                                 },
                                 if p.multicast.is_empty() {
                                     String::new()

@@ -34,6 +34,9 @@ pub struct Pipeline {
     /// away) and the block's own warpgroups consuming, on a full/empty
     /// mbarrier pair per stage (`plan_pipelines` says when).
     pub warp_specialized: bool,
+    /// Hopper: why a pipeline whose consumers run a `wgmma` gemm is not
+    /// warp-specialized (`tile inspect` shows it).
+    pub ws_why: Option<String>,
     /// A warp-specialized pipeline that is the body of a serial loop (a
     /// persistent kernel's loop over its tiles) whose iterations the producer
     /// runs too: one pipe for every tile, so the producer fills the next

@@ -92,13 +92,14 @@ fn lower(
             prefer: p @ (CopyPref::CpAsync | CopyPref::Tma),
             ..
         } if target == Target::Cuda => {
-            errs.push(Diagnostic::at(loc, format!(
-                "kernel `{}`: `instruction = \"{}\"`: this copy is not a tile copy: a 2-D tile of a global \
-                 tensor, from an origin that is provably not negative, into a whole swizzled shared tile of \
-                 its dtype (a tensor-core operand), whose rows' 16-byte chunks divide the block's threads",
-                f.name,
-                p.name()
-            )));
+            errs.push(Diagnostic::at(
+                loc,
+                format!(
+                    "kernel `{}`: `instruction = \"{}\"`: this copy is not a tile copy: {TILE_COPY_RULE}",
+                    f.name,
+                    p.name()
+                ),
+            ));
             copy(f, src, dst, None, false)
         }
         Stmt::Copy { src, dst, pad, .. } => copy(f, src, dst, pad, false),
@@ -210,17 +211,57 @@ pub fn chunk_elems(t: DType) -> i64 {
 /// of a panel's columns, 64 or 128, by all rows per panel; a box has at most
 /// 256 rows).
 pub fn is_tma_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
+    tma_shape_refusal(f, src, dst).is_none()
+}
+
+/// The first condition of [`is_tma_copy`] that the tile copy `src` → `dst`
+/// fails, in words.
+fn tma_shape_refusal(f: &PrimFunc, src: &Region, dst: &Region) -> Option<String> {
     let (g, s) = (f.buf(src.buf), f.buf(dst.buf));
     let Some(&[rows, cols]) = s.const_shape().as_deref() else {
-        return false;
+        return Some(format!("`{}` is not a 2-D tile of constant shape", s.name));
     };
-    f.arch == CudaArch::Sm90a
-        && g.shape.len() >= 2
-        && s.layout == Some(Layout::WgmmaOperand)
-        && (cols * s.dtype.bytes()) % 128 == 0
-        && rows % 8 == 0
-        && rows <= 256
+    let bytes = cols * s.dtype.bytes();
+    if f.arch != CudaArch::Sm90a {
+        Some("bulk tensor copies need sm_90a".into())
+    } else if g.shape.len() < 2 {
+        Some(format!("`{}` is not a matrix", g.name))
+    } else if s.layout != Some(Layout::WgmmaOperand) {
+        Some(format!("`{}` is not a `wgmma` operand tile", s.name))
+    } else if bytes % 128 != 0 {
+        Some(format!(
+            "`{}`'s rows are {bytes} bytes, not whole 128-byte panels",
+            s.name
+        ))
+    } else if rows % 8 != 0 || rows > 256 {
+        Some(format!(
+            "`{}` has {rows} rows, not whole 8-row groups up to 256",
+            s.name
+        ))
+    } else {
+        None
+    }
 }
+
+/// Why the tile copy `src` → `dst` (one [`is_tile_copy`] accepts) is a
+/// `cp.async` tile copy rather than a bulk tensor copy, in words (a
+/// pipeline it feeds is then not warp-specialized; `plan_pipelines` says so).
+pub fn tma_refusal(f: &PrimFunc, src: &Region, dst: &Region, prefer: CopyPref) -> String {
+    if prefer == CopyPref::CpAsync {
+        return "it asks for `instruction = \"cp_async\"`".into();
+    }
+    if vector_if(f, src).is_none() {
+        return "its row length or first column is not provably a multiple of 16 bytes".into();
+    }
+    tma_shape_refusal(f, src, dst).unwrap_or_else(|| "it is one".into())
+}
+
+/// What a copy must be for CUDA to keep it whole (a tile copy, see
+/// [`is_tile_copy`]), in words, for the errors and explanations that need it.
+pub const TILE_COPY_RULE: &str =
+    "a 2-D tile of a global tensor, from an origin that is provably not \
+     negative, into a whole swizzled shared tile of its dtype (a tensor-core operand), whose rows' \
+     16-byte chunks divide the block's threads";
 
 /// The dynamic dims that must be multiples of 8 for every tile of a tile copy
 /// from `src` to move as whole 16-byte chunks (8 two-byte elements): the

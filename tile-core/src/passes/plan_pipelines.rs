@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 
 mod multicast;
 mod rotate;
+mod why;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     f.schedule.pipelines = plan(&f);
@@ -35,6 +36,15 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         let rotation = rotate::rotate(&mut f, var);
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
             p.rotate = rotation;
+        }
+    } else {
+        // None is: on Hopper, each pipeline with a `wgmma` says why.
+        let vars: Vec<VarId> = f.schedule.pipelines.keys().copied().collect();
+        for var in vars {
+            let why = why::ws_refusal(&f, var);
+            if let Some(p) = f.schedule.pipelines.get_mut(&var) {
+                p.ws_why = why;
+            }
         }
     }
     // What a cluster shares: the warp-specialized pipeline's tiles, or, when
@@ -418,6 +428,7 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
                 rotate: None,
                 multicast: Vec::new(),
                 multicast_why: None,
+                ws_why: None,
             },
         );
     });

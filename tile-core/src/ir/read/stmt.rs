@@ -290,6 +290,7 @@ impl Reader {
                     let (mut warp_specialized, mut persistent) = (false, false);
                     let mut rotate = None;
                     let (mut multicast, mut multicast_why) = (Vec::new(), None);
+                    let mut ws_why = None;
                     // The plan's optional fields, in the printer's order.
                     while c.eat_punct(",") {
                         if c.at_ident("warp_specialized") && !warp_specialized {
@@ -300,6 +301,9 @@ impl Reader {
                             c.kwarg("persistent")?;
                             c.keyword("true")?;
                             persistent = true;
+                        } else if c.at_ident("ws_why") && !warp_specialized && ws_why.is_none() {
+                            c.kwarg("ws_why")?;
+                            ws_why = Some(c.string()?);
                         } else if c.at_ident("multicast") && multicast.is_empty() {
                             c.kwarg("multicast")?;
                             c.punct("(")?;
@@ -340,7 +344,7 @@ impl Reader {
                             });
                         } else {
                             return c.expected(
-                                "`warp_specialized`, `persistent`, `multicast`, `multicast_why` or `rotate`",
+                                "`warp_specialized`, `persistent`, `ws_why`, `multicast`, `multicast_why` or `rotate`",
                             );
                         }
                     }
@@ -352,6 +356,7 @@ impl Reader {
                         rotate,
                         multicast,
                         multicast_why,
+                        ws_why,
                     });
                 }
                 c.punct("]")?;
