@@ -119,7 +119,11 @@ need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
 for k in $(kernels_of tests/kernels/clusters.rs); do build_kernel tests/kernels/clusters.rs "$k" sm_90a; done
 for n in 2 4 8; do
   NN_CLUSTER=$( (kernels_of examples/gemm.rs; kernels_of tests/kernels/clusters.rs) \
-    | grep -E "^(gemm_nn_f16__.*_|cluster_gemm__)cluster$n\$" | head -1)
+    | grep -E "^(gemm_nn_f16__.*_|cluster_gemm__(.*_)?)cluster$n\$" | head -1 || true)
+  if [ -z "$NN_CLUSTER" ]; then
+    echo "FAIL no NN GEMM in clusters of $n among the example's and tests/kernels/clusters.rs's kernels"
+    fail=1; continue
+  fi
   need "$NN_CLUSTER" 'UTMALDG[.A-Z0-9]*MULTICAST' 'multicast bulk tensor copies (UTMALDG.MULTICAST)' sm_90a
   need "$NN_CLUSTER" 'UCGABAR' 'cluster barriers (UCGABAR)' sm_90a
 done

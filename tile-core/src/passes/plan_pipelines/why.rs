@@ -120,7 +120,13 @@ pub(super) fn ws_refusal(f: &PrimFunc, var: VarId) -> Option<String> {
         }
     }
     if ws_body(f, body).is_some() {
-        return None;
+        // It qualifies, but `warp_specialized` looks at the first pipelined
+        // loop of the top level only.
+        return Some(
+            "an earlier pipelined loop of the kernel's top level is the one considered (at most one is \
+             warp-specialized)"
+                .into(),
+        );
     }
     let (mut clears, mut nested) = (None, false);
     for x in items.iter().skip_while(|x| producer_target(f, x).is_some()) {
