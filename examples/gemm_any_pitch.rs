@@ -23,27 +23,14 @@ pub mod gemm;
 
 use tile::prelude::*;
 
-/// `y` = `x` in its top-left `R × C` corner and zero elsewhere: a guarded read
-/// outside `x` gives 0 (README, "Out-of-bounds reads"), and the stores cover
-/// all of `y`.
+/// `y` = `x` where both have the element and 0 elsewhere in `y`: a guarded
+/// read outside `x` gives 0 (README, "Out-of-bounds reads"), and stores
+/// outside `y` are skipped. Into a larger `y` it pads `x` with zeros; into
+/// a smaller one it keeps `x`'s top-left corner.
 #[tile::kernel(dtype = [f16, bf16], block_r = 16, block_c = 256, threads = 256)]
-pub fn pad(x: Tensor<dtype, (R, C)>, y: TensorMut<dtype, (RP, CP)>) {
+pub fn resize(x: Tensor<dtype, (R, C)>, y: TensorMut<dtype, (RY, CY)>) {
     T::kernel(
-        [T::ceildiv(CP, block_c), T::ceildiv(RP, block_r)],
-        threads,
-        |bx, by| {
-            for (i, j) in T::parallel([block_r, block_c]) {
-                y[(by * block_r + i, bx * block_c + j)] = x[(by * block_r + i, bx * block_c + j)];
-            }
-        },
-    );
-}
-
-/// `y` = the top-left `R × C` corner of `x` (stores outside `y` are skipped).
-#[tile::kernel(dtype = [f16, bf16], block_r = 16, block_c = 256, threads = 256)]
-pub fn unpad(x: Tensor<dtype, (RP, CP)>, y: TensorMut<dtype, (R, C)>) {
-    T::kernel(
-        [T::ceildiv(C, block_c), T::ceildiv(R, block_r)],
+        [T::ceildiv(CY, block_c), T::ceildiv(RY, block_r)],
         threads,
         |bx, by| {
             for (i, j) in T::parallel([block_r, block_c]) {
@@ -57,9 +44,9 @@ pub fn unpad(x: Tensor<dtype, (RP, CP)>, y: TensorMut<dtype, (R, C)>) {
 pub type GemmFn<'a, E> =
     &'a dyn Fn(&Tensor<E>, &Tensor<E>, &mut Tensor<E>) -> Result<(), tile::Error>;
 
-/// The element types [`AnyPitch`] runs: those of its three kernels.
-pub trait Dtype: gemm::gemm_nn::Dtype + pad::Dtype + unpad::Dtype {}
-impl<E: gemm::gemm_nn::Dtype + pad::Dtype + unpad::Dtype> Dtype for E {}
+/// The element types [`AnyPitch`] runs: those of its two kernels.
+pub trait Dtype: gemm::gemm_nn::Dtype + resize::Dtype {}
+impl<E: gemm::gemm_nn::Dtype + resize::Dtype> Dtype for E {}
 
 /// `x` rounded up to a multiple of 8 (16 bytes of 2-byte elements).
 fn up8(x: usize) -> usize {
@@ -117,7 +104,7 @@ impl<E: Dtype> AnyPitch<E> {
             return gemm(a, b, c);
         }
         let bp = buffer(&mut self.b, &[up8(k), up8(n)], a.device())?;
-        pad(b, bp)?;
+        resize(b, bp)?;
         multiply((&mut self.a, &mut self.c), a, bp, (k, n), c, gemm)
     }
 }
@@ -137,7 +124,7 @@ fn multiply<E: Dtype>(
     let dev = a.device();
     let ap = if kp != k {
         let ap = buffer(a_slot, &[m, kp], dev)?;
-        pad(a, ap)?;
+        resize(a, ap)?;
         &*ap
     } else {
         a
@@ -147,7 +134,7 @@ fn multiply<E: Dtype>(
     }
     let cp = buffer(c_slot, &[m, np], dev)?;
     gemm(ap, bp, cp)?;
-    unpad(cp, c)
+    resize(cp, c)
 }
 
 /// A B (K × N) that stays fixed across calls (weights), padded once.
@@ -176,7 +163,7 @@ impl<E: Dtype> FixedB<E> {
             b.clone()
         } else {
             let mut bp = Tensor::zeros(&[up8(k), up8(n)], b.device())?;
-            pad(b, &mut bp)?;
+            resize(b, &mut bp)?;
             bp
         };
         Ok(Self {
