@@ -117,6 +117,9 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   # The whole example still runs under memcheck.
   san gemm_nn "$B/gemm" 200 130 150 cluster=1
   san gemm_nn_pairs "$B/gemm" 200 130 150 cluster=2
+  # K split over clusters (`T::use_split_k`): partial sums read from another
+  # block's shared memory.
+  san gemm_nn_split "$B/gemm" 200 130 150 splits=2
   # Each fixed kernel of the example, then the pairs, in one process: which
   # earlier kernel the clustered launch's fault under racecheck needs.
   for k in gemm_nn_f16 gemm_nn_bf16 gemm_nt gemm_tn gemm_persistent_f16 gemm_persistent_bf16; do
@@ -138,6 +141,7 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   # and three consumer warpgroups in clusters of four (tests/kernels).
   san kernels_odd_widths "$B/tests/kernels" odd_widths --test-threads=1
   san kernels_clusters "$B/tests/kernels" clusters --test-threads=1
+  san kernels_split_k "$B/tests/kernels" split_k --test-threads=1
 fi
 echo
 echo "================ summary ================"

@@ -14,7 +14,7 @@ use tile::prelude::*;
 
 /// NN, written once over the element type and over a space of tile
 /// configurations: `gemm_nn::<f16>` and `gemm_nn::<bf16>`, each built ahead
-/// of time in every variant the filter keeps (16). A plain call runs the
+/// of time in every variant the filter keeps (18). A plain call runs the
 /// default (the first value of every list: 128 × 128 × 64, 3 stages, 4
 /// warps) unless these shapes were tuned in this process;
 /// `gemm_nn::tune().launch(..)` (or `TILE_AUTOTUNE=1`) times the variants on
@@ -45,6 +45,16 @@ use tile::prelude::*;
 /// 1000³'s 128 blocks of 128 × 64 ran a second wave and took 1.4–1.5× as long
 /// as in pairs; they were slower at every shape timed (tests/kernels runs
 /// them against a host reference).
+///
+/// Two variants split K over a pair of blocks (`splits = 2`,
+/// `T::use_split_k`): 128 × 128 on two warpgroups with 4 stages and 64 × 128
+/// with 6. Each output tile is then two blocks in one cluster, each summing
+/// half the k steps, the second block's partial sums added into the first's
+/// through the cluster's shared memory before the epilogue. For grids that
+/// fill the GPU less than once: 1000³ in 128 × 128 tiles is 64 blocks on 132
+/// SMs, 128 split; 127 × 8192 × 8192 likewise. Built and checked on the CPU
+/// and with nvcc; their time on the H200 is not measured yet
+/// (bench/RESULTS.md says when it is).
 #[tile::kernel(
     dtype = [f16, bf16],
     block_m = [128, 64, 16],
@@ -53,8 +63,12 @@ use tile::prelude::*;
     stages = [3, 4, 6],
     threads = [128, 256],
     cluster = [1, 2],
+    splits = [1, 2],
     filter = (block_m == 16) == (block_k == 128)
         && (cluster == 1 || (block_m == 128 && block_n <= 128 && threads == 256 && stages == 4))
+        && (splits == 1
+            || (cluster == 1 && block_m == 128 && block_n == 128 && threads == 256 && stages == 4)
+            || (block_m == 64 && block_n == 128 && stages == 6))
         && (block_m != 16 || (threads == 128 && block_n == 64 && stages <= 4))
         && block_m * block_n / threads <= 128
         && (threads == 128 || block_m == 128)
@@ -67,6 +81,7 @@ pub fn gemm_nn(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<
         threads,
         |bx, by| {
             T::use_cluster(cluster);
+            T::use_split_k(splits);
             T::use_swizzle(8);
             let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
             let b_s = T::alloc_shared::<dtype>([block_k, block_n]);

@@ -395,6 +395,27 @@ fn launch_cuda(
     args: &[ArgRef<'_>],
     capturing: bool,
 ) -> Result<()> {
+    // A kernel whose loop is split over clusters runs `split` blocks along x for each
+    // of the spec's (checked against CUDA's limit like the spec's own grid).
+    if let Some(p) = loaded.tma.as_deref().filter(|p| p.split > 1) {
+        let x = grid[0] * i64::from(p.split);
+        if x > CUDA_GRID_LIMITS[0] {
+            return Err(Error::Grid {
+                kernel: p.kernel,
+                axis: 0,
+                message: format!(
+                    "extent {} times the {} blocks that split its loop is {x}, over the CUDA limit {}",
+                    grid[0], p.split, CUDA_GRID_LIMITS[0]
+                ),
+            });
+        }
+    }
+    let split = loaded
+        .tma
+        .as_deref()
+        .map_or(1, |p| i64::from(p.split.max(1)));
+    let x = grid[0] * split;
+    let grid = [x, grid[1], grid[2]];
     with_locked(args, |held| {
         if !capturing {
             for l in held.iter().flatten() {

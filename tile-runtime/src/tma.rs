@@ -11,7 +11,9 @@
 //!
 //! The block then has `threads` threads (the spec's plus a producer warpgroup), blocks
 //! `nk .. nk + n - 1` along x run as one cluster when `cluster=n` is given and n divides the
-//! grid's x extent (the kernel reads its cluster's size and shares copies only then), and the
+//! grid's x extent (the kernel reads its cluster's size and shares copies only then); with
+//! `split=n` as well, the grid's x extent is multiplied by n first (each of the spec's
+//! blocks becomes a cluster of n that splits its loop: `T::use_split_k`); and the
 //! kernel takes one `CUtensorMap` per `tile:tma` line, by value, after the dynamic dims:
 //! map `i` describes buffer parameter `param`, a row-major tensor of 2-byte elements, as
 //! a matrix (rank 2) or, when it has leading dims, as a batch of matrices (rank 3: the
@@ -50,6 +52,10 @@ pub(crate) struct LaunchPlan {
     /// the blocks of a cluster when it finds itself launched in one, so the launcher uses
     /// clusters only when the grid's x extent is a multiple of this.
     pub cluster: u32,
+    /// Blocks along x for each of the spec's grid (1: the spec's grid). A kernel whose
+    /// loop is split over the blocks of a cluster (`T::use_split_k`, `split=n`) runs `n`
+    /// blocks per output tile, launched as one cluster of `n`.
+    pub split: u32,
     /// The tensor maps the kernel takes after its dims, in order.
     pub maps: Vec<MapSpec>,
 }
@@ -69,6 +75,7 @@ impl LaunchPlan {
         let mut plan = LaunchPlan {
             kernel,
             cluster: 1,
+            split: 1,
             ..LaunchPlan::default()
         };
         for line in source.lines().take_while(|l| l.starts_with("//")) {
@@ -76,6 +83,10 @@ impl LaunchPlan {
                 plan.threads = field(rest, "threads").and_then(|v| v.parse().ok());
                 plan.cluster = field(rest, "cluster")
                     .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
+                plan.split = field(rest, "split")
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&n| n >= 1)
                     .unwrap_or(1);
             } else if let Some(rest) = line.strip_prefix("// tile:tma ") {
                 let param = field(rest, "param").and_then(|v| v.parse().ok())?;
@@ -398,7 +409,10 @@ mod tests {
         assert_eq!((q.threads, q.cluster), (Some(256), 2));
         let eights = GEMM.replace("threads=256\n", "threads=256 cluster=8\n");
         let q = LaunchPlan::of_source("gemm", &eights).expect("a plan");
-        assert_eq!((q.threads, q.cluster), (Some(256), 8));
+        assert_eq!((q.threads, q.cluster, q.split), (Some(256), 8, 1));
+        let split = GEMM.replace("threads=256\n", "threads=256 cluster=2 split=2\n");
+        let q = LaunchPlan::of_source("gemm", &split).expect("a plan");
+        assert_eq!((q.threads, q.cluster, q.split), (Some(256), 2, 2));
         assert_eq!(
             p.maps,
             vec![
@@ -430,6 +444,7 @@ mod tests {
             kernel: "k",
             threads: Some(256),
             cluster: 1,
+            split: 1,
             maps: vec![
                 MapSpec {
                     param: 0,

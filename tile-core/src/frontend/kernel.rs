@@ -176,7 +176,10 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
 /// which; elsewhere nothing changes). Only recorded here.
 pub(super) fn cluster(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
     match expr::lower(cx, k.args[0]).as_int() {
-        Some(n @ (1 | 2 | 4 | 8)) => cx.f.launch.cluster = n,
+        Some(n @ (1 | 2 | 4 | 8)) => {
+            cx.f.launch.cluster = n;
+            not_both(cx, k);
+        }
         _ => cx.err(
             k.span(),
             format!(
@@ -186,6 +189,46 @@ pub(super) fn cluster(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
         ),
     }
     Vec::new()
+}
+
+/// `T::use_split_k(n)`: on Hopper the kernel's warp-specialized pipelined
+/// loop may run its iterations over `n` blocks (1, 2, 4 or 8) launched as
+/// one cluster, each a contiguous range, with the accumulators its gemms
+/// add into summed into the cluster's first block, which alone runs the
+/// statements after the loop (`plan_pipelines` decides and says why not;
+/// elsewhere, and on the CPU, nothing changes). For grids of output tiles
+/// that fill the GPU less than once (few rows, or `M x N` near the tile
+/// count): the same work on `n` times the multiprocessors. Only recorded
+/// here.
+pub(super) fn split_k(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
+    match expr::lower(cx, k.args[0]).as_int() {
+        Some(n @ (1 | 2 | 4 | 8)) => {
+            cx.f.launch.split_k = n;
+            not_both(cx, k);
+        }
+        _ => cx.err(
+            k.span(),
+            format!(
+                "{} takes a compile-time number of blocks of 1, 2, 4 or 8",
+                k.usage()
+            ),
+        ),
+    }
+    Vec::new()
+}
+
+/// A cluster's blocks either share tile copies (`T::use_cluster`) or split
+/// a loop's iterations (`T::use_split_k`), not both: the launcher runs one
+/// cluster shape.
+fn not_both(cx: &mut Ctx, k: &Call) {
+    if cx.f.launch.cluster > 1 && cx.f.launch.split_k > 1 {
+        cx.err(
+            k.span(),
+            "`T::use_cluster(n)` with n > 1 and `T::use_split_k(n)` with n > 1 cannot both \
+             open a kernel: a cluster's blocks either share their tile copies or split the \
+             loop's iterations (choose one per variant, e.g. with a `filter`)",
+        );
+    }
 }
 
 /// `T::use_swizzle(panel)`: block rasterization for L2 reuse. Consecutive

@@ -16,6 +16,11 @@ pub struct Launch {
     /// run as a cluster of `n` (1, 2, 4 or 8), sharing the tile copies that
     /// `plan_pipelines` finds equal in all of them (`Pipeline::multicast`).
     pub cluster: i64,
+    /// `T::use_split_k(n)`: on Hopper, the warp-specialized pipeline's
+    /// iterations may be split over `n` blocks (1, 2, 4 or 8) launched as one
+    /// cluster, their accumulators summed into the first (`plan_pipelines`
+    /// decides, `Pipeline::split`); elsewhere nothing changes.
+    pub split_k: i64,
 }
 
 /// A compile-time parameter from the attribute, kept for the script.
@@ -107,6 +112,7 @@ impl PrimFunc {
                 block_vars: Vec::new(),
                 threads,
                 cluster: 1,
+                split_k: 1,
             },
             body: Stmt::Seq(Vec::new()),
             smem: SharedPool::default(),

@@ -27,7 +27,7 @@ mod walk;
 pub use expr::*;
 pub use func::*;
 pub use names::NameIndex;
-pub use schedule::{NestPlan, Pipeline, Rotation, Schedule, SharedPool};
+pub use schedule::{NestPlan, Pipeline, Rotation, Schedule, SharedPool, Split};
 pub use stmt::*;
 
 use std::fmt;

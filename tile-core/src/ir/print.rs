@@ -19,6 +19,16 @@ pub fn script(f: &PrimFunc) -> String {
     p.out
 }
 
+/// One statement's script text (with its nested statements), unindented.
+pub fn stmt_text(f: &PrimFunc, s: &Stmt) -> String {
+    let mut p = Printer {
+        f,
+        out: String::new(),
+    };
+    p.stmt(s, 0);
+    p.out
+}
+
 struct Printer<'a> {
     f: &'a PrimFunc,
     out: String,
@@ -97,16 +107,39 @@ impl Printer<'_> {
         } else {
             format!(", cluster={}", f.launch.cluster)
         };
+        let split = if f.launch.split_k == 1 {
+            String::new()
+        } else {
+            format!(", split_k={}", f.launch.split_k)
+        };
         self.line(
             1,
             &format!(
-                "with T.Kernel({}, threads={}{cluster}{pool}) as ({}):",
+                "with T.Kernel({}, threads={}{cluster}{split}{pool}) as ({}):",
                 grid.join(", "),
                 f.launch.threads,
                 bvars.join(", ")
             ),
         );
         self.stmt(&f.body, 2);
+    }
+
+    /// `, split_k=(2, acc)` (the blocks and the accumulators they sum) or
+    /// `, split_why=".."`; nothing when the kernel does not ask to split.
+    fn split(&self, p: &Pipeline) -> String {
+        let mut t = String::new();
+        if let Some(s) = &p.split {
+            let accs: Vec<&str> = s
+                .accs
+                .iter()
+                .map(|&b| self.f.buf(b).name.as_str())
+                .collect();
+            t.push_str(&format!(", split_k=({}, {})", s.blocks, accs.join(", ")));
+        }
+        if let Some(w) = &p.split_why {
+            t.push_str(&format!(", split_why={w:?}"));
+        }
+        t
     }
 
     /// `vector=8` or `vector=2, vector_if=(8, N, K)` (8 wide when N and K are
@@ -226,7 +259,7 @@ impl Printer<'_> {
                             let tiles: Vec<&str> =
                                 p.tiles.iter().map(|&b| f.buf(b).name.as_str()).collect();
                             format!(
-                                "T.Pipelined[num_stages={stages}, producers=({}){}{}{}{}{}]",
+                                "T.Pipelined[num_stages={stages}, producers=({}){}{}{}{}{}{}]",
                                 tiles.join(", "),
                                 match (p.warp_specialized, p.persistent) {
                                     (true, true) => ", warp_specialized=true, persistent=true",
@@ -260,7 +293,8 @@ impl Printer<'_> {
                                         if r.pingpong { ", pingpong=true" } else { "" }
                                     ),
                                     None => String::new(),
-                                }
+                                },
+                                self.split(p)
                             )
                         }
                     },

@@ -335,7 +335,7 @@ impl Reader {
         Ok(())
     }
 
-    /// `with T.Kernel(grid.., threads=N[, cluster=C][, smem_bytes=B]) as (bx, ..):`
+    /// `with T.Kernel(grid.., threads=N[, cluster=C][, split_k=S][, smem_bytes=B]) as (bx, ..):`
     fn kernel(&mut self) -> Res<()> {
         let l = self.take_line(1)?;
         let mut c = Cursor::new(&l);
@@ -354,9 +354,15 @@ impl Reader {
         }
         c.kwarg("threads")?;
         self.f.launch.threads = c.int()?;
-        if c.eat_punct(",") && c.at_ident("cluster") {
+        let comma = c.eat_punct(",");
+        if comma && c.at_ident("cluster") {
             c.kwarg("cluster")?;
             self.f.launch.cluster = c.int()?;
+            c.eat_punct(",");
+        }
+        if comma && c.at_ident("split_k") {
+            c.kwarg("split_k")?;
+            self.f.launch.split_k = c.int()?;
             c.eat_punct(",");
         }
         if c.at_ident("smem_bytes") {
@@ -428,17 +434,20 @@ def all_forms(a: Tensor((M, 4), float16), o: TensorMut((M,), float32)):
     }
 
     /// The pipeline plans `plan_pipelines` prints (warp specialization, the
-    /// tiles a cluster shares, why it shares none) read back as printed.
+    /// tiles a cluster shares, why it shares none, a split loop, why it is
+    /// not split) read back as printed.
     #[test]
     fn pipeline_plans_read_back() {
         for case in [
             include_str!("../../tests/passes/plan_pipelines/hopper_cluster4_multicast.ir"),
             include_str!("../../tests/passes/plan_pipelines/hopper_cluster4_panel_6.ir"),
+            include_str!("../../tests/passes/plan_pipelines/hopper_split_k.ir"),
+            include_str!("../../tests/passes/plan_pipelines/hopper_split_k_bias.ir"),
         ] {
             let (_, planned) = case
                 .split_once("# ---- expected ----\n")
                 .expect("an expected part");
-            assert!(planned.contains("multicast"));
+            assert!(planned.contains("multicast") || planned.contains("split_"));
             let f = read(planned).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(f.script(), planned);
         }

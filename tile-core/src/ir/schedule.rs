@@ -56,6 +56,26 @@ pub struct Pipeline {
     /// Why nothing is in `multicast` when the kernel asks for clusters
     /// (`tile inspect` shows it).
     pub multicast_why: Option<String>,
+    /// The kernel asks to split K (`Launch::split_k`) and this
+    /// warp-specialized pipeline can be: its iterations are divided into
+    /// `blocks` contiguous ranges, one per block of a cluster along x (the
+    /// grid's x extent times `blocks`), and the accumulators its gemms add
+    /// into are summed into the cluster's first block, which alone runs the
+    /// statements after the loop.
+    pub split: Option<Split>,
+    /// Why the pipeline is not split when the kernel asks for it (`tile
+    /// inspect` shows it).
+    pub split_why: Option<String>,
+}
+
+/// A pipeline's K range split over the blocks of a cluster (`Pipeline::split`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    /// Blocks per output tile: 2, 4 or 8.
+    pub blocks: i64,
+    /// The register fragments the loop's gemms accumulate into (each block
+    /// starts them at zero), summed in rank order into the first block's.
+    pub accs: Vec<BufId>,
 }
 
 /// Where a rotated pipeline's consumer statements (its body after the

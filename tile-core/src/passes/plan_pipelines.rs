@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 
 mod multicast;
 mod rotate;
+mod split;
 mod why;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
@@ -58,6 +59,16 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
             p.multicast = shared;
             p.multicast_why = why;
+        }
+    }
+    // Whether a cluster's blocks split the warp-specialized pipeline's
+    // iterations (`T::use_split_k`); every pipeline says why not otherwise.
+    let vars: Vec<VarId> = f.schedule.pipelines.keys().copied().collect();
+    for var in vars {
+        let (split, why) = split::split(&f, var);
+        if let Some(p) = f.schedule.pipelines.get_mut(&var) {
+            p.split = split;
+            p.split_why = why;
         }
     }
     tma_requests_met(&f)?;
@@ -306,7 +317,7 @@ fn ws_body(f: &PrimFunc, body: &Stmt) -> Option<usize> {
 
 /// A statement that touches no memory but registers: scalar bindings, buffer
 /// declarations, and loops storing only into fragments or per-thread arrays.
-fn registers_only(f: &PrimFunc, s: &Stmt) -> bool {
+pub(super) fn registers_only(f: &PrimFunc, s: &Stmt) -> bool {
     let mut ok = true;
     s.visit(&mut |x| match x {
         Stmt::Seq(_)
@@ -429,6 +440,8 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
                 multicast: Vec::new(),
                 multicast_why: None,
                 ws_why: None,
+                split: None,
+                split_why: None,
             },
         );
     });

@@ -118,10 +118,12 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     if let Some(p) = &w.ws {
         launch_threads += pipeline_producer_threads();
         // Clusters of n blocks along x, when n divides the grid's x extent.
-        let cluster = if p.multicast.is_empty() {
-            String::new()
-        } else {
-            format!(" cluster={}", f.launch.cluster)
+        // Or, with the loop split over clusters of n, n blocks along x
+        // for each of the spec's (`split=n`).
+        let cluster = match (&p.split, p.multicast.is_empty()) {
+            (Some(sp), _) => format!(" cluster={0} split={0}", sp.blocks),
+            (None, true) => String::new(),
+            (None, false) => format!(" cluster={}", f.launch.cluster),
         };
         let _ = writeln!(head, "// tile:launch threads={launch_threads}{cluster}");
         for (i, &(b, rows)) in p.maps.iter().enumerate() {
@@ -195,12 +197,27 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         "\nextern \"C\" __global__ void __launch_bounds__({bounds}) {entry}({}) {{",
         params.join(", ")
     );
+    let split =
+        w.ws.as_ref()
+            .and_then(|p| p.split.as_ref())
+            .map(|s| s.blocks);
     for (d, &v) in f.launch.block_vars.iter().enumerate() {
         let axis = ["x", "y", "z"][d];
+        let index = match split {
+            Some(b) if d == 0 => format!("(int)blockIdx.x / {b}"),
+            _ => format!("(int)blockIdx.{axis}"),
+        };
+        w.line(&format!("const int {} = {index};", ident(&f.var(v).name)));
+    }
+    if let Some(b) = split {
+        // The launcher runs `b` blocks along x for each of the grid's, as
+        // one cluster (`split=`): block `r` of it runs the `r`-th range of
+        // the split loop. Launched otherwise, the first runs them all.
+        w.line(&format!("const unsigned tl_krank = blockIdx.x % {b}u;"));
         w.line(&format!(
-            "const int {} = (int)blockIdx.{axis};",
-            ident(&f.var(v).name)
+            "const bool tl_ksplit = tl::tma::cluster_ctas() == {b}u;"
         ));
+        w.line("if (!tl_ksplit && tl_krank != 0) return;");
     }
     w.stmt(&f.body)?;
     w.out.push_str("}\n");

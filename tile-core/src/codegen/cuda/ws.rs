@@ -30,6 +30,9 @@ pub(super) struct WsPlan {
     /// Registers per thread of the consumers after `setmaxnreg` (the producer
     /// keeps [`WS_PRODUCER_REGS`]).
     pub consumer_regs: i64,
+    /// The loop's iterations split over the blocks of a cluster
+    /// (`Pipeline::split`).
+    pub split: Option<Split>,
 }
 
 pub(super) const WS_PRODUCER_REGS: i64 = 40;
@@ -118,6 +121,7 @@ impl WsPlan {
             min_blocks,
             multicast: p.multicast.clone(),
             consumer_regs,
+            split: p.split.clone(),
         })
     }
 
@@ -175,7 +179,32 @@ impl Writer<'_> {
         ));
         self.line("{");
         self.depth += 1;
-        self.line(&format!("const int tl_n{k} = {n};"));
+        let split = self.ws.as_ref().and_then(|p| p.split.clone());
+        let s0 = match &split {
+            // This block's range of the iterations: the r-th of `blocks`
+            // contiguous ones (none past the end); all of them when the
+            // launch is not in clusters (then only the first block runs).
+            Some(sp) => {
+                let b = sp.blocks;
+                self.line(&format!("const int tl_kall{k} = {n};"));
+                self.line(&format!(
+                    "const int tl_kper{k} = (tl_kall{k} + {}) / {b};",
+                    b - 1
+                ));
+                self.line(&format!(
+                    "const int tl_klo{k} = tl_ksplit ? (int)tl_krank * tl_kper{k} : 0;"
+                ));
+                self.line(&format!(
+                    "const int tl_n{k} = tl_ksplit ? max(min(tl_kper{k}, tl_kall{k} - tl_klo{k}), 0) : tl_kall{k};"
+                ));
+                format!("({s0} + tl_klo{k})")
+            }
+            None => {
+                self.line(&format!("const int tl_n{k} = {n};"));
+                s0.to_string()
+            }
+        };
+        let s0 = s0.as_str();
         self.line(&format!(
             "{pipe}* tl_pipe{k} = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
         ));
@@ -248,8 +277,74 @@ impl Writer<'_> {
         // Every consumer has read its last stage before the tiles' bytes
         // are reused.
         self.barrier();
+        if let Some(sp) = split {
+            self.split_sum(&sp)?;
+        }
         self.depth -= 1;
         self.line("}");
+        Ok(())
+    }
+
+    /// The end of a loop split over a cluster (`Pipeline::split`): the blocks
+    /// other than the first leave their partial sums in their own shared
+    /// memory, where the stages were (`plan_pipelines` checked they fit);
+    /// the first adds them to its accumulators in rank order; then only it
+    /// goes on.
+    fn split_sum(&mut self, sp: &Split) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let threads = f.launch.threads;
+        let mut parts = Vec::new();
+        let mut off = 0i64;
+        for &acc in &sp.accs {
+            let b = f.buf(acc);
+            let n: i64 = b.const_shape().unwrap_or_default().iter().product();
+            let regs = n / threads;
+            if b.dtype.bytes() != 4 || regs % 4 != 0 || regs * threads != n {
+                return Err(err(format!(
+                    "internal error: a split accumulator `{}` of {} registers a thread",
+                    b.name, regs
+                )));
+            }
+            let args = format!("<{}, {regs}, {threads}>", ty(b.dtype)?);
+            parts.push((self.name(acc), args, off));
+            off += n * 4;
+        }
+        self.line(&format!(
+            "// K split over a cluster of {} blocks: the partial sums meet in its first block",
+            sp.blocks
+        ));
+        self.line("if (tl_ksplit) {");
+        self.depth += 1;
+        self.line("if (tl_krank != 0) {");
+        self.depth += 1;
+        for (acc, args, off) in &parts {
+            self.line(&format!(
+                "tl::tma::split_leave{args}({acc}, tl_smem + {off});"
+            ));
+        }
+        self.depth -= 1;
+        self.line("}");
+        self.line("tl::tma::cluster_sync();");
+        self.line("if (tl_krank == 0) {");
+        self.depth += 1;
+        self.line(&format!(
+            "for (unsigned tl_q = 1; tl_q < {}; ++tl_q) {{",
+            sp.blocks
+        ));
+        self.depth += 1;
+        for (acc, args, off) in &parts {
+            self.line(&format!(
+                "tl::tma::split_gather{args}({acc}, tl_smem + {off}, tl_q);"
+            ));
+        }
+        self.depth -= 1;
+        self.line("}");
+        self.depth -= 1;
+        self.line("}");
+        self.line("tl::tma::cluster_sync();");
+        self.depth -= 1;
+        self.line("}");
+        self.line("if (tl_krank != 0) return;");
         Ok(())
     }
 

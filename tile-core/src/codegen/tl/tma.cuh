@@ -49,6 +49,12 @@ template <int X> struct never { static constexpr bool value = false; };
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
+// The bits of a 4-byte accumulator value, and back.
+__device__ __forceinline__ unsigned bits_of(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ unsigned bits_of(int x) { return static_cast<unsigned>(x); }
+template <typename T> __device__ __forceinline__ T value_of(unsigned x);
+template <> __device__ __forceinline__ float value_of<float>(unsigned x) { return __uint_as_float(x); }
+template <> __device__ __forceinline__ int value_of<int>(unsigned x) { return static_cast<int>(x); }
 }  // namespace detail
 
 // ---- mbarriers -------------------------------------------------------------
@@ -409,6 +415,48 @@ template <int S> struct Pipe {
     }
   }
 };
+
+// ---- a loop split over the blocks of a cluster (T::use_split_k) ---------------------------
+// Each block of the cluster summed a range of the loop's iterations into its accumulator
+// registers (R 4-byte values per consumer thread, THREADS consumers). The blocks other than
+// the first leave theirs in their own shared memory at `at`: value i of thread t in the
+// 16-byte granule (i / 4) * THREADS + t, so each warp's store is 512 consecutive bytes. After
+// a cluster_sync the first block adds the others' (split_gather, one call per block in rank
+// order: the same bits on every run), reading them where they lie through the cluster's
+// shared memory window; a second cluster_sync keeps every block alive until then.
+template <typename T, int R, int THREADS>
+__device__ __forceinline__ void split_leave(const T* acc, unsigned char* at) {
+  static_assert(sizeof(T) == 4 && R % 4 == 0, "tl::tma::split_leave: 4-byte values, 4 per granule");
+  uint4* out = reinterpret_cast<uint4*>(at) + threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < R / 4; ++i) {
+    unsigned v[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = detail::bits_of(acc[4 * i + e]);
+    out[i * THREADS] = make_uint4(v[0], v[1], v[2], v[3]);
+  }
+}
+template <typename T, int R, int THREADS>
+__device__ __forceinline__ void split_gather(T* acc, unsigned char* at, unsigned rank) {
+  static_assert(sizeof(T) == 4 && R % 4 == 0, "tl::tma::split_gather: 4-byte values, 4 per granule");
+#if TLTMA_SM90
+  unsigned base;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+               : "=r"(base)
+               : "r"(detail::smem_addr(at + 16 * threadIdx.x)), "r"(rank));
+#pragma unroll
+  for (int i = 0; i < R / 4; ++i) {
+    unsigned v[4];
+    asm volatile("ld.shared::cluster.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                 : "r"(base + 16u * i * THREADS));
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[4 * i + e] += detail::value_of<T>(v[e]);
+  }
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<R>::value, "tl::tma needs sm_90 or later");
+#endif
+}
 
 }  // namespace tma
 }  // namespace tl

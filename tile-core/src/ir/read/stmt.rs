@@ -291,6 +291,7 @@ impl Reader {
                     let mut rotate = None;
                     let (mut multicast, mut multicast_why) = (Vec::new(), None);
                     let mut ws_why = None;
+                    let (mut split, mut split_why) = (None, None);
                     // The plan's optional fields, in the printer's order.
                     while c.eat_punct(",") {
                         if c.at_ident("warp_specialized") && !warp_specialized {
@@ -342,9 +343,22 @@ impl Reader {
                                 wait,
                                 pingpong,
                             });
+                        } else if c.at_ident("split_k") && split.is_none() {
+                            c.kwarg("split_k")?;
+                            c.punct("(")?;
+                            let blocks = c.int()?;
+                            let mut accs = Vec::new();
+                            while c.eat_punct(",") {
+                                accs.push(self.buf(c)?);
+                            }
+                            c.punct(")")?;
+                            split = Some(Split { blocks, accs });
+                        } else if c.at_ident("split_why") && split_why.is_none() {
+                            c.kwarg("split_why")?;
+                            split_why = Some(c.string()?);
                         } else {
                             return c.expected(
-                                "`warp_specialized`, `persistent`, `ws_why`, `multicast`, `multicast_why` or `rotate`",
+                                "`warp_specialized`, `persistent`, `ws_why`, `multicast`, `multicast_why`, `rotate`, `split_k` or `split_why`",
                             );
                         }
                     }
@@ -357,6 +371,8 @@ impl Reader {
                         multicast,
                         multicast_why,
                         ws_why,
+                        split,
+                        split_why,
                     });
                 }
                 c.punct("]")?;
