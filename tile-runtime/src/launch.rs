@@ -395,26 +395,17 @@ fn launch_cuda(
     args: &[ArgRef<'_>],
     capturing: bool,
 ) -> Result<()> {
-    // A kernel whose loop is split over clusters runs `split` blocks along x for each
-    // of the spec's (checked against CUDA's limit like the spec's own grid).
-    if let Some(p) = loaded.tma.as_deref().filter(|p| p.split > 1) {
-        let x = grid[0] * i64::from(p.split);
-        if x > CUDA_GRID_LIMITS[0] {
-            return Err(Error::Grid {
-                kernel: p.kernel,
-                axis: 0,
-                message: format!(
-                    "extent {} times the {} blocks that split its loop is {x}, over the CUDA limit {}",
-                    grid[0], p.split, CUDA_GRID_LIMITS[0]
-                ),
-            });
-        }
-    }
-    let split = loaded
-        .tma
-        .as_deref()
-        .map_or(1, |p| i64::from(p.split.max(1)));
-    let x = grid[0] * split;
+    let Some(x) = launched_x(loaded, grid[0]) else {
+        let split = loaded.tma.as_deref().map_or(1, |p| p.split);
+        return Err(Error::Grid {
+            kernel: loaded.tma.as_deref().map_or("", |p| p.kernel),
+            axis: 0,
+            message: format!(
+                "extent {} times the {split} blocks that split its loop is over the CUDA limit {}",
+                grid[0], CUDA_GRID_LIMITS[0]
+            ),
+        });
+    };
     let grid = [x, grid[1], grid[2]];
     with_locked(args, |held| {
         if !capturing {
@@ -426,6 +417,19 @@ fn launch_cuda(
         let grid = [grid[0] as u32, grid[1] as u32, grid[2] as u32];
         enqueue(loaded, stream, dims, scalars, grid, args)
     })
+}
+
+/// The grid's x extent a launch of `loaded` runs: the spec's, times the blocks that split
+/// its loop over a cluster (`split=n` in its launch plan: `T::use_split_k`), or `None`
+/// past CUDA's limit. Both CUDA paths launch with it.
+#[inline(always)]
+pub(super) fn launched_x(loaded: &CudaLoaded, x: i64) -> Option<i64> {
+    let n = loaded
+        .tma
+        .as_deref()
+        .map_or(1, |p| i64::from(p.split.max(1)));
+    let v = x.checked_mul(n)?;
+    (v <= CUDA_GRID_LIMITS[0]).then_some(v)
 }
 
 /// Queues the kernel on `stream`: the last step of both CUDA paths, with the checks

@@ -55,7 +55,10 @@ pub(super) fn try_cuda(
     if !accepts(spec, args, dims) {
         return None;
     }
-    let grid = grid(spec, dims)?;
+    let mut grid = grid(spec, dims)?;
+    // The blocks that split a loop over a cluster (past CUDA's limit: the general path
+    // reports it).
+    grid[0] = u32::try_from(super::launched_x(loaded, i64::from(grid[0]))?).ok()?;
     let stream = match stream {
         None => &loaded.dev.stream,
         Some(Stream::Cuda(s)) if s.context().ordinal() == ordinal => s,

@@ -213,9 +213,11 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         // The launcher runs `b` blocks along x for each of the grid's, as
         // one cluster (`split=`): block `r` of it runs the `r`-th range of
         // the split loop. Launched otherwise, the first runs them all.
-        w.line(&format!("const unsigned tl_krank = blockIdx.x % {b}u;"));
         w.line(&format!(
             "const bool tl_ksplit = tl::tma::cluster_ctas() == {b}u;"
+        ));
+        w.line(&format!(
+            "const unsigned tl_krank = tl_ksplit ? tl::tma::cluster_rank() : blockIdx.x % {b}u;"
         ));
         w.line("if (!tl_ksplit && tl_krank != 0) return;");
     }

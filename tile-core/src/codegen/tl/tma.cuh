@@ -449,7 +449,8 @@ __device__ __forceinline__ void split_gather(T* acc, unsigned char* at, unsigned
     unsigned v[4];
     asm volatile("ld.shared::cluster.v4.b32 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
-                 : "r"(base + 16u * i * THREADS));
+                 : "r"(base + 16u * i * THREADS)
+                 : "memory");
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[4 * i + e] += detail::value_of<T>(v[e]);
   }

@@ -84,7 +84,29 @@ pub(super) fn split(f: &PrimFunc, var: VarId) -> (Option<Split>, Option<String>)
             }
         }
     }
+    // An accumulator read as another gemm's operand would need the running
+    // sum, which no block but the last has.
+    let operand = items
+        .iter()
+        .any(|s| matches!(s, Stmt::Gemm(g) if accs.contains(&g.a) || accs.contains(&g.b)));
+    if operand {
+        return none("an accumulator is also a gemm's operand in the loop".into());
+    }
     for &acc in &accs {
+        // Each thread moves its registers in 16-byte granules.
+        let n: i64 = f
+            .buf(acc)
+            .const_shape()
+            .unwrap_or_default()
+            .iter()
+            .product();
+        if n % (4 * f.launch.threads) != 0 {
+            return none(format!(
+                "`{}`'s {n} values are not a multiple of 4 per thread of {}",
+                f.buf(acc).name,
+                f.launch.threads
+            ));
+        }
         if !cleared_before(&top[..at], acc) {
             return none(format!(
                 "`{}` is not set to zero before the loop (each block's partial sum starts at zero)",
