@@ -141,7 +141,6 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   # and three consumer warpgroups in clusters of four (tests/kernels).
   san kernels_odd_widths "$B/tests/kernels" odd_widths --test-threads=1
   san kernels_clusters "$B/tests/kernels" clusters --test-threads=1
-  san kernels_split_k "$B/tests/kernels" split_k --test-threads=1
 fi
 echo
 echo "================ summary ================"

@@ -34,7 +34,6 @@ mod params;
 mod phases;
 mod reductions;
 mod scalars;
-mod split_k;
 use tile::testing::{assert_allclose, random_tensor, random_vec};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

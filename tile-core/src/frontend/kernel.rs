@@ -175,18 +175,9 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
 /// tile copies that are the same in all of them (`plan_pipelines` decides
 /// which; elsewhere nothing changes). Only recorded here.
 pub(super) fn cluster(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
-    match expr::lower(cx, k.args[0]).as_int() {
-        Some(n @ (1 | 2 | 4 | 8)) => {
-            cx.f.launch.cluster = n;
-            not_both(cx, k);
-        }
-        _ => cx.err(
-            k.span(),
-            format!(
-                "{} takes a compile-time cluster size of 1, 2, 4 or 8",
-                k.usage()
-            ),
-        ),
+    if let Some(n) = cluster_blocks(cx, k, "cluster size") {
+        cx.f.launch.cluster = n;
+        not_both(cx, k);
     }
     Vec::new()
 }
@@ -201,20 +192,26 @@ pub(super) fn cluster(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
 /// count): the same work on `n` times the multiprocessors. Only recorded
 /// here.
 pub(super) fn split_k(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
-    match expr::lower(cx, k.args[0]).as_int() {
-        Some(n @ (1 | 2 | 4 | 8)) => {
-            cx.f.launch.split_k = n;
-            not_both(cx, k);
-        }
-        _ => cx.err(
-            k.span(),
-            format!(
-                "{} takes a compile-time number of blocks of 1, 2, 4 or 8",
-                k.usage()
-            ),
-        ),
+    if let Some(n) = cluster_blocks(cx, k, "number of blocks") {
+        cx.f.launch.split_k = n;
+        not_both(cx, k);
     }
     Vec::new()
+}
+
+/// The blocks of a cluster a prologue call names: 1, 2, 4 or 8, known at
+/// compile time (the portable cluster sizes), or an error at the call.
+fn cluster_blocks(cx: &mut Ctx, k: &Call, what: &str) -> Option<i64> {
+    match expr::lower(cx, k.args[0]).as_int() {
+        Some(n @ (1 | 2 | 4 | 8)) => Some(n),
+        _ => {
+            cx.err(
+                k.span(),
+                format!("{} takes a compile-time {what} of 1, 2, 4 or 8", k.usage()),
+            );
+            None
+        }
+    }
 }
 
 /// A cluster's blocks either share tile copies (`T::use_cluster`) or split
