@@ -119,13 +119,24 @@ need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
 for k in $(kernels_of tests/kernels/clusters.rs); do build_kernel tests/kernels/clusters.rs "$k" sm_90a; done
 for n in 2 4 8; do
   NN_CLUSTER=$( (kernels_of examples/gemm.rs; kernels_of tests/kernels/clusters.rs) \
-    | grep -E "^(gemm_nn_f16__.*_|cluster_gemm__(.*_)?)cluster$n\$" | head -1 || true)
+    | grep -E "^(gemm_nn_f16__.*_|cluster_gemm__(.*_)?)cluster$n(_splits1)?\$" | head -1 || true)
   if [ -z "$NN_CLUSTER" ]; then
     echo "FAIL no NN GEMM in clusters of $n among the example's and tests/kernels/clusters.rs's kernels"
     fail=1; continue
   fi
   need "$NN_CLUSTER" 'UTMALDG[.A-Z0-9]*MULTICAST' 'multicast bulk tensor copies (UTMALDG.MULTICAST)' sm_90a
   need "$NN_CLUSTER" 'UCGABAR' 'cluster barriers (UCGABAR)' sm_90a
+done
+# A variant whose k loop is split over the blocks of a cluster (`T::use_split_k`) adds the
+# partial sums through the other blocks' shared memory between cluster barriers.
+SPLITS=$( (kernels_of examples/gemm.rs; kernels_of tests/kernels/clusters.rs) \
+  | grep -E "^(gemm_nn_f16__|cluster_gemm__).*_splits[248]\$" || true)
+if [ -z "$SPLITS" ]; then
+  echo "FAIL no GEMM with a split k loop among the example's and tests/kernels/clusters.rs's kernels"
+  fail=1
+fi
+for k in $SPLITS; do
+  need "$k" 'UCGABAR' 'cluster barriers (UCGABAR)' sm_90a
 done
 # fp8 GEMM on Hopper: fp8 wgmma (QGMMA) fed by bulk tensor copies on mbarriers.
 for k in $(default_of examples/gemm_fp8.rs gemm_fp8_f8e4m3) $(default_of examples/gemm_fp8.rs gemm_fp8_f8e5m2); do

@@ -155,8 +155,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cluster_gemm_kernel(const h
           {
             const int ko = 0 + tl_pi1;
             const int tl_stage_p1 = (tl_pi1) % 4;
-            tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
-            tl::wg::copy_tile<half, 64, 64, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
+            tl::wg::copy_tile_pair<half, 128, 64, 64, 64, 256>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)), b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
           }
           tl::cp_async_commit();
         }
@@ -172,8 +171,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cluster_gemm_kernel(const h
             {
               const int ko = 0 + tl_i1 + 3;
               const int tl_stage_p1 = (tl_i1 + 3) % 4;
-              tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
-              tl::wg::copy_tile<half, 64, 64, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_i1 + 3 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
+              tl::wg::copy_tile_pair<half, 128, 64, 64, 64, 256>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)), b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_i1 + 3 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
             }
             tl::cp_async_commit();
           }, [&] {

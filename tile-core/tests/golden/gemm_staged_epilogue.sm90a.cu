@@ -67,8 +67,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_staged_epilogue_kernel(co
         {
           const int ko = 0 + tl_pi1;
           const int tl_stage_p1 = (tl_pi1) % 2;
-          tl::wg::copy_tile<half, 64, 32, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)));
-          tl::wg::copy_tile<half, 32, 64, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
+          tl::wg::copy_tile_pair<half, 64, 32, 32, 64, 128>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)), b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
         }
         tl::cp_async_commit();
       }
@@ -84,8 +83,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_staged_epilogue_kernel(co
           {
             const int ko = 0 + tl_i1 + 1;
             const int tl_stage_p1 = (tl_i1 + 1) % 2;
-            tl::wg::copy_tile<half, 64, 32, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_i1 + 1 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)));
-            tl::wg::copy_tile<half, 32, 64, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_i1 + 1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
+            tl::wg::copy_tile_pair<half, 64, 32, 32, 64, 128>(a_s + tl_stage_p1 * 2048, a + (long long)((by * 64)) * K + ((ko * 32)), K, (tl_i1 + 1 < tl_n1) ? M - ((by * 64)) : 0, K - ((ko * 32)), b_s + tl_stage_p1 * 2048, b + (long long)((ko * 32)) * N + ((bx * 64)), N, (tl_i1 + 1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx * 64)));
           }
           tl::cp_async_commit();
         }, [&] {

@@ -164,8 +164,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
               {
                 const int ko = 0 + tl_pi2;
                 const int tl_stage_p2 = (tl_pi2) % 3;
-                tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_pi2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)));
-                tl::wg::copy_tile<half, 64, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_pi2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
+                tl::wg::copy_tile_pair<half, 128, 64, 64, 128, 256>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_pi2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)), b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_pi2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
               }
               tl::cp_async_commit();
             }
@@ -181,8 +180,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
                 {
                   const int ko = 0 + tl_i2 + 2;
                   const int tl_stage_p2 = (tl_i2 + 2) % 3;
-                  tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i2 + 2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)));
-                  tl::wg::copy_tile<half, 64, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i2 + 2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
+                  tl::wg::copy_tile_pair<half, 128, 64, 64, 128, 256>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i2 + 2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)), b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i2 + 2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
                 }
                 tl::cp_async_commit();
               }, [&] {

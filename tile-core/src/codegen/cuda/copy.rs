@@ -14,8 +14,66 @@ impl Writer<'_> {
         live: Option<&str>,
     ) -> Result<(), Diagnostic> {
         let f = self.f;
-        let (d, g) = (f.buf(c.dst), f.buf(c.src));
+        let d = f.buf(c.dst);
         let shape = d.const_shape().unwrap_or_default();
+        // The tile's layout decides which library writes it.
+        let lib = match d.layout {
+            Some(Layout::WgmmaOperand) => "tl::wg",
+            _ => "tl",
+        };
+        let args = self.copy_args(c, live)?;
+        self.line(&format!(
+            "{lib}::copy_tile<{}, {}, {}, {}, {mode}>({args});",
+            ty(d.dtype)?,
+            shape[0],
+            shape[1],
+            f.launch.threads,
+        ));
+        Ok(())
+    }
+
+    /// Two producer tile copies that both move element by element
+    /// (`tl::COPY_SCALAR`) into `wgmma` operand tiles of one dtype, as one
+    /// `tl::wg::copy_tile_pair`: the loads of both in flight at once (one
+    /// memory latency instead of two or more, where a thread's chunks allow).
+    /// `None` when the pair does not qualify (then each copies alone).
+    pub(super) fn copy_tile_pair(
+        &mut self,
+        a: &TileCopy,
+        b: &TileCopy,
+        live: Option<&str>,
+    ) -> Result<Option<()>, Diagnostic> {
+        let f = self.f;
+        let (da, db) = (f.buf(a.dst), f.buf(b.dst));
+        if da.layout != Some(Layout::WgmmaOperand)
+            || db.layout != Some(Layout::WgmmaOperand)
+            || da.dtype != db.dtype
+        {
+            return Ok(None);
+        }
+        let (sa, sb) = (
+            da.const_shape().unwrap_or_default(),
+            db.const_shape().unwrap_or_default(),
+        );
+        let (x, y) = (self.copy_args(a, live)?, self.copy_args(b, live)?);
+        self.line(&format!(
+            "tl::wg::copy_tile_pair<{}, {}, {}, {}, {}, {}>({x}, {y});",
+            ty(da.dtype)?,
+            sa[0],
+            sa[1],
+            sb[0],
+            sb[1],
+            f.launch.threads,
+        ));
+        Ok(Some(()))
+    }
+
+    /// The arguments of `copy_tile` for one copy: the stage's tile, the
+    /// tile's first element in the tensor, the row pitch, and the rows and
+    /// columns left from the tile's origin (no rows unless `live` holds).
+    fn copy_args(&self, c: &TileCopy, live: Option<&str>) -> Result<String, Diagnostic> {
+        let f = self.f;
+        let g = f.buf(c.src);
         let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);
         let nd = g.shape.len();
         let (rows, cols) = (self.expr(&g.shape[nd - 2])?, self.expr(&g.shape[nd - 1])?);
@@ -39,21 +97,11 @@ impl Writer<'_> {
         } else {
             format!("(({row}) * {rows} + ({r0}))")
         };
-        // The tile's layout decides which library writes it.
-        let lib = match d.layout {
-            Some(Layout::WgmmaOperand) => "tl::wg",
-            _ => "tl",
-        };
-        self.line(&format!(
-            "{lib}::copy_tile<{}, {}, {}, {}, {mode}>({}, {} + {row} * {cols} + ({c0}), {cols}, {rows_left}, {cols} - ({c0}));",
-            ty(d.dtype)?,
-            shape[0],
-            shape[1],
-            f.launch.threads,
+        Ok(format!(
+            "{}, {} + {row} * {cols} + ({c0}), {cols}, {rows_left}, {cols} - ({c0})",
             self.tile_base(c.dst),
             self.name(c.src),
-        ));
-        Ok(())
+        ))
     }
 
     /// One producer tile copy as bulk tensor copies into `dst` (a stage's

@@ -48,23 +48,51 @@ impl Loop<'_, '_> {
             w.stage.insert(t, format!("tl_stage_p{k}"));
         }
         w.producer = true;
-        let mut copies = 0;
-        let r = self
-            .prod
-            .iter()
-            .try_for_each(|x| match (TileCopy::of(x), mode) {
-                (Some(c), Some(m)) => {
-                    copies += 1;
-                    w.copy_tile(&c, m[(copies - 1).min(m.len() - 1)], Some(&live))
-                }
-                (Some(c), None) => w.copy_tile(&c, COPY_CHECK, None),
-                (None, _) => w.stmt(x),
-            });
+        let r = self.copies(w, &live, mode);
         w.producer = false;
         r?;
         w.depth -= 1;
         w.line("}");
         w.line("tl::cp_async_commit();");
+        Ok(())
+    }
+}
+
+impl Loop<'_, '_> {
+    /// The producers' statements in order, each tile copy in its mode;
+    /// two consecutive copies both element by element go as one pair
+    /// (`Writer::copy_tile_pair`).
+    fn copies(&self, w: &mut Writer, live: &str, mode: Option<&[&str]>) -> Result<(), Diagnostic> {
+        let mode_of = |i: usize| mode.map(|m| m[i.min(m.len() - 1)]);
+        let mut copies = 0;
+        let mut i = 0;
+        while i < self.prod.len() {
+            let x = self.prod[i];
+            let Some(c) = TileCopy::of(x) else {
+                w.stmt(x)?;
+                i += 1;
+                continue;
+            };
+            let Some(m) = mode_of(copies) else {
+                w.copy_tile(&c, COPY_CHECK, None)?;
+                copies += 1;
+                i += 1;
+                continue;
+            };
+            let next = self.prod.get(i + 1).and_then(|y| TileCopy::of(y));
+            if let Some(d) =
+                next.filter(|_| m == COPY_SCALAR && mode_of(copies + 1) == Some(COPY_SCALAR))
+            {
+                if w.copy_tile_pair(&c, &d, Some(live))?.is_some() {
+                    copies += 2;
+                    i += 2;
+                    continue;
+                }
+            }
+            w.copy_tile(&c, m, Some(live))?;
+            copies += 1;
+            i += 1;
+        }
         Ok(())
     }
 }

@@ -477,6 +477,44 @@ __device__ __forceinline__ void fence_proxy_async() {
 #endif
 }
 
+namespace detail {
+// One thread's share of copy_tile's element-wise form for an R x C tile: chunk `it` is row
+// it * RSTEP + r_t, columns c_t .. c_t + EPC - 1. load<N> reads chunks it0 .. it0 + N - 1
+// (zeros past rows and cols) into registers, store<N> writes them to their swizzled places.
+template <typename T, int R, int C, int THREADS> struct Gather {
+  using L = Layout<C, (int)sizeof(T)>;
+  static constexpr int EPC = L::EPC, CPR = C / EPC;
+  static_assert(C % EPC == 0 && THREADS % CPR == 0,
+                "tl::wg::copy_tile: a tile row's 16-byte chunks must divide the threads");
+  static constexpr int RSTEP = THREADS / CPR, ITERS = (R + RSTEP - 1) / RSTEP;
+  static constexpr bool WHOLE = R % RSTEP == 0;  // no pass runs past the tile's last row
+  struct alignas(16) Chunk { T e[EPC]; };
+  template <int N>
+  static __device__ __forceinline__ void load(Chunk* v, int it0, const T* g, int ld, int rows, int cols) {
+    const int r_t = threadIdx.x / CPR, c_t = (threadIdx.x % CPR) * EPC;
+#pragma unroll
+    for (int b = 0; b < N; ++b) {
+      const int r = (it0 + b) * RSTEP + r_t;
+#pragma unroll
+      for (int e = 0; e < EPC; ++e)
+        v[b].e[e] = (r < rows && c_t + e < cols) ? g[(long long)r * ld + c_t + e] : ::tl::detail::zero<T>();
+    }
+  }
+  template <int N>
+  static __device__ __forceinline__ void store(const Chunk* v, int it0, T* s) {
+    const int r_t = threadIdx.x / CPR, c_t = (threadIdx.x % CPR) * EPC;
+    // With RSTEP % 8 == 0 the swizzle of row r_t + it*RSTEP is that of r_t (period 8 rows).
+    T* const s_t = s + smem_offset<R, C, (int)sizeof(T)>(r_t, c_t);
+#pragma unroll
+    for (int b = 0; b < N; ++b) {
+      const int it = it0 + b, r = it * RSTEP + r_t;
+      T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C, (int)sizeof(T)>(r, c_t);
+      if (WHOLE || r < R) *reinterpret_cast<Chunk*>(d) = v[b];
+    }
+  }
+};
+}  // namespace detail
+
 // ---- tile copy: global -> shared ----------------------------------------------
 // Same signature and semantics as tl::copy_tile (gemm.cuh), writing the layout of
 // tl::wg::smem_offset<R, C>: copies the R x C tile whose first element is g (row-major,
@@ -490,13 +528,10 @@ __device__ __forceinline__ void fence_proxy_async() {
 // Elements of 1 byte (fp8) move in chunks of 16 elements, and vec needs ld % 16 == 0.
 template <typename T, int R, int C, int THREADS, int MODE = ::tl::COPY_CHECK>
 __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, int cols) {
-  constexpr int EB = (int)sizeof(T);
-  using L = detail::Layout<C, EB>;
-  constexpr int EPC = L::EPC, CPR = C / EPC;
-  static_assert(C % EPC == 0 && THREADS % CPR == 0,
-                "tl::wg::copy_tile: a tile row's 16-byte chunks must divide the threads");
-  constexpr int RSTEP = THREADS / CPR, ITERS = (R + RSTEP - 1) / RSTEP;
-  constexpr bool WHOLE = R % RSTEP == 0;  // no pass runs past the tile's last row
+  using G = detail::Gather<T, R, C, THREADS>;
+  using L = typename G::L;
+  constexpr int EB = (int)sizeof(T), EPC = G::EPC, CPR = G::CPR, RSTEP = G::RSTEP, ITERS = G::ITERS;
+  constexpr bool WHOLE = G::WHOLE;
   const int r_t = threadIdx.x / CPR, c_t = (threadIdx.x % CPR) * EPC;
   // With RSTEP % 8 == 0 the swizzle of row r_t + it*RSTEP is that of r_t (period 8 rows).
   T* const s_t = s + smem_offset<R, C, EB>(r_t, c_t);
@@ -520,26 +555,39 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
     // (a store to shared memory may alias the source as far as the compiler knows, so
     // it would not move a later chunk's loads above it).
     // At most 32 elements (one register each) in flight: 4 chunks of 2-byte elements, 2 of fp8.
-    struct alignas(16) Chunk { T e[EPC]; };
     constexpr int BMAX = 32 / EPC;
     constexpr int BATCH = ITERS % BMAX == 0 ? BMAX : ITERS % 2 == 0 ? 2 : 1;
 #pragma unroll 1
     for (int it0 = 0; it0 < ITERS; it0 += BATCH) {
-      Chunk v[BATCH];
-#pragma unroll
-      for (int b = 0; b < BATCH; ++b) {
-        const int r = (it0 + b) * RSTEP + r_t;
-#pragma unroll
-        for (int e = 0; e < EPC; ++e)
-          v[b].e[e] = (r < rows && c_t + e < cols) ? g[(long long)r * ld + c_t + e] : ::tl::detail::zero<T>();
-      }
-#pragma unroll
-      for (int b = 0; b < BATCH; ++b) {
-        const int it = it0 + b, r = it * RSTEP + r_t;
-        T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C, EB>(r, c_t);
-        if (WHOLE || r < R) *reinterpret_cast<Chunk*>(d) = v[b];
-      }
+      typename G::Chunk v[BATCH];
+      G::template load<BATCH>(v, it0, g, ld, rows, cols);
+      G::template store<BATCH>(v, it0, s);
     }
+  }
+}
+
+// Two tiles' element-wise copies (both tl::COPY_SCALAR, as copy_tile) in one batch: every
+// load of both issued before any store, so the pair pays one memory latency where the two
+// calls pay two or more (the element-wise path waits on latency, not bandwidth: with a
+// quarter of the loads in flight it ran 2x slower, bench/RESULTS.md). Only for pairs whose
+// elements a thread moves are at most 64 (one register each, in flight beside a 64-register
+// accumulator: no spills in any GEMM of the examples); larger pairs copy one tile after the
+// other.
+template <typename T, int R1, int C1, int R2, int C2, int THREADS>
+__device__ __forceinline__ void copy_tile_pair(T* s1, const T* g1, int ld1, int rows1, int cols1,
+                                               T* s2, const T* g2, int ld2, int rows2, int cols2) {
+  using G1 = detail::Gather<T, R1, C1, THREADS>;
+  using G2 = detail::Gather<T, R2, C2, THREADS>;
+  if constexpr (G1::ITERS * G1::EPC + G2::ITERS * G2::EPC > 64) {
+    copy_tile<T, R1, C1, THREADS, ::tl::COPY_SCALAR>(s1, g1, ld1, rows1, cols1);
+    copy_tile<T, R2, C2, THREADS, ::tl::COPY_SCALAR>(s2, g2, ld2, rows2, cols2);
+  } else {
+    typename G1::Chunk v1[G1::ITERS];
+    typename G2::Chunk v2[G2::ITERS];
+    G1::template load<G1::ITERS>(v1, 0, g1, ld1, rows1, cols1);
+    G2::template load<G2::ITERS>(v2, 0, g2, ld2, rows2, cols2);
+    G1::template store<G1::ITERS>(v1, 0, s1);
+    G2::template store<G2::ITERS>(v2, 0, s2);
   }
 }
 

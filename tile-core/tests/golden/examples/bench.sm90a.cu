@@ -73,8 +73,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const ha
         {
           const int ko = 0 + tl_pi1;
           const int tl_stage_p1 = (tl_pi1) % 3;
-          tl::wg::copy_tile<half, 128, 32, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)));
-          tl::wg::copy_tile<half, 32, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
+          tl::wg::copy_tile_pair<half, 128, 32, 32, 128, 256>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)), b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
         }
         tl::cp_async_commit();
       }
@@ -90,8 +89,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_f16_w8_kernel(const ha
           {
             const int ko = 0 + tl_i1 + 2;
             const int tl_stage_p1 = (tl_i1 + 2) % 3;
-            tl::wg::copy_tile<half, 128, 32, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_i1 + 2 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)));
-            tl::wg::copy_tile<half, 32, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
+            tl::wg::copy_tile_pair<half, 128, 32, 32, 128, 256>(a_s + tl_stage_p1 * 4096, a + (long long)((by_swizzled * 128)) * K + ((ko * 32)), K, (tl_i1 + 2 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 32)), b_s + tl_stage_p1 * 4096, b + (long long)((ko * 32)) * N + ((bx_swizzled * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 32)) : 0, N - ((bx_swizzled * 128)));
           }
           tl::cp_async_commit();
         }, [&] {

@@ -147,8 +147,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_bias_gelu_f16_kernel(c
           {
             const int ko = 0 + tl_pi1;
             const int tl_stage_p1 = (tl_pi1) % 3;
-            tl::wg::copy_tile<half, 128, 64, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
-            tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx_swizzled * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 128)));
+            tl::wg::copy_tile_pair<half, 128, 64, 64, 128, 128>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)), b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx_swizzled * 128)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 128)));
           }
           tl::cp_async_commit();
         }
@@ -164,8 +163,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_bias_gelu_f16_kernel(c
             {
               const int ko = 0 + tl_i1 + 2;
               const int tl_stage_p1 = (tl_i1 + 2) % 3;
-              tl::wg::copy_tile<half, 128, 64, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_i1 + 2 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
-              tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx_swizzled * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 128)));
+              tl::wg::copy_tile_pair<half, 128, 64, 64, 128, 128>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_i1 + 2 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)), b_s + tl_stage_p1 * 8192, b + (long long)((ko * 64)) * N + ((bx_swizzled * 128)), N, (tl_i1 + 2 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 128)));
             }
             tl::cp_async_commit();
           }, [&] {

@@ -140,8 +140,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_fp8_f8e4m3__block_m128
           {
             const int ko = 0 + tl_pi1;
             const int tl_stage_p1 = (tl_pi1) % 4;
-            tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)));
-            tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_pi1 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
+            tl::wg::copy_tile_pair<__nv_fp8_e4m3, 128, 128, 128, 128, 256>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)), b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_pi1 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
           }
           tl::cp_async_commit();
         }
@@ -157,8 +156,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_fp8_f8e4m3__block_m128
             {
               const int ko = 0 + tl_i1 + 3;
               const int tl_stage_p1 = (tl_i1 + 3) % 4;
-              tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)));
-              tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
+              tl::wg::copy_tile_pair<__nv_fp8_e4m3, 128, 128, 128, 128, 256>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)), b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
             }
             tl::cp_async_commit();
           }, [&] {

@@ -144,8 +144,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_splitk_f16__splits4_bl
           {
             const int ko = 0 + tl_pi1;
             const int tl_stage_p1 = (tl_pi1) % 4;
-            tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)));
-            tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_pi1 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
+            tl::wg::copy_tile_pair<half, 64, 64, 64, 128, 128>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)), b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_pi1 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
           }
           tl::cp_async_commit();
         }
@@ -161,8 +160,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_splitk_f16__splits4_bl
             {
               const int ko = 0 + tl_i1 + 3;
               const int tl_stage_p1 = (tl_i1 + 3) % 4;
-              tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)));
-              tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_i1 + 3 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
+              tl::wg::copy_tile_pair<half, 64, 64, 64, 128, 128>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)), b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_i1 + 3 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
             }
             tl::cp_async_commit();
           }, [&] {
