@@ -2,8 +2,7 @@
 //! `y = A · x` with `A` an `N × K` f16 matrix (`gemv`), and with `A` stored
 //! as 4-bit integers, eight to a `u32`, with one f16 scale per row and group
 //! of `group` columns (`gemv_w4a16`, dequantized in the kernel: a weight is
-//! `(q - 8) · scale`). The scales are stored group-major, `[K / group, N]`,
-//! as GPTQ and AWQ store them.
+//! `(q - 8) · scale`).
 //!
 //! Both are written the plain way: each block owns `block_n` rows, each
 //! thread accumulates its own columns' products in a fragment, and one
@@ -51,7 +50,7 @@ pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype
     });
 }
 
-/// `y[n] = Σ_k (q[n, k] - 8) · scale[k / group, n] · x[k]`, where `q[n, k]`
+/// `y[n] = Σ_k (q[n, k] - 8) · scale[n, k / group] · x[k]`, where `q[n, k]`
 /// is bits `4 (k % 8) ..` of `w[n, k / 8]`. `K` must be a multiple of
 /// `group` (a multiple of 8); a ragged last step reads zero words.
 /// Like `gemv`, each step's words, scales and slice of `x` go through
@@ -89,7 +88,7 @@ pub fn gemv(a: Tensor<dtype, (N, K)>, x: Tensor<dtype, (K,)>, y: TensorMut<dtype
 )]
 pub fn gemv_w4a16(
     w: Tensor<u32, (N, KW)>,
-    scale: Tensor<f16, (G, N)>,
+    scale: Tensor<f16, (N, G)>,
     x: Tensor<f16, (K,)>,
     y: TensorMut<f16, (N,)>,
 ) {
@@ -97,11 +96,7 @@ pub fn gemv_w4a16(
         // Eight weights per word: the fragments run over words.
         let x_s = T::alloc_shared::<f16>([block_k]);
         let w_s = T::alloc_shared::<u32>([block_n, block_k / 8]);
-        // Group-major, like the tensor: a group's scales for the block's rows
-        // are adjacent, so a thread reads its rows' in a few wide loads (four
-        // 8-byte loads for 16 rows, where `[rows, groups]` took 16 2-byte
-        // ones, one per row and word).
-        let s_s = T::alloc_shared::<f16>([block_k / group, block_n]);
+        let s_s = T::alloc_shared::<f16>([block_n, block_k / group]);
         // A thread's eight x as the pairs its nibbles pair with:
         // (x0, x4), (x1, x5) / 16, (x2, x6), (x3, x7) / 16.
         let xp = T::alloc_local::<f16x2>([4]);
@@ -112,7 +107,7 @@ pub fn gemv_w4a16(
         for k in T::pipelined(T::ceildiv(K, block_k), stages) {
             T::copy(x.at([k * block_k]), x_s);
             T::copy(w.at([bn * block_n, k * (block_k / 8)]), w_s);
-            T::copy(scale.at([k * (block_k / group), bn * block_n]), s_s);
+            T::copy(scale.at([bn * block_n, k * (block_k / group)]), s_s);
             for j in T::parallel(block_k / 8) {
                 for t in T::unroll(2) {
                     let b = j * 8 + 2 * t;
@@ -133,7 +128,7 @@ pub fn gemv_w4a16(
                         dot = T::fma(qe, xp[2 * t], dot);
                         dot = T::fma(qo, xp[2 * t + 1], dot);
                     }
-                    acc2[(i, j)] = T::fma(dot, s_s[(j * 8 / group, i)], acc2[(i, j)]);
+                    acc2[(i, j)] = T::fma(dot, s_s[(i, j * 8 / group)], acc2[(i, j)]);
                 }
             }
         }
@@ -209,7 +204,7 @@ pub fn run(dev: Device, n: usize, k: usize) -> Result<String, Box<dyn std::error
 pub type Quantized = (Tensor<u32>, Tensor<f16>, Vec<u32>);
 
 /// Random 4-bit weights (packed, eight per `u32`, low bits first) and
-/// per-group f16 scales (`[k / group, n]`), and the words on the host.
+/// per-group f16 scales, and the words on the host.
 pub fn quantized(
     dev: Device,
     n: usize,
@@ -220,17 +215,17 @@ pub fn quantized(
     let mut rng = tile::testing::Rng::new(seed);
     let words: Vec<u32> = (0..n * k / 8).map(|_| rng.next_u64() as u32).collect();
     let w = Tensor::from_slice(&words, &[n, k / 8], dev)?;
-    let scale = tile::testing::random_tensor::<f16>(&[k / group, n], seed + 1, dev)?;
+    let scale = tile::testing::random_tensor::<f16>(&[n, k / group], seed + 1, dev)?;
     Ok((w, scale, words))
 }
 
-/// The weights the packed words and scales (`[k / group, n]`) stand for, in f64.
+/// The weights the packed words and scales stand for, in f64.
 pub fn dequantized(words: &[u32], scale: &[f16], n: usize, k: usize, group: usize) -> Vec<f64> {
     let mut out = vec![0f64; n * k];
     for r in 0..n {
         for c in 0..k {
             let q = (words[(r * k + c) / 8] >> (4 * (c % 8))) & 15;
-            out[r * k + c] = (q as f64 - 8.0) * scale[(c / group) * n + r].to_f64();
+            out[r * k + c] = (q as f64 - 8.0) * scale[r * (k / group) + c / group].to_f64();
         }
     }
     out
