@@ -545,12 +545,7 @@ fn pool_rule(f: &PrimFunc, stage: Stage) -> Result<(), String> {
                 buf.name
             ));
         }
-        let tile: i64 = buf
-            .const_shape()
-            .unwrap_or_default()
-            .iter()
-            .product::<i64>()
-            * buf.dtype.bytes();
+        let tile = buf.const_bytes();
         if off < 0 || off % align != 0 || bytes < tile || off + bytes > f.smem.bytes {
             return Err(format!(
                 "`{}` sits at bytes [{off}, {}) of a {}-byte pool: it needs {tile} bytes at a multiple of {align}, inside the pool",

@@ -249,6 +249,17 @@ fn launch_dims(
             if let Some(rec) = &capture {
                 rec.record_cuda(&loaded.func, args);
             }
+            let Some(x) = launched_x(loaded, grid[0]) else {
+                return Err(Error::Grid {
+                    kernel: spec.name,
+                    axis: 0,
+                    message: format!(
+                        "extent {} times the {} blocks that split its loop is over the CUDA limit {}",
+                        grid[0], loaded.split, CUDA_GRID_LIMITS[0]
+                    ),
+                });
+            };
+            let grid = [x, grid[1], grid[2]];
             find::phase(diag, "launch", || {
                 launch_cuda(loaded, stream, dims, scalars, grid, args, capturing)
             })
@@ -395,18 +406,6 @@ fn launch_cuda(
     args: &[ArgRef<'_>],
     capturing: bool,
 ) -> Result<()> {
-    let Some(x) = launched_x(loaded, grid[0]) else {
-        let split = loaded.tma.as_deref().map_or(1, |p| p.split);
-        return Err(Error::Grid {
-            kernel: loaded.tma.as_deref().map_or("", |p| p.kernel),
-            axis: 0,
-            message: format!(
-                "extent {} times the {split} blocks that split its loop is over the CUDA limit {}",
-                grid[0], CUDA_GRID_LIMITS[0]
-            ),
-        });
-    };
-    let grid = [x, grid[1], grid[2]];
     with_locked(args, |held| {
         if !capturing {
             for l in held.iter().flatten() {
@@ -420,15 +419,11 @@ fn launch_cuda(
 }
 
 /// The grid's x extent a launch of `loaded` runs: the spec's, times the blocks that split
-/// its loop over a cluster (`split=n` in its launch plan: `T::use_split_k`), or `None`
-/// past CUDA's limit. Both CUDA paths launch with it.
+/// its loop over a cluster (`CudaLoaded::split`, read from its launch plan at load), or
+/// `None` past CUDA's limit. Both CUDA paths launch with it.
 #[inline(always)]
 pub(super) fn launched_x(loaded: &CudaLoaded, x: i64) -> Option<i64> {
-    let n = loaded
-        .tma
-        .as_deref()
-        .map_or(1, |p| i64::from(p.split.max(1)));
-    let v = x.checked_mul(n)?;
+    let v = x.checked_mul(i64::from(loaded.split))?;
     (v <= CUDA_GRID_LIMITS[0]).then_some(v)
 }
 

@@ -62,6 +62,9 @@ pub(crate) struct CudaLoaded {
     pub origin: Box<Origin>,
     /// The tensor maps the code takes (bulk tensor copies; `tma`), if any.
     pub tma: Option<Box<LaunchPlan>>,
+    /// Blocks along x the code runs for each of the spec's grid: its loop split over a
+    /// cluster of that many (`T::use_split_k`, `LaunchPlan::split`), else 1.
+    pub split: u32,
 }
 
 impl CudaLoaded {
@@ -84,6 +87,7 @@ impl CudaLoaded {
             shared_bytes: code.shared_bytes,
             dev,
             origin: Box::new(origin),
+            split: plan.as_ref().map_or(1, |p| p.split.max(1)),
             tma: plan.filter(|p| !p.maps.is_empty()).map(Box::new),
         }
     }

@@ -256,7 +256,7 @@ impl Writer<'_> {
             }
             Stmt::Alloc { buf, .. } => {
                 let b = f.buf(*buf);
-                let n: i64 = b.const_shape().unwrap_or_default().iter().product();
+                let n = b.const_elems();
                 let t = mem_type(b.dtype)?;
                 self.line(&format!("{t} {}[{n}];", ident(&b.name)));
             }

@@ -63,10 +63,7 @@ pub fn check(f: &PrimFunc, nests: &NestSpans) -> Vec<Diagnostic> {
         };
         // (buffer, indices, placement, top-level statement of the body)
         let mut seen: Vec<(BufId, Vec<Expr>, Vec<usize>, usize)> = Vec::new();
-        let items: Vec<&Stmt> = match n.body {
-            Stmt::Seq(v) => v.iter().collect(),
-            x => vec![x],
-        };
+        let items = n.body.items();
         for (k, item) in items.into_iter().enumerate() {
             let mut note = |b: BufId, idx: &[Expr]| {
                 if !fixed.contains(&b) {

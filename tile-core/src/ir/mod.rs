@@ -155,4 +155,12 @@ impl Buffer {
     pub fn const_shape(&self) -> Option<Vec<i64>> {
         self.shape.iter().map(Expr::as_int).collect()
     }
+    /// Elements of an on-chip buffer (whose shape is constant; 1 otherwise).
+    pub fn const_elems(&self) -> i64 {
+        self.const_shape().unwrap_or_default().iter().product()
+    }
+    /// Bytes of an on-chip buffer (`const_elems` times the element size).
+    pub fn const_bytes(&self) -> i64 {
+        self.const_elems() * self.dtype.bytes()
+    }
 }

@@ -303,10 +303,7 @@ impl<'a> Nest<'a> {
     /// guard is a plain one). (cond, the lets before it, the statements under
     /// it), if it is that.
     pub fn store_guard(&self) -> Option<(&'a Expr, Vec<&'a Stmt>, Vec<&'a Stmt>)> {
-        let items: Vec<&'a Stmt> = match self.body {
-            Stmt::Seq(v) => v.iter().collect(),
-            x => vec![x],
-        };
+        let items = self.body.items();
         let (last, pre) = items.split_last()?;
         let Stmt::If {
             cond,
@@ -317,10 +314,7 @@ impl<'a> Nest<'a> {
         else {
             return None;
         };
-        let then: Vec<&'a Stmt> = match &**then {
-            Stmt::Seq(v) => v.iter().collect(),
-            x => vec![x],
-        };
+        let then = then.items();
         let lets = |s: &&Stmt| matches!(s, Stmt::Let { .. });
         let stores = then
             .iter()
@@ -341,10 +335,7 @@ impl<'a> Nest<'a> {
     /// The body as one store, possibly under one bounds guard without
     /// `else`: (guard, store), if it is that.
     pub fn guarded_store(&self) -> Option<(Option<Expr>, Stmt)> {
-        let items: Vec<&Stmt> = match self.body {
-            Stmt::Seq(v) => v.iter().collect(),
-            x => vec![x],
-        };
+        let items = self.body.items();
         let (cond, store) = match items.as_slice() {
             [Stmt::If {
                 cond,
@@ -363,6 +354,15 @@ impl<'a> Nest<'a> {
 }
 
 impl Stmt {
+    /// The statements of a sequence, or the statement itself when it is not
+    /// one (a loop or branch body, the kernel body, as a list).
+    pub fn items(&self) -> Vec<&Stmt> {
+        match self {
+            Stmt::Seq(v) => v.iter().collect(),
+            x => vec![x],
+        }
+    }
+
     /// The perfect nest of parallel loops starting here: loops over constant
     /// extents from 0, outermost first.
     pub fn parallel_nest(&self) -> Option<Nest<'_>> {

@@ -44,9 +44,8 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         .into_iter()
         .map(|(buf, live)| {
             let b = f.buf(buf);
-            let elems: i64 = b.const_shape().unwrap_or_default().iter().product();
             let copies = stages.get(&buf).copied().unwrap_or(1);
-            let bytes = elems * b.dtype.bytes() * copies;
+            let bytes = b.const_bytes() * copies;
             // A buffer smaller than one alignment unit keeps its own bytes:
             // sharing them would save at most `ALIGN` bytes and cost a barrier.
             let live = if bytes < ALIGN { (0, usize::MAX) } else { live };

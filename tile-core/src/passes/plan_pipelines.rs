@@ -144,10 +144,7 @@ fn warp_specialized(f: &PrimFunc) -> Option<(VarId, bool)> {
     if block_wide {
         return None;
     }
-    let top: Vec<&Stmt> = match &f.body {
-        Stmt::Seq(v) => v.iter().collect(),
-        x => vec![x],
-    };
+    let top = f.body.items();
     for (i, s) in top.iter().enumerate() {
         let (pipe, persistent) = match s {
             Stmt::For {
@@ -202,10 +199,7 @@ fn has_pipeline(s: &Stmt) -> bool {
 /// pipelined loop, then anything the consumers run alone (the epilogue), with
 /// no other pipelined loop.
 fn persistent_body<'a>(f: &PrimFunc, body: &'a Stmt) -> Option<&'a Stmt> {
-    let items: Vec<&Stmt> = match body {
-        Stmt::Seq(v) => v.iter().collect(),
-        x => vec![x],
-    };
+    let items = body.items();
     let at = items.iter().position(|x| {
         matches!(
             x,
@@ -278,10 +272,7 @@ fn consumer_tile_copy(f: &PrimFunc, s: &Stmt) -> bool {
 /// synchronous, so a stage is free once its iteration's statements ran.
 /// Returns the number of copies when the body qualifies.
 fn ws_body(f: &PrimFunc, body: &Stmt) -> Option<usize> {
-    let items: Vec<&Stmt> = match body {
-        Stmt::Seq(v) => v.iter().collect(),
-        x => vec![x],
-    };
+    let items = body.items();
     let tiles: Vec<BufId> = items
         .iter()
         .map_while(|x| match x {
@@ -354,10 +345,7 @@ fn producer_target(f: &PrimFunc, s: &Stmt) -> Option<BufId> {
         }
         s => {
             let n = s.parallel_nest()?;
-            let items: Vec<&Stmt> = match n.body {
-                Stmt::Seq(v) => v.iter().collect(),
-                x => vec![x],
-            };
+            let items = n.body.items();
             let store = match items.as_slice() {
                 [Stmt::If {
                     then, els: None, ..
@@ -394,10 +382,7 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
         if *stages < 2 {
             return;
         }
-        let items: Vec<&Stmt> = match &**body {
-            Stmt::Seq(v) => v.iter().collect(),
-            x => vec![x],
-        };
+        let items = body.items();
         let targets: Vec<BufId> = items.iter().map_while(|x| producer_target(f, x)).collect();
         if targets.is_empty() {
             return;

@@ -67,13 +67,7 @@ impl Writer<'_> {
             self.expr_with(&flatten(&buf.shape, idx), subst)?
         };
         Ok(match self.stage.get(&b) {
-            Some(st) => format!(
-                "{st} * {} + {off}",
-                buf.const_shape()
-                    .unwrap_or_default()
-                    .iter()
-                    .product::<i64>()
-            ),
+            Some(st) => format!("{st} * {} + {off}", buf.const_elems()),
             None => off,
         })
     }

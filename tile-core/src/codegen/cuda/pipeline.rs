@@ -127,13 +127,7 @@ impl Writer<'_> {
 
     /// A pointer to stage `stage` (an expression) of a multi-buffered tile.
     pub(super) fn stage_base(&self, b: BufId, stage: &str) -> String {
-        let n: i64 = self
-            .f
-            .buf(b)
-            .const_shape()
-            .unwrap_or_default()
-            .iter()
-            .product();
+        let n = self.f.buf(b).const_elems();
         format!("{} + {stage} * {n}", self.name(b))
     }
 
@@ -156,10 +150,7 @@ impl Writer<'_> {
         let f = self.f;
         let k = self.nest_counter;
         self.nest_counter += 1;
-        let items: Vec<&Stmt> = match body {
-            Stmt::Seq(v) => v.iter().collect(),
-            x => vec![x],
-        };
+        let items = body.items();
         let (prod, rest) = items.split_at(producers);
         // Barriers around the producers are replaced by the pipeline's own.
         let mut cons: Vec<&Stmt> = rest

@@ -66,7 +66,7 @@ impl Writer<'_> {
             }
             Stmt::Alloc { buf, .. } => {
                 let b = f.buf(*buf);
-                let n: i64 = b.const_shape().unwrap_or_default().iter().product();
+                let n = b.const_elems();
                 let t = ty(b.dtype)?;
                 match b.scope {
                     Scope::Shared => {

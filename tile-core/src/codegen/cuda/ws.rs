@@ -80,10 +80,7 @@ impl WsPlan {
                     ..
                 } = s
                 {
-                    let items: Vec<&Stmt> = match &**body {
-                        Stmt::Seq(v) => v.iter().collect(),
-                        x => vec![x],
-                    };
+                    let items = body.items();
                     if items
                         .iter()
                         .any(|x| matches!(x, Stmt::For { var: v, .. } if *v == var))
@@ -293,54 +290,47 @@ impl Writer<'_> {
     fn split_sum(&mut self, sp: &Split) -> Result<(), Diagnostic> {
         let f = self.f;
         let threads = f.launch.threads;
+        // Each accumulator's call arguments after the operation's name: its
+        // type, registers a thread and threads, then the registers and where
+        // they meet (the accumulators one after the other from byte 0).
         let mut parts = Vec::new();
-        let mut off = 0i64;
+        let mut off = 0;
         for &acc in &sp.accs {
             let b = f.buf(acc);
-            let n: i64 = b.const_shape().unwrap_or_default().iter().product();
-            let regs = n / threads;
-            if b.dtype.bytes() != 4 || regs % 4 != 0 || regs * threads != n {
+            let regs = b.const_elems() / threads;
+            if b.dtype.bytes() != 4 || regs % 4 != 0 || regs * threads != b.const_elems() {
                 return Err(err(format!(
-                    "internal error: a split accumulator `{}` of {} registers a thread",
-                    b.name, regs
+                    "internal error: a split accumulator `{}` of {regs} registers a thread",
+                    b.name
                 )));
             }
-            let args = format!("<{}, {regs}, {threads}>", ty(b.dtype)?);
-            parts.push((self.name(acc), args, off));
-            off += n * 4;
+            parts.push(format!(
+                "<{}, {regs}, {threads}>({}, tl_smem + {off}",
+                ty(b.dtype)?,
+                self.name(acc)
+            ));
+            off += b.const_bytes();
         }
+        let calls = |op: &str, tail: &str| -> Vec<String> {
+            parts
+                .iter()
+                .map(|p| format!("tl::tma::{op}{p}{tail});"))
+                .collect()
+        };
+        let (leave, gather) = (calls("split_leave", ""), calls("split_gather", ", tl_q"));
         self.line(&format!(
             "// K split over a cluster of {} blocks: the partial sums meet in its first block",
             sp.blocks
         ));
         self.line("if (tl_ksplit) {");
         self.depth += 1;
-        self.line("if (tl_krank != 0) {");
-        self.depth += 1;
-        for (acc, args, off) in &parts {
-            self.line(&format!(
-                "tl::tma::split_leave{args}({acc}, tl_smem + {off});"
-            ));
-        }
-        self.depth -= 1;
-        self.line("}");
+        self.line(&format!("if (tl_krank != 0) {{ {} }}", leave.join(" ")));
         self.line("tl::tma::cluster_sync();");
-        self.line("if (tl_krank == 0) {");
-        self.depth += 1;
         self.line(&format!(
-            "for (unsigned tl_q = 1; tl_q < {}; ++tl_q) {{",
-            sp.blocks
+            "if (tl_krank == 0) for (unsigned tl_q = 1; tl_q < {}; ++tl_q) {{ {} }}",
+            sp.blocks,
+            gather.join(" ")
         ));
-        self.depth += 1;
-        for (acc, args, off) in &parts {
-            self.line(&format!(
-                "tl::tma::split_gather{args}({acc}, tl_smem + {off}, tl_q);"
-            ));
-        }
-        self.depth -= 1;
-        self.line("}");
-        self.depth -= 1;
-        self.line("}");
         self.line("tl::tma::cluster_sync();");
         self.depth -= 1;
         self.line("}");
@@ -385,13 +375,7 @@ impl Writer<'_> {
         if cond.is_empty() {
             cond.push("true".into());
         }
-        let bytes: i64 = copies
-            .iter()
-            .map(|c| {
-                let d = f.buf(c.dst);
-                d.dtype.bytes() * d.const_shape().unwrap_or_default().iter().product::<i64>()
-            })
-            .sum();
+        let bytes: i64 = copies.iter().map(|c| f.buf(c.dst).const_bytes()).sum();
         Ok((copies, cond.join(" && "), bytes))
     }
 
@@ -543,10 +527,7 @@ impl Writer<'_> {
                 ))
             }
         };
-        let items: Vec<&Stmt> = match body {
-            Stmt::Seq(v) => v.iter().collect(),
-            x => vec![x],
-        };
+        let items = body.items();
         let Some(at) = items
             .iter()
             .position(|x| matches!(x, Stmt::For { var: v, .. } if *v == inner))
@@ -567,10 +548,7 @@ impl Writer<'_> {
             ));
         };
         let producers = f.schedule.pipelines[&inner].tiles.len();
-        let i_items: Vec<&Stmt> = match &**i_body {
-            Stmt::Seq(v) => v.iter().collect(),
-            x => vec![x],
-        };
+        let i_items = i_body.items();
         let (copies, cond, bytes) = self.ws_copies(&i_items[..producers.min(i_items.len())])?;
         let pipe = format!("tl::tma::Pipe<{stages}>");
         let o = ident(&f.var(var).name);

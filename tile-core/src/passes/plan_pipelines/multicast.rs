@@ -49,10 +49,7 @@ pub(super) fn multicast(f: &PrimFunc, var: VarId) -> (Vec<BufId>, Option<String>
             "a rotated pipeline (gemms overlapped across iterations) is not shared".into(),
         );
     }
-    let top: Vec<&Stmt> = match &f.body {
-        Stmt::Seq(v) => v.iter().collect(),
-        x => vec![x],
-    };
+    let top = f.body.items();
     let lets: HashMap<VarId, &Expr> = top
         .iter()
         .filter_map(|s| match s {

@@ -40,10 +40,7 @@ pub(super) fn split(f: &PrimFunc, var: VarId) -> (Option<Split>, Option<String>)
             "the pipeline's gemms overlap across iterations or its tiles are shared".into(),
         );
     }
-    let top: Vec<&Stmt> = match &f.body {
-        Stmt::Seq(v) => v.iter().collect(),
-        x => vec![x],
-    };
+    let top = f.body.items();
     let Some(at) = top
         .iter()
         .position(|s| matches!(s, Stmt::For { var: v, .. } if *v == var))
@@ -59,10 +56,7 @@ pub(super) fn split(f: &PrimFunc, var: VarId) -> (Option<Split>, Option<String>)
     let Stmt::For { body, .. } = top[at] else {
         return none("the pipelined loop is not at the kernel's top level".into());
     };
-    let items: Vec<&Stmt> = match &**body {
-        Stmt::Seq(v) => v.iter().collect(),
-        x => vec![x],
-    };
+    let items = body.items();
     let mut accs: Vec<BufId> = Vec::new();
     for s in &items[p.tiles.len().min(items.len())..] {
         match s {
@@ -94,12 +88,7 @@ pub(super) fn split(f: &PrimFunc, var: VarId) -> (Option<Split>, Option<String>)
     }
     for &acc in &accs {
         // Each thread moves its registers in 16-byte granules.
-        let n: i64 = f
-            .buf(acc)
-            .const_shape()
-            .unwrap_or_default()
-            .iter()
-            .product();
+        let n = f.buf(acc).const_elems();
         if n % (4 * f.launch.threads) != 0 {
             return none(format!(
                 "`{}`'s {n} values are not a multiple of 4 per thread of {}",
@@ -114,12 +103,8 @@ pub(super) fn split(f: &PrimFunc, var: VarId) -> (Option<Split>, Option<String>)
             ));
         }
     }
-    let bytes = |b: BufId| {
-        let d = f.buf(b);
-        d.dtype.bytes() * d.const_shape().unwrap_or_default().iter().product::<i64>()
-    };
-    let sums: i64 = accs.iter().map(|&b| bytes(b)).sum();
-    let stages: i64 = p.tiles.iter().map(|&b| bytes(b)).sum::<i64>() * p.stages;
+    let sums: i64 = accs.iter().map(|&b| f.buf(b).const_bytes()).sum();
+    let stages: i64 = p.tiles.iter().map(|&b| f.buf(b).const_bytes()).sum::<i64>() * p.stages;
     if sums > stages {
         return none(format!(
             "the accumulators' {sums} bytes do not fit the {stages} bytes of the pipeline's stages, where the partial sums meet"

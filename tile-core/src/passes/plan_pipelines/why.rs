@@ -65,10 +65,7 @@ pub(super) fn ws_refusal(f: &PrimFunc, var: VarId) -> Option<String> {
             "the reduction into `{d}` synchronizes the whole block, which the producer warpgroup leaves at the loop"
         ));
     }
-    let top: Vec<&Stmt> = match &f.body {
-        Stmt::Seq(v) => v.iter().collect(),
-        x => vec![x],
-    };
+    let top = f.body.items();
     let at = top.iter().position(|s| {
         std::ptr::eq(*s, pipe)
             || matches!(s, Stmt::For { kind: ForKind::Serial, body, .. }
@@ -91,10 +88,7 @@ pub(super) fn ws_refusal(f: &PrimFunc, var: VarId) -> Option<String> {
             i + 1
         ));
     }
-    let items: Vec<&Stmt> = match &**body {
-        Stmt::Seq(v) => v.iter().collect(),
-        x => vec![x],
-    };
+    let items = body.items();
     for x in items.iter().take_while(|x| producer_target(f, x).is_some()) {
         let tile = producer_target(f, x)
             .map(|b| f.buf(b).name.clone())
