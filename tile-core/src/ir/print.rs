@@ -259,12 +259,22 @@ impl Printer<'_> {
                             let tiles: Vec<&str> =
                                 p.tiles.iter().map(|&b| f.buf(b).name.as_str()).collect();
                             format!(
-                                "T.Pipelined[num_stages={stages}, producers=({}){}{}{}{}{}{}]",
+                                "T.Pipelined[num_stages={stages}, producers=({}){}{}{}{}{}{}{}]",
                                 tiles.join(", "),
                                 match (p.warp_specialized, p.persistent) {
                                     (true, true) => ", warp_specialized=true, persistent=true",
                                     (true, false) => ", warp_specialized=true",
                                     _ => "",
+                                },
+                                if p.prologue.is_empty() {
+                                    String::new()
+                                } else {
+                                    let b: Vec<&str> = p
+                                        .prologue
+                                        .iter()
+                                        .map(|&b| f.buf(b).name.as_str())
+                                        .collect();
+                                    format!(", prologue=({})", b.join(", "))
                                 },
                                 match &p.ws_why {
                                     Some(w) => format!(", ws_why={w:?}"),

@@ -42,6 +42,12 @@ pub struct Pipeline {
     /// runs too: one pipe for every tile, so the producer fills the next
     /// tile's stages while the consumers run this tile's epilogue.
     pub persistent: bool,
+    /// Shared tiles a warp-specialized pipeline's producer fills before its
+    /// first stage: bulk tensor copies at the kernel's top level ahead of
+    /// the loop (attention's Q tile), issued by the producer thread with the
+    /// first stages' copies on a barrier of their own, so their latency
+    /// overlaps the stages' instead of preceding it (`plan_pipelines`).
+    pub prologue: Vec<BufId>,
     /// A warp-specialized pipeline whose consumers run two `wgmma` gemms,
     /// the second one last, is rotated (FA3's intra-warpgroup overlap): in
     /// iteration `i` the consumers issue the first gemm of `i`, then the last

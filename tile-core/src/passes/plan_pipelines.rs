@@ -15,13 +15,17 @@
 //! issues the bulk tensor copies, the block's warpgroups run the `wgmma`s;
 //! and whether its consumers' two gemms overlap across iterations
 //! (`Pipeline::rotate`, `rotate`); and, in clusters of blocks, which of its
-//! tiles the blocks of a cluster share (`Pipeline::multicast`, `multicast`).
+//! tiles the blocks of a cluster share (`Pipeline::multicast`, `multicast`);
+//! whether they split its iterations (`Pipeline::split`, `split`); and which
+//! tiles copied before it its producer issues (`Pipeline::prologue`,
+//! `prologue`).
 
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use std::collections::BTreeMap;
 
 mod multicast;
+mod prologue;
 mod rotate;
 mod split;
 mod why;
@@ -71,21 +75,30 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             p.split_why = why;
         }
     }
+    // The tiles copied before the warp-specialized pipeline that its
+    // producer issues ahead of the first stage.
+    if let Some((var, _)) = ws {
+        let tiles = prologue::prologue(&f, var);
+        if let Some(p) = f.schedule.pipelines.get_mut(&var) {
+            p.prologue = tiles;
+        }
+    }
     tma_requests_met(&f)?;
     Ok(f)
 }
 
 /// A copy the user asked to be a bulk tensor copy (`instruction = "tma"`,
 /// recorded as `CopyInst::Tma` on Hopper) is issued so only by the producer
-/// of a warp-specialized pipeline: anywhere else it would quietly run as
-/// `cp.async`, so that is an error at the copy.
+/// of a warp-specialized pipeline (a stage's copy, or one of its prologue):
+/// anywhere else it would quietly run as `cp.async`, so that is an error at
+/// the copy.
 fn tma_requests_met(f: &PrimFunc) -> Result<(), Diagnostic> {
     let ws_tiles: Vec<BufId> = f
         .schedule
         .pipelines
         .values()
         .filter(|p| p.warp_specialized)
-        .flat_map(|p| p.tiles.iter().copied())
+        .flat_map(|p| p.tiles.iter().chain(&p.prologue).copied())
         .collect();
     let mut err = None;
     f.body.visit(&mut |s| {
@@ -104,7 +117,8 @@ fn tma_requests_met(f: &PrimFunc) -> Result<(), Diagnostic> {
                         "kernel `{}`: `instruction = \"tma\"`: a bulk tensor copy is issued by the producer of a \
                          warp-specialized pipeline, and this copy is not one's: the producers of a `T::pipelined` \
                          loop (all bulk tensor copies) whose body then runs a `wgmma` gemm over all the block's \
-                         warpgroups, at the kernel's top level or in a persistent loop (`tile inspect --emit passes`)",
+                         warpgroups, at the kernel's top level or in a persistent loop, or a copy into a tile nothing else \
+                         writes, before that loop at the top level (`tile inspect --emit passes`)",
                         f.name
                     ),
                 ));
@@ -427,6 +441,7 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
                 ws_why: None,
                 split: None,
                 split_why: None,
+                prologue: Vec::new(),
             },
         );
     });

@@ -307,6 +307,7 @@ fn collect_nest(s: &Stmt) -> Option<Nest<'_>> {
 /// shared tile, kept as `T::copy` by `lower_tile_ops` (see its `is_tile_copy`
 /// for the conditions): emitted as one `tl::copy_tile`, whose per-thread chunk
 /// addresses are a few instructions and whose edge predicates cost no branch.
+#[derive(Clone)]
 struct TileCopy {
     dst: BufId,
     src: BufId,

@@ -33,6 +33,9 @@ pub(super) struct WsPlan {
     /// The loop's iterations split over the blocks of a cluster
     /// (`Pipeline::split`).
     pub split: Option<Split>,
+    /// The copies before the loop that the producer issues ahead of its
+    /// first stage (`Pipeline::prologue`), on one mbarrier after the pipe's.
+    pub prologue: Vec<TileCopy>,
 }
 
 pub(super) const WS_PRODUCER_REGS: i64 = 40;
@@ -70,6 +73,30 @@ impl WsPlan {
                 }
             }
         });
+        // The prologue's copies, in program order; their maps follow the
+        // stages' (the parameter order of existing kernels stays).
+        let mut prologue = Vec::new();
+        let top = f.body.items();
+        let before = top
+            .iter()
+            .position(|s| matches!(s, Stmt::For { var: v, .. } if *v == var))
+            .unwrap_or(0);
+        for s in &top[..before] {
+            if let Stmt::Copy {
+                dst,
+                inst: CopyInst::Tma { .. },
+                ..
+            } = s
+            {
+                if let (true, Some(c)) = (p.prologue.contains(&dst.buf), TileCopy::of(s)) {
+                    let rows = f.buf(c.dst).const_shape().unwrap_or_default()[0];
+                    if !maps.contains(&(c.src, rows)) {
+                        maps.push((c.src, rows));
+                    }
+                    prologue.push(c);
+                }
+            }
+        }
         let mut outer = None;
         if p.persistent {
             f.body.visit(&mut |s| {
@@ -91,7 +118,7 @@ impl WsPlan {
             });
         }
         let pipe_offset = (f.smem.bytes + 7) / 8 * 8;
-        let pool = pipe_offset + 16 * p.stages;
+        let pool = pipe_offset + 16 * p.stages + if prologue.is_empty() { 0 } else { 8 };
         let threads = f.launch.threads + PRODUCER_THREADS;
         // Two blocks per multiprocessor when one warpgroup consumes and two
         // blocks' shared memory fits (each with 1 KiB of alignment slack and
@@ -119,12 +146,18 @@ impl WsPlan {
             multicast: p.multicast.clone(),
             consumer_regs,
             split: p.split.clone(),
+            prologue,
         })
+    }
+
+    /// Byte offset of the prologue's mbarrier, right after the pipe's.
+    pub(super) fn prologue_bar(&self) -> i64 {
+        self.pipe_offset + 16 * self.stages
     }
 
     /// Bytes of the shared pool with the mbarriers.
     pub(super) fn pool_bytes(&self) -> i64 {
-        self.pipe_offset + 16 * self.stages
+        self.prologue_bar() + if self.prologue.is_empty() { 0 } else { 8 }
     }
 }
 
@@ -166,7 +199,11 @@ impl Writer<'_> {
         };
         let name = ident(&f.var(var).name);
         let tiles: Vec<BufId> = f.schedule.pipelines[&var].tiles.clone();
-        let (copies, cond, bytes) = self.ws_copies(prod)?;
+        let (prologue, pro_off) = match &self.ws {
+            Some(p) if !persistent => (p.prologue.clone(), p.prologue_bar()),
+            _ => (Vec::new(), 0),
+        };
+        let (copies, cond, bytes) = self.ws_copies(prod, &prologue)?;
         let pipe = format!("tl::tma::Pipe<{stages}>");
         let gemm = self.stage_gemm(cons, &tiles);
         self.line(&format!(
@@ -206,6 +243,12 @@ impl Writer<'_> {
             "{pipe}* tl_pipe{k} = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
         ));
         self.line(&format!("const bool tl_use_tma{k} = {cond};"));
+        let pro = format!("tl_pro{k}");
+        if !prologue.is_empty() {
+            self.line(&format!(
+                "tl::tma::Barrier* {pro} = reinterpret_cast<tl::tma::Barrier*>(tl_smem + {pro_off});"
+            ));
+        }
         let shares = self.shares_tiles();
         if shares {
             // Launched in clusters of n (a grid along x that n divides): each
@@ -227,7 +270,16 @@ impl Writer<'_> {
                 &format!("tl_pipe{k}"),
                 &format!("tl_use_tma{k}"),
                 shares.then_some(k),
+                (!prologue.is_empty()).then_some(pro.as_str()),
                 |w| {
+                    // The prologue's copies first, on their own barrier.
+                    if !prologue.is_empty() {
+                        let bytes: i64 = prologue.iter().map(|c| f.buf(c.dst).const_bytes()).sum();
+                        w.line(&format!("tl::tma::arrive_expect_tx({pro}, {bytes});"));
+                        for c in &prologue {
+                            w.tma_load(c, &w.name(c.dst), &pro)?;
+                        }
+                    }
                     w.line(&format!("{pipe}::State tl_st{k};"));
                     w.ws_produce(k, &name, s0, &copies, bytes)
                 },
@@ -237,6 +289,11 @@ impl Writer<'_> {
         self.ws_split = true;
         self.line(&format!("if (tl_use_tma{k}) {{"));
         self.depth += 1;
+        if !prologue.is_empty() {
+            self.line(&format!(
+                "tl::tma::wait({pro}, 0);  // the prologue's tiles have landed"
+            ));
+        }
         match (gemm, f.schedule.pipelines[&var].rotate) {
             (Some(g), _) => self.ws_consume_gemm(k, g, &pipe)?,
             (None, Some(rot)) => self.ws_consume_rotated(k, &name, s0, &pipe, &tiles, cons, rot)?,
@@ -248,6 +305,15 @@ impl Writer<'_> {
         // The fallback: the cp.async pipeline of the same loop, where an
         // operand at an aligned pitch keeps cp.async when only the other one
         // is odd (`pipeline_gemm_unaligned`).
+        if !prologue.is_empty() {
+            // Without bulk copies the consumers copy the prologue's tiles.
+            for c in &prologue {
+                self.copy_tile(c, super::pipeline::COPY_CHECK, None)?;
+            }
+            self.line("tl::cp_async_commit();");
+            self.line("tl::cp_async_wait<0>();");
+            self.barrier();
+        }
         let loop_ = Loop {
             k,
             name: &name,
@@ -358,7 +424,14 @@ impl Writer<'_> {
     /// The bulk tensor copies of a warp-specialized pipeline's producers,
     /// the run-time test that they can run (else the `cp.async` fallback),
     /// and the bytes one stage receives.
-    fn ws_copies(&self, prod: &[&Stmt]) -> Result<(Vec<TileCopy>, String, i64), Diagnostic> {
+    /// `prologue`: the copies it issues before them, which the test covers
+    /// too (a misaligned Q then sends K and V to the fallback as well: one
+    /// test for the producer's every copy).
+    fn ws_copies(
+        &self,
+        prod: &[&Stmt],
+        prologue: &[TileCopy],
+    ) -> Result<(Vec<TileCopy>, String, i64), Diagnostic> {
         let f = self.f;
         let copies: Vec<TileCopy> = prod
             .iter()
@@ -367,6 +440,7 @@ impl Writer<'_> {
             .ok_or_else(|| err("internal error: a warp-specialized producer is not a tile copy"))?;
         let mut cond: Vec<String> = copies
             .iter()
+            .chain(prologue)
             .filter_map(|c| self.vec_cond(c))
             .flatten()
             .collect::<BTreeSet<String>>()
@@ -380,7 +454,8 @@ impl Writer<'_> {
     }
 
     /// The split of a warp-specialized block into its roles: one thread
-    /// initializes `pipe` and the block syncs; the producer warpgroup gives
+    /// initializes `pipe` (and the `prologue` mbarrier, when the producer
+    /// issues copies ahead of the stages) and the block syncs; the producer warpgroup gives
     /// back its registers, its first thread runs `produce` when `use_tma`
     /// holds, and it leaves the kernel; the consumers take the registers.
     /// `shared`: the number `k` of a pipeline whose tiles the blocks of a
@@ -390,6 +465,7 @@ impl Writer<'_> {
         pipe: &str,
         use_tma: &str,
         shared: Option<usize>,
+        prologue: Option<&str>,
         produce: impl FnOnce(&mut Self) -> Result<(), Diagnostic>,
     ) -> Result<(), Diagnostic> {
         let threads = self.f.launch.threads;
@@ -412,6 +488,11 @@ impl Writer<'_> {
             prefetch.join(" ")
         ));
         if let Some(k) = shared {
+            if prologue.is_some() {
+                return Err(err(
+                    "internal error: a prologue in a pipeline whose tiles a cluster shares",
+                ));
+            }
             // Each empty barrier waits for every block's consumer warps;
             // the barriers are set up in all blocks before any copies or
             // arrives into another.
@@ -423,10 +504,13 @@ impl Writer<'_> {
                 "if (tl_cl{k}) tl::tma::cluster_sync(); else __syncthreads();"
             ));
         } else {
-            self.line(&format!(
-                "if (threadIdx.x == 0) {pipe}->init({});",
-                threads / 32
-            ));
+            // The prologue's barrier takes the producer's one arrival; the
+            // pipe's init fences both.
+            let init = format!("{pipe}->init({});", threads / 32);
+            self.line(&match prologue {
+                Some(b) => format!("if (threadIdx.x == 0) {{ tl::tma::init({b}, 1); {init} }}"),
+                None => format!("if (threadIdx.x == 0) {init}"),
+            });
             self.line("__syncthreads();");
         }
         self.line(&format!("if (threadIdx.x >= {threads}) {{"));
@@ -549,7 +633,8 @@ impl Writer<'_> {
         };
         let producers = f.schedule.pipelines[&inner].tiles.len();
         let i_items = i_body.items();
-        let (copies, cond, bytes) = self.ws_copies(&i_items[..producers.min(i_items.len())])?;
+        let (copies, cond, bytes) =
+            self.ws_copies(&i_items[..producers.min(i_items.len())], &[])?;
         let pipe = format!("tl::tma::Pipe<{stages}>");
         let o = ident(&f.var(var).name);
         let s0 = self.expr(start)?;
@@ -565,7 +650,7 @@ impl Writer<'_> {
         self.line(&format!("const bool tl_wuse = {cond};"));
         let k = self.nest_counter;
         self.nest_counter += 1;
-        self.ws_split_roles("tl_wpipe", "tl_wuse", None, |w| {
+        self.ws_split_roles("tl_wpipe", "tl_wuse", None, None, |w| {
             w.line(&format!("{pipe}* tl_pipe{k} = tl_wpipe;"));
             w.line(&format!("{pipe}::State tl_st{k};"));
             w.line(&format!("{header} {{"));

@@ -292,6 +292,7 @@ impl Reader {
                     let (mut multicast, mut multicast_why) = (Vec::new(), None);
                     let mut ws_why = None;
                     let (mut split, mut split_why) = (None, None);
+                    let mut prologue = Vec::new();
                     // The plan's optional fields, in the printer's order.
                     while c.eat_punct(",") {
                         if c.at_ident("warp_specialized") && !warp_specialized {
@@ -302,6 +303,15 @@ impl Reader {
                             c.kwarg("persistent")?;
                             c.keyword("true")?;
                             persistent = true;
+                        } else if c.at_ident("prologue") && warp_specialized && prologue.is_empty()
+                        {
+                            c.kwarg("prologue")?;
+                            c.punct("(")?;
+                            prologue.push(self.buf(c)?);
+                            while c.eat_punct(",") {
+                                prologue.push(self.buf(c)?);
+                            }
+                            c.punct(")")?;
                         } else if c.at_ident("ws_why") && !warp_specialized && ws_why.is_none() {
                             c.kwarg("ws_why")?;
                             ws_why = Some(c.string()?);
@@ -358,7 +368,7 @@ impl Reader {
                             split_why = Some(c.string()?);
                         } else {
                             return c.expected(
-                                "`warp_specialized`, `persistent`, `ws_why`, `multicast`, `multicast_why`, `rotate`, `split_k` or `split_why`",
+                                "`warp_specialized`, `persistent`, `prologue`, `ws_why`, `multicast`, `multicast_why`, `rotate`, `split_k` or `split_why`",
                             );
                         }
                     }
@@ -373,6 +383,7 @@ impl Reader {
                         ws_why,
                         split,
                         split_why,
+                        prologue,
                     });
                 }
                 c.punct("]")?;

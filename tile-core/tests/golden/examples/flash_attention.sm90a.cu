@@ -2,6 +2,7 @@
 // tile:launch threads=256
 // tile:tma map=0 param=1 box=64x64 (k)
 // tile:tma map=1 param=2 box=64x64 (v)
+// tile:tma map=2 param=0 box=64x128 (q)
 // <tile CUDA prelude>
 // <tl/math.cuh>
 
@@ -11,7 +12,7 @@
 
 // <tl/tma.cuh>
 
-extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v, half* __restrict__ o, int B, int H, int S, int HKV, const __grid_constant__ tl::tma::Desc tl_tmap0, const __grid_constant__ tl::tma::Desc tl_tmap1) {
+extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v, half* __restrict__ o, int B, int H, int S, int HKV, const __grid_constant__ tl::tma::Desc tl_tmap0, const __grid_constant__ tl::tma::Desc tl_tmap1, const __grid_constant__ tl::tma::Desc tl_tmap2) {
   extern __shared__ __align__(1024) unsigned char tl_smem_raw[];
   unsigned char* tl_smem = tl_smem_raw + ((0u - (unsigned)__cvta_generic_to_shared(tl_smem_raw)) & 1023u);
   const int bx = (int)blockIdx.x;
@@ -30,11 +31,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
   float l[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
   float row_sum[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
   const float scale = (1.4426950216293335f / sqrtf(64.0f));
-  if (threadIdx.x < 128) {
-    tl::wg::copy_tile<half, 128, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 128))) * 64 + (0), 64, S - ((bx * 128)), 64 - (0));
-    tl::cp_async_commit();
-    tl::cp_async_wait<0>();
-  }
+  // T.copy into q_s: the producer's bulk tensor copy ahead of the pipeline's first stage (its prologue)
   // T.Parallel[128, 64] over the gemm accumulator layout
   #pragma unroll
   for (int tl_s0 = 0; tl_s0 < 64; tl_s0 += 1) {
@@ -64,13 +61,16 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
   {
     const int tl_n3 = (((S + 64) - 1) / 64);
     tl::tma::Pipe<4>* tl_pipe3 = reinterpret_cast<tl::tma::Pipe<4>*>(tl_smem + 81920);
-    const bool tl_use_tma3 = tl::aligned16(k) && tl::aligned16(v);
-    if (tl_use_tma3 && threadIdx.x == 128) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); }
-    if (threadIdx.x == 0) tl_pipe3->init(4);
+    const bool tl_use_tma3 = tl::aligned16(k) && tl::aligned16(q) && tl::aligned16(v);
+    tl::tma::Barrier* tl_pro3 = reinterpret_cast<tl::tma::Barrier*>(tl_smem + 81984);
+    if (tl_use_tma3 && threadIdx.x == 128) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); tl::tma::prefetch(&tl_tmap2); }
+    if (threadIdx.x == 0) { tl::tma::init(tl_pro3, 1); tl_pipe3->init(4); }
     __syncthreads();
     if (threadIdx.x >= 128) {
       tl::tma::setmaxnreg_dec<40>();
       if (tl_use_tma3 && threadIdx.x == 128) {
+        tl::tma::arrive_expect_tx(tl_pro3, 16384);
+        tl::tma::load_tile<128, 64>(q_s, &tl_tmap2, tl_pro3, (bx * 128), 0, (bz) * (H) + (by));
         tl::tma::Pipe<4>::State tl_st3;
         for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
           const int kt = 0 + tl_i3;
@@ -84,6 +84,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
     }
     tl::tma::setmaxnreg_inc<216>();
     if (tl_use_tma3) {
+      tl::tma::wait(tl_pro3, 0);  // the prologue's tiles have landed
       tl::tma::Pipe<4>::State tl_st3, tl_prev3;
       unsigned tl_ra3[tl::wg::RsAsync<half, 128, 64, 64, 1, false>::AREGS];
       tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::begin(s);
@@ -336,6 +337,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
         tl_pipe3->consumer_release(tl_prev3);
       }
     } else {
+      tl::wg::copy_tile<half, 128, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 128))) * 64 + (0), 64, S - ((bx * 128)), 64 - (0));
+      tl::cp_async_commit();
+      tl::cp_async_wait<0>();
+      tl::wg::fence_proxy_async();
+      tl::tma::bar_sync<1, 128>();
       #pragma unroll
       for (int tl_pi3 = 0; tl_pi3 < 3; ++tl_pi3) {
         if (tl_pi3 < tl_n3) {

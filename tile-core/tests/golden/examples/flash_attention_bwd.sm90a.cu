@@ -2,6 +2,7 @@
 // tile:launch threads=256
 // tile:tma map=0 param=1 box=64x64 (k)
 // tile:tma map=1 param=2 box=64x64 (v)
+// tile:tma map=2 param=0 box=64x64 (q)
 // <tile CUDA prelude>
 // <tl/math.cuh>
 
@@ -11,8 +12,8 @@
 
 // <tl/tma.cuh>
 
-extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_kernel(const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v, half* __restrict__ o, float* __restrict__ lse, int B, int H, int S, const __grid_constant__ tl::tma::Desc tl_tmap0, const __grid_constant__ tl::tma::Desc tl_tmap1) {
-  __shared__ __align__(1024) unsigned char tl_smem[40992];
+extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_kernel(const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v, half* __restrict__ o, float* __restrict__ lse, int B, int H, int S, const __grid_constant__ tl::tma::Desc tl_tmap0, const __grid_constant__ tl::tma::Desc tl_tmap1, const __grid_constant__ tl::tma::Desc tl_tmap2) {
+  __shared__ __align__(1024) unsigned char tl_smem[41000];
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
   const int bz = (int)blockIdx.z;
@@ -27,11 +28,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
   float rescale[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
   float l[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
   float row_sum[2];  // per-row values: 64 rows, 2 per thread (the rows of its accumulator registers)
-  if (threadIdx.x < 128) {
-    tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 64))) * 64 + (0), 64, S - ((bx * 64)), 64 - (0));
-    tl::cp_async_commit();
-    tl::cp_async_wait<0>();
-  }
+  // T.copy into q_s: the producer's bulk tensor copy ahead of the pipeline's first stage (its prologue)
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
   for (int tl_s0 = 0; tl_s0 < 32; tl_s0 += 1) {
@@ -61,13 +58,16 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
   {
     const int tl_n3 = (((S + 64) - 1) / 64);
     tl::tma::Pipe<2>* tl_pipe3 = reinterpret_cast<tl::tma::Pipe<2>*>(tl_smem + 40960);
-    const bool tl_use_tma3 = tl::aligned16(k) && tl::aligned16(v);
-    if (tl_use_tma3 && threadIdx.x == 128) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); }
-    if (threadIdx.x == 0) tl_pipe3->init(4);
+    const bool tl_use_tma3 = tl::aligned16(k) && tl::aligned16(q) && tl::aligned16(v);
+    tl::tma::Barrier* tl_pro3 = reinterpret_cast<tl::tma::Barrier*>(tl_smem + 40992);
+    if (tl_use_tma3 && threadIdx.x == 128) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); tl::tma::prefetch(&tl_tmap2); }
+    if (threadIdx.x == 0) { tl::tma::init(tl_pro3, 1); tl_pipe3->init(4); }
     __syncthreads();
     if (threadIdx.x >= 128) {
       tl::tma::setmaxnreg_dec<40>();
       if (tl_use_tma3 && threadIdx.x == 128) {
+        tl::tma::arrive_expect_tx(tl_pro3, 8192);
+        tl::tma::load_tile<64, 64>(q_s, &tl_tmap2, tl_pro3, (bx * 64), 0, (bz) * (H) + (by));
         tl::tma::Pipe<2>::State tl_st3;
         for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
           const int kt = 0 + tl_i3;
@@ -81,6 +81,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
     }
     tl::tma::setmaxnreg_inc<216>();
     if (tl_use_tma3) {
+      tl::tma::wait(tl_pro3, 0);  // the prologue's tiles have landed
       tl::tma::Pipe<2>::State tl_st3;
       for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
         const int kt = 0 + tl_i3;
@@ -201,6 +202,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
         tl_st3.advance();
       }
     } else {
+      tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 64))) * 64 + (0), 64, S - ((bx * 64)), 64 - (0));
+      tl::cp_async_commit();
+      tl::cp_async_wait<0>();
+      tl::wg::fence_proxy_async();
+      tl::tma::bar_sync<1, 128>();
       #pragma unroll
       for (int tl_pi3 = 0; tl_pi3 < 1; ++tl_pi3) {
         if (tl_pi3 < tl_n3) {
