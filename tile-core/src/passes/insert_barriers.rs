@@ -100,7 +100,15 @@ fn seq(cx: &Cx, s: Stmt, pending: &mut State) -> Stmt {
     };
     let mut out = Vec::new();
     for s in items {
-        let acc = accesses(f, &s);
+        let mut acc = accesses(f, &s);
+        // A copy a warp-specialized producer issues ahead of its stages
+        // (`Pipeline::prologue`) lands on an mbarrier the consumers wait on,
+        // not through the block: no barrier orders it.
+        if let Stmt::Copy { dst, .. } = &s {
+            if f.schedule.pipelines.values().any(|p| p.prologue.contains(&dst.buf)) {
+                acc.writes.remove(&dst.buf);
+            }
+        }
         match s {
             Stmt::For {
                 var,

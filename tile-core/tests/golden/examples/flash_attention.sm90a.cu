@@ -55,8 +55,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
     const int i_8 = tl::wg_row<128, 1>(tl_r2);
     m[tl_r2] = -__int_as_float(0x7f800000);
   }
-  tl::wg::fence_proxy_async();
-  __syncthreads();
   // T.Pipelined: 4 stages, warp-specialized: a producer warpgroup issues 2 bulk tensor copies per stage
   {
     const int tl_n3 = (((S + 64) - 1) / 64);

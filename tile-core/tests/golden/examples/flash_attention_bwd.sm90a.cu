@@ -52,8 +52,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
     const int i_9 = tl::mma_row<64, 4>(tl_r2);
     m[tl_r2] = -__int_as_float(0x7f800000);
   }
-  tl::wg::fence_proxy_async();
-  __syncthreads();
   // T.Pipelined: 2 stages, warp-specialized: a producer warpgroup issues 2 bulk tensor copies per stage
   {
     const int tl_n3 = (((S + 64) - 1) / 64);
