@@ -124,6 +124,15 @@ impl Printer<'_> {
         self.stmt(&f.body, 2);
     }
 
+    /// `, key=(a, b)` naming the buffers; nothing when there are none.
+    fn buf_list(&self, key: &str, bufs: &[BufId]) -> String {
+        if bufs.is_empty() {
+            return String::new();
+        }
+        let names: Vec<&str> = bufs.iter().map(|&b| self.f.buf(b).name.as_str()).collect();
+        format!(", {key}=({})", names.join(", "))
+    }
+
     /// `, split_k=(2, acc)` (the blocks and the accumulators they sum) or
     /// `, split_why=".."`; nothing when the kernel does not ask to split.
     fn split(&self, p: &Pipeline) -> String {
@@ -266,30 +275,12 @@ impl Printer<'_> {
                                     (true, false) => ", warp_specialized=true",
                                     _ => "",
                                 },
-                                if p.prologue.is_empty() {
-                                    String::new()
-                                } else {
-                                    let b: Vec<&str> = p
-                                        .prologue
-                                        .iter()
-                                        .map(|&b| f.buf(b).name.as_str())
-                                        .collect();
-                                    format!(", prologue=({})", b.join(", "))
-                                },
+                                self.buf_list("prologue", &p.prologue),
                                 match &p.ws_why {
                                     Some(w) => format!(", ws_why={w:?}"),
                                     None => String::new(),
                                 },
-                                if p.multicast.is_empty() {
-                                    String::new()
-                                } else {
-                                    let m: Vec<&str> = p
-                                        .multicast
-                                        .iter()
-                                        .map(|&b| f.buf(b).name.as_str())
-                                        .collect();
-                                    format!(", multicast=({})", m.join(", "))
-                                },
+                                self.buf_list("multicast", &p.multicast),
                                 match &p.multicast_why {
                                     Some(w) => format!(", multicast_why={w:?}"),
                                     None => String::new(),

@@ -105,7 +105,11 @@ fn seq(cx: &Cx, s: Stmt, pending: &mut State) -> Stmt {
         // (`Pipeline::prologue`) lands on an mbarrier the consumers wait on,
         // not through the block: no barrier orders it.
         if let Stmt::Copy { dst, .. } = &s {
-            if f.schedule.pipelines.values().any(|p| p.prologue.contains(&dst.buf)) {
+            if f.schedule
+                .pipelines
+                .values()
+                .any(|p| p.prologue.contains(&dst.buf))
+            {
                 acc.writes.remove(&dst.buf);
             }
         }

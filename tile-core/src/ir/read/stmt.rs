@@ -281,12 +281,7 @@ impl Reader {
                 let stages = c.int()?;
                 if c.eat_punct(",") {
                     c.kwarg("producers")?;
-                    c.punct("(")?;
-                    let mut tiles = vec![self.buf(c)?];
-                    while c.eat_punct(",") {
-                        tiles.push(self.buf(c)?);
-                    }
-                    c.punct(")")?;
+                    let tiles = self.buf_list(c)?;
                     let (mut warp_specialized, mut persistent) = (false, false);
                     let mut rotate = None;
                     let (mut multicast, mut multicast_why) = (Vec::new(), None);
@@ -306,23 +301,13 @@ impl Reader {
                         } else if c.at_ident("prologue") && warp_specialized && prologue.is_empty()
                         {
                             c.kwarg("prologue")?;
-                            c.punct("(")?;
-                            prologue.push(self.buf(c)?);
-                            while c.eat_punct(",") {
-                                prologue.push(self.buf(c)?);
-                            }
-                            c.punct(")")?;
+                            prologue = self.buf_list(c)?;
                         } else if c.at_ident("ws_why") && !warp_specialized && ws_why.is_none() {
                             c.kwarg("ws_why")?;
                             ws_why = Some(c.string()?);
                         } else if c.at_ident("multicast") && multicast.is_empty() {
                             c.kwarg("multicast")?;
-                            c.punct("(")?;
-                            multicast.push(self.buf(c)?);
-                            while c.eat_punct(",") {
-                                multicast.push(self.buf(c)?);
-                            }
-                            c.punct(")")?;
+                            multicast = self.buf_list(c)?;
                         } else if c.at_ident("multicast_why") && multicast_why.is_none() {
                             c.kwarg("multicast_why")?;
                             multicast_why = Some(c.string()?);
@@ -472,6 +457,17 @@ impl Reader {
             if !c.eat_punct(",") {
                 break;
             }
+        }
+        c.punct(")")?;
+        Ok(v)
+    }
+
+    /// `(a, b, ..)` of one or more buffer names.
+    fn buf_list(&self, c: &mut Cursor) -> Res<Vec<BufId>> {
+        c.punct("(")?;
+        let mut v = vec![self.buf(c)?];
+        while c.eat_punct(",") {
+            v.push(self.buf(c)?);
         }
         c.punct(")")?;
         Ok(v)
