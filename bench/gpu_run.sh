@@ -141,6 +141,9 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   # and three consumer warpgroups in clusters of four (tests/kernels).
   san kernels_odd_widths "$B/tests/kernels" odd_widths --test-threads=1
   san kernels_clusters "$B/tests/kernels" clusters --test-threads=1
+  # A tile the warp-specialized producer copies ahead of its stages
+  # (`prologue=(a_s)`), on one and two consumer warpgroups.
+  san kernels_prologue "$B/tests/kernels" prologue --test-threads=1
 fi
 echo
 echo "================ summary ================"

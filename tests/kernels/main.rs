@@ -32,6 +32,7 @@ mod packed;
 mod padding;
 mod params;
 mod phases;
+mod prologue;
 mod reductions;
 mod scalars;
 use tile::testing::{assert_allclose, random_tensor, random_vec};

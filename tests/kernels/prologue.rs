@@ -1,0 +1,84 @@
+//! A tile copied once before a warp-specialized loop and read in every
+//! iteration (on Hopper the producer's prologue, `prologue=(a_s)`: it issues
+//! the copy right before the first stage's, on a barrier of its own). Beside
+//! attention's Q, this puts it under a loop whose consumer is one gemm (one
+//! `wgmma` group in flight), on one and on two consumer warpgroups, with
+//! ragged rows (the engine's zero fill past M) and row pitches off 16 bytes
+//! (the consumers' element-wise fallback copies the tile themselves).
+
+use super::*;
+
+/// `c = a · (b_0 + b_1 + ..)`: the block's `block_m × 64` rows of `a` once,
+/// then each `64 × block_n` tile of `b` down its rows, all multiplied by
+/// the same `a` tile into one accumulator.
+#[tile::kernel(
+    block_m = [64, 128],
+    block_n = 64,
+    dim = 64,
+    stages = 3,
+    threads = [128, 256],
+    filter = (block_m == 64) == (threads == 128)
+)]
+pub fn prologue_gemm(a: Tensor<f16, (M, dim)>, b: Tensor<f16, (R, N)>, c: TensorMut<f16, (M, N)>) {
+    T::kernel(
+        [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+        threads,
+        |bx, by| {
+            let a_s = T::alloc_shared::<f16>([block_m, dim]);
+            let b_s = T::alloc_shared::<f16>([dim, block_n]);
+            let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+            T::copy(a.at([by * block_m, 0]), a_s);
+            T::clear(acc);
+            for kt in T::pipelined(T::ceildiv(R, dim), stages) {
+                T::copy(b.at([kt * dim, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        },
+    );
+}
+
+#[test]
+fn prologue_tile_read_by_every_iteration() -> TestResult {
+    // Whole tiles; ragged M and R; one k step; N off 16 bytes a row (130:
+    // the fallback, which copies `a`'s tile in the consumers).
+    for (m, n, r) in [
+        (128, 128, 192),
+        (200, 192, 100),
+        (64, 64, 64),
+        (77, 130, 130),
+    ] {
+        let a = random_tensor::<f16>(&[m, 64], 7300 + m as u64, dev())?;
+        let b = random_tensor::<f16>(&[r, n], 7400 + n as u64, dev())?;
+        // a · (sum of b's 64-row tiles, the last one zero-padded).
+        let bh = host(&b);
+        let tiles = r.div_ceil(64);
+        let mut bsum = vec![0.0f64; 64 * n];
+        for t in 0..tiles {
+            for i in 0..64 {
+                let row = t * 64 + i;
+                if row < r {
+                    for j in 0..n {
+                        bsum[i * n + j] += bh[row * n + j];
+                    }
+                }
+            }
+        }
+        let want: Vec<f64> = matmul_ref(&host(&a), &bsum, m, n, 64, false)
+            .into_iter()
+            .map(round_to::<f16>)
+            .collect();
+        for (cfg, label) in prologue_gemm::CONFIGS.iter().zip(prologue_gemm::LABELS) {
+            let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
+            prologue_gemm::with(*cfg).launch(&a, &b, &mut c)?;
+            check(
+                &format!("prologue_gemm {label}, {m}x{n}, R {r}"),
+                &c,
+                &want,
+                3e-2,
+                3e-2,
+            );
+        }
+    }
+    Ok(())
+}
