@@ -265,11 +265,9 @@ impl Printer<'_> {
                     ForKind::Pipelined { stages } => match f.schedule.pipelines.get(var) {
                         None => format!("T.Pipelined[num_stages={stages}]"),
                         Some(p) => {
-                            let tiles: Vec<&str> =
-                                p.tiles.iter().map(|&b| f.buf(b).name.as_str()).collect();
                             format!(
-                                "T.Pipelined[num_stages={stages}, producers=({}){}{}{}{}{}{}{}]",
-                                tiles.join(", "),
+                                "T.Pipelined[num_stages={stages}{}{}{}{}{}{}{}{}]",
+                                self.buf_list("producers", &p.tiles),
                                 match (p.warp_specialized, p.persistent) {
                                     (true, true) => ", warp_specialized=true, persistent=true",
                                     (true, false) => ", warp_specialized=true",

@@ -61,12 +61,9 @@ impl WsPlan {
                         } = x
                         {
                             let rows = f.buf(dst.buf).const_shape().unwrap_or_default()[0];
-                            if !maps.contains(&(src.buf, rows)) {
-                                maps.push((src.buf, rows));
-                            }
-                            let part = rows / f.launch.cluster.max(1);
-                            if p.multicast.contains(&dst.buf) && !maps.contains(&(src.buf, part)) {
-                                maps.push((src.buf, part));
+                            add_map(&mut maps, (src.buf, rows));
+                            if p.multicast.contains(&dst.buf) {
+                                add_map(&mut maps, (src.buf, rows / f.launch.cluster.max(1)));
                             }
                         }
                     });
@@ -82,17 +79,19 @@ impl WsPlan {
             .position(|s| matches!(s, Stmt::For { var: v, .. } if *v == var))
             .unwrap_or(0);
         for s in &top[..before] {
-            if let Stmt::Copy {
-                dst,
-                inst: CopyInst::Tma { .. },
-                ..
-            } = s
+            if let (
+                Stmt::Copy {
+                    inst: CopyInst::Tma { .. },
+                    ..
+                },
+                Some(c),
+            ) = (s, TileCopy::of(s))
             {
-                if let (true, Some(c)) = (p.prologue.contains(&dst.buf), TileCopy::of(s)) {
-                    let rows = f.buf(c.dst).const_shape().unwrap_or_default()[0];
-                    if !maps.contains(&(c.src, rows)) {
-                        maps.push((c.src, rows));
-                    }
+                if p.prologue.contains(&c.dst) {
+                    add_map(
+                        &mut maps,
+                        (c.src, f.buf(c.dst).const_shape().unwrap_or_default()[0]),
+                    );
                     prologue.push(c);
                 }
             }
@@ -118,7 +117,7 @@ impl WsPlan {
             });
         }
         let pipe_offset = (f.smem.bytes + 7) / 8 * 8;
-        let pool = pipe_offset + 16 * p.stages + if prologue.is_empty() { 0 } else { 8 };
+        let pool = pool_end(pipe_offset, p.stages, !prologue.is_empty());
         let threads = f.launch.threads + PRODUCER_THREADS;
         // Two blocks per multiprocessor when one warpgroup consumes and two
         // blocks' shared memory fits (each with 1 KiB of alignment slack and
@@ -152,12 +151,25 @@ impl WsPlan {
 
     /// Byte offset of the prologue's mbarrier, right after the pipe's.
     pub(super) fn prologue_bar(&self) -> i64 {
-        self.pipe_offset + 16 * self.stages
+        pool_end(self.pipe_offset, self.stages, false)
     }
 
     /// Bytes of the shared pool with the mbarriers.
     pub(super) fn pool_bytes(&self) -> i64 {
-        self.prologue_bar() + if self.prologue.is_empty() { 0 } else { 8 }
+        pool_end(self.pipe_offset, self.stages, !self.prologue.is_empty())
+    }
+}
+
+/// The end of the shared pool: the tiles up to `pipe_offset`, the pipe's
+/// full/empty mbarrier pair per stage, then the prologue's one mbarrier.
+fn pool_end(pipe_offset: i64, stages: i64, prologue: bool) -> i64 {
+    pipe_offset + 16 * stages + if prologue { 8 } else { 0 }
+}
+
+/// Adds a tensor map (source tensor, box rows) unless the kernel has it.
+fn add_map(maps: &mut Vec<(BufId, i64)>, m: (BufId, i64)) {
+    if !maps.contains(&m) {
+        maps.push(m);
     }
 }
 

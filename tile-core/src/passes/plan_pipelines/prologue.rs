@@ -16,6 +16,7 @@
 //! (each tile would need the copy again) nor in clusters (the pipeline's
 //! barriers are then the cluster's).
 
+use super::consumer_tile_copy;
 use crate::ir::*;
 use crate::passes::insert_barriers::accesses;
 
@@ -37,7 +38,6 @@ pub(super) fn prologue(f: &PrimFunc, var: VarId) -> Vec<BufId> {
     let mut tiles = Vec::new();
     for (i, s) in top[..at].iter().enumerate() {
         let Stmt::Copy {
-            src,
             dst,
             inst: CopyInst::Tma { .. },
             ..
@@ -45,18 +45,15 @@ pub(super) fn prologue(f: &PrimFunc, var: VarId) -> Vec<BufId> {
         else {
             continue;
         };
-        let whole = f.buf(src.buf).scope == Scope::Global
-            && f.buf(dst.buf).scope == Scope::Shared
-            && !p.tiles.contains(&dst.buf);
         // Written by this copy alone: every other statement of the kernel
-        // (the rest of the top level, and the loop with everything after)
-        // only reads it.
+        // (the rest of the top level, and the loop with everything after,
+        // whose producers fill the stage tiles) only reads it.
         let alone = top
             .iter()
             .enumerate()
             .filter(|(j, _)| *j != i)
             .all(|(_, x)| !accesses(f, x).writes.contains(&dst.buf));
-        if whole && alone && !tiles.contains(&dst.buf) {
+        if consumer_tile_copy(f, s) && alone {
             tiles.push(dst.buf);
         }
     }
