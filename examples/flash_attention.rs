@@ -176,16 +176,20 @@ pub fn flash_attention_causal(
 /// registers) and the K/V loop is warp-specialized (a producer warpgroup
 /// issues bulk tensor copies) and rotated; elsewhere both run on
 /// `mma.sync`. Three stages take 224 KiB of shared memory, Hopper's budget;
-/// an A100 block has 164 KiB, which needs `stages = 2` here.
-#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
+/// an A100 block has 164 KiB, which needs `stages = 2` here. The kernel is
+/// persistent: `blocks` blocks (one per multiprocessor of an H100/H200, as
+/// only one fits) walk the query tiles with `T::persistent`, so the producer
+/// loads the next tile's Q, K and V while the consumers finish this one's
+/// output, and no block waits to be launched; with fewer multiprocessors
+/// the blocks beyond them run as a second wave.
+#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256, blocks = 132)]
 pub fn flash_attention_d128(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
     v: Tensor<dtype, (B, HKV, S, dim)>,
     o: TensorMut<dtype, (B, H, S, dim)>,
 ) {
-    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
-        let kv_head = by / (H / HKV);
+    T::kernel(blocks, threads, |bid| {
         let q_s = T::alloc_shared::<dtype>([block_m, dim]);
         let k_s = T::alloc_shared::<dtype>([block_n, dim]);
         let v_s = T::alloc_shared::<dtype>([block_n, dim]);
@@ -198,60 +202,62 @@ pub fn flash_attention_d128(
         let l = T::alloc_fragment::<f32>([block_m]);
         let row_sum = T::alloc_fragment::<f32>([block_m]);
         let scale = 1.4426950408889634 / T::sqrt(dim as f32);
-        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
-        T::fill(acc, 0.0);
-        T::fill(l, 0.0);
-        T::fill(m, -T::infinity::<f32>());
-        for kt in T::pipelined(T::ceildiv(S, block_n), stages) {
-            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
-            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
-            T::clear(s);
-            T::gemm(q_s, k_s, s, transpose_b = true);
-            // Only a key tile that crosses the sequence's end needs the mask
-            // (a branch taken alike by every thread).
-            if (kt + 1) * block_n > S {
-                for (i, j) in T::parallel([block_m, block_n]) {
-                    s[(i, j)] =
-                        T::if_then_else(kt * block_n + j < S, s[(i, j)], -T::infinity::<f32>());
+        for (bx, by, bz) in T::persistent([T::ceildiv(S, block_m), H, B], blocks, bid) {
+            let kv_head = by / (H / HKV);
+            T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+            T::fill(acc, 0.0);
+            T::fill(l, 0.0);
+            T::fill(m, -T::infinity::<f32>());
+            for kt in T::pipelined(T::ceildiv(S, block_n), stages) {
+                T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+                T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+                T::clear(s);
+                T::gemm(q_s, k_s, s, transpose_b = true);
+                // Only a key tile that crosses the sequence's end needs the mask
+                // (a branch taken alike by every thread).
+                if (kt + 1) * block_n > S {
+                    for (i, j) in T::parallel([block_m, block_n]) {
+                        s[(i, j)] =
+                            T::if_then_else(kt * block_n + j < S, s[(i, j)], -T::infinity::<f32>());
+                    }
                 }
-            }
-            T::copy(m, m_prev);
-            T::reduce_max(s, m, 1, false);
-            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
-            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
-            for i in T::parallel(block_m) {
-                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
+                T::copy(m, m_prev);
+                T::reduce_max(s, m, 1, false);
+                // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+                // taken inside exp2 (one FFMA per score): exp2 below is e^x.
+                for i in T::parallel(block_m) {
+                    rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
+                }
+                for (i, j) in T::parallel([block_m, dim]) {
+                    acc[(i, j)] = acc[(i, j)] * rescale[i];
+                }
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
+                }
+                T::reduce_sum(s, row_sum, 1);
+                for i in T::parallel(block_m) {
+                    l[i] = l[i] * rescale[i] + row_sum[i];
+                }
+                T::copy(s, p);
+                T::gemm(p, v_s, acc);
             }
             for (i, j) in T::parallel([block_m, dim]) {
-                acc[(i, j)] = acc[(i, j)] * rescale[i];
+                acc[(i, j)] = acc[(i, j)] / l[i];
             }
-            for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
-            }
-            T::reduce_sum(s, row_sum, 1);
-            for i in T::parallel(block_m) {
-                l[i] = l[i] * rescale[i] + row_sum[i];
-            }
-            T::copy(s, p);
-            T::gemm(p, v_s, acc);
+            T::copy(acc, o.at([bz, by, bx * block_m, 0]));
         }
-        for (i, j) in T::parallel([block_m, dim]) {
-            acc[(i, j)] = acc[(i, j)] / l[i];
-        }
-        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
     });
 }
 
 /// Causal attention, head dim 128.
-#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
+#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256, blocks = 132)]
 pub fn flash_attention_d128_causal(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
     v: Tensor<dtype, (B, HKV, S, dim)>,
     o: TensorMut<dtype, (B, H, S, dim)>,
 ) {
-    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
-        let kv_head = by / (H / HKV);
+    T::kernel(blocks, threads, |bid| {
         let q_s = T::alloc_shared::<dtype>([block_m, dim]);
         let k_s = T::alloc_shared::<dtype>([block_n, dim]);
         let v_s = T::alloc_shared::<dtype>([block_n, dim]);
@@ -264,51 +270,58 @@ pub fn flash_attention_d128_causal(
         let l = T::alloc_fragment::<f32>([block_m]);
         let row_sum = T::alloc_fragment::<f32>([block_m]);
         let scale = 1.4426950408889634 / T::sqrt(dim as f32);
-        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
-        T::fill(acc, 0.0);
-        T::fill(l, 0.0);
-        T::fill(m, -T::infinity::<f32>());
-        // Key tiles up to the block's last query (the loop bound depends on bx).
-        for kt in T::pipelined(T::ceildiv(T::min((bx + 1) * block_m, S), block_n), stages) {
-            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
-            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
-            T::clear(s);
-            T::gemm(q_s, k_s, s, transpose_b = true);
-            // Only a key tile that reaches past the block's first query (the
-            // diagonal crosses it) or past the sequence's end needs the mask.
-            if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
-                for (i, j) in T::parallel([block_m, block_n]) {
-                    s[(i, j)] = T::if_then_else(
-                        kt * block_n + j <= T::min(bx * block_m + i, S - 1),
-                        s[(i, j)],
-                        -T::infinity::<f32>(),
-                    );
+        for (xt, by, bz) in T::persistent([T::ceildiv(S, block_m), H, B], blocks, bid) {
+            // Query tiles in opposite orders on alternate heads: the blocks take
+            // tiles `bid`, `bid + blocks`, .., and the longer tiles then fall
+            // evenly among them.
+            let bx = T::if_then_else((bz * H + by) % 2 == 0, xt, T::ceildiv(S, block_m) - 1 - xt);
+            let kv_head = by / (H / HKV);
+            T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+            T::fill(acc, 0.0);
+            T::fill(l, 0.0);
+            T::fill(m, -T::infinity::<f32>());
+            // Key tiles up to the block's last query (the loop bound depends on bx).
+            for kt in T::pipelined(T::ceildiv(T::min((bx + 1) * block_m, S), block_n), stages) {
+                T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+                T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+                T::clear(s);
+                T::gemm(q_s, k_s, s, transpose_b = true);
+                // Only a key tile that reaches past the block's first query (the
+                // diagonal crosses it) or past the sequence's end needs the mask.
+                if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
+                    for (i, j) in T::parallel([block_m, block_n]) {
+                        s[(i, j)] = T::if_then_else(
+                            kt * block_n + j <= T::min(bx * block_m + i, S - 1),
+                            s[(i, j)],
+                            -T::infinity::<f32>(),
+                        );
+                    }
                 }
-            }
-            T::copy(m, m_prev);
-            T::reduce_max(s, m, 1, false);
-            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
-            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
-            for i in T::parallel(block_m) {
-                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
+                T::copy(m, m_prev);
+                T::reduce_max(s, m, 1, false);
+                // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+                // taken inside exp2 (one FFMA per score): exp2 below is e^x.
+                for i in T::parallel(block_m) {
+                    rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
+                }
+                for (i, j) in T::parallel([block_m, dim]) {
+                    acc[(i, j)] = acc[(i, j)] * rescale[i];
+                }
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
+                }
+                T::reduce_sum(s, row_sum, 1);
+                for i in T::parallel(block_m) {
+                    l[i] = l[i] * rescale[i] + row_sum[i];
+                }
+                T::copy(s, p);
+                T::gemm(p, v_s, acc);
             }
             for (i, j) in T::parallel([block_m, dim]) {
-                acc[(i, j)] = acc[(i, j)] * rescale[i];
+                acc[(i, j)] = acc[(i, j)] / l[i];
             }
-            for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
-            }
-            T::reduce_sum(s, row_sum, 1);
-            for i in T::parallel(block_m) {
-                l[i] = l[i] * rescale[i] + row_sum[i];
-            }
-            T::copy(s, p);
-            T::gemm(p, v_s, acc);
+            T::copy(acc, o.at([bz, by, bx * block_m, 0]));
         }
-        for (i, j) in T::parallel([block_m, dim]) {
-            acc[(i, j)] = acc[(i, j)] / l[i];
-        }
-        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
     });
 }
 

@@ -4,7 +4,10 @@
 //! attention's Q, this puts it under a loop whose consumer is one gemm (one
 //! `wgmma` group in flight), on one and on two consumer warpgroups, with
 //! ragged rows (the engine's zero fill past M) and row pitches off 16 bytes
-//! (the consumers' element-wise fallback copies the tile themselves).
+//! (the consumers' element-wise fallback copies the tile themselves). The
+//! persistent form loads it again for each of a block's tiles, once the
+//! consumers released the last one's (a second barrier, its parity flipping
+//! from tile to tile).
 
 use super::*;
 
@@ -38,15 +41,53 @@ pub fn prologue_gemm(a: Tensor<f16, (M, dim)>, b: Tensor<f16, (R, N)>, c: Tensor
     );
 }
 
+/// [`prologue_gemm`] as a persistent kernel: 5 blocks walk the output
+/// tiles, each reloading its `a` tile per output tile.
+#[tile::kernel(
+    block_m = [64, 128],
+    block_n = 64,
+    dim = 64,
+    stages = 3,
+    threads = [128, 256],
+    blocks = 5,
+    filter = (block_m == 64) == (threads == 128)
+)]
+pub fn prologue_persistent(
+    a: Tensor<f16, (M, dim)>,
+    b: Tensor<f16, (R, N)>,
+    c: TensorMut<f16, (M, N)>,
+) {
+    T::kernel(blocks, threads, |bid| {
+        let a_s = T::alloc_shared::<f16>([block_m, dim]);
+        let b_s = T::alloc_shared::<f16>([dim, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+        for (bx, by) in T::persistent(
+            [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+            blocks,
+            bid,
+        ) {
+            T::copy(a.at([by * block_m, 0]), a_s);
+            T::clear(acc);
+            for kt in T::pipelined(T::ceildiv(R, dim), stages) {
+                T::copy(b.at([kt * dim, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            T::copy(acc, c.at([by * block_m, bx * block_n]));
+        }
+    });
+}
+
 #[test]
 fn prologue_tile_read_by_every_iteration() -> TestResult {
     // Whole tiles; ragged M and R; one k step; N off 16 bytes a row (130:
     // the fallback, which copies `a`'s tile in the consumers).
+    // Persistent: 3 to 21 tiles over 5 blocks.
     for (m, n, r) in [
         (128, 128, 192),
         (200, 192, 100),
         (64, 64, 64),
         (77, 130, 130),
+        (390, 448, 200),
     ] {
         let a = random_tensor::<f16>(&[m, 64], 7300 + m as u64, dev())?;
         let b = random_tensor::<f16>(&[r, n], 7400 + n as u64, dev())?;
@@ -73,6 +114,20 @@ fn prologue_tile_read_by_every_iteration() -> TestResult {
             prologue_gemm::with(*cfg).launch(&a, &b, &mut c)?;
             check(
                 &format!("prologue_gemm {label}, {m}x{n}, R {r}"),
+                &c,
+                &want,
+                3e-2,
+                3e-2,
+            );
+        }
+        for (cfg, label) in prologue_persistent::CONFIGS
+            .iter()
+            .zip(prologue_persistent::LABELS)
+        {
+            let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
+            prologue_persistent::with(*cfg).launch(&a, &b, &mut c)?;
+            check(
+                &format!("prologue_persistent {label}, {m}x{n}, R {r}"),
                 &c,
                 &want,
                 3e-2,

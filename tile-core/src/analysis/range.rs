@@ -88,6 +88,18 @@ impl Env {
         }
     }
 
+    /// Records `v < E` for a scalar bound to `x % E` with `x` and `E` never
+    /// negative (a coordinate taken from a flat index, as `T::persistent`
+    /// binds them), under the same rule as [`Env::bound_loop`].
+    pub fn bound_let(&mut self, v: VarId, value: &Expr) {
+        if let Expr::Bin(BinOp::Rem, x, e, _) = value {
+            let stable = !self.assigned.iter().any(|&a| value.uses_var(a));
+            if stable && self.non_negative(x) && self.non_negative(e) {
+                self.below.insert(v, (**e).clone());
+            }
+        }
+    }
+
     /// Whether `a - b >= 0` by a variable's symbolic bound: `v < E` makes
     /// `E - v`, `(E - 1) - v` and `(E - v) - 1` non-negative.
     fn difference_non_negative(&self, a: &Expr, b: &Expr) -> bool {

@@ -195,6 +195,12 @@ fn signs(f: &PrimFunc) -> Env {
         }
         env.bound_loop(*v, start, extent);
     }
+    // Then the scalars taken modulo an extent (their operands' signs may rest
+    // on the loop limits above).
+    let lets: Vec<(VarId, Expr)> = env.lets.iter().map(|(v, e)| (*v, e.clone())).collect();
+    for (v, value) in &lets {
+        env.bound_let(*v, value);
+    }
     env
 }
 

@@ -118,7 +118,7 @@ fn tma_requests_met(f: &PrimFunc) -> Result<(), Diagnostic> {
                          warp-specialized pipeline, and this copy is not one's: the producers of a `T::pipelined` \
                          loop (all bulk tensor copies) whose body then runs a `wgmma` gemm over all the block's \
                          warpgroups, at the kernel's top level or in a persistent loop, or a copy into a tile nothing else \
-                         writes, before that loop at the top level (`tile inspect --emit passes`)",
+                         writes, before that loop in its sequence (`tile inspect --emit passes`)",
                         f.name
                     ),
                 ));
@@ -209,7 +209,8 @@ fn has_pipeline(s: &Stmt) -> bool {
 /// The pipelined loop of a serial loop's body that the producer warpgroup
 /// can run across iterations: the body is statements the producer can skip
 /// or evaluate alone (scalar bindings without loads, which it needs for the
-/// copies' coordinates; stores into registers, which it skips), then the
+/// copies' coordinates; stores into registers, which it skips; bulk tensor
+/// copies into tiles nothing else writes, which it issues), then the
 /// pipelined loop, then anything the consumers run alone (the epilogue), with
 /// no other pipelined loop.
 fn persistent_body<'a>(f: &PrimFunc, body: &'a Stmt) -> Option<&'a Stmt> {
@@ -226,6 +227,9 @@ fn persistent_body<'a>(f: &PrimFunc, body: &'a Stmt) -> Option<&'a Stmt> {
     let prefix_ok = items[..at].iter().all(|x| match x {
         Stmt::Let { value, .. } => !has_load(value),
         Stmt::Barrier => true,
+        // A tile the producer loads per tile ahead of its stages (attention's
+        // Q, `prologue`).
+        Stmt::Copy { .. } => prologue::ahead(f, x),
         x => register_stores_only(f, x),
     });
     let rest_ok = !items[at + 1..].iter().any(|x| has_pipeline(x));

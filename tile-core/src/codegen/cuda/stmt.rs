@@ -197,12 +197,13 @@ impl Writer<'_> {
                 // has the producer warpgroup, which the copy's thread map
                 // does not cover: the consumers copy alone.
                 let guard = self.ws.is_some() && !self.ws_split;
-                // A copy of the pipeline's prologue is issued at the split.
+                // A copy of the pipeline's prologue is issued by the producer
+                // (the consumers copy it themselves in the pipeline's fallback).
                 let prologue = self
                     .ws
                     .as_ref()
                     .is_some_and(|p| p.prologue.iter().any(|x| x.dst == c.dst));
-                if guard && prologue {
+                if prologue {
                     self.line(&format!(
                         "// T.copy into {}: the producer's bulk tensor copy ahead of the pipeline's first stage (its prologue)",
                         self.name(c.dst)

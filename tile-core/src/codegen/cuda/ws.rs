@@ -73,12 +73,7 @@ impl WsPlan {
         // The prologue's copies, in program order; their maps follow the
         // stages' (the parameter order of existing kernels stays).
         let mut prologue = Vec::new();
-        let top = f.body.items();
-        let before = top
-            .iter()
-            .position(|s| matches!(s, Stmt::For { var: v, .. } if *v == var))
-            .unwrap_or(0);
-        for s in &top[..before] {
+        for s in before_loop(f, var) {
             if let (
                 Stmt::Copy {
                     inst: CopyInst::Tma { .. },
@@ -117,7 +112,11 @@ impl WsPlan {
             });
         }
         let pipe_offset = (f.smem.bytes + 7) / 8 * 8;
-        let pool = pool_end(pipe_offset, p.stages, !prologue.is_empty());
+        let pool = pool_end(
+            pipe_offset,
+            p.stages,
+            prologue_bars(!prologue.is_empty(), p.persistent),
+        );
         let threads = f.launch.threads + PRODUCER_THREADS;
         // Two blocks per multiprocessor when one warpgroup consumes and two
         // blocks' shared memory fits (each with 1 KiB of alignment slack and
@@ -149,21 +148,55 @@ impl WsPlan {
         })
     }
 
-    /// Byte offset of the prologue's mbarrier, right after the pipe's.
+    /// Byte offset of the prologue's mbarriers, right after the pipe's.
     pub(super) fn prologue_bar(&self) -> i64 {
-        pool_end(self.pipe_offset, self.stages, false)
+        pool_end(self.pipe_offset, self.stages, 0)
+    }
+
+    pub(super) fn prologue_bars(&self) -> i64 {
+        prologue_bars(!self.prologue.is_empty(), self.outer.is_some())
     }
 
     /// Bytes of the shared pool with the mbarriers.
     pub(super) fn pool_bytes(&self) -> i64 {
-        pool_end(self.pipe_offset, self.stages, !self.prologue.is_empty())
+        pool_end(self.pipe_offset, self.stages, self.prologue_bars())
+    }
+}
+
+/// The prologue's mbarriers: none without one; its full barrier; in a
+/// persistent loop also the empty one the consumers arrive on once they
+/// have read a tile's prologue tiles (the next tile's copies wait for it).
+fn prologue_bars(prologue: bool, persistent: bool) -> i64 {
+    match (prologue, persistent) {
+        (false, _) => 0,
+        (true, false) => 1,
+        (true, true) => 2,
     }
 }
 
 /// The end of the shared pool: the tiles up to `pipe_offset`, the pipe's
-/// full/empty mbarrier pair per stage, then the prologue's one mbarrier.
-fn pool_end(pipe_offset: i64, stages: i64, prologue: bool) -> i64 {
-    pipe_offset + 16 * stages + if prologue { 8 } else { 0 }
+/// full/empty mbarrier pair per stage, then the prologue's `bars` mbarriers.
+fn pool_end(pipe_offset: i64, stages: i64, bars: i64) -> i64 {
+    pipe_offset + 16 * stages + 8 * bars
+}
+
+/// The statements before pipeline `var` in its sequence: the kernel's top
+/// level, or the body of the persistent loop around it.
+fn before_loop(f: &PrimFunc, var: VarId) -> Vec<&Stmt> {
+    let is_pipe = |s: &Stmt| matches!(s, Stmt::For { var: v, .. } if *v == var);
+    let top = f.body.items();
+    if let Some(at) = top.iter().position(|s| is_pipe(s)) {
+        return top[..at].to_vec();
+    }
+    for s in top {
+        if let Stmt::For { body, .. } = s {
+            let items = body.items();
+            if let Some(at) = items.iter().position(|x| is_pipe(x)) {
+                return items[..at].to_vec();
+            }
+        }
+    }
+    Vec::new()
 }
 
 /// Adds a tensor map (source tensor, box rows) unless the kernel has it.
@@ -212,8 +245,8 @@ impl Writer<'_> {
         let name = ident(&f.var(var).name);
         let tiles: Vec<BufId> = f.schedule.pipelines[&var].tiles.clone();
         let (prologue, pro_off) = match &self.ws {
-            Some(p) if !persistent => (p.prologue.clone(), p.prologue_bar()),
-            _ => (Vec::new(), 0),
+            Some(p) => (p.prologue.clone(), p.prologue_bar()),
+            None => (Vec::new(), 0),
         };
         let (copies, cond, bytes) = self.ws_copies(prod, &prologue)?;
         let pipe = format!("tl::tma::Pipe<{stages}>");
@@ -255,8 +288,14 @@ impl Writer<'_> {
             "{pipe}* tl_pipe{k} = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
         ));
         self.line(&format!("const bool tl_use_tma{k} = {cond};"));
-        let pro = format!("tl_pro{k}");
-        if !prologue.is_empty() {
+        // In a persistent loop the prologue's barriers and the consumers'
+        // parity (`tl_wpar`) are the loop's (`persistent_ws`).
+        let pro = if persistent {
+            "tl_wpro".to_string()
+        } else {
+            format!("tl_pro{k}")
+        };
+        if !prologue.is_empty() && !persistent {
             self.line(&format!(
                 "tl::tma::Barrier* {pro} = reinterpret_cast<tl::tma::Barrier*>(tl_smem + {pro_off});"
             ));
@@ -282,7 +321,7 @@ impl Writer<'_> {
                 &format!("tl_pipe{k}"),
                 &format!("tl_use_tma{k}"),
                 shares.then_some(k),
-                (!prologue.is_empty()).then_some(pro.as_str()),
+                (!prologue.is_empty()).then_some((pro.as_str(), 1)),
                 |w| {
                     // The prologue's copies first, on their own barrier.
                     if !prologue.is_empty() {
@@ -301,15 +340,25 @@ impl Writer<'_> {
         self.ws_split = true;
         self.line(&format!("if (tl_use_tma{k}) {{"));
         self.depth += 1;
+        let parity = if persistent { "tl_wpar" } else { "0" };
         if !prologue.is_empty() {
             self.line(&format!(
-                "tl::tma::wait({pro}, 0);  // the prologue's tiles have landed"
+                "tl::tma::wait({pro}, {parity});  // the prologue's tiles have landed"
             ));
         }
         match (gemm, f.schedule.pipelines[&var].rotate) {
             (Some(g), _) => self.ws_consume_gemm(k, g, &pipe)?,
             (None, Some(rot)) => self.ws_consume_rotated(k, &name, s0, &pipe, &tiles, cons, rot)?,
             (None, None) => self.ws_consume(k, &name, s0, &pipe, &tiles, cons)?,
+        }
+        if !prologue.is_empty() && persistent {
+            // Every gemm that read the prologue's tiles has completed: the
+            // producer may load the next tile's.
+            self.line("__syncwarp();");
+            self.line(&format!(
+                "if ((threadIdx.x & 31) == 0) tl::tma::arrive({pro} + 1);"
+            ));
+            self.line("tl_wpar ^= 1u;");
         }
         self.depth -= 1;
         self.line("} else {");
@@ -477,7 +526,7 @@ impl Writer<'_> {
         pipe: &str,
         use_tma: &str,
         shared: Option<usize>,
-        prologue: Option<&str>,
+        prologue: Option<(&str, i64)>,
         produce: impl FnOnce(&mut Self) -> Result<(), Diagnostic>,
     ) -> Result<(), Diagnostic> {
         let threads = self.f.launch.threads;
@@ -516,11 +565,16 @@ impl Writer<'_> {
                 "if (tl_cl{k}) tl::tma::cluster_sync(); else __syncthreads();"
             ));
         } else {
-            // The prologue's barrier takes the producer's one arrival; the
-            // pipe's init fences both.
+            // The prologue's full barrier takes the producer's one arrival,
+            // its empty one (a persistent loop's second) one per consumer
+            // warp; the pipe's init fences them all.
             let init = format!("{pipe}->init({});", threads / 32);
             self.line(&match prologue {
-                Some(b) => format!("if (threadIdx.x == 0) {{ tl::tma::init({b}, 1); {init} }}"),
+                Some((b, 1)) => format!("if (threadIdx.x == 0) {{ tl::tma::init({b}, 1); {init} }}"),
+                Some((b, _)) => format!(
+                    "if (threadIdx.x == 0) {{ tl::tma::init({b}, 1); tl::tma::init({b} + 1, {}); {init} }}",
+                    threads / 32
+                ),
                 None => format!("if (threadIdx.x == 0) {init}"),
             });
             self.line("__syncthreads();");
@@ -645,8 +699,12 @@ impl Writer<'_> {
         };
         let producers = f.schedule.pipelines[&inner].tiles.len();
         let i_items = i_body.items();
+        let (prologue, pro_off) = match &self.ws {
+            Some(p) => (p.prologue.clone(), p.prologue_bar()),
+            None => (Vec::new(), 0),
+        };
         let (copies, cond, bytes) =
-            self.ws_copies(&i_items[..producers.min(i_items.len())], &[])?;
+            self.ws_copies(&i_items[..producers.min(i_items.len())], &prologue)?;
         let pipe = format!("tl::tma::Pipe<{stages}>");
         let o = ident(&f.var(var).name);
         let s0 = self.expr(start)?;
@@ -660,21 +718,42 @@ impl Writer<'_> {
             "{pipe}* tl_wpipe = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
         ));
         self.line(&format!("const bool tl_wuse = {cond};"));
+        if !prologue.is_empty() {
+            // Full, then empty: the producer loads a tile's prologue tiles
+            // once the consumers have released the last tile's.
+            self.line(&format!(
+                "tl::tma::Barrier* tl_wpro = reinterpret_cast<tl::tma::Barrier*>(tl_smem + {pro_off});"
+            ));
+        }
+        let pro_bytes: i64 = prologue.iter().map(|c| f.buf(c.dst).const_bytes()).sum();
         let k = self.nest_counter;
         self.nest_counter += 1;
-        self.ws_split_roles("tl_wpipe", "tl_wuse", None, None, |w| {
+        let bars = (!prologue.is_empty()).then_some(("tl_wpro", 2));
+        self.ws_split_roles("tl_wpipe", "tl_wuse", None, bars, |w| {
             w.line(&format!("{pipe}* tl_pipe{k} = tl_wpipe;"));
             w.line(&format!("{pipe}::State tl_st{k};"));
+            if !prologue.is_empty() {
+                w.line("unsigned tl_wpar = 0;");
+            }
             w.line(&format!("{header} {{"));
             w.depth += 1;
-            // The scalars and shared tiles the copies name; nothing else of the
-            // consumers' prologue.
+            // The scalars and shared tiles the copies name, and the prologue's
+            // copies; nothing else of the consumers' prologue.
             for x in &items[..at] {
                 match x {
                     Stmt::Let { .. } => w.stmt(x)?,
                     Stmt::Alloc { buf, .. } if f.buf(*buf).scope == Scope::Shared => w.stmt(x)?,
                     _ => {}
                 }
+            }
+            if !prologue.is_empty() {
+                // A fresh empty barrier's parity-1 wait returns at once.
+                w.line("tl::tma::wait(tl_wpro + 1, tl_wpar ^ 1u);  // the consumers released the last tile's");
+                w.line(&format!("tl::tma::arrive_expect_tx(tl_wpro, {pro_bytes});"));
+                for c in &prologue {
+                    w.tma_load(c, &w.name(c.dst), "tl_wpro")?;
+                }
+                w.line("tl_wpar ^= 1u;");
             }
             w.line(&format!("const int tl_n{k} = {};", w.expr(i_extent)?));
             let name = ident(&f.var(inner).name);
@@ -685,6 +764,9 @@ impl Writer<'_> {
             Ok(())
         })?;
         self.line(&format!("{pipe}::State tl_wst, tl_wprev;"));
+        if !prologue.is_empty() {
+            self.line("unsigned tl_wpar = 0;");
+        }
         self.ws_split = true;
         self.loop_body(&header, body)?;
         self.depth -= 1;

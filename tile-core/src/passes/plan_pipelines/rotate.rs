@@ -108,7 +108,7 @@ pub(super) fn rotate(f: &mut PrimFunc, var: VarId) -> Option<Rotation> {
     // `i + 1` (its V is read by the deferred gemm), so with two stages the
     // producer could fetch the next one only then: measured 5% slower than
     // not rotating (attention D128 on the H200), 2% faster with three.
-    if !p.warp_specialized || p.persistent || p.stages < 3 {
+    if !p.warp_specialized || p.stages < 3 {
         return None;
     }
     let producers = p.tiles.len();
