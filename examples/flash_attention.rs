@@ -30,160 +30,20 @@ use tile::prelude::*;
 /// rows per warp means fewer reads per multiply (16 rows per warp ran 12-18%
 /// slower on the H200; see bench/RESULTS.md). Four stages of K/V: on Hopper
 /// the loop is rotated (each iteration's softmax runs while the previous
-/// P·V is in flight), which holds a stage one iteration longer. The five
-/// kernels after it repeat this body with another head dim and tiling, or
-/// the causal mask and loop bound: the build reads kernels from the source
-/// file, so a macro cannot stamp them out, and a variant list (`dim = [64,
-/// 128]`) would make one typed function whose default refuses the other
-/// head dims' shapes.
-#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128)]
+/// P·V is in flight), which holds a stage one iteration longer. The kernel
+/// is persistent: `blocks` blocks (two per multiprocessor of an H100/H200,
+/// as many as fit) walk the query tiles with `T::persistent`, and the
+/// producer loads a tile's Q, K and V while the consumers finish the last
+/// tile's output. Measured against launching one block per tile: 6% faster
+/// at B8 H16 S1024, 9% causal, even at B1 H64 S4096; at head dims 128 and
+/// 256 (one block per multiprocessor) it was 1–2% slower or even, so those
+/// launch a block per tile (bench/RESULTS.md). The five kernels after it
+/// repeat this body with another head dim and tiling, or the causal mask
+/// and loop bound: the build reads kernels from the source file, so a macro
+/// cannot stamp them out, and a variant list (`dim = [64, 128]`) would make
+/// one typed function whose default refuses the other head dims' shapes.
+#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128, blocks = 264)]
 pub fn flash_attention(
-    q: Tensor<dtype, (B, H, S, dim)>,
-    k: Tensor<dtype, (B, HKV, S, dim)>,
-    v: Tensor<dtype, (B, HKV, S, dim)>,
-    o: TensorMut<dtype, (B, H, S, dim)>,
-) {
-    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
-        let kv_head = by / (H / HKV);
-        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
-        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
-        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
-        let s = T::alloc_fragment::<f32>([block_m, block_n]);
-        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
-        let acc = T::alloc_fragment::<f32>([block_m, dim]);
-        let m = T::alloc_fragment::<f32>([block_m]);
-        let m_prev = T::alloc_fragment::<f32>([block_m]);
-        let rescale = T::alloc_fragment::<f32>([block_m]);
-        let l = T::alloc_fragment::<f32>([block_m]);
-        let row_sum = T::alloc_fragment::<f32>([block_m]);
-        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
-        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
-        T::fill(acc, 0.0);
-        T::fill(l, 0.0);
-        T::fill(m, -T::infinity::<f32>());
-        for kt in T::pipelined(T::ceildiv(S, block_n), stages) {
-            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
-            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
-            T::clear(s);
-            T::gemm(q_s, k_s, s, transpose_b = true);
-            // Only a key tile that crosses the sequence's end needs the mask
-            // (a branch taken alike by every thread).
-            if (kt + 1) * block_n > S {
-                for (i, j) in T::parallel([block_m, block_n]) {
-                    s[(i, j)] =
-                        T::if_then_else(kt * block_n + j < S, s[(i, j)], -T::infinity::<f32>());
-                }
-            }
-            T::copy(m, m_prev);
-            T::reduce_max(s, m, 1, false);
-            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
-            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
-            for i in T::parallel(block_m) {
-                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
-            }
-            for (i, j) in T::parallel([block_m, dim]) {
-                acc[(i, j)] = acc[(i, j)] * rescale[i];
-            }
-            for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
-            }
-            T::reduce_sum(s, row_sum, 1);
-            for i in T::parallel(block_m) {
-                l[i] = l[i] * rescale[i] + row_sum[i];
-            }
-            T::copy(s, p);
-            T::gemm(p, v_s, acc);
-        }
-        for (i, j) in T::parallel([block_m, dim]) {
-            acc[(i, j)] = acc[(i, j)] / l[i];
-        }
-        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
-    });
-}
-
-/// Causal attention, head dim 64: query `i` sees keys `j ≤ i`.
-#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128)]
-pub fn flash_attention_causal(
-    q: Tensor<dtype, (B, H, S, dim)>,
-    k: Tensor<dtype, (B, HKV, S, dim)>,
-    v: Tensor<dtype, (B, HKV, S, dim)>,
-    o: TensorMut<dtype, (B, H, S, dim)>,
-) {
-    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
-        let kv_head = by / (H / HKV);
-        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
-        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
-        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
-        let s = T::alloc_fragment::<f32>([block_m, block_n]);
-        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
-        let acc = T::alloc_fragment::<f32>([block_m, dim]);
-        let m = T::alloc_fragment::<f32>([block_m]);
-        let m_prev = T::alloc_fragment::<f32>([block_m]);
-        let rescale = T::alloc_fragment::<f32>([block_m]);
-        let l = T::alloc_fragment::<f32>([block_m]);
-        let row_sum = T::alloc_fragment::<f32>([block_m]);
-        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
-        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
-        T::fill(acc, 0.0);
-        T::fill(l, 0.0);
-        T::fill(m, -T::infinity::<f32>());
-        // Key tiles up to the block's last query (the loop bound depends on bx).
-        for kt in T::pipelined(T::ceildiv(T::min((bx + 1) * block_m, S), block_n), stages) {
-            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
-            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
-            T::clear(s);
-            T::gemm(q_s, k_s, s, transpose_b = true);
-            // Only a key tile that reaches past the block's first query (the
-            // diagonal crosses it) or past the sequence's end needs the mask.
-            if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
-                for (i, j) in T::parallel([block_m, block_n]) {
-                    s[(i, j)] = T::if_then_else(
-                        kt * block_n + j <= T::min(bx * block_m + i, S - 1),
-                        s[(i, j)],
-                        -T::infinity::<f32>(),
-                    );
-                }
-            }
-            T::copy(m, m_prev);
-            T::reduce_max(s, m, 1, false);
-            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
-            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
-            for i in T::parallel(block_m) {
-                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
-            }
-            for (i, j) in T::parallel([block_m, dim]) {
-                acc[(i, j)] = acc[(i, j)] * rescale[i];
-            }
-            for (i, j) in T::parallel([block_m, block_n]) {
-                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
-            }
-            T::reduce_sum(s, row_sum, 1);
-            for i in T::parallel(block_m) {
-                l[i] = l[i] * rescale[i] + row_sum[i];
-            }
-            T::copy(s, p);
-            T::gemm(p, v_s, acc);
-        }
-        for (i, j) in T::parallel([block_m, dim]) {
-            acc[(i, j)] = acc[(i, j)] / l[i];
-        }
-        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
-    });
-}
-
-/// Head dim 128: 128 x 128 tiles over 8 warps. On Hopper both products take
-/// `wgmma` (two warpgroups of 64 rows; P is the second one's A operand in
-/// registers) and the K/V loop is warp-specialized (a producer warpgroup
-/// issues bulk tensor copies) and rotated; elsewhere both run on
-/// `mma.sync`. Three stages take 224 KiB of shared memory, Hopper's budget;
-/// an A100 block has 164 KiB, which needs `stages = 2` here. The kernel is
-/// persistent: `blocks` blocks (one per multiprocessor of an H100/H200, as
-/// only one fits) walk the query tiles with `T::persistent`, so the producer
-/// loads the next tile's Q, K and V while the consumers finish this one's
-/// output, and no block waits to be launched; with fewer multiprocessors
-/// the blocks beyond them run as a second wave.
-#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256, blocks = 132)]
-pub fn flash_attention_d128(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
     v: Tensor<dtype, (B, HKV, S, dim)>,
@@ -249,9 +109,9 @@ pub fn flash_attention_d128(
     });
 }
 
-/// Causal attention, head dim 128.
-#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256, blocks = 132)]
-pub fn flash_attention_d128_causal(
+/// Causal attention, head dim 64: query `i` sees keys `j ≤ i`.
+#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128, blocks = 264)]
+pub fn flash_attention_causal(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
     v: Tensor<dtype, (B, HKV, S, dim)>,
@@ -271,9 +131,9 @@ pub fn flash_attention_d128_causal(
         let row_sum = T::alloc_fragment::<f32>([block_m]);
         let scale = 1.4426950408889634 / T::sqrt(dim as f32);
         for (xt, by, bz) in T::persistent([T::ceildiv(S, block_m), H, B], blocks, bid) {
-            // Query tiles in opposite orders on alternate heads: the blocks take
-            // tiles `bid`, `bid + blocks`, .., and the longer tiles then fall
-            // evenly among them.
+            // Query tiles in opposite orders on alternate heads: the blocks
+            // take tiles `bid`, `bid + blocks`, .., so the long tiles (late
+            // queries see more keys) then fall evenly among them.
             let bx = T::if_then_else((bz * H + by) % 2 == 0, xt, T::ceildiv(S, block_m) - 1 - xt);
             let kv_head = by / (H / HKV);
             T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
@@ -322,6 +182,147 @@ pub fn flash_attention_d128_causal(
             }
             T::copy(acc, o.at([bz, by, bx * block_m, 0]));
         }
+    });
+}
+
+/// Head dim 128: 128 x 128 tiles over 8 warps. On Hopper both products take
+/// `wgmma` (two warpgroups of 64 rows; P is the second one's A operand in
+/// registers) and the K/V loop is warp-specialized (a producer warpgroup
+/// issues bulk tensor copies) and rotated; elsewhere both run on
+/// `mma.sync`. Three stages take 224 KiB of shared memory, Hopper's budget;
+/// an A100 block has 164 KiB, which needs `stages = 2` here.
+#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
+pub fn flash_attention_d128(
+    q: Tensor<dtype, (B, H, S, dim)>,
+    k: Tensor<dtype, (B, HKV, S, dim)>,
+    v: Tensor<dtype, (B, HKV, S, dim)>,
+    o: TensorMut<dtype, (B, H, S, dim)>,
+) {
+    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
+        let kv_head = by / (H / HKV);
+        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
+        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, dim]);
+        let m = T::alloc_fragment::<f32>([block_m]);
+        let m_prev = T::alloc_fragment::<f32>([block_m]);
+        let rescale = T::alloc_fragment::<f32>([block_m]);
+        let l = T::alloc_fragment::<f32>([block_m]);
+        let row_sum = T::alloc_fragment::<f32>([block_m]);
+        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
+        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+        T::fill(acc, 0.0);
+        T::fill(l, 0.0);
+        T::fill(m, -T::infinity::<f32>());
+        for kt in T::pipelined(T::ceildiv(S, block_n), stages) {
+            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+            T::clear(s);
+            T::gemm(q_s, k_s, s, transpose_b = true);
+            // Only a key tile that crosses the sequence's end needs the mask
+            // (a branch taken alike by every thread).
+            if (kt + 1) * block_n > S {
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] =
+                        T::if_then_else(kt * block_n + j < S, s[(i, j)], -T::infinity::<f32>());
+                }
+            }
+            T::copy(m, m_prev);
+            T::reduce_max(s, m, 1, false);
+            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
+            for i in T::parallel(block_m) {
+                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
+            }
+            for (i, j) in T::parallel([block_m, dim]) {
+                acc[(i, j)] = acc[(i, j)] * rescale[i];
+            }
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
+            }
+            T::reduce_sum(s, row_sum, 1);
+            for i in T::parallel(block_m) {
+                l[i] = l[i] * rescale[i] + row_sum[i];
+            }
+            T::copy(s, p);
+            T::gemm(p, v_s, acc);
+        }
+        for (i, j) in T::parallel([block_m, dim]) {
+            acc[(i, j)] = acc[(i, j)] / l[i];
+        }
+        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
+    });
+}
+
+/// Causal attention, head dim 128.
+#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
+pub fn flash_attention_d128_causal(
+    q: Tensor<dtype, (B, H, S, dim)>,
+    k: Tensor<dtype, (B, HKV, S, dim)>,
+    v: Tensor<dtype, (B, HKV, S, dim)>,
+    o: TensorMut<dtype, (B, H, S, dim)>,
+) {
+    T::kernel([T::ceildiv(S, block_m), H, B], threads, |bx, by, bz| {
+        let kv_head = by / (H / HKV);
+        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
+        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, dim]);
+        let m = T::alloc_fragment::<f32>([block_m]);
+        let m_prev = T::alloc_fragment::<f32>([block_m]);
+        let rescale = T::alloc_fragment::<f32>([block_m]);
+        let l = T::alloc_fragment::<f32>([block_m]);
+        let row_sum = T::alloc_fragment::<f32>([block_m]);
+        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
+        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+        T::fill(acc, 0.0);
+        T::fill(l, 0.0);
+        T::fill(m, -T::infinity::<f32>());
+        // Key tiles up to the block's last query (the loop bound depends on bx).
+        for kt in T::pipelined(T::ceildiv(T::min((bx + 1) * block_m, S), block_n), stages) {
+            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+            T::clear(s);
+            T::gemm(q_s, k_s, s, transpose_b = true);
+            // Only a key tile that reaches past the block's first query (the
+            // diagonal crosses it) or past the sequence's end needs the mask.
+            if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] = T::if_then_else(
+                        kt * block_n + j <= T::min(bx * block_m + i, S - 1),
+                        s[(i, j)],
+                        -T::infinity::<f32>(),
+                    );
+                }
+            }
+            T::copy(m, m_prev);
+            T::reduce_max(s, m, 1, false);
+            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
+            for i in T::parallel(block_m) {
+                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
+            }
+            for (i, j) in T::parallel([block_m, dim]) {
+                acc[(i, j)] = acc[(i, j)] * rescale[i];
+            }
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
+            }
+            T::reduce_sum(s, row_sum, 1);
+            for i in T::parallel(block_m) {
+                l[i] = l[i] * rescale[i] + row_sum[i];
+            }
+            T::copy(s, p);
+            T::gemm(p, v_s, acc);
+        }
+        for (i, j) in T::parallel([block_m, dim]) {
+            acc[(i, j)] = acc[(i, j)] / l[i];
+        }
+        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
     });
 }
 
