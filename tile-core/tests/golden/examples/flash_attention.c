@@ -15,13 +15,8 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
   (void)S;
   (void)HKV;
   for (int64_t tl_l = begin; tl_l < end; ++tl_l) {
-    const int32_t bx = (int32_t)(tl_l % grid[0]);
-    const int32_t by = (int32_t)((tl_l / grid[0]) % grid[1]);
-    const int32_t bz = (int32_t)(tl_l / (grid[0] * grid[1]));
-    (void)bx;
-    (void)by;
-    (void)bz;
-    const int32_t kv_head = (by / (H / HKV));
+    const int32_t bid = (int32_t)tl_l;
+    (void)bid;
     uint16_t q_s[8192];
     uint16_t k_s[4096];
     uint16_t v_s[4096];
@@ -34,166 +29,137 @@ void tile_kernel(void *const *bufs, const int64_t *dims, const int64_t *grid, in
     float l[128];
     float row_sum[128];
     const float scale = (1.4426950216293335f / sqrtf(64.0f));
-    if ((((bx * 128) + 127) < S)) {
+    for (int32_t tl_wave_ = 0; tl_wave_ < ((((((((S + 128) - 1) / 128) * H) * B) - bid) + 263) / 264); ++tl_wave_) {
+      const int32_t tl_tile_ = (bid + (tl_wave_ * 264));
+      const int32_t bx = (tl_tile_ % (((S + 128) - 1) / 128));
+      const int32_t by = ((tl_tile_ / (((S + 128) - 1) / 128)) % H);
+      const int32_t bz = (tl_tile_ / ((((S + 128) - 1) / 128) * H));
+      const int32_t kv_head = (by / (H / HKV));
       for (int32_t i_6 = 0; i_6 < 128; ++i_6) {
         #pragma GCC ivdep
         for (int32_t j_4 = 0; j_4 < 64; ++j_4) {
-          q_s[((i_6 * 64) + j_4)] = tl_f2h(tl_h2f(q[((((((bz * H) + by) * S) + ((bx * 128) + i_6)) * 64) + j_4)]));
+          q_s[((i_6 * 64) + j_4)] = tl_f2h((((((((bz >= 0) && (bz < B)) && (by >= 0)) && (by < H)) && (((((int64_t)(bx)) * 128) + i_6) >= 0)) && (((((int64_t)(bx)) * 128) + i_6) < S)) ? tl_h2f(q[((((((bz * H) + by) * S) + ((bx * 128) + i_6)) * 64) + j_4)]) : 0.0f));
         }
       }
-    } else {
-      for (int32_t i_6_1 = 0; i_6_1 < 128; ++i_6_1) {
+      for (int32_t i_7 = 0; i_7 < 128; ++i_7) {
         #pragma GCC ivdep
-        for (int32_t j_4_1 = 0; j_4_1 < 64; ++j_4_1) {
-          q_s[((i_6_1 * 64) + j_4_1)] = tl_f2h(((((bx * 128) + i_6_1) < S) ? tl_h2f(q[((((((bz * H) + by) * S) + ((bx * 128) + i_6_1)) * 64) + j_4_1)]) : 0.0f));
+        for (int32_t j_5 = 0; j_5 < 64; ++j_5) {
+          acc[((i_7 * 64) + j_5)] = 0.0f;
         }
       }
-    }
-    for (int32_t i_7 = 0; i_7 < 128; ++i_7) {
       #pragma GCC ivdep
-      for (int32_t j_5 = 0; j_5 < 64; ++j_5) {
-        acc[((i_7 * 64) + j_5)] = 0.0f;
+      for (int32_t i_8 = 0; i_8 < 128; ++i_8) {
+        l[i_8] = 0.0f;
       }
-    }
-    #pragma GCC ivdep
-    for (int32_t i_8 = 0; i_8 < 128; ++i_8) {
-      l[i_8] = 0.0f;
-    }
-    #pragma GCC ivdep
-    for (int32_t i_9 = 0; i_9 < 128; ++i_9) {
-      m[i_9] = -INFINITY;
-    }
-    for (int32_t kt = 0; kt < (((S + 64) - 1) / 64); ++kt) {
-      if (((kv_head < HKV) && (((kt * 64) + 63) < S))) {
+      #pragma GCC ivdep
+      for (int32_t i_9 = 0; i_9 < 128; ++i_9) {
+        m[i_9] = -INFINITY;
+      }
+      for (int32_t kt = 0; kt < (((S + 64) - 1) / 64); ++kt) {
         for (int32_t i_10 = 0; i_10 < 64; ++i_10) {
           #pragma GCC ivdep
           for (int32_t j_6 = 0; j_6 < 64; ++j_6) {
-            k_s[((i_10 * 64) + j_6)] = tl_f2h(tl_h2f(k[((((((bz * HKV) + kv_head) * S) + ((kt * 64) + i_10)) * 64) + j_6)]));
+            k_s[((i_10 * 64) + j_6)] = tl_f2h(((((((bz >= 0) && (bz < B)) && (kv_head >= 0)) && (kv_head < HKV)) && (((kt * 64) + i_10) < S)) ? tl_h2f(k[((((((bz * HKV) + kv_head) * S) + ((kt * 64) + i_10)) * 64) + j_6)]) : 0.0f));
           }
         }
-      } else {
-        for (int32_t i_10_1 = 0; i_10_1 < 64; ++i_10_1) {
-          #pragma GCC ivdep
-          for (int32_t j_6_1 = 0; j_6_1 < 64; ++j_6_1) {
-            k_s[((i_10_1 * 64) + j_6_1)] = tl_f2h((((kv_head < HKV) && (((kt * 64) + i_10_1) < S)) ? tl_h2f(k[((((((bz * HKV) + kv_head) * S) + ((kt * 64) + i_10_1)) * 64) + j_6_1)]) : 0.0f));
-          }
-        }
-      }
-      if (((kv_head < HKV) && (((kt * 64) + 63) < S))) {
         for (int32_t i_11 = 0; i_11 < 64; ++i_11) {
           #pragma GCC ivdep
           for (int32_t j_7 = 0; j_7 < 64; ++j_7) {
-            v_s[((i_11 * 64) + j_7)] = tl_f2h(tl_h2f(v[((((((bz * HKV) + kv_head) * S) + ((kt * 64) + i_11)) * 64) + j_7)]));
+            v_s[((i_11 * 64) + j_7)] = tl_f2h(((((((bz >= 0) && (bz < B)) && (kv_head >= 0)) && (kv_head < HKV)) && (((kt * 64) + i_11) < S)) ? tl_h2f(v[((((((bz * HKV) + kv_head) * S) + ((kt * 64) + i_11)) * 64) + j_7)]) : 0.0f));
           }
         }
-      } else {
-        for (int32_t i_11_1 = 0; i_11_1 < 64; ++i_11_1) {
+        for (int32_t i_12 = 0; i_12 < 128; ++i_12) {
           #pragma GCC ivdep
-          for (int32_t j_7_1 = 0; j_7_1 < 64; ++j_7_1) {
-            v_s[((i_11_1 * 64) + j_7_1)] = tl_f2h((((kv_head < HKV) && (((kt * 64) + i_11_1) < S)) ? tl_h2f(v[((((((bz * HKV) + kv_head) * S) + ((kt * 64) + i_11_1)) * 64) + j_7_1)]) : 0.0f));
+          for (int32_t j_8 = 0; j_8 < 64; ++j_8) {
+            s[((i_12 * 64) + j_8)] = 0.0f;
           }
         }
-      }
-      for (int32_t i_12 = 0; i_12 < 128; ++i_12) {
-        #pragma GCC ivdep
-        for (int32_t j_8 = 0; j_8 < 64; ++j_8) {
-          s[((i_12 * 64) + j_8)] = 0.0f;
-        }
-      }
-      for (int32_t i_13 = 0; i_13 < 128; ++i_13) {
-        #pragma GCC ivdep
-        for (int32_t j_9 = 0; j_9 < 64; ++j_9) {
-          float acc_1 = s[((i_13 * 64) + j_9)];
-          for (int32_t k_1 = 0; k_1 < 64; ++k_1) {
-            acc_1 = (acc_1 + (((float)(tl_h2f(q_s[((i_13 * 64) + k_1)]))) * ((float)(tl_h2f(k_s[((j_9 * 64) + k_1)])))));
-          }
-          s[((i_13 * 64) + j_9)] = acc_1;
-        }
-      }
-      if ((((kt + 1) * 64) > S)) {
-        for (int32_t i = 0; i < 128; ++i) {
+        for (int32_t i_13 = 0; i_13 < 128; ++i_13) {
           #pragma GCC ivdep
-          for (int32_t j = 0; j < 64; ++j) {
-            s[((i * 64) + j)] = ((((kt * 64) + j) < S) ? s[((i * 64) + j)] : -INFINITY);
+          for (int32_t j_9 = 0; j_9 < 64; ++j_9) {
+            float acc_1 = s[((i_13 * 64) + j_9)];
+            for (int32_t k_1 = 0; k_1 < 64; ++k_1) {
+              acc_1 = (acc_1 + (((float)(tl_h2f(q_s[((i_13 * 64) + k_1)]))) * ((float)(tl_h2f(k_s[((j_9 * 64) + k_1)])))));
+            }
+            s[((i_13 * 64) + j_9)] = acc_1;
+          }
+        }
+        if ((((kt + 1) * 64) > S)) {
+          for (int32_t i = 0; i < 128; ++i) {
+            #pragma GCC ivdep
+            for (int32_t j = 0; j < 64; ++j) {
+              s[((i * 64) + j)] = ((((kt * 64) + j) < S) ? s[((i * 64) + j)] : -INFINITY);
+            }
+          }
+        }
+        #pragma GCC ivdep
+        for (int32_t i_14 = 0; i_14 < 128; ++i_14) {
+          m_prev[i_14] = m[i_14];
+        }
+        #pragma GCC ivdep
+        for (int32_t i_15 = 0; i_15 < 128; ++i_15) {
+          float acc_2 = m[i_15];
+          for (int32_t k_2 = 0; k_2 < 64; ++k_2) {
+            acc_2 = fmaxf(acc_2, s[((i_15 * 64) + k_2)]);
+          }
+          m[i_15] = acc_2;
+        }
+        #pragma GCC ivdep
+        for (int32_t i_1 = 0; i_1 < 128; ++i_1) {
+          rescale[i_1] = exp2f(((m_prev[i_1] * scale) - (m[i_1] * scale)));
+        }
+        for (int32_t i_2 = 0; i_2 < 128; ++i_2) {
+          #pragma GCC ivdep
+          for (int32_t j_1 = 0; j_1 < 64; ++j_1) {
+            acc[((i_2 * 64) + j_1)] = (acc[((i_2 * 64) + j_1)] * rescale[i_2]);
+          }
+        }
+        for (int32_t i_3 = 0; i_3 < 128; ++i_3) {
+          #pragma GCC ivdep
+          for (int32_t j_2 = 0; j_2 < 64; ++j_2) {
+            s[((i_3 * 64) + j_2)] = exp2f(((s[((i_3 * 64) + j_2)] * scale) - (m[i_3] * scale)));
+          }
+        }
+        #pragma GCC ivdep
+        for (int32_t i_16 = 0; i_16 < 128; ++i_16) {
+          float acc_3 = 0.0f;
+          for (int32_t k_3 = 0; k_3 < 64; ++k_3) {
+            acc_3 = (acc_3 + s[((i_16 * 64) + k_3)]);
+          }
+          row_sum[i_16] = acc_3;
+        }
+        #pragma GCC ivdep
+        for (int32_t i_4 = 0; i_4 < 128; ++i_4) {
+          l[i_4] = ((l[i_4] * rescale[i_4]) + row_sum[i_4]);
+        }
+        for (int32_t i_17 = 0; i_17 < 128; ++i_17) {
+          #pragma GCC ivdep
+          for (int32_t j_10 = 0; j_10 < 64; ++j_10) {
+            p[((i_17 * 64) + j_10)] = tl_f2h(tl_rh((float)(s[((i_17 * 64) + j_10)])));
+          }
+        }
+        for (int32_t i_18 = 0; i_18 < 128; ++i_18) {
+          #pragma GCC ivdep
+          for (int32_t j_11 = 0; j_11 < 64; ++j_11) {
+            float acc_4 = acc[((i_18 * 64) + j_11)];
+            for (int32_t k_4 = 0; k_4 < 64; ++k_4) {
+              acc_4 = (acc_4 + (((float)(tl_h2f(p[((i_18 * 64) + k_4)]))) * ((float)(tl_h2f(v_s[((k_4 * 64) + j_11)])))));
+            }
+            acc[((i_18 * 64) + j_11)] = acc_4;
           }
         }
       }
-      #pragma GCC ivdep
-      for (int32_t i_14 = 0; i_14 < 128; ++i_14) {
-        m_prev[i_14] = m[i_14];
-      }
-      #pragma GCC ivdep
-      for (int32_t i_15 = 0; i_15 < 128; ++i_15) {
-        float acc_2 = m[i_15];
-        for (int32_t k_2 = 0; k_2 < 64; ++k_2) {
-          acc_2 = fmaxf(acc_2, s[((i_15 * 64) + k_2)]);
-        }
-        m[i_15] = acc_2;
-      }
-      #pragma GCC ivdep
-      for (int32_t i_1 = 0; i_1 < 128; ++i_1) {
-        rescale[i_1] = exp2f(((m_prev[i_1] * scale) - (m[i_1] * scale)));
-      }
-      for (int32_t i_2 = 0; i_2 < 128; ++i_2) {
+      for (int32_t i_5 = 0; i_5 < 128; ++i_5) {
         #pragma GCC ivdep
-        for (int32_t j_1 = 0; j_1 < 64; ++j_1) {
-          acc[((i_2 * 64) + j_1)] = (acc[((i_2 * 64) + j_1)] * rescale[i_2]);
+        for (int32_t j_3 = 0; j_3 < 64; ++j_3) {
+          acc[((i_5 * 64) + j_3)] = (acc[((i_5 * 64) + j_3)] / l[i_5]);
         }
       }
-      for (int32_t i_3 = 0; i_3 < 128; ++i_3) {
-        #pragma GCC ivdep
-        for (int32_t j_2 = 0; j_2 < 64; ++j_2) {
-          s[((i_3 * 64) + j_2)] = exp2f(((s[((i_3 * 64) + j_2)] * scale) - (m[i_3] * scale)));
-        }
-      }
-      #pragma GCC ivdep
-      for (int32_t i_16 = 0; i_16 < 128; ++i_16) {
-        float acc_3 = 0.0f;
-        for (int32_t k_3 = 0; k_3 < 64; ++k_3) {
-          acc_3 = (acc_3 + s[((i_16 * 64) + k_3)]);
-        }
-        row_sum[i_16] = acc_3;
-      }
-      #pragma GCC ivdep
-      for (int32_t i_4 = 0; i_4 < 128; ++i_4) {
-        l[i_4] = ((l[i_4] * rescale[i_4]) + row_sum[i_4]);
-      }
-      for (int32_t i_17 = 0; i_17 < 128; ++i_17) {
-        #pragma GCC ivdep
-        for (int32_t j_10 = 0; j_10 < 64; ++j_10) {
-          p[((i_17 * 64) + j_10)] = tl_f2h(tl_rh((float)(s[((i_17 * 64) + j_10)])));
-        }
-      }
-      for (int32_t i_18 = 0; i_18 < 128; ++i_18) {
-        #pragma GCC ivdep
-        for (int32_t j_11 = 0; j_11 < 64; ++j_11) {
-          float acc_4 = acc[((i_18 * 64) + j_11)];
-          for (int32_t k_4 = 0; k_4 < 64; ++k_4) {
-            acc_4 = (acc_4 + (((float)(tl_h2f(p[((i_18 * 64) + k_4)]))) * ((float)(tl_h2f(v_s[((k_4 * 64) + j_11)])))));
-          }
-          acc[((i_18 * 64) + j_11)] = acc_4;
-        }
-      }
-    }
-    for (int32_t i_5 = 0; i_5 < 128; ++i_5) {
-      #pragma GCC ivdep
-      for (int32_t j_3 = 0; j_3 < 64; ++j_3) {
-        acc[((i_5 * 64) + j_3)] = (acc[((i_5 * 64) + j_3)] / l[i_5]);
-      }
-    }
-    if ((((bx * 128) + 127) < S)) {
       for (int32_t i_19 = 0; i_19 < 128; ++i_19) {
         #pragma GCC ivdep
         for (int32_t j_12 = 0; j_12 < 64; ++j_12) {
-          o[((((((bz * H) + by) * S) + ((bx * 128) + i_19)) * 64) + j_12)] = tl_f2h(tl_rh((float)(acc[((i_19 * 64) + j_12)])));
-        }
-      }
-    } else {
-      for (int32_t i_19_1 = 0; i_19_1 < 128; ++i_19_1) {
-        #pragma GCC ivdep
-        for (int32_t j_12_1 = 0; j_12_1 < 64; ++j_12_1) {
-          if ((((bx * 128) + i_19_1) < S)) {
-            o[((((((bz * H) + by) * S) + ((bx * 128) + i_19_1)) * 64) + j_12_1)] = tl_f2h(tl_rh((float)(acc[((i_19_1 * 64) + j_12_1)])));
+          if (((((((bz >= 0) && (bz < B)) && (by >= 0)) && (by < H)) && (((((int64_t)(bx)) * 128) + i_19) >= 0)) && (((((int64_t)(bx)) * 128) + i_19) < S))) {
+            o[((((((bz * H) + by) * S) + ((bx * 128) + i_19)) * 64) + j_12)] = tl_f2h(tl_rh((float)(acc[((i_19 * 64) + j_12)])));
           }
         }
       }

@@ -6,10 +6,7 @@
 
 extern "C" __global__ void __launch_bounds__(128) flash_attention_f16_kernel(const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v, half* __restrict__ o, int B, int H, int S, int HKV) {
   extern __shared__ __align__(128) unsigned char tl_smem[];
-  const int bx = (int)blockIdx.x;
-  const int by = (int)blockIdx.y;
-  const int bz = (int)blockIdx.z;
-  const int kv_head = (by / (H / HKV));
+  const int bid = (int)blockIdx.x;
   half* __restrict__ q_s = reinterpret_cast<half*>(tl_smem + 65536);  // 8192 elements
   half* __restrict__ k_s = reinterpret_cast<half*>(tl_smem + 0);  // 16384 elements
   half* __restrict__ v_s = reinterpret_cast<half*>(tl_smem + 32768);  // 16384 elements
@@ -22,227 +19,234 @@ extern "C" __global__ void __launch_bounds__(128) flash_attention_f16_kernel(con
   float l[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
   float row_sum[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
   const float scale = (1.4426950216293335f / sqrtf(64.0f));
-  tl::copy_tile<half, 128, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 128))) * 64 + (0), 64, S - ((bx * 128)), 64 - (0));
-  tl::cp_async_commit();
-  tl::cp_async_wait<0>();
-  // T.Parallel[128, 64] over the gemm accumulator layout
-  #pragma unroll
-  for (int tl_s0 = 0; tl_s0 < 64; tl_s0 += 1) {
-    int tl_i0, tl_j0;
-    tl::acc_coord<128, 64, 4, 1>(tl_s0, tl_i0, tl_j0);
-    {
-      const int i_6 = tl_i0;
-      const int j_4 = tl_j0;
-      acc[tl_s0 + 0] = 0.0f;
-    }
-  }
-  // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-  #pragma unroll
-  for (int tl_r1 = 0; tl_r1 < 4; ++tl_r1) {
-    const int i_7 = tl::mma_row<128, 4>(tl_r1);
-    l[tl_r1] = 0.0f;
-  }
-  // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-  #pragma unroll
-  for (int tl_r2 = 0; tl_r2 < 4; ++tl_r2) {
-    const int i_8 = tl::mma_row<128, 4>(tl_r2);
-    m[tl_r2] = -__int_as_float(0x7f800000);
-  }
-  __syncthreads();
-  // T.Pipelined: 4 stages, 2 producer copies overlapped with compute
-  {
-    const int tl_n3 = (((S + 64) - 1) / 64);
+  for (int tl_wave_ = 0; tl_wave_ < ((((((((S + 128) - 1) / 128) * H) * B) - bid) + 263) / 264); ++tl_wave_) {
+    const int tl_tile_ = (bid + (tl_wave_ * 264));
+    const int bx = (tl_tile_ % (((S + 128) - 1) / 128));
+    const int by = ((tl_tile_ / (((S + 128) - 1) / 128)) % H);
+    const int bz = (tl_tile_ / ((((S + 128) - 1) / 128) * H));
+    const int kv_head = (by / (H / HKV));
+    tl::copy_tile<half, 128, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 128))) * 64 + (0), 64, S - ((bx * 128)), 64 - (0));
+    tl::cp_async_commit();
+    tl::cp_async_wait<0>();
+    // T.Parallel[128, 64] over the gemm accumulator layout
     #pragma unroll
-    for (int tl_pi3 = 0; tl_pi3 < 3; ++tl_pi3) {
-      if (tl_pi3 < tl_n3) {
-        const int kt = 0 + tl_pi3;
-        const int tl_stage_p3 = (tl_pi3) % 4;
-        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+    for (int tl_s0 = 0; tl_s0 < 64; tl_s0 += 1) {
+      int tl_i0, tl_j0;
+      tl::acc_coord<128, 64, 4, 1>(tl_s0, tl_i0, tl_j0);
+      {
+        const int i_6 = tl_i0;
+        const int j_4 = tl_j0;
+        acc[tl_s0 + 0] = 0.0f;
       }
-      tl::cp_async_commit();
     }
-    for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
-      tl::cp_async_wait<2>();
-      __syncthreads();
-      if (tl_i3 + 3 < tl_n3) {
-        const int kt = 0 + tl_i3 + 3;
-        const int tl_stage_p3 = (tl_i3 + 3) % 4;
-        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-        tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-      }
-      tl::cp_async_commit();
-      const int kt = 0 + tl_i3;
-      const int tl_stage_c3 = tl_i3 % 4;
-      // T.Parallel[128, 64] over the gemm accumulator layout
+    // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+    #pragma unroll
+    for (int tl_r1 = 0; tl_r1 < 4; ++tl_r1) {
+      const int i_7 = tl::mma_row<128, 4>(tl_r1);
+      l[tl_r1] = 0.0f;
+    }
+    // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+    #pragma unroll
+    for (int tl_r2 = 0; tl_r2 < 4; ++tl_r2) {
+      const int i_8 = tl::mma_row<128, 4>(tl_r2);
+      m[tl_r2] = -__int_as_float(0x7f800000);
+    }
+    __syncthreads();
+    // T.Pipelined: 4 stages, 2 producer copies overlapped with compute
+    {
+      const int tl_n3 = (((S + 64) - 1) / 64);
       #pragma unroll
-      for (int tl_s4 = 0; tl_s4 < 64; tl_s4 += 1) {
-        int tl_i4, tl_j4;
-        tl::acc_coord<128, 64, 4, 1>(tl_s4, tl_i4, tl_j4);
-        {
-          const int i_9 = tl_i4;
-          const int j_5 = tl_j4;
-          s[tl_s4 + 0] = 0.0f;
+      for (int tl_pi3 = 0; tl_pi3 < 3; ++tl_pi3) {
+        if (tl_pi3 < tl_n3) {
+          const int kt = 0 + tl_pi3;
+          const int tl_stage_p3 = (tl_pi3) % 4;
+          tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+          tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
         }
+        tl::cp_async_commit();
       }
-      tl::gemm_ss<half, float, 128, 64, 64, 4, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
-      if ((((kt + 1) * 64) > S)) {
+      for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
+        tl::cp_async_wait<2>();
+        __syncthreads();
+        if (tl_i3 + 3 < tl_n3) {
+          const int kt = 0 + tl_i3 + 3;
+          const int tl_stage_p3 = (tl_i3 + 3) % 4;
+          tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+          tl::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        }
+        tl::cp_async_commit();
+        const int kt = 0 + tl_i3;
+        const int tl_stage_c3 = tl_i3 % 4;
         // T.Parallel[128, 64] over the gemm accumulator layout
         #pragma unroll
-        for (int tl_s5 = 0; tl_s5 < 64; tl_s5 += 1) {
-          int tl_i5, tl_j5;
-          tl::acc_coord<128, 64, 4, 1>(tl_s5, tl_i5, tl_j5);
+        for (int tl_s4 = 0; tl_s4 < 64; tl_s4 += 1) {
+          int tl_i4, tl_j4;
+          tl::acc_coord<128, 64, 4, 1>(tl_s4, tl_i4, tl_j4);
           {
-            const int i = tl_i5;
-            const int j = tl_j5;
-            s[tl_s5 + 0] = ((((kt * 64) + j) < S) ? s[tl_s5 + 0] : -__int_as_float(0x7f800000));
+            const int i_9 = tl_i4;
+            const int j_5 = tl_j4;
+            s[tl_s4 + 0] = 0.0f;
           }
         }
-      }
-      // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-      #pragma unroll
-      for (int tl_r6 = 0; tl_r6 < 4; ++tl_r6) {
-        const int i_10 = tl::mma_row<128, 4>(tl_r6);
-        m_prev[tl_r6] = m[tl_r6];
-      }
-      // T.reduce_max: 128 outputs of 64 elements
-      {
-        float tl_part8[4];
-        #pragma unroll
-        for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part8[tl_r] = -__int_as_float(0x7f800000);
-        #pragma unroll
-        for (int tl_s = 0; tl_s < 64; ++tl_s) {
-          const int tl_r = tl::mma_row_slot<128, 64, 4, 1>(tl_s);
-          tl_part8[tl_r] = fmaxf(tl_part8[tl_r], ((float)(s[tl_s])));
+        tl::gemm_ss<half, float, 128, 64, 64, 4, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
+        if ((((kt + 1) * 64) > S)) {
+          // T.Parallel[128, 64] over the gemm accumulator layout
+          #pragma unroll
+          for (int tl_s5 = 0; tl_s5 < 64; tl_s5 += 1) {
+            int tl_i5, tl_j5;
+            tl::acc_coord<128, 64, 4, 1>(tl_s5, tl_i5, tl_j5);
+            {
+              const int i = tl_i5;
+              const int j = tl_j5;
+              s[tl_s5 + 0] = ((((kt * 64) + j) < S) ? s[tl_s5 + 0] : -__int_as_float(0x7f800000));
+            }
+          }
         }
+        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
         #pragma unroll
-        for (int tl_r = 0; tl_r < 4; ++tl_r) {
-          tl_part8[tl_r] = fmaxf(tl_part8[tl_r], __shfl_xor_sync(0xffffffffu, tl_part8[tl_r], 1));
-          tl_part8[tl_r] = fmaxf(tl_part8[tl_r], __shfl_xor_sync(0xffffffffu, tl_part8[tl_r], 2));
+        for (int tl_r6 = 0; tl_r6 < 4; ++tl_r6) {
+          const int i_10 = tl::mma_row<128, 4>(tl_r6);
+          m_prev[tl_r6] = m[tl_r6];
         }
-        #pragma unroll
-        for (int tl_r = 0; tl_r < 4; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part8[tl_r]);
-      }
-      // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-      #pragma unroll
-      for (int tl_r9 = 0; tl_r9 < 4; ++tl_r9) {
-        const int i_1 = tl::mma_row<128, 4>(tl_r9);
-        rescale[tl_r9] = tl::exp2_ftz(((m_prev[tl_r9] * scale) - (m[tl_r9] * scale)));
-      }
-      // T.Parallel[128, 64] over the gemm accumulator layout
-      #pragma unroll
-      for (int tl_s10 = 0; tl_s10 < 64; tl_s10 += 1) {
-        int tl_i10, tl_j10;
-        tl::acc_coord<128, 64, 4, 1>(tl_s10, tl_i10, tl_j10);
+        // T.reduce_max: 128 outputs of 64 elements
         {
-          const int i_2 = tl_i10;
-          const int j_1 = tl_j10;
-          acc[tl_s10 + 0] = (acc[tl_s10 + 0] * rescale[tl::mma_row_slot<128, 64, 4, 1>(tl_s10 + 0)]);
+          float tl_part8[4];
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part8[tl_r] = -__int_as_float(0x7f800000);
+          #pragma unroll
+          for (int tl_s = 0; tl_s < 64; ++tl_s) {
+            const int tl_r = tl::mma_row_slot<128, 64, 4, 1>(tl_s);
+            tl_part8[tl_r] = fmaxf(tl_part8[tl_r], ((float)(s[tl_s])));
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) {
+            tl_part8[tl_r] = fmaxf(tl_part8[tl_r], __shfl_xor_sync(0xffffffffu, tl_part8[tl_r], 1));
+            tl_part8[tl_r] = fmaxf(tl_part8[tl_r], __shfl_xor_sync(0xffffffffu, tl_part8[tl_r], 2));
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part8[tl_r]);
         }
-      }
-      // T.Parallel[128, 64] over the gemm accumulator layout
-      #pragma unroll
-      for (int tl_s11 = 0; tl_s11 < 64; tl_s11 += 1) {
-        int tl_i11, tl_j11;
-        tl::acc_coord<128, 64, 4, 1>(tl_s11, tl_i11, tl_j11);
+        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+        #pragma unroll
+        for (int tl_r9 = 0; tl_r9 < 4; ++tl_r9) {
+          const int i_1 = tl::mma_row<128, 4>(tl_r9);
+          rescale[tl_r9] = tl::exp2_ftz(((m_prev[tl_r9] * scale) - (m[tl_r9] * scale)));
+        }
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s10 = 0; tl_s10 < 64; tl_s10 += 1) {
+          int tl_i10, tl_j10;
+          tl::acc_coord<128, 64, 4, 1>(tl_s10, tl_i10, tl_j10);
+          {
+            const int i_2 = tl_i10;
+            const int j_1 = tl_j10;
+            acc[tl_s10 + 0] = (acc[tl_s10 + 0] * rescale[tl::mma_row_slot<128, 64, 4, 1>(tl_s10 + 0)]);
+          }
+        }
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s11 = 0; tl_s11 < 64; tl_s11 += 1) {
+          int tl_i11, tl_j11;
+          tl::acc_coord<128, 64, 4, 1>(tl_s11, tl_i11, tl_j11);
+          {
+            const int i_3 = tl_i11;
+            const int j_2 = tl_j11;
+            s[tl_s11 + 0] = tl::exp2_ftz(((s[tl_s11 + 0] * scale) - (m[tl::mma_row_slot<128, 64, 4, 1>(tl_s11 + 0)] * scale)));
+          }
+        }
+        // T.reduce_sum: 128 outputs of 64 elements
         {
-          const int i_3 = tl_i11;
-          const int j_2 = tl_j11;
-          s[tl_s11 + 0] = tl::exp2_ftz(((s[tl_s11 + 0] * scale) - (m[tl::mma_row_slot<128, 64, 4, 1>(tl_s11 + 0)] * scale)));
+          float tl_part13[4];
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part13[tl_r] = 0.0f;
+          #pragma unroll
+          for (int tl_s = 0; tl_s < 64; ++tl_s) {
+            const int tl_r = tl::mma_row_slot<128, 64, 4, 1>(tl_s);
+            tl_part13[tl_r] = tl_part13[tl_r] + ((float)(s[tl_s]));
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) {
+            tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 1);
+            tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 2);
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part13[tl_r];
         }
+        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+        #pragma unroll
+        for (int tl_r14 = 0; tl_r14 < 4; ++tl_r14) {
+          const int i_4 = tl::mma_row<128, 4>(tl_r14);
+          l[tl_r14] = ((l[tl_r14] * rescale[tl_r14]) + row_sum[tl_r14]);
+        }
+        // T.Parallel[128, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s15 = 0; tl_s15 < 64; tl_s15 += 1) {
+          int tl_i15, tl_j15;
+          tl::acc_coord<128, 64, 4, 1>(tl_s15, tl_i15, tl_j15);
+          {
+            const int i_11 = tl_i15;
+            const int j_6 = tl_j15;
+            p[tl_s15 + 0] = ((half)((float)(s[tl_s15 + 0])));
+          }
+        }
+        tl::gemm_rs<half, 128, 64, 64, 4, false>(p, v_s + tl_stage_c3 * 4096, acc);
       }
-      // T.reduce_sum: 128 outputs of 64 elements
+      tl::cp_async_wait<0>();
+      __syncthreads();
+    }
+    // T.Parallel[128, 64] over the gemm accumulator layout
+    #pragma unroll
+    for (int tl_s16 = 0; tl_s16 < 64; tl_s16 += 1) {
+      int tl_i16, tl_j16;
+      tl::acc_coord<128, 64, 4, 1>(tl_s16, tl_i16, tl_j16);
       {
-        float tl_part13[4];
-        #pragma unroll
-        for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part13[tl_r] = 0.0f;
-        #pragma unroll
-        for (int tl_s = 0; tl_s < 64; ++tl_s) {
-          const int tl_r = tl::mma_row_slot<128, 64, 4, 1>(tl_s);
-          tl_part13[tl_r] = tl_part13[tl_r] + ((float)(s[tl_s]));
-        }
-        #pragma unroll
-        for (int tl_r = 0; tl_r < 4; ++tl_r) {
-          tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 1);
-          tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 2);
-        }
-        #pragma unroll
-        for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part13[tl_r];
+        const int i_5 = tl_i16;
+        const int j_3 = tl_j16;
+        acc[tl_s16 + 0] = (acc[tl_s16 + 0] / l[tl::mma_row_slot<128, 64, 4, 1>(tl_s16 + 0)]);
       }
-      // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-      #pragma unroll
-      for (int tl_r14 = 0; tl_r14 < 4; ++tl_r14) {
-        const int i_4 = tl::mma_row<128, 4>(tl_r14);
-        l[tl_r14] = ((l[tl_r14] * rescale[tl_r14]) + row_sum[tl_r14]);
-      }
-      // T.Parallel[128, 64] over the gemm accumulator layout
-      #pragma unroll
-      for (int tl_s15 = 0; tl_s15 < 64; tl_s15 += 1) {
-        int tl_i15, tl_j15;
-        tl::acc_coord<128, 64, 4, 1>(tl_s15, tl_i15, tl_j15);
-        {
-          const int i_11 = tl_i15;
-          const int j_6 = tl_j15;
-          p[tl_s15 + 0] = ((half)((float)(s[tl_s15 + 0])));
-        }
-      }
-      tl::gemm_rs<half, 128, 64, 64, 4, false>(p, v_s + tl_stage_c3 * 4096, acc);
     }
-    tl::cp_async_wait<0>();
-    __syncthreads();
-  }
-  // T.Parallel[128, 64] over the gemm accumulator layout
-  #pragma unroll
-  for (int tl_s16 = 0; tl_s16 < 64; tl_s16 += 1) {
-    int tl_i16, tl_j16;
-    tl::acc_coord<128, 64, 4, 1>(tl_s16, tl_i16, tl_j16);
-    {
-      const int i_5 = tl_i16;
-      const int j_3 = tl_j16;
-      acc[tl_s16 + 0] = (acc[tl_s16 + 0] / l[tl::mma_row_slot<128, 64, 4, 1>(tl_s16 + 0)]);
-    }
-  }
-  // T.Parallel[128, 64] over the gemm accumulator layout
-  #pragma unroll
-  for (int tl_s17 = 0; tl_s17 < 64; tl_s17 += 2) {
-    int tl_i17, tl_j17;
-    tl::acc_coord<128, 64, 4, 1>(tl_s17, tl_i17, tl_j17);
-    bool tl_ok17 = true;
-    {
-      const int i_12 = tl_i17;
-      const int j_7 = tl_j17 + 1;
-      tl_ok17 = (((bx * 128) + i_12) < S);
-    }
-    if (tl_ok17) {
-      tl::vec<half, 2> tl_pair17;
-      {
-        const int i_12 = tl_i17;
-        const int j_7 = tl_j17;
-        tl_pair17.x[0] = ((half)((float)(acc[tl_s17 + 0])));
-      }
+    // T.Parallel[128, 64] over the gemm accumulator layout
+    #pragma unroll
+    for (int tl_s17 = 0; tl_s17 < 64; tl_s17 += 2) {
+      int tl_i17, tl_j17;
+      tl::acc_coord<128, 64, 4, 1>(tl_s17, tl_i17, tl_j17);
+      bool tl_ok17 = true;
       {
         const int i_12 = tl_i17;
         const int j_7 = tl_j17 + 1;
-        tl_pair17.x[1] = ((half)((float)(acc[tl_s17 + 1])));
+        tl_ok17 = ((((((bz >= 0) && (bz < B)) && (by >= 0)) && (by < H)) && (((((long long)(bx)) * 128) + i_12) >= 0)) && (((((long long)(bx)) * 128) + i_12) < S));
       }
-      {
-        const int i_12 = tl_i17;
-        const int j_7 = tl_j17;
-        *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)]) = tl_pair17;
-      }
-    } else {
-      {
-        const int i_12 = tl_i17;
-        const int j_7 = tl_j17;
-        if ((((bx * 128) + i_12) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s17 + 0])));
+      if (tl_ok17) {
+        tl::vec<half, 2> tl_pair17;
+        {
+          const int i_12 = tl_i17;
+          const int j_7 = tl_j17;
+          tl_pair17.x[0] = ((half)((float)(acc[tl_s17 + 0])));
         }
-      }
-      {
-        const int i_12 = tl_i17;
-        const int j_7 = tl_j17 + 1;
-        if ((((bx * 128) + i_12) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s17 + 1])));
+        {
+          const int i_12 = tl_i17;
+          const int j_7 = tl_j17 + 1;
+          tl_pair17.x[1] = ((half)((float)(acc[tl_s17 + 1])));
+        }
+        {
+          const int i_12 = tl_i17;
+          const int j_7 = tl_j17;
+          *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)]) = tl_pair17;
+        }
+      } else {
+        {
+          const int i_12 = tl_i17;
+          const int j_7 = tl_j17;
+          if (((((((bz >= 0) && (bz < B)) && (by >= 0)) && (by < H)) && (((((long long)(bx)) * 128) + i_12) >= 0)) && (((((long long)(bx)) * 128) + i_12) < S))) {
+            o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s17 + 0])));
+          }
+        }
+        {
+          const int i_12 = tl_i17;
+          const int j_7 = tl_j17 + 1;
+          if (((((((bz >= 0) && (bz < B)) && (by >= 0)) && (by < H)) && (((((long long)(bx)) * 128) + i_12) >= 0)) && (((((long long)(bx)) * 128) + i_12) < S))) {
+            o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s17 + 1])));
+          }
         }
       }
     }

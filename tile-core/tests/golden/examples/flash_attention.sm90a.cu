@@ -15,10 +15,7 @@
 extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v, half* __restrict__ o, int B, int H, int S, int HKV, const __grid_constant__ tl::tma::Desc tl_tmap0, const __grid_constant__ tl::tma::Desc tl_tmap1, const __grid_constant__ tl::tma::Desc tl_tmap2) {
   extern __shared__ __align__(1024) unsigned char tl_smem_raw[];
   unsigned char* tl_smem = tl_smem_raw + ((0u - (unsigned)__cvta_generic_to_shared(tl_smem_raw)) & 1023u);
-  const int bx = (int)blockIdx.x;
-  const int by = (int)blockIdx.y;
-  const int bz = (int)blockIdx.z;
-  const int kv_head = (by / (H / HKV));
+  const int bid = (int)blockIdx.x;
   half* __restrict__ q_s = reinterpret_cast<half*>(tl_smem + 65536);  // 8192 elements
   half* __restrict__ k_s = reinterpret_cast<half*>(tl_smem + 0);  // 16384 elements
   half* __restrict__ v_s = reinterpret_cast<half*>(tl_smem + 32768);  // 16384 elements
@@ -31,509 +28,539 @@ extern "C" __global__ void __launch_bounds__(256, 2) flash_attention_f16_kernel(
   float l[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
   float row_sum[4];  // per-row values: 128 rows, 4 per thread (the rows of its accumulator registers)
   const float scale = (1.4426950216293335f / sqrtf(64.0f));
-  // T.copy into q_s: the producer's bulk tensor copy ahead of the pipeline's first stage (its prologue)
-  // T.Parallel[128, 64] over the gemm accumulator layout
-  #pragma unroll
-  for (int tl_s0 = 0; tl_s0 < 64; tl_s0 += 1) {
-    int tl_i0, tl_j0;
-    tl::wg::acc_coord<128, 64, 1>(tl_s0, tl_i0, tl_j0);
-    {
-      const int i_6 = tl_i0;
-      const int j_4 = tl_j0;
-      acc[tl_s0 + 0] = 0.0f;
-    }
-  }
-  // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-  #pragma unroll
-  for (int tl_r1 = 0; tl_r1 < 4; ++tl_r1) {
-    const int i_7 = tl::wg_row<128, 1>(tl_r1);
-    l[tl_r1] = 0.0f;
-  }
-  // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-  #pragma unroll
-  for (int tl_r2 = 0; tl_r2 < 4; ++tl_r2) {
-    const int i_8 = tl::wg_row<128, 1>(tl_r2);
-    m[tl_r2] = -__int_as_float(0x7f800000);
-  }
-  // T.Pipelined: 4 stages, warp-specialized: a producer warpgroup issues 2 bulk tensor copies per stage
+  // T.serial around a warp-specialized pipeline: one pipe for every iteration; the producer runs the loop too
   {
-    const int tl_n3 = (((S + 64) - 1) / 64);
-    tl::tma::Pipe<4>* tl_pipe3 = reinterpret_cast<tl::tma::Pipe<4>*>(tl_smem + 81920);
-    const bool tl_use_tma3 = tl::aligned16(k) && tl::aligned16(q) && tl::aligned16(v);
-    tl::tma::Barrier* tl_pro3 = reinterpret_cast<tl::tma::Barrier*>(tl_smem + 81984);
-    if (tl_use_tma3 && threadIdx.x == 128) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); tl::tma::prefetch(&tl_tmap2); }
-    if (threadIdx.x == 0) { tl::tma::init(tl_pro3, 1); tl_pipe3->init(4); }
+    tl::tma::Pipe<4>* tl_wpipe = reinterpret_cast<tl::tma::Pipe<4>*>(tl_smem + 81920);
+    const bool tl_wuse = tl::aligned16(k) && tl::aligned16(q) && tl::aligned16(v);
+    tl::tma::Barrier* tl_wpro = reinterpret_cast<tl::tma::Barrier*>(tl_smem + 81984);
+    if (tl_wuse && threadIdx.x == 128) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); tl::tma::prefetch(&tl_tmap2); }
+    if (threadIdx.x == 0) { tl::tma::init(tl_wpro, 1); tl::tma::init(tl_wpro + 1, 4); tl_wpipe->init(4); }
     __syncthreads();
     if (threadIdx.x >= 128) {
       tl::tma::setmaxnreg_dec<40>();
-      if (tl_use_tma3 && threadIdx.x == 128) {
-        tl::tma::arrive_expect_tx(tl_pro3, 16384);
-        tl::tma::load_tile<128, 64>(q_s, &tl_tmap2, tl_pro3, (bx * 128), 0, (bz) * (H) + (by));
-        tl::tma::Pipe<4>::State tl_st3;
-        for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
-          const int kt = 0 + tl_i3;
-          tl_pipe3->producer_acquire(tl_st3, 16384);
-          tl::tma::load_tile<64, 64>(k_s + tl_st3.stage * 4096, &tl_tmap0, tl_pipe3->full_bar(tl_st3), (kt * 64), 0, (bz) * (HKV) + (kv_head));
-          tl::tma::load_tile<64, 64>(v_s + tl_st3.stage * 4096, &tl_tmap1, tl_pipe3->full_bar(tl_st3), (kt * 64), 0, (bz) * (HKV) + (kv_head));
-          tl_st3.advance();
+      if (tl_wuse && threadIdx.x == 128) {
+        tl::tma::Pipe<4>* tl_pipe0 = tl_wpipe;
+        tl::tma::Pipe<4>::State tl_st0;
+        unsigned tl_wpar = 0;
+        for (int tl_wave_ = 0; tl_wave_ < ((((((((S + 128) - 1) / 128) * H) * B) - bid) + 263) / 264); ++tl_wave_) {
+          const int tl_tile_ = (bid + (tl_wave_ * 264));
+          const int bx = (tl_tile_ % (((S + 128) - 1) / 128));
+          const int by = ((tl_tile_ / (((S + 128) - 1) / 128)) % H);
+          const int bz = (tl_tile_ / ((((S + 128) - 1) / 128) * H));
+          const int kv_head = (by / (H / HKV));
+          tl::tma::wait(tl_wpro + 1, tl_wpar ^ 1u);  // the consumers released the last tile's
+          tl::tma::arrive_expect_tx(tl_wpro, 16384);
+          tl::tma::load_tile<128, 64>(q_s, &tl_tmap2, tl_wpro, (bx * 128), 0, (bz) * (H) + (by));
+          tl_wpar ^= 1u;
+          const int tl_n0 = (((S + 64) - 1) / 64);
+          for (int tl_i0 = 0; tl_i0 < tl_n0; ++tl_i0) {
+            const int kt = 0 + tl_i0;
+            tl_pipe0->producer_acquire(tl_st0, 16384);
+            tl::tma::load_tile<64, 64>(k_s + tl_st0.stage * 4096, &tl_tmap0, tl_pipe0->full_bar(tl_st0), (kt * 64), 0, (bz) * (HKV) + (kv_head));
+            tl::tma::load_tile<64, 64>(v_s + tl_st0.stage * 4096, &tl_tmap1, tl_pipe0->full_bar(tl_st0), (kt * 64), 0, (bz) * (HKV) + (kv_head));
+            tl_st0.advance();
+          }
         }
       }
       return;
     }
     tl::tma::setmaxnreg_inc<216>();
-    if (tl_use_tma3) {
-      tl::tma::wait(tl_pro3, 0);  // the prologue's tiles have landed
-      tl::tma::Pipe<4>::State tl_st3, tl_prev3;
-      unsigned tl_ra3[tl::wg::RsAsync<half, 128, 64, 64, 1, false>::AREGS];
-      tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::begin(s);
-      if (tl_n3 > 0) {
-        const int kt = 0;
-        tl_pipe3->consumer_wait(tl_st3);
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s4 = 0; tl_s4 < 64; tl_s4 += 1) {
-          int tl_i4, tl_j4;
-          tl::wg::acc_coord<128, 64, 1>(tl_s4, tl_i4, tl_j4);
-          {
-            const int i_9 = tl_i4;
-            const int j_5 = tl_j4;
-            s[tl_s4 + 0] = 0.0f;
-          }
-        }
-        tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::issue(q_s, k_s + tl_st3.stage * 4096, s);
-        tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::wait<0>(s);
-        if ((((kt + 1) * 64) > S)) {
-          // T.Parallel[128, 64] over the gemm accumulator layout
-          #pragma unroll
-          for (int tl_s5 = 0; tl_s5 < 64; tl_s5 += 1) {
-            int tl_i5, tl_j5;
-            tl::wg::acc_coord<128, 64, 1>(tl_s5, tl_i5, tl_j5);
-            {
-              const int i = tl_i5;
-              const int j = tl_j5;
-              s[tl_s5 + 0] = ((((kt * 64) + j) < S) ? s[tl_s5 + 0] : -__int_as_float(0x7f800000));
-            }
-          }
-        }
-        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-        #pragma unroll
-        for (int tl_r6 = 0; tl_r6 < 4; ++tl_r6) {
-          const int i_10 = tl::wg_row<128, 1>(tl_r6);
-          m_prev[tl_r6] = m[tl_r6];
-        }
-        // T.reduce_max: 128 outputs of 64 elements
-        {
-          float tl_part8[4];
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part8[tl_r] = -__int_as_float(0x7f800000);
-          #pragma unroll
-          for (int tl_s = 0; tl_s < 64; ++tl_s) {
-            const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
-            tl_part8[tl_r] = fmaxf(tl_part8[tl_r], ((float)(s[tl_s])));
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) {
-            tl_part8[tl_r] = fmaxf(tl_part8[tl_r], __shfl_xor_sync(0xffffffffu, tl_part8[tl_r], 1));
-            tl_part8[tl_r] = fmaxf(tl_part8[tl_r], __shfl_xor_sync(0xffffffffu, tl_part8[tl_r], 2));
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part8[tl_r]);
-        }
-        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-        #pragma unroll
-        for (int tl_r9 = 0; tl_r9 < 4; ++tl_r9) {
-          const int i_1 = tl::wg_row<128, 1>(tl_r9);
-          rescale[tl_r9] = tl::exp2_ftz(((m_prev[tl_r9] * scale) - (m[tl_r9] * scale)));
-        }
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s10 = 0; tl_s10 < 64; tl_s10 += 1) {
-          int tl_i10, tl_j10;
-          tl::wg::acc_coord<128, 64, 1>(tl_s10, tl_i10, tl_j10);
-          {
-            const int i_3 = tl_i10;
-            const int j_2 = tl_j10;
-            s[tl_s10 + 0] = tl::exp2_ftz(((s[tl_s10 + 0] * scale) - (m[tl::wg_row_slot<128, 64, 1>(tl_s10 + 0)] * scale)));
-          }
-        }
-        // T.reduce_sum: 128 outputs of 64 elements
-        {
-          float tl_part12[4];
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part12[tl_r] = 0.0f;
-          #pragma unroll
-          for (int tl_s = 0; tl_s < 64; ++tl_s) {
-            const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
-            tl_part12[tl_r] = tl_part12[tl_r] + ((float)(s[tl_s]));
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) {
-            tl_part12[tl_r] = tl_part12[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part12[tl_r], 1);
-            tl_part12[tl_r] = tl_part12[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part12[tl_r], 2);
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part12[tl_r];
-        }
-        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-        #pragma unroll
-        for (int tl_r13 = 0; tl_r13 < 4; ++tl_r13) {
-          const int i_4 = tl::wg_row<128, 1>(tl_r13);
-          l[tl_r13] = ((l[tl_r13] * rescale[tl_r13]) + row_sum[tl_r13]);
-        }
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s14 = 0; tl_s14 < 64; tl_s14 += 1) {
-          int tl_i14, tl_j14;
-          tl::wg::acc_coord<128, 64, 1>(tl_s14, tl_i14, tl_j14);
-          {
-            const int i_11 = tl_i14;
-            const int j_6 = tl_j14;
-            p[tl_s14 + 0] = ((half)((float)(s[tl_s14 + 0])));
-          }
-        }
-        tl_prev3 = tl_st3;
-        tl_st3.advance();
-      }
-      for (int tl_i3 = 1; tl_i3 < tl_n3; ++tl_i3) {
-        const int kt = 0 + tl_i3;
-        tl_pipe3->consumer_wait(tl_st3);
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s15 = 0; tl_s15 < 64; tl_s15 += 1) {
-          int tl_i15, tl_j15;
-          tl::wg::acc_coord<128, 64, 1>(tl_s15, tl_i15, tl_j15);
-          {
-            const int i_9 = tl_i15;
-            const int j_5 = tl_j15;
-            s[tl_s15 + 0] = 0.0f;
-          }
-        }
-        tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::issue(q_s, k_s + tl_st3.stage * 4096, s);
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s16 = 0; tl_s16 < 64; tl_s16 += 1) {
-          int tl_i16, tl_j16;
-          tl::wg::acc_coord<128, 64, 1>(tl_s16, tl_i16, tl_j16);
-          {
-            const int i_2 = tl_i16;
-            const int j_1 = tl_j16;
-            acc[tl_s16 + 0] = (acc[tl_s16 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s16 + 0)]);
-          }
-        }
-        tl::wg::RsAsync<half, 128, 64, 64, 1, false>::issue(p, v_s + tl_prev3.stage * 4096, acc, tl_ra3);
-        tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::wait<1>(s);
-        if ((((kt + 1) * 64) > S)) {
-          // T.Parallel[128, 64] over the gemm accumulator layout
-          #pragma unroll
-          for (int tl_s17 = 0; tl_s17 < 64; tl_s17 += 1) {
-            int tl_i17, tl_j17;
-            tl::wg::acc_coord<128, 64, 1>(tl_s17, tl_i17, tl_j17);
-            {
-              const int i = tl_i17;
-              const int j = tl_j17;
-              s[tl_s17 + 0] = ((((kt * 64) + j) < S) ? s[tl_s17 + 0] : -__int_as_float(0x7f800000));
-            }
-          }
-        }
-        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-        #pragma unroll
-        for (int tl_r18 = 0; tl_r18 < 4; ++tl_r18) {
-          const int i_10 = tl::wg_row<128, 1>(tl_r18);
-          m_prev[tl_r18] = m[tl_r18];
-        }
-        // T.reduce_max: 128 outputs of 64 elements
-        {
-          float tl_part20[4];
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part20[tl_r] = -__int_as_float(0x7f800000);
-          #pragma unroll
-          for (int tl_s = 0; tl_s < 64; ++tl_s) {
-            const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
-            tl_part20[tl_r] = fmaxf(tl_part20[tl_r], ((float)(s[tl_s])));
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) {
-            tl_part20[tl_r] = fmaxf(tl_part20[tl_r], __shfl_xor_sync(0xffffffffu, tl_part20[tl_r], 1));
-            tl_part20[tl_r] = fmaxf(tl_part20[tl_r], __shfl_xor_sync(0xffffffffu, tl_part20[tl_r], 2));
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part20[tl_r]);
-        }
-        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-        #pragma unroll
-        for (int tl_r21 = 0; tl_r21 < 4; ++tl_r21) {
-          const int i_1 = tl::wg_row<128, 1>(tl_r21);
-          rescale[tl_r21] = tl::exp2_ftz(((m_prev[tl_r21] * scale) - (m[tl_r21] * scale)));
-        }
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s22 = 0; tl_s22 < 64; tl_s22 += 1) {
-          int tl_i22, tl_j22;
-          tl::wg::acc_coord<128, 64, 1>(tl_s22, tl_i22, tl_j22);
-          {
-            const int i_3 = tl_i22;
-            const int j_2 = tl_j22;
-            s[tl_s22 + 0] = tl::exp2_ftz(((s[tl_s22 + 0] * scale) - (m[tl::wg_row_slot<128, 64, 1>(tl_s22 + 0)] * scale)));
-          }
-        }
-        // T.reduce_sum: 128 outputs of 64 elements
-        {
-          float tl_part24[4];
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part24[tl_r] = 0.0f;
-          #pragma unroll
-          for (int tl_s = 0; tl_s < 64; ++tl_s) {
-            const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
-            tl_part24[tl_r] = tl_part24[tl_r] + ((float)(s[tl_s]));
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) {
-            tl_part24[tl_r] = tl_part24[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part24[tl_r], 1);
-            tl_part24[tl_r] = tl_part24[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part24[tl_r], 2);
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part24[tl_r];
-        }
-        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-        #pragma unroll
-        for (int tl_r25 = 0; tl_r25 < 4; ++tl_r25) {
-          const int i_4 = tl::wg_row<128, 1>(tl_r25);
-          l[tl_r25] = ((l[tl_r25] * rescale[tl_r25]) + row_sum[tl_r25]);
-        }
-        tl::wg::RsAsync<half, 128, 64, 64, 1, false>::wait<0>(acc, tl_ra3);
-        __syncwarp();
-        tl_pipe3->consumer_release(tl_prev3);
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s26 = 0; tl_s26 < 64; tl_s26 += 1) {
-          int tl_i26, tl_j26;
-          tl::wg::acc_coord<128, 64, 1>(tl_s26, tl_i26, tl_j26);
-          {
-            const int i_11 = tl_i26;
-            const int j_6 = tl_j26;
-            p[tl_s26 + 0] = ((half)((float)(s[tl_s26 + 0])));
-          }
-        }
-        tl_prev3 = tl_st3;
-        tl_st3.advance();
-      }
-      if (tl_n3 > 0) {
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s27 = 0; tl_s27 < 64; tl_s27 += 1) {
-          int tl_i27, tl_j27;
-          tl::wg::acc_coord<128, 64, 1>(tl_s27, tl_i27, tl_j27);
-          {
-            const int i_2 = tl_i27;
-            const int j_1 = tl_j27;
-            acc[tl_s27 + 0] = (acc[tl_s27 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s27 + 0)]);
-          }
-        }
-        tl::wg::RsAsync<half, 128, 64, 64, 1, false>::issue(p, v_s + tl_prev3.stage * 4096, acc, tl_ra3);
-        tl::wg::RsAsync<half, 128, 64, 64, 1, false>::wait<0>(acc, tl_ra3);
-        __syncwarp();
-        tl_pipe3->consumer_release(tl_prev3);
-      }
-    } else {
-      tl::wg::copy_tile<half, 128, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 128))) * 64 + (0), 64, S - ((bx * 128)), 64 - (0));
-      tl::cp_async_commit();
-      tl::cp_async_wait<0>();
-      tl::wg::fence_proxy_async();
-      tl::tma::bar_sync<1, 128>();
+    tl::tma::Pipe<4>::State tl_wst, tl_wprev;
+    unsigned tl_wpar = 0;
+    for (int tl_wave_ = 0; tl_wave_ < ((((((((S + 128) - 1) / 128) * H) * B) - bid) + 263) / 264); ++tl_wave_) {
+      const int tl_tile_ = (bid + (tl_wave_ * 264));
+      const int bx = (tl_tile_ % (((S + 128) - 1) / 128));
+      const int by = ((tl_tile_ / (((S + 128) - 1) / 128)) % H);
+      const int bz = (tl_tile_ / ((((S + 128) - 1) / 128) * H));
+      const int kv_head = (by / (H / HKV));
+      // T.copy into q_s: the producer's bulk tensor copy ahead of the pipeline's first stage (its prologue)
+      // T.Parallel[128, 64] over the gemm accumulator layout
       #pragma unroll
-      for (int tl_pi3 = 0; tl_pi3 < 3; ++tl_pi3) {
-        if (tl_pi3 < tl_n3) {
-          const int kt = 0 + tl_pi3;
-          const int tl_stage_p3 = (tl_pi3) % 4;
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+      for (int tl_s1 = 0; tl_s1 < 64; tl_s1 += 1) {
+        int tl_i1, tl_j1;
+        tl::wg::acc_coord<128, 64, 1>(tl_s1, tl_i1, tl_j1);
+        {
+          const int i_6 = tl_i1;
+          const int j_4 = tl_j1;
+          acc[tl_s1 + 0] = 0.0f;
         }
-        tl::cp_async_commit();
       }
-      for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
-        tl::cp_async_wait<2>();
+      // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+      #pragma unroll
+      for (int tl_r2 = 0; tl_r2 < 4; ++tl_r2) {
+        const int i_7 = tl::wg_row<128, 1>(tl_r2);
+        l[tl_r2] = 0.0f;
+      }
+      // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+      #pragma unroll
+      for (int tl_r3 = 0; tl_r3 < 4; ++tl_r3) {
+        const int i_8 = tl::wg_row<128, 1>(tl_r3);
+        m[tl_r3] = -__int_as_float(0x7f800000);
+      }
+      // T.Pipelined: 4 stages, warp-specialized: a producer warpgroup issues 2 bulk tensor copies per stage (its loop runs in the producer's copy of the persistent loop)
+      {
+        const int tl_n4 = (((S + 64) - 1) / 64);
+        tl::tma::Pipe<4>* tl_pipe4 = reinterpret_cast<tl::tma::Pipe<4>*>(tl_smem + 81920);
+        const bool tl_use_tma4 = tl::aligned16(k) && tl::aligned16(q) && tl::aligned16(v);
+        if (tl_use_tma4) {
+          tl::tma::wait(tl_wpro, tl_wpar);  // the prologue's tiles have landed
+          tl::tma::Pipe<4>::State& tl_st4 = tl_wst;
+          tl::tma::Pipe<4>::State& tl_prev4 = tl_wprev;
+          unsigned tl_ra4[tl::wg::RsAsync<half, 128, 64, 64, 1, false>::AREGS];
+          tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::begin(s);
+          if (tl_n4 > 0) {
+            const int kt = 0;
+            tl_pipe4->consumer_wait(tl_st4);
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s5 = 0; tl_s5 < 64; tl_s5 += 1) {
+              int tl_i5, tl_j5;
+              tl::wg::acc_coord<128, 64, 1>(tl_s5, tl_i5, tl_j5);
+              {
+                const int i_9 = tl_i5;
+                const int j_5 = tl_j5;
+                s[tl_s5 + 0] = 0.0f;
+              }
+            }
+            tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::issue(q_s, k_s + tl_st4.stage * 4096, s);
+            tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::wait<0>(s);
+            if ((((kt + 1) * 64) > S)) {
+              // T.Parallel[128, 64] over the gemm accumulator layout
+              #pragma unroll
+              for (int tl_s6 = 0; tl_s6 < 64; tl_s6 += 1) {
+                int tl_i6, tl_j6;
+                tl::wg::acc_coord<128, 64, 1>(tl_s6, tl_i6, tl_j6);
+                {
+                  const int i = tl_i6;
+                  const int j = tl_j6;
+                  s[tl_s6 + 0] = ((((kt * 64) + j) < S) ? s[tl_s6 + 0] : -__int_as_float(0x7f800000));
+                }
+              }
+            }
+            // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+            #pragma unroll
+            for (int tl_r7 = 0; tl_r7 < 4; ++tl_r7) {
+              const int i_10 = tl::wg_row<128, 1>(tl_r7);
+              m_prev[tl_r7] = m[tl_r7];
+            }
+            // T.reduce_max: 128 outputs of 64 elements
+            {
+              float tl_part9[4];
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part9[tl_r] = -__int_as_float(0x7f800000);
+              #pragma unroll
+              for (int tl_s = 0; tl_s < 64; ++tl_s) {
+                const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
+                tl_part9[tl_r] = fmaxf(tl_part9[tl_r], ((float)(s[tl_s])));
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) {
+                tl_part9[tl_r] = fmaxf(tl_part9[tl_r], __shfl_xor_sync(0xffffffffu, tl_part9[tl_r], 1));
+                tl_part9[tl_r] = fmaxf(tl_part9[tl_r], __shfl_xor_sync(0xffffffffu, tl_part9[tl_r], 2));
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part9[tl_r]);
+            }
+            // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+            #pragma unroll
+            for (int tl_r10 = 0; tl_r10 < 4; ++tl_r10) {
+              const int i_1 = tl::wg_row<128, 1>(tl_r10);
+              rescale[tl_r10] = tl::exp2_ftz(((m_prev[tl_r10] * scale) - (m[tl_r10] * scale)));
+            }
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s11 = 0; tl_s11 < 64; tl_s11 += 1) {
+              int tl_i11, tl_j11;
+              tl::wg::acc_coord<128, 64, 1>(tl_s11, tl_i11, tl_j11);
+              {
+                const int i_3 = tl_i11;
+                const int j_2 = tl_j11;
+                s[tl_s11 + 0] = tl::exp2_ftz(((s[tl_s11 + 0] * scale) - (m[tl::wg_row_slot<128, 64, 1>(tl_s11 + 0)] * scale)));
+              }
+            }
+            // T.reduce_sum: 128 outputs of 64 elements
+            {
+              float tl_part13[4];
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part13[tl_r] = 0.0f;
+              #pragma unroll
+              for (int tl_s = 0; tl_s < 64; ++tl_s) {
+                const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
+                tl_part13[tl_r] = tl_part13[tl_r] + ((float)(s[tl_s]));
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) {
+                tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 1);
+                tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 2);
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part13[tl_r];
+            }
+            // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+            #pragma unroll
+            for (int tl_r14 = 0; tl_r14 < 4; ++tl_r14) {
+              const int i_4 = tl::wg_row<128, 1>(tl_r14);
+              l[tl_r14] = ((l[tl_r14] * rescale[tl_r14]) + row_sum[tl_r14]);
+            }
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s15 = 0; tl_s15 < 64; tl_s15 += 1) {
+              int tl_i15, tl_j15;
+              tl::wg::acc_coord<128, 64, 1>(tl_s15, tl_i15, tl_j15);
+              {
+                const int i_11 = tl_i15;
+                const int j_6 = tl_j15;
+                p[tl_s15 + 0] = ((half)((float)(s[tl_s15 + 0])));
+              }
+            }
+            tl_prev4 = tl_st4;
+            tl_st4.advance();
+          }
+          for (int tl_i4 = 1; tl_i4 < tl_n4; ++tl_i4) {
+            const int kt = 0 + tl_i4;
+            tl_pipe4->consumer_wait(tl_st4);
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s16 = 0; tl_s16 < 64; tl_s16 += 1) {
+              int tl_i16, tl_j16;
+              tl::wg::acc_coord<128, 64, 1>(tl_s16, tl_i16, tl_j16);
+              {
+                const int i_9 = tl_i16;
+                const int j_5 = tl_j16;
+                s[tl_s16 + 0] = 0.0f;
+              }
+            }
+            tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::issue(q_s, k_s + tl_st4.stage * 4096, s);
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s17 = 0; tl_s17 < 64; tl_s17 += 1) {
+              int tl_i17, tl_j17;
+              tl::wg::acc_coord<128, 64, 1>(tl_s17, tl_i17, tl_j17);
+              {
+                const int i_2 = tl_i17;
+                const int j_1 = tl_j17;
+                acc[tl_s17 + 0] = (acc[tl_s17 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s17 + 0)]);
+              }
+            }
+            tl::wg::RsAsync<half, 128, 64, 64, 1, false>::issue(p, v_s + tl_prev4.stage * 4096, acc, tl_ra4);
+            tl::wg::MmaAsync<half, 128, 64, 64, 1, false, true>::wait<1>(s);
+            if ((((kt + 1) * 64) > S)) {
+              // T.Parallel[128, 64] over the gemm accumulator layout
+              #pragma unroll
+              for (int tl_s18 = 0; tl_s18 < 64; tl_s18 += 1) {
+                int tl_i18, tl_j18;
+                tl::wg::acc_coord<128, 64, 1>(tl_s18, tl_i18, tl_j18);
+                {
+                  const int i = tl_i18;
+                  const int j = tl_j18;
+                  s[tl_s18 + 0] = ((((kt * 64) + j) < S) ? s[tl_s18 + 0] : -__int_as_float(0x7f800000));
+                }
+              }
+            }
+            // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+            #pragma unroll
+            for (int tl_r19 = 0; tl_r19 < 4; ++tl_r19) {
+              const int i_10 = tl::wg_row<128, 1>(tl_r19);
+              m_prev[tl_r19] = m[tl_r19];
+            }
+            // T.reduce_max: 128 outputs of 64 elements
+            {
+              float tl_part21[4];
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part21[tl_r] = -__int_as_float(0x7f800000);
+              #pragma unroll
+              for (int tl_s = 0; tl_s < 64; ++tl_s) {
+                const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
+                tl_part21[tl_r] = fmaxf(tl_part21[tl_r], ((float)(s[tl_s])));
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) {
+                tl_part21[tl_r] = fmaxf(tl_part21[tl_r], __shfl_xor_sync(0xffffffffu, tl_part21[tl_r], 1));
+                tl_part21[tl_r] = fmaxf(tl_part21[tl_r], __shfl_xor_sync(0xffffffffu, tl_part21[tl_r], 2));
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part21[tl_r]);
+            }
+            // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+            #pragma unroll
+            for (int tl_r22 = 0; tl_r22 < 4; ++tl_r22) {
+              const int i_1 = tl::wg_row<128, 1>(tl_r22);
+              rescale[tl_r22] = tl::exp2_ftz(((m_prev[tl_r22] * scale) - (m[tl_r22] * scale)));
+            }
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s23 = 0; tl_s23 < 64; tl_s23 += 1) {
+              int tl_i23, tl_j23;
+              tl::wg::acc_coord<128, 64, 1>(tl_s23, tl_i23, tl_j23);
+              {
+                const int i_3 = tl_i23;
+                const int j_2 = tl_j23;
+                s[tl_s23 + 0] = tl::exp2_ftz(((s[tl_s23 + 0] * scale) - (m[tl::wg_row_slot<128, 64, 1>(tl_s23 + 0)] * scale)));
+              }
+            }
+            // T.reduce_sum: 128 outputs of 64 elements
+            {
+              float tl_part25[4];
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part25[tl_r] = 0.0f;
+              #pragma unroll
+              for (int tl_s = 0; tl_s < 64; ++tl_s) {
+                const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
+                tl_part25[tl_r] = tl_part25[tl_r] + ((float)(s[tl_s]));
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) {
+                tl_part25[tl_r] = tl_part25[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part25[tl_r], 1);
+                tl_part25[tl_r] = tl_part25[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part25[tl_r], 2);
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part25[tl_r];
+            }
+            // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+            #pragma unroll
+            for (int tl_r26 = 0; tl_r26 < 4; ++tl_r26) {
+              const int i_4 = tl::wg_row<128, 1>(tl_r26);
+              l[tl_r26] = ((l[tl_r26] * rescale[tl_r26]) + row_sum[tl_r26]);
+            }
+            tl::wg::RsAsync<half, 128, 64, 64, 1, false>::wait<0>(acc, tl_ra4);
+            __syncwarp();
+            tl_pipe4->consumer_release(tl_prev4);
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s27 = 0; tl_s27 < 64; tl_s27 += 1) {
+              int tl_i27, tl_j27;
+              tl::wg::acc_coord<128, 64, 1>(tl_s27, tl_i27, tl_j27);
+              {
+                const int i_11 = tl_i27;
+                const int j_6 = tl_j27;
+                p[tl_s27 + 0] = ((half)((float)(s[tl_s27 + 0])));
+              }
+            }
+            tl_prev4 = tl_st4;
+            tl_st4.advance();
+          }
+          if (tl_n4 > 0) {
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s28 = 0; tl_s28 < 64; tl_s28 += 1) {
+              int tl_i28, tl_j28;
+              tl::wg::acc_coord<128, 64, 1>(tl_s28, tl_i28, tl_j28);
+              {
+                const int i_2 = tl_i28;
+                const int j_1 = tl_j28;
+                acc[tl_s28 + 0] = (acc[tl_s28 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s28 + 0)]);
+              }
+            }
+            tl::wg::RsAsync<half, 128, 64, 64, 1, false>::issue(p, v_s + tl_prev4.stage * 4096, acc, tl_ra4);
+            tl::wg::RsAsync<half, 128, 64, 64, 1, false>::wait<0>(acc, tl_ra4);
+            __syncwarp();
+            tl_pipe4->consumer_release(tl_prev4);
+          }
+          __syncwarp();
+          if ((threadIdx.x & 31) == 0) tl::tma::arrive(tl_wpro + 1);
+          tl_wpar ^= 1u;
+        } else {
+          tl::wg::copy_tile<half, 128, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 128))) * 64 + (0), 64, S - ((bx * 128)), 64 - (0));
+          tl::cp_async_commit();
+          tl::cp_async_wait<0>();
+          tl::wg::fence_proxy_async();
+          tl::tma::bar_sync<1, 128>();
+          #pragma unroll
+          for (int tl_pi4 = 0; tl_pi4 < 3; ++tl_pi4) {
+            if (tl_pi4 < tl_n4) {
+              const int kt = 0 + tl_pi4;
+              const int tl_stage_p4 = (tl_pi4) % 4;
+              tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p4 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+              tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p4 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+            }
+            tl::cp_async_commit();
+          }
+          for (int tl_i4 = 0; tl_i4 < tl_n4; ++tl_i4) {
+            tl::cp_async_wait<2>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 128>();
+            if (tl_i4 + 3 < tl_n4) {
+              const int kt = 0 + tl_i4 + 3;
+              const int tl_stage_p4 = (tl_i4 + 3) % 4;
+              tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p4 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+              tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p4 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+            }
+            tl::cp_async_commit();
+            const int kt = 0 + tl_i4;
+            const int tl_stage_c4 = tl_i4 % 4;
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s29 = 0; tl_s29 < 64; tl_s29 += 1) {
+              int tl_i29, tl_j29;
+              tl::wg::acc_coord<128, 64, 1>(tl_s29, tl_i29, tl_j29);
+              {
+                const int i_9 = tl_i29;
+                const int j_5 = tl_j29;
+                s[tl_s29 + 0] = 0.0f;
+              }
+            }
+            tl::wg::gemm_ss<half, float, 128, 64, 64, 1, false, true>(q_s, k_s + tl_stage_c4 * 4096, s);
+            if ((((kt + 1) * 64) > S)) {
+              // T.Parallel[128, 64] over the gemm accumulator layout
+              #pragma unroll
+              for (int tl_s30 = 0; tl_s30 < 64; tl_s30 += 1) {
+                int tl_i30, tl_j30;
+                tl::wg::acc_coord<128, 64, 1>(tl_s30, tl_i30, tl_j30);
+                {
+                  const int i = tl_i30;
+                  const int j = tl_j30;
+                  s[tl_s30 + 0] = ((((kt * 64) + j) < S) ? s[tl_s30 + 0] : -__int_as_float(0x7f800000));
+                }
+              }
+            }
+            // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+            #pragma unroll
+            for (int tl_r31 = 0; tl_r31 < 4; ++tl_r31) {
+              const int i_10 = tl::wg_row<128, 1>(tl_r31);
+              m_prev[tl_r31] = m[tl_r31];
+            }
+            // T.reduce_max: 128 outputs of 64 elements
+            {
+              float tl_part33[4];
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part33[tl_r] = -__int_as_float(0x7f800000);
+              #pragma unroll
+              for (int tl_s = 0; tl_s < 64; ++tl_s) {
+                const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
+                tl_part33[tl_r] = fmaxf(tl_part33[tl_r], ((float)(s[tl_s])));
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) {
+                tl_part33[tl_r] = fmaxf(tl_part33[tl_r], __shfl_xor_sync(0xffffffffu, tl_part33[tl_r], 1));
+                tl_part33[tl_r] = fmaxf(tl_part33[tl_r], __shfl_xor_sync(0xffffffffu, tl_part33[tl_r], 2));
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part33[tl_r]);
+            }
+            // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+            #pragma unroll
+            for (int tl_r34 = 0; tl_r34 < 4; ++tl_r34) {
+              const int i_1 = tl::wg_row<128, 1>(tl_r34);
+              rescale[tl_r34] = tl::exp2_ftz(((m_prev[tl_r34] * scale) - (m[tl_r34] * scale)));
+            }
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s35 = 0; tl_s35 < 64; tl_s35 += 1) {
+              int tl_i35, tl_j35;
+              tl::wg::acc_coord<128, 64, 1>(tl_s35, tl_i35, tl_j35);
+              {
+                const int i_3 = tl_i35;
+                const int j_2 = tl_j35;
+                s[tl_s35 + 0] = tl::exp2_ftz(((s[tl_s35 + 0] * scale) - (m[tl::wg_row_slot<128, 64, 1>(tl_s35 + 0)] * scale)));
+              }
+            }
+            // T.reduce_sum: 128 outputs of 64 elements
+            {
+              float tl_part37[4];
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part37[tl_r] = 0.0f;
+              #pragma unroll
+              for (int tl_s = 0; tl_s < 64; ++tl_s) {
+                const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
+                tl_part37[tl_r] = tl_part37[tl_r] + ((float)(s[tl_s]));
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) {
+                tl_part37[tl_r] = tl_part37[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part37[tl_r], 1);
+                tl_part37[tl_r] = tl_part37[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part37[tl_r], 2);
+              }
+              #pragma unroll
+              for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part37[tl_r];
+            }
+            // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
+            #pragma unroll
+            for (int tl_r38 = 0; tl_r38 < 4; ++tl_r38) {
+              const int i_4 = tl::wg_row<128, 1>(tl_r38);
+              l[tl_r38] = ((l[tl_r38] * rescale[tl_r38]) + row_sum[tl_r38]);
+            }
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s39 = 0; tl_s39 < 64; tl_s39 += 1) {
+              int tl_i39, tl_j39;
+              tl::wg::acc_coord<128, 64, 1>(tl_s39, tl_i39, tl_j39);
+              {
+                const int i_11 = tl_i39;
+                const int j_6 = tl_j39;
+                p[tl_s39 + 0] = ((half)((float)(s[tl_s39 + 0])));
+              }
+            }
+            // T.Parallel[128, 64] over the gemm accumulator layout
+            #pragma unroll
+            for (int tl_s40 = 0; tl_s40 < 64; tl_s40 += 1) {
+              int tl_i40, tl_j40;
+              tl::wg::acc_coord<128, 64, 1>(tl_s40, tl_i40, tl_j40);
+              {
+                const int i_2 = tl_i40;
+                const int j_1 = tl_j40;
+                acc[tl_s40 + 0] = (acc[tl_s40 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s40 + 0)]);
+              }
+            }
+            tl::wg::gemm_rs<half, 128, 64, 64, 1, false>(p, v_s + tl_stage_c4 * 4096, acc);
+          }
+          tl::cp_async_wait<0>();
+        }
         tl::wg::fence_proxy_async();
         tl::tma::bar_sync<1, 128>();
-        if (tl_i3 + 3 < tl_n3) {
-          const int kt = 0 + tl_i3 + 3;
-          const int tl_stage_p3 = (tl_i3 + 3) % 4;
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * HKV + (kv_head)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+      }
+      // T.Parallel[128, 64] over the gemm accumulator layout
+      #pragma unroll
+      for (int tl_s41 = 0; tl_s41 < 64; tl_s41 += 1) {
+        int tl_i41, tl_j41;
+        tl::wg::acc_coord<128, 64, 1>(tl_s41, tl_i41, tl_j41);
+        {
+          const int i_5 = tl_i41;
+          const int j_3 = tl_j41;
+          acc[tl_s41 + 0] = (acc[tl_s41 + 0] / l[tl::wg_row_slot<128, 64, 1>(tl_s41 + 0)]);
         }
-        tl::cp_async_commit();
-        const int kt = 0 + tl_i3;
-        const int tl_stage_c3 = tl_i3 % 4;
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s28 = 0; tl_s28 < 64; tl_s28 += 1) {
-          int tl_i28, tl_j28;
-          tl::wg::acc_coord<128, 64, 1>(tl_s28, tl_i28, tl_j28);
+      }
+      // T.Parallel[128, 64] over the gemm accumulator layout
+      #pragma unroll
+      for (int tl_s42 = 0; tl_s42 < 64; tl_s42 += 2) {
+        int tl_i42, tl_j42;
+        tl::wg::acc_coord<128, 64, 1>(tl_s42, tl_i42, tl_j42);
+        bool tl_ok42 = true;
+        {
+          const int i_12 = tl_i42;
+          const int j_7 = tl_j42 + 1;
+          tl_ok42 = ((((((bz >= 0) && (bz < B)) && (by >= 0)) && (by < H)) && (((((long long)(bx)) * 128) + i_12) >= 0)) && (((((long long)(bx)) * 128) + i_12) < S));
+        }
+        if (tl_ok42) {
+          tl::vec<half, 2> tl_pair42;
           {
-            const int i_9 = tl_i28;
-            const int j_5 = tl_j28;
-            s[tl_s28 + 0] = 0.0f;
+            const int i_12 = tl_i42;
+            const int j_7 = tl_j42;
+            tl_pair42.x[0] = ((half)((float)(acc[tl_s42 + 0])));
           }
-        }
-        tl::wg::gemm_ss<half, float, 128, 64, 64, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
-        if ((((kt + 1) * 64) > S)) {
-          // T.Parallel[128, 64] over the gemm accumulator layout
-          #pragma unroll
-          for (int tl_s29 = 0; tl_s29 < 64; tl_s29 += 1) {
-            int tl_i29, tl_j29;
-            tl::wg::acc_coord<128, 64, 1>(tl_s29, tl_i29, tl_j29);
-            {
-              const int i = tl_i29;
-              const int j = tl_j29;
-              s[tl_s29 + 0] = ((((kt * 64) + j) < S) ? s[tl_s29 + 0] : -__int_as_float(0x7f800000));
+          {
+            const int i_12 = tl_i42;
+            const int j_7 = tl_j42 + 1;
+            tl_pair42.x[1] = ((half)((float)(acc[tl_s42 + 1])));
+          }
+          {
+            const int i_12 = tl_i42;
+            const int j_7 = tl_j42;
+            *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)]) = tl_pair42;
+          }
+        } else {
+          {
+            const int i_12 = tl_i42;
+            const int j_7 = tl_j42;
+            if (((((((bz >= 0) && (bz < B)) && (by >= 0)) && (by < H)) && (((((long long)(bx)) * 128) + i_12) >= 0)) && (((((long long)(bx)) * 128) + i_12) < S))) {
+              o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s42 + 0])));
             }
           }
-        }
-        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-        #pragma unroll
-        for (int tl_r30 = 0; tl_r30 < 4; ++tl_r30) {
-          const int i_10 = tl::wg_row<128, 1>(tl_r30);
-          m_prev[tl_r30] = m[tl_r30];
-        }
-        // T.reduce_max: 128 outputs of 64 elements
-        {
-          float tl_part32[4];
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part32[tl_r] = -__int_as_float(0x7f800000);
-          #pragma unroll
-          for (int tl_s = 0; tl_s < 64; ++tl_s) {
-            const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
-            tl_part32[tl_r] = fmaxf(tl_part32[tl_r], ((float)(s[tl_s])));
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) {
-            tl_part32[tl_r] = fmaxf(tl_part32[tl_r], __shfl_xor_sync(0xffffffffu, tl_part32[tl_r], 1));
-            tl_part32[tl_r] = fmaxf(tl_part32[tl_r], __shfl_xor_sync(0xffffffffu, tl_part32[tl_r], 2));
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part32[tl_r]);
-        }
-        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-        #pragma unroll
-        for (int tl_r33 = 0; tl_r33 < 4; ++tl_r33) {
-          const int i_1 = tl::wg_row<128, 1>(tl_r33);
-          rescale[tl_r33] = tl::exp2_ftz(((m_prev[tl_r33] * scale) - (m[tl_r33] * scale)));
-        }
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s34 = 0; tl_s34 < 64; tl_s34 += 1) {
-          int tl_i34, tl_j34;
-          tl::wg::acc_coord<128, 64, 1>(tl_s34, tl_i34, tl_j34);
           {
-            const int i_3 = tl_i34;
-            const int j_2 = tl_j34;
-            s[tl_s34 + 0] = tl::exp2_ftz(((s[tl_s34 + 0] * scale) - (m[tl::wg_row_slot<128, 64, 1>(tl_s34 + 0)] * scale)));
+            const int i_12 = tl_i42;
+            const int j_7 = tl_j42 + 1;
+            if (((((((bz >= 0) && (bz < B)) && (by >= 0)) && (by < H)) && (((((long long)(bx)) * 128) + i_12) >= 0)) && (((((long long)(bx)) * 128) + i_12) < S))) {
+              o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s42 + 1])));
+            }
           }
-        }
-        // T.reduce_sum: 128 outputs of 64 elements
-        {
-          float tl_part36[4];
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) tl_part36[tl_r] = 0.0f;
-          #pragma unroll
-          for (int tl_s = 0; tl_s < 64; ++tl_s) {
-            const int tl_r = tl::wg_row_slot<128, 64, 1>(tl_s);
-            tl_part36[tl_r] = tl_part36[tl_r] + ((float)(s[tl_s]));
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) {
-            tl_part36[tl_r] = tl_part36[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part36[tl_r], 1);
-            tl_part36[tl_r] = tl_part36[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part36[tl_r], 2);
-          }
-          #pragma unroll
-          for (int tl_r = 0; tl_r < 4; ++tl_r) row_sum[tl_r] = tl_part36[tl_r];
-        }
-        // T.Parallel[128] over an accumulator's rows: each thread runs the 4 it holds
-        #pragma unroll
-        for (int tl_r37 = 0; tl_r37 < 4; ++tl_r37) {
-          const int i_4 = tl::wg_row<128, 1>(tl_r37);
-          l[tl_r37] = ((l[tl_r37] * rescale[tl_r37]) + row_sum[tl_r37]);
-        }
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s38 = 0; tl_s38 < 64; tl_s38 += 1) {
-          int tl_i38, tl_j38;
-          tl::wg::acc_coord<128, 64, 1>(tl_s38, tl_i38, tl_j38);
-          {
-            const int i_11 = tl_i38;
-            const int j_6 = tl_j38;
-            p[tl_s38 + 0] = ((half)((float)(s[tl_s38 + 0])));
-          }
-        }
-        // T.Parallel[128, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s39 = 0; tl_s39 < 64; tl_s39 += 1) {
-          int tl_i39, tl_j39;
-          tl::wg::acc_coord<128, 64, 1>(tl_s39, tl_i39, tl_j39);
-          {
-            const int i_2 = tl_i39;
-            const int j_1 = tl_j39;
-            acc[tl_s39 + 0] = (acc[tl_s39 + 0] * rescale[tl::wg_row_slot<128, 64, 1>(tl_s39 + 0)]);
-          }
-        }
-        tl::wg::gemm_rs<half, 128, 64, 64, 1, false>(p, v_s + tl_stage_c3 * 4096, acc);
-      }
-      tl::cp_async_wait<0>();
-    }
-    tl::wg::fence_proxy_async();
-    tl::tma::bar_sync<1, 128>();
-  }
-  // T.Parallel[128, 64] over the gemm accumulator layout
-  #pragma unroll
-  for (int tl_s40 = 0; tl_s40 < 64; tl_s40 += 1) {
-    int tl_i40, tl_j40;
-    tl::wg::acc_coord<128, 64, 1>(tl_s40, tl_i40, tl_j40);
-    {
-      const int i_5 = tl_i40;
-      const int j_3 = tl_j40;
-      acc[tl_s40 + 0] = (acc[tl_s40 + 0] / l[tl::wg_row_slot<128, 64, 1>(tl_s40 + 0)]);
-    }
-  }
-  // T.Parallel[128, 64] over the gemm accumulator layout
-  #pragma unroll
-  for (int tl_s41 = 0; tl_s41 < 64; tl_s41 += 2) {
-    int tl_i41, tl_j41;
-    tl::wg::acc_coord<128, 64, 1>(tl_s41, tl_i41, tl_j41);
-    bool tl_ok41 = true;
-    {
-      const int i_12 = tl_i41;
-      const int j_7 = tl_j41 + 1;
-      tl_ok41 = (((bx * 128) + i_12) < S);
-    }
-    if (tl_ok41) {
-      tl::vec<half, 2> tl_pair41;
-      {
-        const int i_12 = tl_i41;
-        const int j_7 = tl_j41;
-        tl_pair41.x[0] = ((half)((float)(acc[tl_s41 + 0])));
-      }
-      {
-        const int i_12 = tl_i41;
-        const int j_7 = tl_j41 + 1;
-        tl_pair41.x[1] = ((half)((float)(acc[tl_s41 + 1])));
-      }
-      {
-        const int i_12 = tl_i41;
-        const int j_7 = tl_j41;
-        *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)]) = tl_pair41;
-      }
-    } else {
-      {
-        const int i_12 = tl_i41;
-        const int j_7 = tl_j41;
-        if ((((bx * 128) + i_12) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s41 + 0])));
-        }
-      }
-      {
-        const int i_12 = tl_i41;
-        const int j_7 = tl_j41 + 1;
-        if ((((bx * 128) + i_12) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 128) + i_12)) * 64) + j_7)] = ((half)((float)(acc[tl_s41 + 1])));
         }
       }
     }
