@@ -2,10 +2,12 @@
 //! `O = softmax(Q Kᵀ / √d) V` for `B` batches of `H` query heads over `S`
 //! positions, f16 or bf16 in and out, f32 accumulation. Keys and values have `HKV`
 //! heads, each shared by `H / HKV` query heads (grouped-query attention;
-//! `HKV = H` is plain multi-head attention). Each block owns `block_m` query
-//! rows of one head; it walks the keys in tiles of `block_n` with an online
-//! softmax (running row maximum `m`, running row sum `l`, the output rescaled
-//! when the maximum grows), so the `S × S` score matrix never leaves the chip.
+//! `HKV = H` is plain multi-head attention). A block owns `block_m` query
+//! rows of one head at a time (the head-dim-64 kernels are persistent: a
+//! fixed grid of blocks walks those tiles); it walks the keys in tiles of
+//! `block_n` with an online softmax (running row maximum `m`, running row
+//! sum `l`, the output rescaled when the maximum grows), so the `S × S`
+//! score matrix never leaves the chip.
 //!
 //! Written with fragments, the way a TileLang user writes it: the scores `s`
 //! and the output `acc` are tensor-core accumulators, the per-row statistics
