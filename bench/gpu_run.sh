@@ -132,6 +132,9 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   san gemm_fp8 "$B/gemm_fp8" 200 264 160
   san gemm_splitk "$B/gemm_splitk" 33 264 520
   san flash_attention "$B/flash_attention" 1 4 2 130
+  # More query tiles than the persistent D64 kernels' 264 blocks (768: each
+  # block reloads Q for a second and third tile), GQA, ragged S.
+  san flash_attention_persistent "$B/flash_attention" 8 32 8 260
   san flash_decoding "$B/flash_decoding" 1 8 2 300
   san flash_attention_bwd "$B/flash_attention_bwd" 1 2 130
   san gemv "$B/gemv" 37 1000
