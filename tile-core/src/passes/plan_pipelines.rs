@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 
 mod multicast;
 mod prologue;
+pub use prologue::loop_sequence;
 mod rotate;
 mod split;
 mod why;

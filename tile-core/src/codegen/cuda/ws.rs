@@ -6,7 +6,7 @@
 
 use super::pipeline::Loop;
 use super::*;
-use crate::passes::plan_pipelines::PRODUCER_THREADS;
+use crate::passes::plan_pipelines::{loop_sequence, PRODUCER_THREADS};
 /// What the kernel as a whole needs for its warp-specialized pipeline (at most
 /// one, `plan_pipelines`), fixed before the body is written: the signature
 /// takes its tensor maps, the launch bounds and the shared pool grow.
@@ -73,7 +73,8 @@ impl WsPlan {
         // The prologue's copies, in program order; their maps follow the
         // stages' (the parameter order of existing kernels stays).
         let mut prologue = Vec::new();
-        for s in before_loop(f, var) {
+        let before = loop_sequence(f, var).map_or(Vec::new(), |(items, at)| items[..at].to_vec());
+        for s in before {
             if let (
                 Stmt::Copy {
                     inst: CopyInst::Tma { .. },
@@ -178,25 +179,6 @@ fn prologue_bars(prologue: bool, persistent: bool) -> i64 {
 /// full/empty mbarrier pair per stage, then the prologue's `bars` mbarriers.
 fn pool_end(pipe_offset: i64, stages: i64, bars: i64) -> i64 {
     pipe_offset + 16 * stages + 8 * bars
-}
-
-/// The statements before pipeline `var` in its sequence: the kernel's top
-/// level, or the body of the persistent loop around it.
-fn before_loop(f: &PrimFunc, var: VarId) -> Vec<&Stmt> {
-    let is_pipe = |s: &Stmt| matches!(s, Stmt::For { var: v, .. } if *v == var);
-    let top = f.body.items();
-    if let Some(at) = top.iter().position(|s| is_pipe(s)) {
-        return top[..at].to_vec();
-    }
-    for s in top {
-        if let Stmt::For { body, .. } = s {
-            let items = body.items();
-            if let Some(at) = items.iter().position(|x| is_pipe(x)) {
-                return items[..at].to_vec();
-            }
-        }
-    }
-    Vec::new()
 }
 
 /// Adds a tensor map (source tensor, box rows) unless the kernel has it.

@@ -42,8 +42,9 @@ pub(super) fn prologue(f: &PrimFunc, var: VarId) -> Vec<BufId> {
 }
 
 /// The sequence that holds pipeline `var` (the kernel's top level, or the
-/// body of a top-level loop around it) and the loop's place in it.
-fn loop_sequence(f: &PrimFunc, var: VarId) -> Option<(Vec<&Stmt>, usize)> {
+/// body of a top-level loop around it) and the loop's place in it. The
+/// backend finds the prologue's copies there too (`WsPlan`).
+pub fn loop_sequence(f: &PrimFunc, var: VarId) -> Option<(Vec<&Stmt>, usize)> {
     let is_pipe = |s: &Stmt| matches!(s, Stmt::For { var: v, .. } if *v == var);
     let top = f.body.items();
     if let Some(at) = top.iter().position(|s| is_pipe(s)) {
