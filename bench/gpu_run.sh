@@ -95,11 +95,14 @@ fi
 # the vector width, so the edge moves whole vectors under one guard per chunk.
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2> /dev/null | head -1)
 if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
+  # RC_SKIP: kernels (a name substring) racecheck leaves out for one call.
   san() {
     local name=$1; shift
     [ -x "$1" ] || return 0
     for tool in memcheck racecheck; do
-      run "$tool:$name" "$CS" --tool "$tool" --error-exitcode 1 "$@"
+      local skip=()
+      if [ "$tool" = racecheck ] && [ -n "${RC_SKIP:-}" ]; then skip=(--kernel-name-exclude "kns=$RC_SKIP"); fi
+      run "$tool:$name" "$CS" --tool "$tool" "${skip[@]}" --error-exitcode 1 "$@"
     done
   }
   san vecadd "$B/vecadd" 2047
@@ -131,10 +134,15 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   san gemm_any_pitch "$B/gemm_any_pitch" 131 135 139
   san gemm_fp8 "$B/gemm_fp8" 200 264 160
   san gemm_splitk "$B/gemm_splitk" 33 264 520
-  san flash_attention "$B/flash_attention" 1 4 2 130
+  # racecheck reports any shared-memory exchange after a bar.arrive as a
+  # hazard, even one ordered by __syncthreads() (bench/racecheck/pingpong.cu),
+  # so the head-dim-128 kernels, whose two warpgroups take turns by
+  # bar.arrive, are left out of racecheck; built with ping-pong off their
+  # output exchange was clean (bench/RESULTS.md, 2026-12-05).
+  RC_SKIP=flash_attention_d128 san flash_attention "$B/flash_attention" 1 4 2 130
   # More query tiles than the persistent D64 kernels' 264 blocks (768: each
   # block reloads Q for a second and third tile), GQA, ragged S.
-  san flash_attention_persistent "$B/flash_attention" 8 32 8 260
+  RC_SKIP=flash_attention_d128 san flash_attention_persistent "$B/flash_attention" 8 32 8 260
   san flash_decoding "$B/flash_decoding" 1 8 2 300
   san flash_attention_bwd "$B/flash_attention_bwd" 1 2 130
   san gemv "$B/gemv" 37 1000

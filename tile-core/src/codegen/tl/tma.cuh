@@ -133,16 +133,20 @@ template <int ID, int N> __device__ __forceinline__ void bar_sync() {
 // Two consumer warpgroups taking turns (a rotated attention loop's ping-pong): warpgroup
 // `wg` (0 or 1) waits on barrier 2 + wg for its turn and passes the turn by arriving on the
 // other's. Each barrier counts N = 256 threads: the 128 of its warpgroup waiting and the 128
-// of the other arriving. Warpgroup 0 arrives on its own barrier once at the start, so it
-// takes the first turn, and waits there once more at the end for the turn warpgroup 1
-// passed last, so both barriers end complete (no arrival is left pending at exit).
+// of the other arriving. Warpgroup 1 arrives on warpgroup 0's barrier once at the start,
+// so warpgroup 0 takes the first turn, and warpgroup 0 waits there once more at the end
+// for the turn warpgroup 1 passed last, so both barriers end complete (no arrival is left
+// pending at exit). Every arrival on a warpgroup's barrier thus comes from the other one.
+// compute-sanitizer's racecheck (2025.3) reports a hazard on any shared-memory exchange
+// after a bar.arrive in the block, even one ordered by __syncthreads();
+// bench/racecheck/pingpong.cu reproduces that in 60 lines (bench/RESULTS.md).
 // bar.sync/bar.arrive are .aligned: every lane of a warp must execute the same one, and
 // a warp can leave the mbarrier spin before them lane by lane, hence the __syncwarp().
 // ID 1 is the consumers' barrier (bar_sync above).
 template <int N> __device__ __forceinline__ void pingpong_begin(int wg) {
 #if defined(__CUDA_ARCH__)
   __syncwarp();
-  if (wg == 0) asm volatile("bar.arrive 2, %0;\n" ::"n"(N) : "memory");
+  if (wg == 1) asm volatile("bar.arrive 2, %0;\n" ::"n"(N) : "memory");
 #endif
 }
 template <int N> __device__ __forceinline__ void pingpong_wait(int wg) {
