@@ -563,14 +563,16 @@ fn main() -> Res<()> {
 }
 
 /// The shapes of the Hopper issue after 4096³: square, LLaMA-7B
-/// projections, a large MLP, odd sizes, decode (small M).
-const GEMM_SHAPES: [(usize, usize, usize); 8] = [
+/// projections, a large MLP, odd sizes (127 rows among them), decode
+/// (small M).
+const GEMM_SHAPES: [(usize, usize, usize); 9] = [
     (8192, 8192, 8192),
     (4096, 11008, 4096),
     (4096, 4096, 11008),
     (8192, 28672, 8192),
     (1000, 1000, 1000),
     (4097, 4095, 4099),
+    (127, 8192, 8192),
     (16, 8192, 8192),
     (1, 8192, 8192),
 ];
