@@ -14,7 +14,7 @@ use tile::prelude::*;
 
 /// NN, written once over the element type and over a space of tile
 /// configurations: `gemm_nn::<f16>` and `gemm_nn::<bf16>`, each built ahead
-/// of time in every variant the filter keeps (18). A plain call runs the
+/// of time in every variant the filter keeps (19). A plain call runs the
 /// default (the first value of every list: 128 × 128 × 64, 3 stages, 4
 /// warps) unless these shapes were tuned in this process;
 /// `gemm_nn::tune().launch(..)` (or `TILE_AUTOTUNE=1`) times the variants on
@@ -46,15 +46,17 @@ use tile::prelude::*;
 /// as in pairs; they were slower at every shape timed (tests/kernels runs
 /// them against a host reference).
 ///
-/// Two variants split K over a pair of blocks (`splits = 2`,
-/// `T::use_split_k`): 128 × 128 on two warpgroups with 4 stages and 64 × 128
-/// with 6. Each output tile is then two blocks in one cluster, each summing
-/// half the k steps, the second block's partial sums added into the first's
-/// through the cluster's shared memory before the epilogue. For grids that
-/// fill the GPU less than once: 1000³ in 128 × 128 tiles is 64 blocks on 132
-/// SMs, 128 split; 127 × 8192 × 8192 likewise. Built and checked on the CPU
-/// and with nvcc; their time on the H200 is not measured yet
-/// (bench/RESULTS.md says when it is).
+/// Three variants split K over a pair of blocks (`splits = 2`,
+/// `T::use_split_k`): 128 × 128 on two warpgroups with 4 stages, 128 × 256
+/// with 3, and 64 × 128 with 6. Each output tile is then two blocks in one
+/// cluster, each summing half the k steps, the second block's partial sums
+/// added into the first's through the cluster's shared memory before the
+/// epilogue. For grids that fill the GPU less than once: 16 × 4095 × 4097
+/// (2.5× the default on an H100), and rows between 128 and 256 with large
+/// N and K, where 128 × 256 tiles split in two make one wave that moves
+/// less from L2 than 128 × 128 tiles: 200 × 8192 × 8192 1.13× and
+/// 160 × 8192 × 8192 1.14× faster than the best unsplit variant on an H100
+/// (bench/RESULTS.md). At 1000³ the split variants lost to the unsplit ones.
 #[tile::kernel(
     dtype = [f16, bf16],
     block_m = [128, 64, 16],
@@ -68,6 +70,7 @@ use tile::prelude::*;
         && (cluster == 1 || (block_m == 128 && block_n <= 128 && threads == 256 && stages == 4))
         && (splits == 1
             || (cluster == 1 && block_m == 128 && block_n == 128 && threads == 256 && stages == 4)
+            || (cluster == 1 && block_m == 128 && block_n == 256 && threads == 256 && stages == 3)
             || (block_m == 64 && block_n == 128 && stages == 6))
         && (block_m != 16 || (threads == 128 && block_n == 64 && stages <= 4))
         && block_m * block_n / threads <= 128
