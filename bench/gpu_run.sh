@@ -134,7 +134,7 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   san gemm_any_pitch "$B/gemm_any_pitch" 131 135 139
   san gemm_fp8 "$B/gemm_fp8" 200 264 160
   san gemm_splitk "$B/gemm_splitk" 33 264 520
-  # racecheck reports any shared-memory exchange after a bar.arrive as a
+  # racecheck reported a shared-memory exchange after bar.arrive turns as a
   # hazard, even one ordered by __syncthreads() (bench/racecheck/pingpong.cu),
   # so the head-dim-128 kernels, whose two warpgroups take turns by
   # bar.arrive, are left out of racecheck; built with ping-pong off their

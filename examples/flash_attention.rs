@@ -51,13 +51,15 @@ fn causal_section(heads: i32, s: i32, dim: i32) -> i32 {
 
 /// The rank, heaviest first, of block `lin`'s query tile (the grid's linear
 /// index; `nq` tiles a head, `heads` heads taken `sec` at a time): within a
-/// section, rank 0 for the last tile of every head, then rank 1, and so on.
-/// (`heads - first` is at least 1; the `max` only lets the compiler see that
-/// the divisor is positive.)
+/// section, rank 0 for the last tile of every head, then rank 1, and so on;
+/// the tile is `nq - 1 - rank`. (`heads - first` is at least 1 and the
+/// quotient is below `nq`: the `max` and the `% nq` change nothing, they let
+/// the compiler see that the divisor is positive and the tile index not
+/// negative, which a bulk copy needs.)
 #[tile::func]
 fn causal_rank(lin: i32, nq: i32, heads: i32, sec: i32) -> i32 {
     let first = lin / (sec * nq) * sec;
-    lin % (sec * nq) / T::min(sec, T::max(1, heads - first))
+    lin % (sec * nq) / T::min(sec, T::max(1, heads - first)) % nq
 }
 
 /// The head (batch-major: `bz * H + by`) of block `lin`, as in `causal_rank`.
@@ -320,9 +322,7 @@ pub fn flash_attention_d128_causal(
         let nq = T::ceildiv(S, block_m);
         let sec = causal_section(H * B, S, dim);
         let lin = gx + nq * (gy + H * gz);
-        // `% nq` changes nothing (the rank is below nq); it lets the
-        // compiler see that `bx` is not negative, which a bulk copy needs.
-        let rank = causal_rank(lin, nq, H * B, sec) % nq;
+        let rank = causal_rank(lin, nq, H * B, sec);
         let bx = nq - 1 - rank;
         let head = causal_head(lin, nq, H * B, sec);
         let by = head % H;
@@ -481,9 +481,7 @@ pub fn flash_attention_d256_causal(
         let nq = T::ceildiv(S, block_m);
         let sec = causal_section(H * B, S, dim);
         let lin = gx + nq * (gy + H * gz);
-        // `% nq` changes nothing (the rank is below nq); it lets the
-        // compiler see that `bx` is not negative, which a bulk copy needs.
-        let rank = causal_rank(lin, nq, H * B, sec) % nq;
+        let rank = causal_rank(lin, nq, H * B, sec);
         let bx = nq - 1 - rank;
         let head = causal_head(lin, nq, H * B, sec);
         let by = head % H;

@@ -137,9 +137,9 @@ template <int ID, int N> __device__ __forceinline__ void bar_sync() {
 // so warpgroup 0 takes the first turn, and warpgroup 0 waits there once more at the end
 // for the turn warpgroup 1 passed last, so both barriers end complete (no arrival is left
 // pending at exit). Every arrival on a warpgroup's barrier thus comes from the other one.
-// compute-sanitizer's racecheck (2025.3) reports a hazard on any shared-memory exchange
-// after a bar.arrive in the block, even one ordered by __syncthreads();
-// bench/racecheck/pingpong.cu reproduces that in 60 lines (bench/RESULTS.md).
+// compute-sanitizer's racecheck (2025.3) reported a hazard on a shared-memory exchange
+// after these turns in each arrangement that finished, even one ordered by __syncthreads(),
+// and on none without them: bench/racecheck/pingpong.cu (bench/RESULTS.md).
 // bar.sync/bar.arrive are .aligned: every lane of a warp must execute the same one, and
 // a warp can leave the mbarrier spin before them lane by lane, hence the __syncwarp().
 // ID 1 is the consumers' barrier (bar_sync above).
