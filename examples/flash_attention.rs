@@ -391,16 +391,18 @@ pub fn flash_attention_d128_causal(
     });
 }
 
-/// Head dim 256: the D128 kernel's body on 128 × 64 tiles (two warpgroups
-/// of 64 rows on Hopper). The accumulator alone is 128 floats per thread
-/// and the scores 32 more. Two stages of K and V plus Q take 192 KiB, within
-/// Hopper's 227 KiB but over an A100's 164 KiB (like the D128 kernel's
-/// three stages). Two stages do not rotate (see `plan_pipelines`), yet on
-/// the H200 this ran 17-20% faster than 128 × 32 tiles with three rotated
-/// stages, which fit 160 KiB: a 32-column score tile issues too little
-/// work per `wgmma` (bench/RESULTS.md). The output leaves through a shared
-/// tile as in the D128 kernel (here in Q's bytes).
-#[tile::kernel(dtype = [f16, bf16], dim = 256, block_m = 128, block_n = 64, stages = 2, threads = 256)]
+/// Head dim 256: the D128 kernel's body on 128 × 80 tiles (two warpgroups
+/// of 64 rows on Hopper, FA3's shape for this head dim). The accumulator
+/// alone is 128 floats per thread and the scores 40 more. Two stages of K
+/// and V plus Q take 224 KiB, Hopper's budget but over an A100's 164 KiB
+/// (like the D128 kernel's three stages). With two stages the loop rotates
+/// and ping-pongs as the D128 one does, V on a barrier pair of its own so
+/// that K's stage frees early (`plan_pipelines`). On an H100, 80-key tiles
+/// ran 4-7% faster than 64 (bench/RESULTS.md); on the H200, 128 × 64 tiles
+/// had run 17-20% faster than 128 × 32 with three stages: a 32-column score
+/// tile issues too little work per `wgmma`. The output leaves through a
+/// shared tile as in the D128 kernel (here in Q's bytes).
+#[tile::kernel(dtype = [f16, bf16], dim = 256, block_m = 128, block_n = 80, stages = 2, threads = 256)]
 pub fn flash_attention_d256(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
@@ -469,7 +471,7 @@ pub fn flash_attention_d256(
 }
 
 /// Causal attention, head dim 256, query tiles heaviest first (`causal_section`).
-#[tile::kernel(dtype = [f16, bf16], dim = 256, block_m = 128, block_n = 64, stages = 2, threads = 256)]
+#[tile::kernel(dtype = [f16, bf16], dim = 256, block_m = 128, block_n = 80, stages = 2, threads = 256)]
 pub fn flash_attention_d256_causal(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,

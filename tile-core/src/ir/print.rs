@@ -266,7 +266,7 @@ impl Printer<'_> {
                         None => format!("T.Pipelined[num_stages={stages}]"),
                         Some(p) => {
                             format!(
-                                "T.Pipelined[num_stages={stages}{}{}{}{}{}{}{}{}]",
+                                "T.Pipelined[num_stages={stages}{}{}{}{}{}{}{}{}{}]",
                                 self.buf_list("producers", &p.tiles),
                                 match (p.warp_specialized, p.persistent) {
                                     (true, true) => ", warp_specialized=true, persistent=true",
@@ -293,6 +293,7 @@ impl Printer<'_> {
                                     ),
                                     None => String::new(),
                                 },
+                                self.buf_list("deferred", &p.deferred_tiles),
                                 self.split(p)
                             )
                         }

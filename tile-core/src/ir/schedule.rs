@@ -54,6 +54,13 @@ pub struct Pipeline {
     /// gemm of `i - 1` (with the statements that `late` counts, which moved
     /// there), and run the register work of `i` while both are in flight.
     pub rotate: Option<Rotation>,
+    /// The tiles of a rotated pipeline that only its deferred (last) gemm
+    /// reads (attention's V). They get a full/empty mbarrier pair of their
+    /// own in each stage and are released once that gemm completed, while
+    /// the other tiles (K) are released as soon as the first gemm completed:
+    /// the producer refills K half an iteration sooner, which lets two
+    /// stages rotate. Empty when the stage's tiles share one pair.
+    pub deferred_tiles: Vec<BufId>,
     /// The tiles of a warp-specialized pipeline that the `n` blocks of a
     /// cluster (`Launch::cluster`) all fill from the same origin: each block
     /// loads `1/n` of the tile's rows and the copy engine multicasts them

@@ -41,7 +41,10 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         }
         let rotation = rotate::rotate(&mut f, var);
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
-            p.rotate = rotation;
+            if let Some((rotation, deferred)) = rotation {
+                p.rotate = Some(rotation);
+                p.deferred_tiles = deferred;
+            }
         }
     } else {
         // None is: on Hopper, each pipeline with a `wgmma` says why.
@@ -441,6 +444,7 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
                 warp_specialized: false,
                 persistent: false,
                 rotate: None,
+                deferred_tiles: Vec::new(),
                 multicast: Vec::new(),
                 multicast_why: None,
                 ws_why: None,

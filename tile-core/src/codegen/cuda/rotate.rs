@@ -21,6 +21,11 @@ impl Writer<'_> {
     /// after the loop:    late; last gemm (synchronous); release the last stage;
     ///                    [take the last turn passed]
     /// ```
+    ///
+    /// With the deferred gemm's tiles on a barrier pair of their own
+    /// (`WsPlan::deferred`), "wait stage" waits for the first gemm's tiles
+    /// only, which are released as soon as that gemm completed; the last
+    /// gemm waits for its own tiles before it is issued and releases them.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn ws_consume_rotated(
         &mut self,
@@ -66,6 +71,17 @@ impl Writer<'_> {
             }
         };
         let run = |w: &mut Self, xs: &[&Stmt]| xs.iter().try_for_each(|x| w.stmt(x));
+        // The deferred gemm's tiles on the pipe's second pair (`<1>`).
+        let split = self.ws.as_ref().is_some_and(|p| !p.deferred.is_empty());
+        let second = if split { "<1>" } else { "" };
+        // Once the first gemm completed: its tiles' release, when they have
+        // their own pair.
+        let free_first = |w: &mut Self| {
+            if split {
+                w.line("__syncwarp();");
+                w.line(&format!("tl_pipe{k}->consumer_release(tl_st{k});"));
+            }
+        };
         // With ping-pong (`Rotation::pingpong`) the consumer warpgroups take
         // turns: `step` is `begin`, `wait`, `pass` or `end` of
         // `tl::tma::pingpong_*`; without it nothing is printed.
@@ -97,6 +113,9 @@ impl Writer<'_> {
         // on its stage; then, once it completed, that stage's release.
         let defer = |w: &mut Self| -> Result<(), Diagnostic> {
             run(w, late)?;
+            if split {
+                w.line(&format!("tl_pipe{k}->consumer_wait<1>(tl_prev{k});"));
+            }
             on(w, &prev);
             w.line(&format!(
                 "{rs}::issue({p}, {}, {acc}, tl_ra{k});",
@@ -107,7 +126,9 @@ impl Writer<'_> {
         let retire = |w: &mut Self| {
             w.line(&format!("{rs}::wait<0>({acc}, tl_ra{k});"));
             w.line("__syncwarp();");
-            w.line(&format!("tl_pipe{k}->consumer_release(tl_prev{k});"));
+            w.line(&format!(
+                "tl_pipe{k}->consumer_release{second}(tl_prev{k});"
+            ));
         };
 
         self.ws_state(k, pipe, true);
@@ -122,6 +143,7 @@ impl Writer<'_> {
         self.depth += 1;
         start(self, s0.to_string(), false)?;
         self.line(&format!("{mma}::wait<0>({s});"));
+        free_first(self);
         run(self, body)?;
         self.line(&format!("tl_prev{k} = tl_st{k};"));
         self.line(&format!("tl_st{k}.advance();"));
@@ -138,6 +160,7 @@ impl Writer<'_> {
         turn(self, "pass");
         on(self, &cur);
         self.line(&format!("{mma}::wait<1>({s});"));
+        free_first(self);
         run(self, before)?;
         retire(self);
         run(self, after)?;

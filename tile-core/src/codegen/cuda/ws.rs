@@ -36,6 +36,9 @@ pub(super) struct WsPlan {
     /// The copies before the loop that the producer issues ahead of its
     /// first stage (`Pipeline::prologue`), on one mbarrier after the pipe's.
     pub prologue: Vec<TileCopy>,
+    /// The stage tiles on the pipe's second full/empty pair
+    /// (`Pipeline::deferred_tiles`; empty: one pair a stage).
+    pub deferred: Vec<BufId>,
 }
 
 pub(super) const WS_PRODUCER_REGS: i64 = 40;
@@ -113,9 +116,10 @@ impl WsPlan {
             });
         }
         let pipe_offset = (f.smem.bytes + 7) / 8 * 8;
+        let groups = 1 + !p.deferred_tiles.is_empty() as i64;
         let pool = pool_end(
             pipe_offset,
-            p.stages,
+            p.stages * groups,
             prologue_bars(!prologue.is_empty(), p.persistent),
         );
         let threads = f.launch.threads + PRODUCER_THREADS;
@@ -146,12 +150,27 @@ impl WsPlan {
             consumer_regs,
             split: p.split.clone(),
             prologue,
+            deferred: p.deferred_tiles.clone(),
         })
+    }
+
+    /// Full/empty pairs a stage: two when the deferred gemm's tiles have
+    /// their own.
+    pub(super) fn groups(&self) -> i64 {
+        1 + !self.deferred.is_empty() as i64
+    }
+
+    /// The pipe's type.
+    pub(super) fn pipe_type(&self) -> String {
+        match self.groups() {
+            1 => format!("tl::tma::Pipe<{}>", self.stages),
+            g => format!("tl::tma::Pipe<{}, {g}>", self.stages),
+        }
     }
 
     /// Byte offset of the prologue's mbarriers, right after the pipe's.
     pub(super) fn prologue_bar(&self) -> i64 {
-        pool_end(self.pipe_offset, self.stages, 0)
+        pool_end(self.pipe_offset, self.stages * self.groups(), 0)
     }
 
     pub(super) fn prologue_bars(&self) -> i64 {
@@ -160,7 +179,11 @@ impl WsPlan {
 
     /// Bytes of the shared pool with the mbarriers.
     pub(super) fn pool_bytes(&self) -> i64 {
-        pool_end(self.pipe_offset, self.stages, self.prologue_bars())
+        pool_end(
+            self.pipe_offset,
+            self.stages * self.groups(),
+            self.prologue_bars(),
+        )
     }
 }
 
@@ -176,9 +199,9 @@ fn prologue_bars(prologue: bool, persistent: bool) -> i64 {
 }
 
 /// The end of the shared pool: the tiles up to `pipe_offset`, the pipe's
-/// full/empty mbarrier pair per stage, then the prologue's `bars` mbarriers.
-fn pool_end(pipe_offset: i64, stages: i64, bars: i64) -> i64 {
-    pipe_offset + 16 * stages + 8 * bars
+/// `pairs` full/empty mbarrier pairs, then the prologue's `bars` mbarriers.
+fn pool_end(pipe_offset: i64, pairs: i64, bars: i64) -> i64 {
+    pipe_offset + 16 * pairs + 8 * bars
 }
 
 /// Adds a tensor map (source tensor, box rows) unless the kernel has it.
@@ -216,8 +239,8 @@ impl Writer<'_> {
         cons: &[&Stmt],
     ) -> Result<(), Diagnostic> {
         let f = self.f;
-        let (pipe_offset, persistent) = match &self.ws {
-            Some(p) if p.var == var => (p.pipe_offset, p.outer.is_some()),
+        let (pipe_offset, persistent, pipe) = match &self.ws {
+            Some(p) if p.var == var => (p.pipe_offset, p.outer.is_some(), p.pipe_type()),
             _ => {
                 return Err(err(
                     "internal error: a warp-specialized pipeline without its plan",
@@ -230,8 +253,7 @@ impl Writer<'_> {
             Some(p) => (p.prologue.clone(), p.prologue_bar()),
             None => (Vec::new(), 0),
         };
-        let (copies, cond, bytes) = self.ws_copies(prod, &prologue)?;
-        let pipe = format!("tl::tma::Pipe<{stages}>");
+        let (copies, cond) = self.ws_copies(prod, &prologue)?;
         let gemm = self.stage_gemm(cons, &tiles);
         self.line(&format!(
             "// T.Pipelined: {stages} stages, warp-specialized: a producer warpgroup issues {} bulk tensor copies per stage{}",
@@ -314,7 +336,7 @@ impl Writer<'_> {
                         }
                     }
                     w.line(&format!("{pipe}::State tl_st{k};"));
-                    w.ws_produce(k, &name, s0, &copies, bytes)
+                    w.ws_produce(k, &name, s0, &copies)
                 },
             )?;
         }
@@ -464,9 +486,8 @@ impl Writer<'_> {
         }
     }
 
-    /// The bulk tensor copies of a warp-specialized pipeline's producers,
-    /// the run-time test that they can run (else the `cp.async` fallback),
-    /// and the bytes one stage receives.
+    /// The bulk tensor copies of a warp-specialized pipeline's producers and
+    /// the run-time test that they can run (else the `cp.async` fallback).
     /// `prologue`: the copies it issues before them, which the test covers
     /// too (a misaligned Q then sends K and V to the fallback as well: one
     /// test for the producer's every copy).
@@ -474,8 +495,7 @@ impl Writer<'_> {
         &self,
         prod: &[&Stmt],
         prologue: &[TileCopy],
-    ) -> Result<(Vec<TileCopy>, String, i64), Diagnostic> {
-        let f = self.f;
+    ) -> Result<(Vec<TileCopy>, String), Diagnostic> {
         let copies: Vec<TileCopy> = prod
             .iter()
             .map(|x| TileCopy::of(x))
@@ -492,8 +512,7 @@ impl Writer<'_> {
         if cond.is_empty() {
             cond.push("true".into());
         }
-        let bytes: i64 = copies.iter().map(|c| f.buf(c.dst).const_bytes()).sum();
-        Ok((copies, cond.join(" && "), bytes))
+        Ok((copies, cond.join(" && ")))
     }
 
     /// The split of a warp-specialized block into its roles: one thread
@@ -585,33 +604,50 @@ impl Writer<'_> {
         name: &str,
         s0: &str,
         copies: &[TileCopy],
-        bytes: i64,
     ) -> Result<(), Diagnostic> {
+        let deferred = self.ws.as_ref().map_or(Vec::new(), |p| p.deferred.clone());
         self.line(&format!(
             "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
         ));
         self.depth += 1;
         self.line(&format!("const int {name} = {s0} + tl_i{k};"));
-        self.line(&format!("tl_pipe{k}->producer_acquire(tl_st{k}, {bytes});"));
-        for c in copies {
-            let dst = self.stage_base(c.dst, &format!("tl_st{k}.stage"));
-            let bar = format!("tl_pipe{k}->full_bar(tl_st{k})");
-            let shared = self
-                .ws
-                .as_ref()
-                .is_some_and(|p| p.multicast.contains(&c.dst));
-            if shared {
-                self.line(&format!("if (tl_mc{k} > 1) {{"));
-                self.depth += 1;
-                self.tma_load_part(c, &dst, &bar, &format!("tl_rank{k}"))?;
-                self.depth -= 1;
-                self.line("} else {");
-                self.depth += 1;
-                self.tma_load(c, &dst, &bar)?;
-                self.depth -= 1;
-                self.line("}");
+        // Each group of the stage's tiles (`WsPlan::deferred`: the second)
+        // behind its own empty barrier, completing on its own full one.
+        let (first, second): (Vec<&TileCopy>, Vec<&TileCopy>) =
+            copies.iter().partition(|c| !deferred.contains(&c.dst));
+        for (g, group) in [first, second].into_iter().enumerate() {
+            if group.is_empty() {
+                continue;
+            }
+            let bytes: i64 = group.iter().map(|c| self.f.buf(c.dst).const_bytes()).sum();
+            let tg = if g == 0 {
+                String::new()
             } else {
-                self.tma_load(c, &dst, &bar)?;
+                format!("<{g}>")
+            };
+            self.line(&format!(
+                "tl_pipe{k}->producer_acquire{tg}(tl_st{k}, {bytes});"
+            ));
+            for c in group {
+                let dst = self.stage_base(c.dst, &format!("tl_st{k}.stage"));
+                let bar = format!("tl_pipe{k}->full_bar{tg}(tl_st{k})");
+                let shared = self
+                    .ws
+                    .as_ref()
+                    .is_some_and(|p| p.multicast.contains(&c.dst));
+                if shared {
+                    self.line(&format!("if (tl_mc{k} > 1) {{"));
+                    self.depth += 1;
+                    self.tma_load_part(c, &dst, &bar, &format!("tl_rank{k}"))?;
+                    self.depth -= 1;
+                    self.line("} else {");
+                    self.depth += 1;
+                    self.tma_load(c, &dst, &bar)?;
+                    self.depth -= 1;
+                    self.line("}");
+                } else {
+                    self.tma_load(c, &dst, &bar)?;
+                }
             }
         }
         self.line(&format!("tl_st{k}.advance();"));
@@ -651,8 +687,8 @@ impl Writer<'_> {
         body: &Stmt,
     ) -> Result<(), Diagnostic> {
         let f = self.f;
-        let (inner, stages, pipe_offset) = match &self.ws {
-            Some(p) => (p.var, p.stages, p.pipe_offset),
+        let (inner, pipe_offset, pipe) = match &self.ws {
+            Some(p) => (p.var, p.pipe_offset, p.pipe_type()),
             None => {
                 return Err(err(
                     "internal error: a persistent pipeline without its plan",
@@ -685,9 +721,7 @@ impl Writer<'_> {
             Some(p) => (p.prologue.clone(), p.prologue_bar()),
             None => (Vec::new(), 0),
         };
-        let (copies, cond, bytes) =
-            self.ws_copies(&i_items[..producers.min(i_items.len())], &prologue)?;
-        let pipe = format!("tl::tma::Pipe<{stages}>");
+        let (copies, cond) = self.ws_copies(&i_items[..producers.min(i_items.len())], &prologue)?;
         let o = ident(&f.var(var).name);
         let s0 = self.expr(start)?;
         let e = self.expr(extent)?;
@@ -740,7 +774,7 @@ impl Writer<'_> {
             w.line(&format!("const int tl_n{k} = {};", w.expr(i_extent)?));
             let name = ident(&f.var(inner).name);
             let i_s0 = w.expr(i_start)?;
-            w.ws_produce(k, &name, &i_s0, &copies, bytes)?;
+            w.ws_produce(k, &name, &i_s0, &copies)?;
             w.depth -= 1;
             w.line("}");
             Ok(())

@@ -371,10 +371,15 @@ template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
 // `consumers` arrivals (one per consumer warp, after its wgmma that read the stage completed).
 // Producer and consumers walk the stages in the same order, each with its own State; a State
 // wraps from stage S-1 to 0 and flips its phase bit then.
-template <int S> struct Pipe {
+// G > 1 splits each stage's tiles into G groups with a full/empty pair each (group g of stage
+// s at g * S + s), filled in group order and released independently: a rotated attention loop
+// frees K once S = Q K^T completed and V once the deferred P V did, so the producer refills K
+// half an iteration sooner. Methods take the group as a template argument (default 0).
+template <int S, int G = 1> struct Pipe {
   static_assert(S >= 1 && S <= 32, "tl::tma::Pipe: 1 to 32 stages");
-  Barrier full[S];
-  Barrier empty[S];
+  static_assert(G >= 1 && G <= 2, "tl::tma::Pipe: 1 or 2 groups of tiles a stage");
+  Barrier full[G * S];
+  Barrier empty[G * S];
 
   struct State {
     int stage;
@@ -388,7 +393,7 @@ template <int S> struct Pipe {
   // One thread, before the block-wide barrier that publishes the pipe.
   __device__ __forceinline__ void init(unsigned consumers) {
 #pragma unroll
-    for (int s = 0; s < S; ++s) {
+    for (int s = 0; s < G * S; ++s) {
       ::tl::tma::init(&full[s], 1);
       ::tl::tma::init(&empty[s], consumers);
     }
@@ -396,17 +401,22 @@ template <int S> struct Pipe {
   }
   // Producer (the elected thread): waits until the stage is free, then announces `bytes`
   // on its full barrier; the caller issues the copies that complete on full_bar(st) next.
-  __device__ __forceinline__ void producer_acquire(const State& st, unsigned bytes) {
-    wait(&empty[st.stage], st.phase ^ 1u);
-    arrive_expect_tx(&full[st.stage], bytes);
+  template <int Gr = 0> __device__ __forceinline__ void producer_acquire(const State& st, unsigned bytes) {
+    static_assert(Gr < G, "tl::tma::Pipe: no such group");
+    wait(&empty[Gr * S + st.stage], st.phase ^ 1u);
+    arrive_expect_tx(&full[Gr * S + st.stage], bytes);
   }
-  __device__ __forceinline__ Barrier* full_bar(const State& st) { return &full[st.stage]; }
+  template <int Gr = 0> __device__ __forceinline__ Barrier* full_bar(const State& st) {
+    return &full[Gr * S + st.stage];
+  }
   // Consumers: wait until the stage's bytes have landed (visible to wgmma: the copy engine
   // and wgmma both act through the async proxy).
-  __device__ __forceinline__ void consumer_wait(const State& st) { wait(&full[st.stage], st.phase); }
+  template <int Gr = 0> __device__ __forceinline__ void consumer_wait(const State& st) {
+    wait(&full[Gr * S + st.stage], st.phase);
+  }
   // One arrival per consumer warp (lane 0), once the warp's reads of the stage completed.
-  __device__ __forceinline__ void consumer_release(const State& st) {
-    if ((threadIdx.x & 31) == 0) arrive(&empty[st.stage]);
+  template <int Gr = 0> __device__ __forceinline__ void consumer_release(const State& st) {
+    if ((threadIdx.x & 31) == 0) arrive(&empty[Gr * S + st.stage]);
   }
   // The same in a cluster of `n` blocks whose copies multicast into each other's stages (each
   // empty barrier was initialized with n times the consumers; n = 1: no cluster): lane r < n

@@ -283,7 +283,7 @@ impl Reader {
                     c.kwarg("producers")?;
                     let tiles = self.buf_list(c)?;
                     let (mut warp_specialized, mut persistent) = (false, false);
-                    let mut rotate = None;
+                    let (mut rotate, mut deferred_tiles) = (None, Vec::new());
                     let (mut multicast, mut multicast_why) = (Vec::new(), None);
                     let mut ws_why = None;
                     let (mut split, mut split_why) = (None, None);
@@ -338,6 +338,12 @@ impl Reader {
                                 wait,
                                 pingpong,
                             });
+                        } else if c.at_ident("deferred")
+                            && rotate.is_some()
+                            && deferred_tiles.is_empty()
+                        {
+                            c.kwarg("deferred")?;
+                            deferred_tiles = self.buf_list(c)?;
                         } else if c.at_ident("split_k") && split.is_none() {
                             c.kwarg("split_k")?;
                             c.punct("(")?;
@@ -353,7 +359,7 @@ impl Reader {
                             split_why = Some(c.string()?);
                         } else {
                             return c.expected(
-                                "`warp_specialized`, `persistent`, `prologue`, `ws_why`, `multicast`, `multicast_why`, `rotate`, `split_k` or `split_why`",
+                                "`warp_specialized`, `persistent`, `prologue`, `ws_why`, `multicast`, `multicast_why`, `rotate`, `deferred`, `split_k` or `split_why`",
                             );
                         }
                     }
@@ -363,6 +369,7 @@ impl Reader {
                         warp_specialized,
                         persistent,
                         rotate,
+                        deferred_tiles,
                         multicast,
                         multicast_why,
                         ws_why,

@@ -101,17 +101,14 @@ fn register_work(f: &PrimFunc, s: &Stmt) -> bool {
 
 /// The rotation of the warp-specialized pipeline over `var`, if it
 /// qualifies, with the loop body reordered for it (the statements that touch
-/// the last gemm's accumulator moved to just before that gemm).
-pub(super) fn rotate(f: &mut PrimFunc, var: VarId) -> Option<Rotation> {
+/// the last gemm's accumulator moved to just before that gemm), and the
+/// tiles that only the deferred gemm reads (`Pipeline::deferred_tiles`).
+pub(super) fn rotate(f: &mut PrimFunc, var: VarId) -> Option<(Rotation, Vec<BufId>)> {
     let p = f.schedule.pipelines.get(&var)?;
-    // The stage of iteration `i` stays held until the middle of iteration
-    // `i + 1` (its V is read by the deferred gemm), so with two stages the
-    // producer could fetch the next one only then: measured 5% slower than
-    // not rotating (attention D128 on the H200), 2% faster with three.
-    if !p.warp_specialized || p.stages < 3 {
+    if !p.warp_specialized || p.stages < 2 {
         return None;
     }
-    let producers = p.tiles.len();
+    let (producers, stages) = (p.tiles.len(), p.stages);
     let tiles = p.tiles.clone();
     let mut plan = None;
     f.body.visit(&mut |s| {
@@ -121,21 +118,35 @@ pub(super) fn rotate(f: &mut PrimFunc, var: VarId) -> Option<Rotation> {
             }
         }
     });
-    let (order, rotation) = plan?;
+    let (order, rotation, deferred) = plan?;
+    // The deferred gemm reads its stage until the middle of the next
+    // iteration. With one full/empty pair a stage, the whole stage stays held
+    // that long, so with two stages the producer could fetch the next one
+    // only then: measured 5% slower than not rotating (attention D128 on the
+    // H200), 2% faster with three. With the deferred gemm's tiles on a pair of
+    // their own, the first gemm's tiles are free a whole iteration ahead:
+    // attention at head dim 256 (two stages) ran 3-5% faster rotated so. With
+    // three stages or more the second pair's wait and release cost more than
+    // they give (D128 and D64 2-3% slower on an H100, bench/RESULTS.md), so
+    // only two stages split.
+    let deferred = if stages < 3 { deferred } else { Vec::new() };
+    if deferred.is_empty() && stages < 3 {
+        return None;
+    }
     let body = std::mem::replace(&mut f.body, Stmt::Seq(Vec::new()));
     f.body = reorder(body, var, producers, &order);
-    Some(rotation)
+    Some((rotation, deferred))
 }
 
-/// The new order of the consumer statements (indices into them) and the
-/// rotation, when the body qualifies.
+/// The new order of the consumer statements (indices into them), the
+/// rotation and the deferred gemm's own tiles, when the body qualifies.
 fn order(
     f: &PrimFunc,
     tiles: &[BufId],
     var: VarId,
     body: &Stmt,
     producers: usize,
-) -> Option<(Vec<usize>, Rotation)> {
+) -> Option<(Vec<usize>, Rotation, Vec<BufId>)> {
     let Stmt::Seq(items) = body else {
         return None;
     };
@@ -232,6 +243,14 @@ fn order(
     // `tl::tma::pingpong_*` does not do: not built, as no kernel here has
     // three consumer warpgroups.)
     let pingpong = matches!(g1.inst, GemmInst::Wgmma { wgs: 2 });
+    // The deferred gemm's B tile is read by nothing else in the loop (the
+    // rest is register work): it can take a barrier pair of its own, provided
+    // the first gemm's tiles are left to the other pair.
+    let deferred = if g1.a != g2.b && g1.b != g2.b && tiles.len() > 1 {
+        vec![g2.b]
+    } else {
+        Vec::new()
+    };
     Some((
         order,
         Rotation {
@@ -240,6 +259,7 @@ fn order(
             wait,
             pingpong,
         },
+        deferred,
     ))
 }
 

@@ -13,7 +13,7 @@
 // <tl/tma.cuh>
 
 extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_kernel(const half* __restrict__ q, const half* __restrict__ k, const half* __restrict__ v, half* __restrict__ o, float* __restrict__ lse, int B, int H, int S, const __grid_constant__ tl::tma::Desc tl_tmap0, const __grid_constant__ tl::tma::Desc tl_tmap1, const __grid_constant__ tl::tma::Desc tl_tmap2) {
-  __shared__ __align__(1024) unsigned char tl_smem[41000];
+  __shared__ __align__(1024) unsigned char tl_smem[41032];
   const int bx = (int)blockIdx.x;
   const int by = (int)blockIdx.y;
   const int bz = (int)blockIdx.z;
@@ -55,9 +55,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
   // T.Pipelined: 2 stages, warp-specialized: a producer warpgroup issues 2 bulk tensor copies per stage
   {
     const int tl_n3 = (((S + 64) - 1) / 64);
-    tl::tma::Pipe<2>* tl_pipe3 = reinterpret_cast<tl::tma::Pipe<2>*>(tl_smem + 40960);
+    tl::tma::Pipe<2, 2>* tl_pipe3 = reinterpret_cast<tl::tma::Pipe<2, 2>*>(tl_smem + 40960);
     const bool tl_use_tma3 = tl::aligned16(k) && tl::aligned16(q) && tl::aligned16(v);
-    tl::tma::Barrier* tl_pro3 = reinterpret_cast<tl::tma::Barrier*>(tl_smem + 40992);
+    tl::tma::Barrier* tl_pro3 = reinterpret_cast<tl::tma::Barrier*>(tl_smem + 41024);
     if (tl_use_tma3 && threadIdx.x == 128) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); tl::tma::prefetch(&tl_tmap2); }
     if (threadIdx.x == 0) { tl::tma::init(tl_pro3, 1); tl_pipe3->init(4); }
     __syncthreads();
@@ -66,12 +66,13 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
       if (tl_use_tma3 && threadIdx.x == 128) {
         tl::tma::arrive_expect_tx(tl_pro3, 8192);
         tl::tma::load_tile<64, 64>(q_s, &tl_tmap2, tl_pro3, (bx * 64), 0, (bz) * (H) + (by));
-        tl::tma::Pipe<2>::State tl_st3;
+        tl::tma::Pipe<2, 2>::State tl_st3;
         for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
           const int kt = 0 + tl_i3;
-          tl_pipe3->producer_acquire(tl_st3, 16384);
+          tl_pipe3->producer_acquire(tl_st3, 8192);
           tl::tma::load_tile<64, 64>(k_s + tl_st3.stage * 4096, &tl_tmap0, tl_pipe3->full_bar(tl_st3), (kt * 64), 0, (bz) * (H) + (by));
-          tl::tma::load_tile<64, 64>(v_s + tl_st3.stage * 4096, &tl_tmap1, tl_pipe3->full_bar(tl_st3), (kt * 64), 0, (bz) * (H) + (by));
+          tl_pipe3->producer_acquire<1>(tl_st3, 8192);
+          tl::tma::load_tile<64, 64>(v_s + tl_st3.stage * 4096, &tl_tmap1, tl_pipe3->full_bar<1>(tl_st3), (kt * 64), 0, (bz) * (H) + (by));
           tl_st3.advance();
         }
       }
@@ -80,9 +81,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
     tl::tma::setmaxnreg_inc<216>();
     if (tl_use_tma3) {
       tl::tma::wait(tl_pro3, 0);  // the prologue's tiles have landed
-      tl::tma::Pipe<2>::State tl_st3;
-      for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
-        const int kt = 0 + tl_i3;
+      tl::tma::Pipe<2, 2>::State tl_st3, tl_prev3;
+      unsigned tl_ra3[tl::wg::RsAsync<half, 64, 64, 64, 1, false>::AREGS];
+      tl::wg::MmaAsync<half, 64, 64, 64, 1, false, true>::begin(s);
+      if (tl_n3 > 0) {
+        const int kt = 0;
         tl_pipe3->consumer_wait(tl_st3);
         // T.Parallel[64, 64] over the gemm accumulator layout
         #pragma unroll
@@ -95,7 +98,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
             s[tl_s4 + 0] = 0.0f;
           }
         }
-        tl::wg::gemm_ss<half, float, 64, 64, 64, 1, false, true>(q_s, k_s + tl_st3.stage * 4096, s);
+        tl::wg::MmaAsync<half, 64, 64, 64, 1, false, true>::issue(q_s, k_s + tl_st3.stage * 4096, s);
+        tl::wg::MmaAsync<half, 64, 64, 64, 1, false, true>::wait<0>(s);
+        __syncwarp();
+        tl_pipe3->consumer_release(tl_st3);
         // T.Parallel[64, 64] over the gemm accumulator layout
         #pragma unroll
         for (int tl_s5 = 0; tl_s5 < 32; tl_s5 += 1) {
@@ -143,103 +149,80 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
           int tl_i10, tl_j10;
           tl::wg::acc_coord<64, 64, 1>(tl_s10, tl_i10, tl_j10);
           {
-            const int i_2 = tl_i10;
-            const int j_1 = tl_j10;
-            acc[tl_s10 + 0] = (acc[tl_s10 + 0] * rescale[tl::wg_row_slot<64, 64, 1>(tl_s10 + 0)]);
-          }
-        }
-        // T.Parallel[64, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s11 = 0; tl_s11 < 32; tl_s11 += 1) {
-          int tl_i11, tl_j11;
-          tl::wg::acc_coord<64, 64, 1>(tl_s11, tl_i11, tl_j11);
-          {
-            const int i_3 = tl_i11;
-            const int j_2 = tl_j11;
-            s[tl_s11 + 0] = tl::exp2_ftz((s[tl_s11 + 0] - m[tl::wg_row_slot<64, 64, 1>(tl_s11 + 0)]));
+            const int i_3 = tl_i10;
+            const int j_2 = tl_j10;
+            s[tl_s10 + 0] = tl::exp2_ftz((s[tl_s10 + 0] - m[tl::wg_row_slot<64, 64, 1>(tl_s10 + 0)]));
           }
         }
         // T.reduce_sum: 64 outputs of 64 elements
         {
-          float tl_part13[2];
+          float tl_part12[2];
           #pragma unroll
-          for (int tl_r = 0; tl_r < 2; ++tl_r) tl_part13[tl_r] = 0.0f;
+          for (int tl_r = 0; tl_r < 2; ++tl_r) tl_part12[tl_r] = 0.0f;
           #pragma unroll
           for (int tl_s = 0; tl_s < 32; ++tl_s) {
             const int tl_r = tl::wg_row_slot<64, 64, 1>(tl_s);
-            tl_part13[tl_r] = tl_part13[tl_r] + ((float)(s[tl_s]));
+            tl_part12[tl_r] = tl_part12[tl_r] + ((float)(s[tl_s]));
           }
           #pragma unroll
           for (int tl_r = 0; tl_r < 2; ++tl_r) {
-            tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 1);
-            tl_part13[tl_r] = tl_part13[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part13[tl_r], 2);
+            tl_part12[tl_r] = tl_part12[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part12[tl_r], 1);
+            tl_part12[tl_r] = tl_part12[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part12[tl_r], 2);
           }
           #pragma unroll
-          for (int tl_r = 0; tl_r < 2; ++tl_r) row_sum[tl_r] = tl_part13[tl_r];
+          for (int tl_r = 0; tl_r < 2; ++tl_r) row_sum[tl_r] = tl_part12[tl_r];
         }
         // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
         #pragma unroll
-        for (int tl_r14 = 0; tl_r14 < 2; ++tl_r14) {
-          const int i_4 = tl::mma_row<64, 4>(tl_r14);
-          l[tl_r14] = ((l[tl_r14] * rescale[tl_r14]) + row_sum[tl_r14]);
+        for (int tl_r13 = 0; tl_r13 < 2; ++tl_r13) {
+          const int i_4 = tl::mma_row<64, 4>(tl_r13);
+          l[tl_r13] = ((l[tl_r13] * rescale[tl_r13]) + row_sum[tl_r13]);
         }
+        // T.Parallel[64, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s14 = 0; tl_s14 < 32; tl_s14 += 1) {
+          int tl_i14, tl_j14;
+          tl::wg::acc_coord<64, 64, 1>(tl_s14, tl_i14, tl_j14);
+          {
+            const int i_12 = tl_i14;
+            const int j_6 = tl_j14;
+            p[tl_s14 + 0] = ((half)((float)(s[tl_s14 + 0])));
+          }
+        }
+        tl_prev3 = tl_st3;
+        tl_st3.advance();
+      }
+      for (int tl_i3 = 1; tl_i3 < tl_n3; ++tl_i3) {
+        const int kt = 0 + tl_i3;
+        tl_pipe3->consumer_wait(tl_st3);
         // T.Parallel[64, 64] over the gemm accumulator layout
         #pragma unroll
         for (int tl_s15 = 0; tl_s15 < 32; tl_s15 += 1) {
           int tl_i15, tl_j15;
           tl::wg::acc_coord<64, 64, 1>(tl_s15, tl_i15, tl_j15);
           {
-            const int i_12 = tl_i15;
-            const int j_6 = tl_j15;
-            p[tl_s15 + 0] = ((half)((float)(s[tl_s15 + 0])));
+            const int i_10 = tl_i15;
+            const int j_5 = tl_j15;
+            s[tl_s15 + 0] = 0.0f;
           }
         }
-        tl::wg::gemm_rs<half, 64, 64, 64, 1, false>(p, v_s + tl_st3.stage * 4096, acc);
-        __syncwarp();
-        tl_pipe3->consumer_release(tl_st3);
-        tl_st3.advance();
-      }
-    } else {
-      tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 64))) * 64 + (0), 64, S - ((bx * 64)), 64 - (0));
-      tl::cp_async_commit();
-      tl::cp_async_wait<0>();
-      tl::wg::fence_proxy_async();
-      tl::tma::bar_sync<1, 128>();
-      #pragma unroll
-      for (int tl_pi3 = 0; tl_pi3 < 1; ++tl_pi3) {
-        if (tl_pi3 < tl_n3) {
-          const int kt = 0 + tl_pi3;
-          const int tl_stage_p3 = (tl_pi3) % 2;
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * H + (by)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * H + (by)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-        }
-        tl::cp_async_commit();
-      }
-      for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
-        tl::cp_async_wait<0>();
-        tl::wg::fence_proxy_async();
-        tl::tma::bar_sync<1, 128>();
-        if (tl_i3 + 1 < tl_n3) {
-          const int kt = 0 + tl_i3 + 1;
-          const int tl_stage_p3 = (tl_i3 + 1) % 2;
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * H + (by)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * H + (by)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
-        }
-        tl::cp_async_commit();
-        const int kt = 0 + tl_i3;
-        const int tl_stage_c3 = tl_i3 % 2;
+        tl::wg::MmaAsync<half, 64, 64, 64, 1, false, true>::issue(q_s, k_s + tl_st3.stage * 4096, s);
         // T.Parallel[64, 64] over the gemm accumulator layout
         #pragma unroll
         for (int tl_s16 = 0; tl_s16 < 32; tl_s16 += 1) {
           int tl_i16, tl_j16;
           tl::wg::acc_coord<64, 64, 1>(tl_s16, tl_i16, tl_j16);
           {
-            const int i_10 = tl_i16;
-            const int j_5 = tl_j16;
-            s[tl_s16 + 0] = 0.0f;
+            const int i_2 = tl_i16;
+            const int j_1 = tl_j16;
+            acc[tl_s16 + 0] = (acc[tl_s16 + 0] * rescale[tl::wg_row_slot<64, 64, 1>(tl_s16 + 0)]);
           }
         }
-        tl::wg::gemm_ss<half, float, 64, 64, 64, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
+        tl_pipe3->consumer_wait<1>(tl_prev3);
+        tl::wg::RsAsync<half, 64, 64, 64, 1, false>::issue(p, v_s + tl_prev3.stage * 4096, acc, tl_ra3);
+        tl::wg::MmaAsync<half, 64, 64, 64, 1, false, true>::wait<1>(s);
+        __syncwarp();
+        tl_pipe3->consumer_release(tl_st3);
         // T.Parallel[64, 64] over the gemm accumulator layout
         #pragma unroll
         for (int tl_s17 = 0; tl_s17 < 32; tl_s17 += 1) {
@@ -287,55 +270,207 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
           int tl_i22, tl_j22;
           tl::wg::acc_coord<64, 64, 1>(tl_s22, tl_i22, tl_j22);
           {
-            const int i_2 = tl_i22;
-            const int j_1 = tl_j22;
-            acc[tl_s22 + 0] = (acc[tl_s22 + 0] * rescale[tl::wg_row_slot<64, 64, 1>(tl_s22 + 0)]);
-          }
-        }
-        // T.Parallel[64, 64] over the gemm accumulator layout
-        #pragma unroll
-        for (int tl_s23 = 0; tl_s23 < 32; tl_s23 += 1) {
-          int tl_i23, tl_j23;
-          tl::wg::acc_coord<64, 64, 1>(tl_s23, tl_i23, tl_j23);
-          {
-            const int i_3 = tl_i23;
-            const int j_2 = tl_j23;
-            s[tl_s23 + 0] = tl::exp2_ftz((s[tl_s23 + 0] - m[tl::wg_row_slot<64, 64, 1>(tl_s23 + 0)]));
+            const int i_3 = tl_i22;
+            const int j_2 = tl_j22;
+            s[tl_s22 + 0] = tl::exp2_ftz((s[tl_s22 + 0] - m[tl::wg_row_slot<64, 64, 1>(tl_s22 + 0)]));
           }
         }
         // T.reduce_sum: 64 outputs of 64 elements
         {
-          float tl_part25[2];
+          float tl_part24[2];
           #pragma unroll
-          for (int tl_r = 0; tl_r < 2; ++tl_r) tl_part25[tl_r] = 0.0f;
+          for (int tl_r = 0; tl_r < 2; ++tl_r) tl_part24[tl_r] = 0.0f;
           #pragma unroll
           for (int tl_s = 0; tl_s < 32; ++tl_s) {
             const int tl_r = tl::wg_row_slot<64, 64, 1>(tl_s);
-            tl_part25[tl_r] = tl_part25[tl_r] + ((float)(s[tl_s]));
+            tl_part24[tl_r] = tl_part24[tl_r] + ((float)(s[tl_s]));
           }
           #pragma unroll
           for (int tl_r = 0; tl_r < 2; ++tl_r) {
-            tl_part25[tl_r] = tl_part25[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part25[tl_r], 1);
-            tl_part25[tl_r] = tl_part25[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part25[tl_r], 2);
+            tl_part24[tl_r] = tl_part24[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part24[tl_r], 1);
+            tl_part24[tl_r] = tl_part24[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part24[tl_r], 2);
           }
           #pragma unroll
-          for (int tl_r = 0; tl_r < 2; ++tl_r) row_sum[tl_r] = tl_part25[tl_r];
+          for (int tl_r = 0; tl_r < 2; ++tl_r) row_sum[tl_r] = tl_part24[tl_r];
         }
         // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
         #pragma unroll
-        for (int tl_r26 = 0; tl_r26 < 2; ++tl_r26) {
-          const int i_4 = tl::mma_row<64, 4>(tl_r26);
-          l[tl_r26] = ((l[tl_r26] * rescale[tl_r26]) + row_sum[tl_r26]);
+        for (int tl_r25 = 0; tl_r25 < 2; ++tl_r25) {
+          const int i_4 = tl::mma_row<64, 4>(tl_r25);
+          l[tl_r25] = ((l[tl_r25] * rescale[tl_r25]) + row_sum[tl_r25]);
         }
+        tl::wg::RsAsync<half, 64, 64, 64, 1, false>::wait<0>(acc, tl_ra3);
+        __syncwarp();
+        tl_pipe3->consumer_release<1>(tl_prev3);
+        // T.Parallel[64, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s26 = 0; tl_s26 < 32; tl_s26 += 1) {
+          int tl_i26, tl_j26;
+          tl::wg::acc_coord<64, 64, 1>(tl_s26, tl_i26, tl_j26);
+          {
+            const int i_12 = tl_i26;
+            const int j_6 = tl_j26;
+            p[tl_s26 + 0] = ((half)((float)(s[tl_s26 + 0])));
+          }
+        }
+        tl_prev3 = tl_st3;
+        tl_st3.advance();
+      }
+      if (tl_n3 > 0) {
         // T.Parallel[64, 64] over the gemm accumulator layout
         #pragma unroll
         for (int tl_s27 = 0; tl_s27 < 32; tl_s27 += 1) {
           int tl_i27, tl_j27;
           tl::wg::acc_coord<64, 64, 1>(tl_s27, tl_i27, tl_j27);
           {
-            const int i_12 = tl_i27;
-            const int j_6 = tl_j27;
-            p[tl_s27 + 0] = ((half)((float)(s[tl_s27 + 0])));
+            const int i_2 = tl_i27;
+            const int j_1 = tl_j27;
+            acc[tl_s27 + 0] = (acc[tl_s27 + 0] * rescale[tl::wg_row_slot<64, 64, 1>(tl_s27 + 0)]);
+          }
+        }
+        tl_pipe3->consumer_wait<1>(tl_prev3);
+        tl::wg::RsAsync<half, 64, 64, 64, 1, false>::issue(p, v_s + tl_prev3.stage * 4096, acc, tl_ra3);
+        tl::wg::RsAsync<half, 64, 64, 64, 1, false>::wait<0>(acc, tl_ra3);
+        __syncwarp();
+        tl_pipe3->consumer_release<1>(tl_prev3);
+      }
+    } else {
+      tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(q_s, q + ((((long long)(bz)) * H + (by)) * S + ((bx * 64))) * 64 + (0), 64, S - ((bx * 64)), 64 - (0));
+      tl::cp_async_commit();
+      tl::cp_async_wait<0>();
+      tl::wg::fence_proxy_async();
+      tl::tma::bar_sync<1, 128>();
+      #pragma unroll
+      for (int tl_pi3 = 0; tl_pi3 < 1; ++tl_pi3) {
+        if (tl_pi3 < tl_n3) {
+          const int kt = 0 + tl_pi3;
+          const int tl_stage_p3 = (tl_pi3) % 2;
+          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * H + (by)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * H + (by)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        }
+        tl::cp_async_commit();
+      }
+      for (int tl_i3 = 0; tl_i3 < tl_n3; ++tl_i3) {
+        tl::cp_async_wait<0>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 128>();
+        if (tl_i3 + 1 < tl_n3) {
+          const int kt = 0 + tl_i3 + 1;
+          const int tl_stage_p3 = (tl_i3 + 1) % 2;
+          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(k_s + tl_stage_p3 * 4096, k + ((((long long)(bz)) * H + (by)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+          tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_CHECK>(v_s + tl_stage_p3 * 4096, v + ((((long long)(bz)) * H + (by)) * S + ((kt * 64))) * 64 + (0), 64, S - ((kt * 64)), 64 - (0));
+        }
+        tl::cp_async_commit();
+        const int kt = 0 + tl_i3;
+        const int tl_stage_c3 = tl_i3 % 2;
+        // T.Parallel[64, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s28 = 0; tl_s28 < 32; tl_s28 += 1) {
+          int tl_i28, tl_j28;
+          tl::wg::acc_coord<64, 64, 1>(tl_s28, tl_i28, tl_j28);
+          {
+            const int i_10 = tl_i28;
+            const int j_5 = tl_j28;
+            s[tl_s28 + 0] = 0.0f;
+          }
+        }
+        tl::wg::gemm_ss<half, float, 64, 64, 64, 1, false, true>(q_s, k_s + tl_stage_c3 * 4096, s);
+        // T.Parallel[64, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s29 = 0; tl_s29 < 32; tl_s29 += 1) {
+          int tl_i29, tl_j29;
+          tl::wg::acc_coord<64, 64, 1>(tl_s29, tl_i29, tl_j29);
+          {
+            const int i = tl_i29;
+            const int j = tl_j29;
+            s[tl_s29 + 0] = ((((kt * 64) + j) < S) ? (s[tl_s29 + 0] * (1.4426950216293335f / sqrtf(64.0f))) : -__int_as_float(0x7f800000));
+          }
+        }
+        // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
+        #pragma unroll
+        for (int tl_r30 = 0; tl_r30 < 2; ++tl_r30) {
+          const int i_11 = tl::mma_row<64, 4>(tl_r30);
+          m_prev[tl_r30] = m[tl_r30];
+        }
+        // T.reduce_max: 64 outputs of 64 elements
+        {
+          float tl_part32[2];
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 2; ++tl_r) tl_part32[tl_r] = -__int_as_float(0x7f800000);
+          #pragma unroll
+          for (int tl_s = 0; tl_s < 32; ++tl_s) {
+            const int tl_r = tl::wg_row_slot<64, 64, 1>(tl_s);
+            tl_part32[tl_r] = fmaxf(tl_part32[tl_r], ((float)(s[tl_s])));
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 2; ++tl_r) {
+            tl_part32[tl_r] = fmaxf(tl_part32[tl_r], __shfl_xor_sync(0xffffffffu, tl_part32[tl_r], 1));
+            tl_part32[tl_r] = fmaxf(tl_part32[tl_r], __shfl_xor_sync(0xffffffffu, tl_part32[tl_r], 2));
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 2; ++tl_r) m[tl_r] = fmaxf(m[tl_r], tl_part32[tl_r]);
+        }
+        // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
+        #pragma unroll
+        for (int tl_r33 = 0; tl_r33 < 2; ++tl_r33) {
+          const int i_1 = tl::mma_row<64, 4>(tl_r33);
+          rescale[tl_r33] = tl::exp2_ftz((m_prev[tl_r33] - m[tl_r33]));
+        }
+        // T.Parallel[64, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s34 = 0; tl_s34 < 32; tl_s34 += 1) {
+          int tl_i34, tl_j34;
+          tl::wg::acc_coord<64, 64, 1>(tl_s34, tl_i34, tl_j34);
+          {
+            const int i_3 = tl_i34;
+            const int j_2 = tl_j34;
+            s[tl_s34 + 0] = tl::exp2_ftz((s[tl_s34 + 0] - m[tl::wg_row_slot<64, 64, 1>(tl_s34 + 0)]));
+          }
+        }
+        // T.reduce_sum: 64 outputs of 64 elements
+        {
+          float tl_part36[2];
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 2; ++tl_r) tl_part36[tl_r] = 0.0f;
+          #pragma unroll
+          for (int tl_s = 0; tl_s < 32; ++tl_s) {
+            const int tl_r = tl::wg_row_slot<64, 64, 1>(tl_s);
+            tl_part36[tl_r] = tl_part36[tl_r] + ((float)(s[tl_s]));
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 2; ++tl_r) {
+            tl_part36[tl_r] = tl_part36[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part36[tl_r], 1);
+            tl_part36[tl_r] = tl_part36[tl_r] + __shfl_xor_sync(0xffffffffu, tl_part36[tl_r], 2);
+          }
+          #pragma unroll
+          for (int tl_r = 0; tl_r < 2; ++tl_r) row_sum[tl_r] = tl_part36[tl_r];
+        }
+        // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
+        #pragma unroll
+        for (int tl_r37 = 0; tl_r37 < 2; ++tl_r37) {
+          const int i_4 = tl::mma_row<64, 4>(tl_r37);
+          l[tl_r37] = ((l[tl_r37] * rescale[tl_r37]) + row_sum[tl_r37]);
+        }
+        // T.Parallel[64, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s38 = 0; tl_s38 < 32; tl_s38 += 1) {
+          int tl_i38, tl_j38;
+          tl::wg::acc_coord<64, 64, 1>(tl_s38, tl_i38, tl_j38);
+          {
+            const int i_12 = tl_i38;
+            const int j_6 = tl_j38;
+            p[tl_s38 + 0] = ((half)((float)(s[tl_s38 + 0])));
+          }
+        }
+        // T.Parallel[64, 64] over the gemm accumulator layout
+        #pragma unroll
+        for (int tl_s39 = 0; tl_s39 < 32; tl_s39 += 1) {
+          int tl_i39, tl_j39;
+          tl::wg::acc_coord<64, 64, 1>(tl_s39, tl_i39, tl_j39);
+          {
+            const int i_2 = tl_i39;
+            const int j_1 = tl_j39;
+            acc[tl_s39 + 0] = (acc[tl_s39 + 0] * rescale[tl::wg_row_slot<64, 64, 1>(tl_s39 + 0)]);
           }
         }
         tl::wg::gemm_rs<half, 64, 64, 64, 1, false>(p, v_s + tl_stage_c3 * 4096, acc);
@@ -347,66 +482,66 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_fwd_lse__dim64_ke
   }
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s28 = 0; tl_s28 < 32; tl_s28 += 1) {
-    int tl_i28, tl_j28;
-    tl::wg::acc_coord<64, 64, 1>(tl_s28, tl_i28, tl_j28);
+  for (int tl_s40 = 0; tl_s40 < 32; tl_s40 += 1) {
+    int tl_i40, tl_j40;
+    tl::wg::acc_coord<64, 64, 1>(tl_s40, tl_i40, tl_j40);
     {
-      const int i_5 = tl_i28;
-      const int j_3 = tl_j28;
-      acc[tl_s28 + 0] = (acc[tl_s28 + 0] / l[tl::wg_row_slot<64, 64, 1>(tl_s28 + 0)]);
+      const int i_5 = tl_i40;
+      const int j_3 = tl_j40;
+      acc[tl_s40 + 0] = (acc[tl_s40 + 0] / l[tl::wg_row_slot<64, 64, 1>(tl_s40 + 0)]);
     }
   }
   // T.Parallel[64, 64] over the gemm accumulator layout
   #pragma unroll
-  for (int tl_s29 = 0; tl_s29 < 32; tl_s29 += 2) {
-    int tl_i29, tl_j29;
-    tl::wg::acc_coord<64, 64, 1>(tl_s29, tl_i29, tl_j29);
-    bool tl_ok29 = true;
+  for (int tl_s41 = 0; tl_s41 < 32; tl_s41 += 2) {
+    int tl_i41, tl_j41;
+    tl::wg::acc_coord<64, 64, 1>(tl_s41, tl_i41, tl_j41);
+    bool tl_ok41 = true;
     {
-      const int i_13 = tl_i29;
-      const int j_7 = tl_j29 + 1;
-      tl_ok29 = (((bx * 64) + i_13) < S);
+      const int i_13 = tl_i41;
+      const int j_7 = tl_j41 + 1;
+      tl_ok41 = (((bx * 64) + i_13) < S);
     }
-    if (tl_ok29) {
-      tl::vec<half, 2> tl_pair29;
+    if (tl_ok41) {
+      tl::vec<half, 2> tl_pair41;
       {
-        const int i_13 = tl_i29;
-        const int j_7 = tl_j29;
-        tl_pair29.x[0] = ((half)((float)(acc[tl_s29 + 0])));
+        const int i_13 = tl_i41;
+        const int j_7 = tl_j41;
+        tl_pair41.x[0] = ((half)((float)(acc[tl_s41 + 0])));
       }
       {
-        const int i_13 = tl_i29;
-        const int j_7 = tl_j29 + 1;
-        tl_pair29.x[1] = ((half)((float)(acc[tl_s29 + 1])));
+        const int i_13 = tl_i41;
+        const int j_7 = tl_j41 + 1;
+        tl_pair41.x[1] = ((half)((float)(acc[tl_s41 + 1])));
       }
       {
-        const int i_13 = tl_i29;
-        const int j_7 = tl_j29;
-        *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 64) + i_13)) * 64) + j_7)]) = tl_pair29;
+        const int i_13 = tl_i41;
+        const int j_7 = tl_j41;
+        *(tl::vec<half, 2>*)(&o[((((((bz * H) + by) * S) + ((bx * 64) + i_13)) * 64) + j_7)]) = tl_pair41;
       }
     } else {
       {
-        const int i_13 = tl_i29;
-        const int j_7 = tl_j29;
+        const int i_13 = tl_i41;
+        const int j_7 = tl_j41;
         if ((((bx * 64) + i_13) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 64) + i_13)) * 64) + j_7)] = ((half)((float)(acc[tl_s29 + 0])));
+          o[((((((bz * H) + by) * S) + ((bx * 64) + i_13)) * 64) + j_7)] = ((half)((float)(acc[tl_s41 + 0])));
         }
       }
       {
-        const int i_13 = tl_i29;
-        const int j_7 = tl_j29 + 1;
+        const int i_13 = tl_i41;
+        const int j_7 = tl_j41 + 1;
         if ((((bx * 64) + i_13) < S)) {
-          o[((((((bz * H) + by) * S) + ((bx * 64) + i_13)) * 64) + j_7)] = ((half)((float)(acc[tl_s29 + 1])));
+          o[((((((bz * H) + by) * S) + ((bx * 64) + i_13)) * 64) + j_7)] = ((half)((float)(acc[tl_s41 + 1])));
         }
       }
     }
   }
   // T.Parallel[64] over an accumulator's rows: each thread runs the 2 it holds
   #pragma unroll
-  for (int tl_r30 = 0; tl_r30 < 2; ++tl_r30) {
-    const int i_6 = tl::mma_row<64, 4>(tl_r30);
+  for (int tl_r42 = 0; tl_r42 < 2; ++tl_r42) {
+    const int i_6 = tl::mma_row<64, 4>(tl_r42);
     if ((((bx * 64) + i_6) < S)) {
-      if (tl::mma_row_owner<4>()) lse[((((bz * H) + by) * S) + ((bx * 64) + i_6))] = (m[tl_r30] + log2f(l[tl_r30]));
+      if (tl::mma_row_owner<4>()) lse[((((bz * H) + by) * S) + ((bx * 64) + i_6))] = (m[tl_r42] + log2f(l[tl_r42]));
     }
   }
 }
