@@ -132,6 +132,8 @@ if [ -n "$CS" ] && [ -z "${NO_SANITIZERS:-}" ]; then
   san gemm_ragged_vec "$B/gemm" 200 136 150 cluster=1
   san gemm_int8 "$B/gemm_int8" 67 129 33
   san gemm_any_pitch "$B/gemm_any_pitch" 131 135 139
+  # Even pitches off 16 bytes (K = 66, N = 130): A and B as 4-byte words.
+  san gemm_even_pitch "$B/gemm" 258 130 66 gemm_nn
   san gemm_fp8 "$B/gemm_fp8" 200 264 160
   san gemm_splitk "$B/gemm_splitk" 33 264 520
   # racecheck reported a shared-memory exchange after bar.arrive turns as a

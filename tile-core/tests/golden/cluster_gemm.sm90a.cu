@@ -81,7 +81,41 @@ extern "C" __global__ void __launch_bounds__(384, 1) cluster_gemm_kernel(const h
       tl::wg::MmaAsync<half, 128, 64, 64, 2, false, false>::wait<0>(acc);
       if (tl_n1 > 0) tl_pipe1->consumer_release(tl_prev1, tl_mc1);
     } else {
-      if (tl::aligned16(a) && K % 8 == 0) {
+      if (tl::aligned16(a) && K % 8 == 0 && tl::aligned4(b) && N % 2 == 0) {
+        #pragma unroll
+        for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
+          {
+            const int ko = 0 + tl_pi1;
+            const int tl_stage_p1 = (tl_pi1) % 4;
+            tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_VEC>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
+            tl::wg::copy_tile<half, 64, 64, 256, tl::COPY_WORDS>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
+          }
+          tl::cp_async_commit();
+        }
+        tl::wg::GemmPipe<half, 128, 64, 64, 2, false, false> tl_g1;
+        tl::cp_async_wait<2>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 256>();
+        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 8192, b_s + 0 * 4096);
+        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+          const int tl_stage_c1 = tl_i1 % 4;
+          const int tl_stage_n1 = (tl_i1 + 1) % 4;
+          tl_g1.run(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 4096, acc, [&] {
+            {
+              const int ko = 0 + tl_i1 + 3;
+              const int tl_stage_p1 = (tl_i1 + 3) % 4;
+              tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_VEC>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
+              tl::wg::copy_tile<half, 64, 64, 256, tl::COPY_WORDS>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_i1 + 3 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
+            }
+            tl::cp_async_commit();
+          }, [&] {
+            tl::cp_async_wait<2>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 256>();
+            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 8192, b_s + tl_stage_n1 * 4096);
+          });
+        }
+      } else if (tl::aligned16(a) && K % 8 == 0) {
         #pragma unroll
         for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
           {
@@ -106,6 +140,40 @@ extern "C" __global__ void __launch_bounds__(384, 1) cluster_gemm_kernel(const h
               const int tl_stage_p1 = (tl_i1 + 3) % 4;
               tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_VEC>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
               tl::wg::copy_tile<half, 64, 64, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_i1 + 3 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
+            }
+            tl::cp_async_commit();
+          }, [&] {
+            tl::cp_async_wait<2>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 256>();
+            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 8192, b_s + tl_stage_n1 * 4096);
+          });
+        }
+      } else if (tl::aligned16(b) && N % 8 == 0 && tl::aligned4(a) && K % 2 == 0) {
+        #pragma unroll
+        for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
+          {
+            const int ko = 0 + tl_pi1;
+            const int tl_stage_p1 = (tl_pi1) % 4;
+            tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_WORDS>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
+            tl::wg::copy_tile<half, 64, 64, 256, tl::COPY_VEC>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
+          }
+          tl::cp_async_commit();
+        }
+        tl::wg::GemmPipe<half, 128, 64, 64, 2, false, false> tl_g1;
+        tl::cp_async_wait<2>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 256>();
+        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 8192, b_s + 0 * 4096);
+        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+          const int tl_stage_c1 = tl_i1 % 4;
+          const int tl_stage_n1 = (tl_i1 + 1) % 4;
+          tl_g1.run(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 4096, acc, [&] {
+            {
+              const int ko = 0 + tl_i1 + 3;
+              const int tl_stage_p1 = (tl_i1 + 3) % 4;
+              tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_WORDS>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
+              tl::wg::copy_tile<half, 64, 64, 256, tl::COPY_VEC>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_i1 + 3 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
             }
             tl::cp_async_commit();
           }, [&] {
@@ -140,6 +208,40 @@ extern "C" __global__ void __launch_bounds__(384, 1) cluster_gemm_kernel(const h
               const int tl_stage_p1 = (tl_i1 + 3) % 4;
               tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
               tl::wg::copy_tile<half, 64, 64, 256, tl::COPY_VEC>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_i1 + 3 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
+            }
+            tl::cp_async_commit();
+          }, [&] {
+            tl::cp_async_wait<2>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 256>();
+            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 8192, b_s + tl_stage_n1 * 4096);
+          });
+        }
+      } else if (tl::aligned4(a) && K % 2 == 0 && tl::aligned4(b) && N % 2 == 0) {
+        #pragma unroll
+        for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
+          {
+            const int ko = 0 + tl_pi1;
+            const int tl_stage_p1 = (tl_pi1) % 4;
+            tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_WORDS>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
+            tl::wg::copy_tile<half, 64, 64, 256, tl::COPY_WORDS>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_pi1 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
+          }
+          tl::cp_async_commit();
+        }
+        tl::wg::GemmPipe<half, 128, 64, 64, 2, false, false> tl_g1;
+        tl::cp_async_wait<2>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 256>();
+        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 8192, b_s + 0 * 4096);
+        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+          const int tl_stage_c1 = tl_i1 % 4;
+          const int tl_stage_n1 = (tl_i1 + 1) % 4;
+          tl_g1.run(a_s + tl_stage_c1 * 8192, b_s + tl_stage_c1 * 4096, acc, [&] {
+            {
+              const int ko = 0 + tl_i1 + 3;
+              const int tl_stage_p1 = (tl_i1 + 3) % 4;
+              tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_WORDS>(a_s + tl_stage_p1 * 8192, a + (long long)((by_swizzled * 128)) * K + ((ko * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 64)));
+              tl::wg::copy_tile<half, 64, 64, 256, tl::COPY_WORDS>(b_s + tl_stage_p1 * 4096, b + (long long)((ko * 64)) * N + ((bx_swizzled * 64)), N, (tl_i1 + 3 < tl_n1) ? K - ((ko * 64)) : 0, N - ((bx_swizzled * 64)));
             }
             tl::cp_async_commit();
           }, [&] {

@@ -90,7 +90,41 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
           tl::wg::MmaAsync<half, 128, 128, 64, 2, false, false>::wait<0>(acc);
           if (tl_n2 > 0) tl_pipe2->consumer_release(tl_prev2);
         } else {
-          if (tl::aligned16(a) && K % 8 == 0) {
+          if (tl::aligned16(a) && K % 8 == 0 && tl::aligned4(b) && N % 2 == 0) {
+            #pragma unroll
+            for (int tl_pi2 = 0; tl_pi2 < 2; ++tl_pi2) {
+              {
+                const int ko = 0 + tl_pi2;
+                const int tl_stage_p2 = (tl_pi2) % 3;
+                tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_VEC>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_pi2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)));
+                tl::wg::copy_tile<half, 64, 128, 256, tl::COPY_WORDS>(b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_pi2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
+              }
+              tl::cp_async_commit();
+            }
+            tl::wg::GemmPipe<half, 128, 128, 64, 2, false, false> tl_g2;
+            tl::cp_async_wait<1>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 256>();
+            if (tl_n2 > 0) tl_g2.first(a_s + 0 * 8192, b_s + 0 * 8192);
+            for (int tl_i2 = 0; tl_i2 < tl_n2; ++tl_i2) {
+              const int tl_stage_c2 = tl_i2 % 3;
+              const int tl_stage_n2 = (tl_i2 + 1) % 3;
+              tl_g2.run(a_s + tl_stage_c2 * 8192, b_s + tl_stage_c2 * 8192, acc, [&] {
+                {
+                  const int ko = 0 + tl_i2 + 2;
+                  const int tl_stage_p2 = (tl_i2 + 2) % 3;
+                  tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_VEC>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i2 + 2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)));
+                  tl::wg::copy_tile<half, 64, 128, 256, tl::COPY_WORDS>(b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i2 + 2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
+                }
+                tl::cp_async_commit();
+              }, [&] {
+                tl::cp_async_wait<1>();
+                tl::wg::fence_proxy_async();
+                tl::tma::bar_sync<1, 256>();
+                if (tl_i2 + 1 < tl_n2) tl_g2.first(a_s + tl_stage_n2 * 8192, b_s + tl_stage_n2 * 8192);
+              });
+            }
+          } else if (tl::aligned16(a) && K % 8 == 0) {
             #pragma unroll
             for (int tl_pi2 = 0; tl_pi2 < 2; ++tl_pi2) {
               {
@@ -115,6 +149,40 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
                   const int tl_stage_p2 = (tl_i2 + 2) % 3;
                   tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_VEC>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i2 + 2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)));
                   tl::wg::copy_tile<half, 64, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i2 + 2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
+                }
+                tl::cp_async_commit();
+              }, [&] {
+                tl::cp_async_wait<1>();
+                tl::wg::fence_proxy_async();
+                tl::tma::bar_sync<1, 256>();
+                if (tl_i2 + 1 < tl_n2) tl_g2.first(a_s + tl_stage_n2 * 8192, b_s + tl_stage_n2 * 8192);
+              });
+            }
+          } else if (tl::aligned16(b) && N % 8 == 0 && tl::aligned4(a) && K % 2 == 0) {
+            #pragma unroll
+            for (int tl_pi2 = 0; tl_pi2 < 2; ++tl_pi2) {
+              {
+                const int ko = 0 + tl_pi2;
+                const int tl_stage_p2 = (tl_pi2) % 3;
+                tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_WORDS>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_pi2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)));
+                tl::wg::copy_tile<half, 64, 128, 256, tl::COPY_VEC>(b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_pi2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
+              }
+              tl::cp_async_commit();
+            }
+            tl::wg::GemmPipe<half, 128, 128, 64, 2, false, false> tl_g2;
+            tl::cp_async_wait<1>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 256>();
+            if (tl_n2 > 0) tl_g2.first(a_s + 0 * 8192, b_s + 0 * 8192);
+            for (int tl_i2 = 0; tl_i2 < tl_n2; ++tl_i2) {
+              const int tl_stage_c2 = tl_i2 % 3;
+              const int tl_stage_n2 = (tl_i2 + 1) % 3;
+              tl_g2.run(a_s + tl_stage_c2 * 8192, b_s + tl_stage_c2 * 8192, acc, [&] {
+                {
+                  const int ko = 0 + tl_i2 + 2;
+                  const int tl_stage_p2 = (tl_i2 + 2) % 3;
+                  tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_WORDS>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i2 + 2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)));
+                  tl::wg::copy_tile<half, 64, 128, 256, tl::COPY_VEC>(b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i2 + 2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
                 }
                 tl::cp_async_commit();
               }, [&] {
@@ -149,6 +217,40 @@ extern "C" __global__ void __launch_bounds__(384, 1) persistent_ws_gemm_kernel(c
                   const int tl_stage_p2 = (tl_i2 + 2) % 3;
                   tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_SCALAR>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i2 + 2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)));
                   tl::wg::copy_tile<half, 64, 128, 256, tl::COPY_VEC>(b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i2 + 2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
+                }
+                tl::cp_async_commit();
+              }, [&] {
+                tl::cp_async_wait<1>();
+                tl::wg::fence_proxy_async();
+                tl::tma::bar_sync<1, 256>();
+                if (tl_i2 + 1 < tl_n2) tl_g2.first(a_s + tl_stage_n2 * 8192, b_s + tl_stage_n2 * 8192);
+              });
+            }
+          } else if (tl::aligned4(a) && K % 2 == 0 && tl::aligned4(b) && N % 2 == 0) {
+            #pragma unroll
+            for (int tl_pi2 = 0; tl_pi2 < 2; ++tl_pi2) {
+              {
+                const int ko = 0 + tl_pi2;
+                const int tl_stage_p2 = (tl_pi2) % 3;
+                tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_WORDS>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_pi2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)));
+                tl::wg::copy_tile<half, 64, 128, 256, tl::COPY_WORDS>(b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_pi2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
+              }
+              tl::cp_async_commit();
+            }
+            tl::wg::GemmPipe<half, 128, 128, 64, 2, false, false> tl_g2;
+            tl::cp_async_wait<1>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 256>();
+            if (tl_n2 > 0) tl_g2.first(a_s + 0 * 8192, b_s + 0 * 8192);
+            for (int tl_i2 = 0; tl_i2 < tl_n2; ++tl_i2) {
+              const int tl_stage_c2 = tl_i2 % 3;
+              const int tl_stage_n2 = (tl_i2 + 1) % 3;
+              tl_g2.run(a_s + tl_stage_c2 * 8192, b_s + tl_stage_c2 * 8192, acc, [&] {
+                {
+                  const int ko = 0 + tl_i2 + 2;
+                  const int tl_stage_p2 = (tl_i2 + 2) % 3;
+                  tl::wg::copy_tile<half, 128, 64, 256, tl::COPY_WORDS>(a_s + tl_stage_p2 * 8192, a + (long long)((by * 128)) * K + ((ko * 64)), K, (tl_i2 + 2 < tl_n2) ? M - ((by * 128)) : 0, K - ((ko * 64)));
+                  tl::wg::copy_tile<half, 64, 128, 256, tl::COPY_WORDS>(b_s + tl_stage_p2 * 8192, b + (long long)((ko * 64)) * N + ((bx * 128)), N, (tl_i2 + 2 < tl_n2) ? K - ((ko * 64)) : 0, N - ((bx * 128)));
                 }
                 tl::cp_async_commit();
               }, [&] {

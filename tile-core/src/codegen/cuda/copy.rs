@@ -195,6 +195,25 @@ impl Writer<'_> {
         Some(cond)
     }
 
+    /// The run-time conditions under which every row of the copy `c`'s tiles
+    /// starts on a 4-byte boundary, so its chunks can move as 4-byte
+    /// `cp.async` words (`tl::COPY_WORDS`): the dims `vec_cond` tests even
+    /// for 2-byte elements (multiples of 4 for 1-byte ones); `None`: never.
+    pub(super) fn words_cond(&self, c: &TileCopy) -> Option<Vec<String>> {
+        let eb = self.f.buf(c.src).dtype.bytes();
+        if !(1..=2).contains(&eb) {
+            return None;
+        }
+        let mut cond = vec![format!("tl::aligned4({})", self.name(c.src))];
+        cond.extend(
+            c.vector_if
+                .as_ref()?
+                .iter()
+                .map(|d| format!("{} % {} == 0", ident(&self.f.var(*d).name), 4 / eb)),
+        );
+        Some(cond)
+    }
+
     pub(super) fn note_align(&mut self, b: BufId, v: i64) {
         if let Some(p) = self.f.params.iter().position(|&x| x == b) {
             let bytes = (self.f.buf(b).dtype.bytes() * v) as u32;

@@ -9,6 +9,7 @@ use super::*;
 pub(super) const COPY_VEC: &str = "tl::COPY_VEC";
 pub(super) const COPY_SCALAR: &str = "tl::COPY_SCALAR";
 pub(super) const COPY_CHECK: &str = "tl::COPY_CHECK";
+pub(super) const COPY_WORDS: &str = "tl::COPY_WORDS";
 
 /// A pipelined loop as the `cp.async` forms emit it: its number `k` (names
 /// `tl_n{k}`, `tl_i{k}`, ..), loop variable, start, stages, stage tiles and
@@ -230,31 +231,48 @@ impl Writer<'_> {
     }
 
     /// The GEMM loop of `l` when not all of its copies (conditions `conds`)
-    /// can move whole 16-byte vectors. Two copies (A and B): one loop for
-    /// each that can, with the other element-wise, and one for neither, each
-    /// decided before the loop. An operand at an aligned pitch keeps
-    /// cp.async when only the other is odd: 4096×4096×4095 ran about 2×
-    /// faster than with both element-wise, and deciding per call inside the
-    /// loop cost 3–20% where both are odd (bench/RESULTS.md). With more
-    /// copies, each decides per call.
+    /// can move whole 16-byte vectors. Two copies (A and B): a loop for each
+    /// way of moving the two, decided before the loop: an operand moves whole
+    /// 16-byte chunks when it can, else 4-byte `cp.async` words when its rows
+    /// start on 4-byte boundaries (`words`), else element by element. An
+    /// operand at an aligned pitch keeps cp.async when only the other is odd:
+    /// 4096×4096×4095 ran about 2× faster than with both element-wise, and
+    /// deciding per call inside the loop cost 3–20% where both are odd
+    /// (bench/RESULTS.md). Words where one operand moves by elements would
+    /// lose the pairing of the two element-wise copies: that case gathers
+    /// both. With more copies, each decides per call.
     pub(super) fn pipeline_gemm_unaligned(
         &mut self,
         k: usize,
         g: &Gemm,
         l: &Loop,
         conds: &[Vec<String>],
+        words: &[Option<Vec<String>>],
     ) -> Result<(), Diagnostic> {
         if conds.len() != 2 {
             return self.pipeline_gemm(k, g, l.stages, |w, it| {
                 l.producers(w, it, Some(&[COPY_CHECK]))
             });
         }
-        for (i, modes) in [[COPY_VEC, COPY_SCALAR], [COPY_SCALAR, COPY_VEC]]
-            .iter()
-            .enumerate()
-        {
+        let word = |i: usize| words.get(i).cloned().flatten();
+        let mut cases: Vec<(Vec<String>, [&str; 2])> = Vec::new();
+        // One operand whole chunks, the other words or elements.
+        for (v, o) in [(0, 1), (1, 0)] {
+            let mut modes = [COPY_SCALAR; 2];
+            modes[v] = COPY_VEC;
+            if let Some(wc) = word(o) {
+                let mut m = modes;
+                m[o] = COPY_WORDS;
+                cases.push(([conds[v].clone(), wc].concat(), m));
+            }
+            cases.push((conds[v].clone(), modes));
+        }
+        if let (Some(w0), Some(w1)) = (word(0), word(1)) {
+            cases.push(([w0, w1].concat(), [COPY_WORDS; 2]));
+        }
+        for (i, (cond, modes)) in cases.iter().enumerate() {
             let open = if i == 0 { "if" } else { "} else if" };
-            self.line(&format!("{open} ({}) {{", conds[i].join(" && ")));
+            self.line(&format!("{open} ({}) {{", cond.join(" && ")));
             self.depth += 1;
             self.pipeline_gemm(k, g, l.stages, |w, it| l.producers(w, it, Some(modes)))?;
             self.depth -= 1;

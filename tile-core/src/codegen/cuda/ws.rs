@@ -388,7 +388,13 @@ impl Writer<'_> {
             prod,
         };
         match (gemm, self.copy_conds(prod)) {
-            (Some(g), Some(conds)) => self.pipeline_gemm_unaligned(k, g, &loop_, &conds)?,
+            (Some(g), Some(conds)) => {
+                let words: Vec<Option<Vec<String>>> = prod
+                    .iter()
+                    .map(|x| TileCopy::of(x).and_then(|c| self.words_cond(&c)))
+                    .collect();
+                self.pipeline_gemm_unaligned(k, g, &loop_, &conds, &words)?
+            }
             (Some(g), None) => self.pipeline_gemm(k, g, stages, |w, it| {
                 loop_.producers(w, it, Some(&[super::pipeline::COPY_SCALAR]))
             })?,

@@ -181,6 +181,12 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n"
                :: "r"(dst), "l"(gmem), "r"(src_bytes) : "memory");
 }
+// 4 bytes, of which the first src_bytes (0 to 4) are read and the rest zero-filled.
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, int src_bytes) {
+  const unsigned dst = detail::smem_u32(smem);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+               :: "r"(dst), "l"(gmem), "r"(src_bytes) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -201,13 +207,38 @@ template <> __device__ __forceinline__ __nv_fp8_e5m2 zero<__nv_fp8_e5m2>() { __n
 }  // namespace detail
 
 // How tl::copy_tile moves its chunks: COPY_CHECK decides per call (one branch);
-// COPY_VEC and COPY_SCALAR are for a caller that decided once, outside its loop, so
-// that the loop body has no branch to split the multiplies from the copies.
-enum { COPY_CHECK = 0, COPY_VEC = 1, COPY_SCALAR = 2 };
+// COPY_VEC, COPY_WORDS and COPY_SCALAR are for a caller that decided once, outside its
+// loop, so that the loop body has no branch to split the multiplies from the copies
+// (a branch per call between words and elements cost 4-12% at odd pitches on the H200).
+// COPY_WORDS: 4-byte cp.async words (tl::wg::copy_tile; tl::copy_tile gathers elements).
+enum { COPY_CHECK = 0, COPY_VEC = 1, COPY_SCALAR = 2, COPY_WORDS = 3 };
 
 __device__ __forceinline__ bool aligned16(const void* p) {
   return (reinterpret_cast<unsigned long long>(p) & 15) == 0;
 }
+__device__ __forceinline__ bool aligned4(const void* p) {
+  return (reinterpret_cast<unsigned long long>(p) & 3) == 0;
+}
+
+namespace detail {
+// Where rows start on 4-byte boundaries (an even pitch of 2-byte elements, say 1030) but
+// not on 16-byte ones, a tile copy still moves 4-byte words with cp.async (COPY_WORDS):
+// asynchronous like the vector path, so the pipeline's stages cover its latency, where
+// gathering element by element through registers waited a memory latency per batch of
+// chunks (1000 x 1030 x 1050 ran at 0.58 of cuBLAS, bench/RESULTS.md).
+// One 16-byte chunk of a tile row as four 4-byte cp.async: elements c, c + 1, .. of the row
+// at p into d (16 contiguous shared bytes); those at columns >= cols, or all of them when
+// the row is past the tensor's (!row_ok), are zero-filled.
+template <typename T>
+__device__ __forceinline__ void cp_async_chunk_words(T* d, const T* p, bool row_ok, int c, int cols) {
+  constexpr int EPW = 4 / (int)sizeof(T);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int left = row_ok ? (cols - c - q * EPW) * (int)sizeof(T) : 0;
+    cp_async4(d + q * EPW, p + q * EPW, left <= 0 ? 0 : left >= 4 ? 4 : left);
+  }
+}
+}  // namespace detail
 
 // Copies the R x C tile whose first element is g (a row-major tensor with leading
 // dimension ld) into the shared tile s (smem_offset layout); tile elements at rows
@@ -219,7 +250,9 @@ __device__ __forceinline__ bool aligned16(const void* p) {
 // When ld is a multiple of 8 and g is 16-byte aligned (COPY_VEC), every chunk lies
 // wholly inside or wholly outside the tensor: one predicated cp.async per chunk
 // (zero-filled when outside), no branch. Otherwise (COPY_SCALAR) chunks are gathered
-// element by element.
+// element by element, COPY_WORDS included. (tl::wg::copy_tile moves 4-byte cp.async
+// words where every row starts on a 4-byte boundary; here the branch for it, decided per
+// call, pushed the 64 x 256 tile over its registers on sm_80: 72-80 bytes of spills.)
 template <typename T, int R, int C, int THREADS, int MODE = COPY_CHECK>
 __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, int cols) {
   constexpr int CPR = C / 8;

@@ -523,7 +523,9 @@ template <typename T, int R, int C, int THREADS> struct Gather {
 // consecutive threads take consecutive chunks of a row (coalesced; each 8 threads fill
 // one 128-byte row of a panel, conflict-free). COPY_VEC: one predicated cp_async16 per
 // chunk (ld % 8 == 0, g 16-byte aligned, cols a multiple of 8 or >= C); COPY_SCALAR:
-// element-wise loads and one 16-byte shared store per chunk; COPY_CHECK: decides per call.
+// element-wise loads and one 16-byte shared store per chunk; COPY_WORDS: four 4-byte
+// cp.async per chunk (every row starts on a 4-byte boundary, which the caller checked);
+// COPY_CHECK: decides per call between whole chunks and elements.
 // Chunks that are not a multiple of the threads: the last pass covers the rows left.
 // Elements of 1 byte (fp8) move in chunks of 16 elements, and vec needs ld % 16 == 0.
 template <typename T, int R, int C, int THREADS, int MODE = ::tl::COPY_CHECK>
@@ -546,6 +548,18 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
       const int r = it * RSTEP + r_t;
       T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C, EB>(r, c_t);
       if (WHOLE || r < R) ::tl::cp_async16(d, p, r < rows && c_t < cols);
+      p += step;
+      asm volatile("" : "+l"(p));
+    }
+  } else if (MODE == ::tl::COPY_WORDS) {
+    // 4-byte cp.async words (tl::detail::cp_async_chunk_words).
+    const T* p = g + (long long)r_t * ld + c_t;
+    const long long step = (long long)RSTEP * ld;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int r = it * RSTEP + r_t;
+      T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C, EB>(r, c_t);
+      if (WHOLE || r < R) ::tl::detail::cp_async_chunk_words(d, p, r < rows, c_t, cols);
       p += step;
       asm volatile("" : "+l"(p));
     }

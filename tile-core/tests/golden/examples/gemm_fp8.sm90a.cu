@@ -66,7 +66,41 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_fp8_f8e4m3__block_m128
       tl::tma::Pipe<4>::State tl_st1;
       tl::wg::MmaAsync<__nv_fp8_e4m3, 128, 128, 128, 2, false, true>::consume_promoted(tl_pipe1, tl_st1, tl_n1, acc, [&](int tl_s) { return a_s + tl_s * 16384; }, [&](int tl_s) { return b_s + tl_s * 16384; });
     } else {
-      if (tl::aligned16(a) && K % 16 == 0) {
+      if (tl::aligned16(a) && K % 16 == 0 && tl::aligned4(b) && K % 4 == 0) {
+        #pragma unroll
+        for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
+          {
+            const int ko = 0 + tl_pi1;
+            const int tl_stage_p1 = (tl_pi1) % 4;
+            tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_VEC>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)));
+            tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_WORDS>(b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_pi1 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
+          }
+          tl::cp_async_commit();
+        }
+        tl::wg::GemmPipe<__nv_fp8_e4m3, 128, 128, 128, 2, false, true> tl_g1;
+        tl::cp_async_wait<2>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 256>();
+        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 16384, b_s + 0 * 16384);
+        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+          const int tl_stage_c1 = tl_i1 % 4;
+          const int tl_stage_n1 = (tl_i1 + 1) % 4;
+          tl_g1.run(a_s + tl_stage_c1 * 16384, b_s + tl_stage_c1 * 16384, acc, [&] {
+            {
+              const int ko = 0 + tl_i1 + 3;
+              const int tl_stage_p1 = (tl_i1 + 3) % 4;
+              tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_VEC>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)));
+              tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_WORDS>(b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
+            }
+            tl::cp_async_commit();
+          }, [&] {
+            tl::cp_async_wait<2>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 256>();
+            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 16384, b_s + tl_stage_n1 * 16384);
+          });
+        }
+      } else if (tl::aligned16(a) && K % 16 == 0) {
         #pragma unroll
         for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
           {
@@ -91,6 +125,40 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_fp8_f8e4m3__block_m128
               const int tl_stage_p1 = (tl_i1 + 3) % 4;
               tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_VEC>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)));
               tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
+            }
+            tl::cp_async_commit();
+          }, [&] {
+            tl::cp_async_wait<2>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 256>();
+            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 16384, b_s + tl_stage_n1 * 16384);
+          });
+        }
+      } else if (tl::aligned16(b) && K % 16 == 0 && tl::aligned4(a) && K % 4 == 0) {
+        #pragma unroll
+        for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
+          {
+            const int ko = 0 + tl_pi1;
+            const int tl_stage_p1 = (tl_pi1) % 4;
+            tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_WORDS>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)));
+            tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_VEC>(b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_pi1 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
+          }
+          tl::cp_async_commit();
+        }
+        tl::wg::GemmPipe<__nv_fp8_e4m3, 128, 128, 128, 2, false, true> tl_g1;
+        tl::cp_async_wait<2>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 256>();
+        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 16384, b_s + 0 * 16384);
+        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+          const int tl_stage_c1 = tl_i1 % 4;
+          const int tl_stage_n1 = (tl_i1 + 1) % 4;
+          tl_g1.run(a_s + tl_stage_c1 * 16384, b_s + tl_stage_c1 * 16384, acc, [&] {
+            {
+              const int ko = 0 + tl_i1 + 3;
+              const int tl_stage_p1 = (tl_i1 + 3) % 4;
+              tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_WORDS>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)));
+              tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_VEC>(b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
             }
             tl::cp_async_commit();
           }, [&] {
@@ -125,6 +193,40 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_fp8_f8e4m3__block_m128
               const int tl_stage_p1 = (tl_i1 + 3) % 4;
               tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)));
               tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_VEC>(b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
+            }
+            tl::cp_async_commit();
+          }, [&] {
+            tl::cp_async_wait<2>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 256>();
+            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 16384, b_s + tl_stage_n1 * 16384);
+          });
+        }
+      } else if (tl::aligned4(a) && K % 4 == 0 && tl::aligned4(b) && K % 4 == 0) {
+        #pragma unroll
+        for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
+          {
+            const int ko = 0 + tl_pi1;
+            const int tl_stage_p1 = (tl_pi1) % 4;
+            tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_WORDS>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_pi1 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)));
+            tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_WORDS>(b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_pi1 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
+          }
+          tl::cp_async_commit();
+        }
+        tl::wg::GemmPipe<__nv_fp8_e4m3, 128, 128, 128, 2, false, true> tl_g1;
+        tl::cp_async_wait<2>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 256>();
+        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 16384, b_s + 0 * 16384);
+        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+          const int tl_stage_c1 = tl_i1 % 4;
+          const int tl_stage_n1 = (tl_i1 + 1) % 4;
+          tl_g1.run(a_s + tl_stage_c1 * 16384, b_s + tl_stage_c1 * 16384, acc, [&] {
+            {
+              const int ko = 0 + tl_i1 + 3;
+              const int tl_stage_p1 = (tl_i1 + 3) % 4;
+              tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_WORDS>(a_s + tl_stage_p1 * 16384, a + (long long)((by_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? M - ((by_swizzled * 128)) : 0, K - ((ko * 128)));
+              tl::wg::copy_tile<__nv_fp8_e4m3, 128, 128, 256, tl::COPY_WORDS>(b_s + tl_stage_p1 * 16384, b + (long long)((bx_swizzled * 128)) * K + ((ko * 128)), K, (tl_i1 + 3 < tl_n1) ? N - ((bx_swizzled * 128)) : 0, K - ((ko * 128)));
             }
             tl::cp_async_commit();
           }, [&] {

@@ -70,7 +70,41 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_splitk_f16__splits4_bl
       tl::wg::MmaAsync<half, 64, 128, 64, 1, false, false>::wait<0>(acc);
       if (tl_n1 > 0) tl_pipe1->consumer_release(tl_prev1);
     } else {
-      if (tl::aligned16(a) && K % 8 == 0) {
+      if (tl::aligned16(a) && K % 8 == 0 && tl::aligned4(b) && N % 2 == 0) {
+        #pragma unroll
+        for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
+          {
+            const int ko = 0 + tl_pi1;
+            const int tl_stage_p1 = (tl_pi1) % 4;
+            tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_VEC>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)));
+            tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_WORDS>(b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_pi1 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
+          }
+          tl::cp_async_commit();
+        }
+        tl::wg::GemmPipe<half, 64, 128, 64, 1, false, false> tl_g1;
+        tl::cp_async_wait<2>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 128>();
+        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 4096, b_s + 0 * 8192);
+        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+          const int tl_stage_c1 = tl_i1 % 4;
+          const int tl_stage_n1 = (tl_i1 + 1) % 4;
+          tl_g1.run(a_s + tl_stage_c1 * 4096, b_s + tl_stage_c1 * 8192, acc, [&] {
+            {
+              const int ko = 0 + tl_i1 + 3;
+              const int tl_stage_p1 = (tl_i1 + 3) % 4;
+              tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_VEC>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)));
+              tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_WORDS>(b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_i1 + 3 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
+            }
+            tl::cp_async_commit();
+          }, [&] {
+            tl::cp_async_wait<2>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 128>();
+            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 4096, b_s + tl_stage_n1 * 8192);
+          });
+        }
+      } else if (tl::aligned16(a) && K % 8 == 0) {
         #pragma unroll
         for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
           {
@@ -95,6 +129,40 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_splitk_f16__splits4_bl
               const int tl_stage_p1 = (tl_i1 + 3) % 4;
               tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_VEC>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)));
               tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_SCALAR>(b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_i1 + 3 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
+            }
+            tl::cp_async_commit();
+          }, [&] {
+            tl::cp_async_wait<2>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 128>();
+            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 4096, b_s + tl_stage_n1 * 8192);
+          });
+        }
+      } else if (tl::aligned16(b) && N % 8 == 0 && tl::aligned4(a) && K % 2 == 0) {
+        #pragma unroll
+        for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
+          {
+            const int ko = 0 + tl_pi1;
+            const int tl_stage_p1 = (tl_pi1) % 4;
+            tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_WORDS>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)));
+            tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_VEC>(b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_pi1 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
+          }
+          tl::cp_async_commit();
+        }
+        tl::wg::GemmPipe<half, 64, 128, 64, 1, false, false> tl_g1;
+        tl::cp_async_wait<2>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 128>();
+        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 4096, b_s + 0 * 8192);
+        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+          const int tl_stage_c1 = tl_i1 % 4;
+          const int tl_stage_n1 = (tl_i1 + 1) % 4;
+          tl_g1.run(a_s + tl_stage_c1 * 4096, b_s + tl_stage_c1 * 8192, acc, [&] {
+            {
+              const int ko = 0 + tl_i1 + 3;
+              const int tl_stage_p1 = (tl_i1 + 3) % 4;
+              tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_WORDS>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)));
+              tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_VEC>(b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_i1 + 3 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
             }
             tl::cp_async_commit();
           }, [&] {
@@ -129,6 +197,40 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemm_splitk_f16__splits4_bl
               const int tl_stage_p1 = (tl_i1 + 3) % 4;
               tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_SCALAR>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)));
               tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_VEC>(b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_i1 + 3 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
+            }
+            tl::cp_async_commit();
+          }, [&] {
+            tl::cp_async_wait<2>();
+            tl::wg::fence_proxy_async();
+            tl::tma::bar_sync<1, 128>();
+            if (tl_i1 + 1 < tl_n1) tl_g1.first(a_s + tl_stage_n1 * 4096, b_s + tl_stage_n1 * 8192);
+          });
+        }
+      } else if (tl::aligned4(a) && K % 2 == 0 && tl::aligned4(b) && N % 2 == 0) {
+        #pragma unroll
+        for (int tl_pi1 = 0; tl_pi1 < 3; ++tl_pi1) {
+          {
+            const int ko = 0 + tl_pi1;
+            const int tl_stage_p1 = (tl_pi1) % 4;
+            tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_WORDS>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_pi1 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)));
+            tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_WORDS>(b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_pi1 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
+          }
+          tl::cp_async_commit();
+        }
+        tl::wg::GemmPipe<half, 64, 128, 64, 1, false, false> tl_g1;
+        tl::cp_async_wait<2>();
+        tl::wg::fence_proxy_async();
+        tl::tma::bar_sync<1, 128>();
+        if (tl_n1 > 0) tl_g1.first(a_s + 0 * 4096, b_s + 0 * 8192);
+        for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
+          const int tl_stage_c1 = tl_i1 % 4;
+          const int tl_stage_n1 = (tl_i1 + 1) % 4;
+          tl_g1.run(a_s + tl_stage_c1 * 4096, b_s + tl_stage_c1 * 8192, acc, [&] {
+            {
+              const int ko = 0 + tl_i1 + 3;
+              const int tl_stage_p1 = (tl_i1 + 3) % 4;
+              tl::wg::copy_tile<half, 64, 64, 128, tl::COPY_WORDS>(a_s + tl_stage_p1 * 4096, a + (long long)((by * 64)) * K + (((k0 + ko) * 64)), K, (tl_i1 + 3 < tl_n1) ? M - ((by * 64)) : 0, K - (((k0 + ko) * 64)));
+              tl::wg::copy_tile<half, 64, 128, 128, tl::COPY_WORDS>(b_s + tl_stage_p1 * 8192, b + (long long)(((k0 + ko) * 64)) * N + ((bx * 128)), N, (tl_i1 + 3 < tl_n1) ? K - (((k0 + ko) * 64)) : 0, N - ((bx * 128)));
             }
             tl::cp_async_commit();
           }, [&] {
