@@ -184,15 +184,7 @@ impl Writer<'_> {
     /// whole 16-byte chunks (`lower_tile_ops` chose the dims to test); `None`:
     /// never.
     pub(super) fn vec_cond(&self, c: &TileCopy) -> Option<Vec<String>> {
-        let mut cond = vec![format!("tl::aligned16({})", self.name(c.src))];
-        let epc = crate::passes::lower_tile_ops::chunk_elems(self.f.buf(c.src).dtype);
-        cond.extend(
-            c.vector_if
-                .as_ref()?
-                .iter()
-                .map(|d| format!("{} % {epc} == 0", ident(&self.f.var(*d).name))),
-        );
-        Some(cond)
+        self.align_cond(c, 16)
     }
 
     /// The run-time conditions under which every row of the copy `c`'s tiles
@@ -200,16 +192,19 @@ impl Writer<'_> {
     /// `cp.async` words (`tl::COPY_WORDS`): the dims `vec_cond` tests even
     /// for 2-byte elements (multiples of 4 for 1-byte ones); `None`: never.
     pub(super) fn words_cond(&self, c: &TileCopy) -> Option<Vec<String>> {
-        let eb = self.f.buf(c.src).dtype.bytes();
-        if !(1..=2).contains(&eb) {
-            return None;
-        }
-        let mut cond = vec![format!("tl::aligned4({})", self.name(c.src))];
+        (self.f.buf(c.src).dtype.bytes() <= 2).then(|| self.align_cond(c, 4))?
+    }
+
+    /// The tensor `bytes`-aligned and each dim `lower_tile_ops` chose for the
+    /// copy a multiple of `bytes` worth of elements.
+    fn align_cond(&self, c: &TileCopy, bytes: i64) -> Option<Vec<String>> {
+        let elems = bytes / self.f.buf(c.src).dtype.bytes().max(1);
+        let mut cond = vec![format!("tl::aligned{bytes}({})", self.name(c.src))];
         cond.extend(
             c.vector_if
                 .as_ref()?
                 .iter()
-                .map(|d| format!("{} % {} == 0", ident(&self.f.var(*d).name), 4 / eb)),
+                .map(|d| format!("{} % {elems} == 0", ident(&self.f.var(*d).name))),
         );
         Some(cond)
     }

@@ -116,10 +116,9 @@ impl WsPlan {
             });
         }
         let pipe_offset = (f.smem.bytes + 7) / 8 * 8;
-        let groups = 1 + !p.deferred_tiles.is_empty() as i64;
         let pool = pool_end(
             pipe_offset,
-            p.stages * groups,
+            p.stages * groups(&p.deferred_tiles),
             prologue_bars(!prologue.is_empty(), p.persistent),
         );
         let threads = f.launch.threads + PRODUCER_THREADS;
@@ -154,15 +153,9 @@ impl WsPlan {
         })
     }
 
-    /// Full/empty pairs a stage: two when the deferred gemm's tiles have
-    /// their own.
-    pub(super) fn groups(&self) -> i64 {
-        1 + !self.deferred.is_empty() as i64
-    }
-
     /// The pipe's type.
     pub(super) fn pipe_type(&self) -> String {
-        match self.groups() {
+        match groups(&self.deferred) {
             1 => format!("tl::tma::Pipe<{}>", self.stages),
             g => format!("tl::tma::Pipe<{}, {g}>", self.stages),
         }
@@ -170,7 +163,7 @@ impl WsPlan {
 
     /// Byte offset of the prologue's mbarriers, right after the pipe's.
     pub(super) fn prologue_bar(&self) -> i64 {
-        pool_end(self.pipe_offset, self.stages * self.groups(), 0)
+        pool_end(self.pipe_offset, self.stages * groups(&self.deferred), 0)
     }
 
     pub(super) fn prologue_bars(&self) -> i64 {
@@ -181,10 +174,16 @@ impl WsPlan {
     pub(super) fn pool_bytes(&self) -> i64 {
         pool_end(
             self.pipe_offset,
-            self.stages * self.groups(),
+            self.stages * groups(&self.deferred),
             self.prologue_bars(),
         )
     }
+}
+
+/// Full/empty pairs a stage: two when the deferred gemm's tiles
+/// (`Pipeline::deferred_tiles`) have their own.
+fn groups(deferred: &[BufId]) -> i64 {
+    1 + !deferred.is_empty() as i64
 }
 
 /// The prologue's mbarriers: none without one; its full barrier; in a

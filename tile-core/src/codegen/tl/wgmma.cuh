@@ -538,28 +538,22 @@ __device__ __forceinline__ void copy_tile(T* s, const T* g, int ld, int rows, in
   // With RSTEP % 8 == 0 the swizzle of row r_t + it*RSTEP is that of r_t (period 8 rows).
   T* const s_t = s + smem_offset<R, C, EB>(r_t, c_t);
   const bool vec = MODE == ::tl::COPY_VEC || (MODE == ::tl::COPY_CHECK && ld % EPC == 0 && ::tl::aligned16(g));
-  if (vec) {
+  if (vec || MODE == ::tl::COPY_WORDS) {
     // One pointer stepped from chunk to chunk; the empty asm hides the steps' sum from
-    // the compiler (as in tl::copy_tile).
+    // the compiler (as in tl::copy_tile). Each chunk is one cp_async16 or, for COPY_WORDS,
+    // four 4-byte words (tl::detail::cp_async_chunk_words); MODE is a constant.
     const T* p = g + (long long)r_t * ld + c_t;
     const long long step = (long long)RSTEP * ld;
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int r = it * RSTEP + r_t;
       T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C, EB>(r, c_t);
-      if (WHOLE || r < R) ::tl::cp_async16(d, p, r < rows && c_t < cols);
-      p += step;
-      asm volatile("" : "+l"(p));
-    }
-  } else if (MODE == ::tl::COPY_WORDS) {
-    // 4-byte cp.async words (tl::detail::cp_async_chunk_words).
-    const T* p = g + (long long)r_t * ld + c_t;
-    const long long step = (long long)RSTEP * ld;
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-      const int r = it * RSTEP + r_t;
-      T* d = RSTEP % 8 == 0 ? s_t + it * RSTEP * L::PW : s + smem_offset<R, C, EB>(r, c_t);
-      if (WHOLE || r < R) ::tl::detail::cp_async_chunk_words(d, p, r < rows, c_t, cols);
+      if (WHOLE || r < R) {
+        if (MODE == ::tl::COPY_WORDS)
+          ::tl::detail::cp_async_chunk_words(d, p, r < rows, c_t, cols);
+        else
+          ::tl::cp_async16(d, p, r < rows && c_t < cols);
+      }
       p += step;
       asm volatile("" : "+l"(p));
     }
