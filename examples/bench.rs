@@ -24,12 +24,12 @@
 //! shapes are not timed with their launch cost); `TILE_BENCH_WARM_L2=1`
 //! waits on the GPU instead and leaves L2 warm.
 //!
-//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk|space|pitch|wide]`
+//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk|space|pitch|wide|grid]`
 //! (needs a CUDA device; `memory` stops after the memory-bound kernels,
 //! `gemm` runs only the f16/bf16 GEMM table with its tuned rows, `tune` only
 //! the GEMM tuning table (run it twice: the second process reads every
-//! choice from the disk cache), the others one group of rows). `gemm` and
-//! `tune` take shapes after the mode (`bench tune 1000x1000x1000
+//! choice from the disk cache), the others one group of rows). `gemm`,
+//! `tune` and `grid` take shapes after the mode (`bench tune 1000x1000x1000
 //! 1008x1000x1000`, M×N×K): then only those, and `gemm` times only the
 //! default and tuned example GEMM on them.
 
@@ -507,7 +507,7 @@ fn main() -> Res<()> {
     let mode = std::env::args().nth(1).unwrap_or_default();
     if matches!(
         mode.as_str(),
-        "fp8" | "persistent" | "splitk" | "space" | "pitch" | "wide"
+        "fp8" | "persistent" | "splitk" | "space" | "pitch" | "wide" | "grid"
     ) {
         match mode.as_str() {
             "fp8" => fp8::fp8_rows(dev, &stream, &mut rows)?,
@@ -515,6 +515,7 @@ fn main() -> Res<()> {
             "space" => space::space_rows(dev, &stream, &blas, &mut rows)?,
             "pitch" => space::pitch_rows(dev, &stream, &blas, &mut rows)?,
             "wide" => space::wide_rows(dev, &stream, &blas, &mut rows)?,
+            "grid" => space::grid_rows(shape_args()?, dev, &stream, &blas, &mut rows)?,
             _ => splitk::splitk_rows(dev, &stream, &blas, &mut rows)?,
         }
         print_rows(&rows);

@@ -19,7 +19,14 @@ use tile::prelude::*;
 /// of shared memory and the accumulator within 128 floats per thread.
 ///
 /// And 192 × 64 tiles on three consumer warpgroups, alone, in pairs or in
-/// clusters of four that multicast A (`bench wide`). At 1000³ the example's
+/// clusters of four that multicast A (`bench wide`). And two-dimensional
+/// clusters (`cluster_y = 2`, `bench grid`): 2 × 2 and 4 × 2 blocks whose
+/// rows share A and whose columns share B, of 192 × 64 tiles, 128 × 128
+/// ones and 128 × 64 ones (2 × 2 only: 1000³'s 128 blocks of 128 × 64 in
+/// fours would not fit one wave). cuBLAS's 1000³ kernel divides both
+/// operands' rows among the blocks of 4 × 2 clusters; 192 × 64 tiles in 4 × 2 clusters ask for 48 + 32 rows a k step
+/// against the example's best tile's 64 + 64, for 1.5× the products. Not in
+/// the example's tuning space until timed (bench/RESULTS.md). At 1000³ the example's
 /// best tile, 128 × 64 in pairs, reads about 33 MB from L2 over its 128
 /// blocks; cuBLAS's 128 × 72 tiles in clusters of eight read about 18 MB
 /// (bench/RESULTS.md, "What cuBLAS does at 1000³"). 192 × 64 tiles make 96
@@ -34,10 +41,14 @@ use tile::prelude::*;
     stages = [4, 3, 6, 8],
     threads = [256, 128, 384],
     cluster = [1, 2, 4],
+    cluster_y = [1, 2],
     filter = (threads == 128 || block_m == 128 || block_m == 192)
         && (block_m == 192) == (threads == 384)
         && (block_m != 192 || (block_n == 64 && block_k == 64 && stages >= 4 && stages <= 6))
-        && (cluster == 1 || block_m == 192)
+        && (cluster == 1 || block_m == 192 || cluster_y == 2)
+        && (cluster_y == 1
+            || (block_k == 64 && stages == 4 && cluster >= 2
+                && (block_m == 192 || (threads == 256 && (block_n == 128 || cluster == 2)))))
         && block_m * block_n / threads <= 128
         && (block_m + block_n) * block_k * 2 * stages <= 200 * 1024
 )]
@@ -46,7 +57,7 @@ pub fn gemm_space(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorM
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
         |bx, by| {
-            T::use_cluster(cluster);
+            T::use_cluster(cluster, cluster_y);
             T::use_swizzle(8);
             let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
             let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
@@ -93,6 +104,34 @@ pub(crate) fn wide_rows(
 }
 
 /// Shapes of one or two waves of 128 × 128 tiles, and 4096³ for contrast.
+/// The two-dimensional clusters (`cluster_y = 2`) on `shapes`, or on the
+/// one- and two-wave shapes and 4096³.
+pub(crate) fn grid_rows(
+    shapes: Option<Vec<(usize, usize, usize)>>,
+    dev: Device,
+    stream: &Arc<CudaStream>,
+    blas: &CudaBlas,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let shapes = shapes.unwrap_or_else(|| {
+        vec![
+            (1000, 1000, 1000),
+            (1000, 1000, 4000),
+            (2000, 1000, 1000),
+            (2000, 2000, 2000),
+            (4096, 4096, 4096),
+        ]
+    });
+    time_variants(
+        &shapes,
+        &|label| label.contains("cluster_y=2"),
+        dev,
+        stream,
+        blas,
+        rows,
+    )
+}
+
 const SHAPES: [(usize, usize, usize); 6] = [
     (1000, 1000, 1000),
     (1024, 1024, 1024),

@@ -296,9 +296,9 @@ pub(crate) unsafe fn launch(
     .map_err(|e| Error::driver("cuLaunchKernel", e))
 }
 
-/// [`launch`] with blocks `nk .. nk + n - 1` along x run as clusters of `n = cluster`
-/// (`cuLaunchKernelEx`; `grid[0]` a multiple of `cluster`): a kernel whose blocks share
-/// tile copies (`// tile:launch .. cluster=n`).
+/// [`launch`] with blocks run as clusters of `cluster[0]` along x by `cluster[1]` along y
+/// (`cuLaunchKernelEx`; the grid's extents multiples of them): a kernel whose blocks share
+/// tile copies (`// tile:launch .. cluster=n [cluster_y=m]`).
 ///
 /// # Safety
 ///
@@ -309,7 +309,7 @@ pub(crate) unsafe fn launch_in_clusters(
     grid: [u32; 3],
     threads: u32,
     dynamic_shared: u32,
-    cluster: u32,
+    cluster: [u32; 2],
     params: &mut [*mut c_void],
 ) -> Result<()> {
     use cudarc::driver::sys;
@@ -321,8 +321,8 @@ pub(crate) unsafe fn launch_in_clusters(
     // every member, and the one the attribute's id selects is set next.
     let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
     attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = cluster;
-    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.x = cluster[0];
+    attr.value.clusterDim.y = cluster[1];
     attr.value.clusterDim.z = 1;
     let config = sys::CUlaunchConfig {
         gridDimX: grid[0],

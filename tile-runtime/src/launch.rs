@@ -448,16 +448,24 @@ fn enqueue(
             // storages are borrowed by `args` (or, in a capture, held by the graph) and
             // were ordered on `stream` by the caller.
             unsafe {
-                match loaded.tma.as_deref().map_or(1, |p| p.cluster) {
-                    c if c > 1 && grid[0].is_multiple_of(c) => cuda::launch_in_clusters(
-                        &loaded.func,
-                        stream,
-                        grid,
-                        loaded.threads,
-                        loaded.shared_bytes,
-                        c,
-                        params,
-                    ),
+                match loaded
+                    .tma
+                    .as_deref()
+                    .map_or((1, 1), |p| (p.cluster, p.cluster_y))
+                {
+                    (x, y)
+                        if x * y > 1 && grid[0].is_multiple_of(x) && grid[1].is_multiple_of(y) =>
+                    {
+                        cuda::launch_in_clusters(
+                            &loaded.func,
+                            stream,
+                            grid,
+                            loaded.threads,
+                            loaded.shared_bytes,
+                            [x, y],
+                            params,
+                        )
+                    }
                     _ => cuda::launch(
                         &loaded.func,
                         stream,

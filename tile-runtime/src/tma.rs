@@ -11,7 +11,8 @@
 //!
 //! The block then has `threads` threads (the spec's plus a producer warpgroup), blocks
 //! `nk .. nk + n - 1` along x run as one cluster when `cluster=n` is given and n divides the
-//! grid's x extent (the kernel reads its cluster's size and shares copies only then); with
+//! grid's x extent (the kernel reads its cluster's size and shares copies only then), or n
+//! along x by m along y with `cluster_y=m` as well, when both divide the grid's extents; with
 //! `split=n` as well, the grid's x extent is multiplied by n first (each of the spec's
 //! blocks becomes a cluster of n that splits its loop: `T::use_split_k`); and the
 //! kernel takes one `CUtensorMap` per `tile:tma` line, by value, after the dynamic dims:
@@ -52,6 +53,9 @@ pub(crate) struct LaunchPlan {
     /// the blocks of a cluster when it finds itself launched in one, so the launcher uses
     /// clusters only when the grid's x extent is a multiple of this.
     pub cluster: u32,
+    /// Blocks per cluster along y (1: clusters along x only); clusters are used only when
+    /// the grid's y extent is a multiple of this too.
+    pub cluster_y: u32,
     /// Blocks along x for each of the spec's grid (1: the spec's grid). A kernel whose
     /// loop is split over the blocks of a cluster (`T::use_split_k`, `split=n`) runs `n`
     /// blocks per output tile, launched as one cluster of `n`.
@@ -75,6 +79,7 @@ impl LaunchPlan {
         let mut plan = LaunchPlan {
             kernel,
             cluster: 1,
+            cluster_y: 1,
             split: 1,
             ..LaunchPlan::default()
         };
@@ -83,6 +88,10 @@ impl LaunchPlan {
                 plan.threads = field(rest, "threads").and_then(|v| v.parse().ok());
                 plan.cluster = field(rest, "cluster")
                     .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
+                plan.cluster_y = field(rest, "cluster_y")
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&n| n >= 1)
                     .unwrap_or(1);
                 plan.split = field(rest, "split")
                     .and_then(|v| v.parse().ok())
@@ -407,6 +416,9 @@ mod tests {
         let paired = GEMM.replace("threads=256\n", "threads=256 cluster=2\n");
         let q = LaunchPlan::of_source("gemm", &paired).expect("a plan");
         assert_eq!((q.threads, q.cluster), (Some(256), 2));
+        let grid = GEMM.replace("threads=256\n", "threads=256 cluster=4 cluster_y=2\n");
+        let q = LaunchPlan::of_source("gemm", &grid).unwrap();
+        assert_eq!((q.cluster, q.cluster_y, q.split), (4, 2, 1));
         let eights = GEMM.replace("threads=256\n", "threads=256 cluster=8\n");
         let q = LaunchPlan::of_source("gemm", &eights).expect("a plan");
         assert_eq!((q.threads, q.cluster, q.split), (Some(256), 8, 1));
@@ -444,6 +456,7 @@ mod tests {
             kernel: "k",
             threads: Some(256),
             cluster: 1,
+            cluster_y: 1,
             split: 1,
             maps: vec![
                 MapSpec {

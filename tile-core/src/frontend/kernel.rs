@@ -139,23 +139,29 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
     let body = match &*clo.body {
         syn::Expr::Block(b) => {
             // `T::use_cluster(n)` and `T::use_swizzle(panel)` open the body
-            // (the swizzle rebinds the block indices).
+            // (the swizzle rebinds the block indices). The swizzle is lowered
+            // last, whatever the order: it depends on the cluster's shape.
             let mut prologue = Vec::new();
-            let mut skip = 0;
-            while let Some(syn::Stmt::Expr(syn::Expr::Call(c), _)) = b.block.stmts.get(skip) {
+            let mut calls = Vec::new();
+            while let Some(syn::Stmt::Expr(syn::Expr::Call(c), _)) = b.block.stmts.get(calls.len())
+            {
                 let Some(b) = builtins::builtin_of(c) else {
                     break;
                 };
                 let Lower::Prologue(lower) = b.lower else {
                     break;
                 };
+                calls.push((b, c, lower));
+            }
+            let skip = calls.len();
+            calls.sort_by_key(|(b, ..)| b.name == "use_swizzle");
+            for (b, c, lower) in calls {
                 let call = Call::new(b, c);
                 let outer = std::mem::replace(&mut cx.loc, call.span().into());
                 if builtins::check_arity(cx, &call) {
                     prologue.extend(lower(cx, &call));
                 }
                 cx.loc = outer;
-                skip += 1;
             }
             prologue.extend(stmt::lower_stmts(cx, &b.block.stmts[skip..]));
             prologue
@@ -173,12 +179,47 @@ pub(super) fn launch(cx: &mut Ctx, k: &Call) {
 /// run as one cluster of `n` (1, 2, 4 or 8: the portable cluster sizes that
 /// divide a 128-row tile into whole swizzle atoms) and share the pipelined
 /// tile copies that are the same in all of them (`plan_pipelines` decides
-/// which; elsewhere nothing changes). Only recorded here.
+/// which; elsewhere nothing changes). `T::use_cluster(nx, ny)`: clusters of
+/// `nx` blocks along x by `ny` along y (at most 8 in all) on a 2-D or 3-D
+/// grid, whose rows share the tiles that read no x block index and whose
+/// columns those that read no y block index: a GEMM's A and B. Then
+/// `T::use_swizzle` is left out (the blocks of a swizzled grid would not
+/// form such rows and columns; the hardware places whole clusters). Only
+/// recorded here.
 pub(super) fn cluster(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
-    if let Some(n) = cluster_blocks(cx, k, "cluster size") {
-        cx.f.launch.cluster = n;
-        not_both(cx, k);
+    let Some(nx) = cluster_blocks(cx, k, 0, "cluster size") else {
+        return Vec::new();
+    };
+    let ny = match k.args.len() {
+        1 => 1,
+        _ => match cluster_blocks(cx, k, 1, "cluster height") {
+            Some(ny) => ny,
+            None => return Vec::new(),
+        },
+    };
+    if nx * ny > 8 {
+        cx.err(
+            k.span(),
+            format!(
+                "{}: a cluster has at most 8 blocks (the portable limit), not {nx} x {ny}",
+                k.usage()
+            ),
+        );
+        return Vec::new();
     }
+    if ny > 1 && cx.f.launch.block_vars.len() < 2 {
+        cx.err(
+            k.span(),
+            format!(
+                "{}: clusters along y need a grid of two or three dims",
+                k.usage()
+            ),
+        );
+        return Vec::new();
+    }
+    cx.f.launch.cluster = nx;
+    cx.f.launch.cluster_y = ny;
+    not_both(cx, k);
     Vec::new()
 }
 
@@ -192,17 +233,18 @@ pub(super) fn cluster(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
 /// count): the same work on `n` times the multiprocessors. Only recorded
 /// here.
 pub(super) fn split_k(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
-    if let Some(n) = cluster_blocks(cx, k, "number of blocks") {
+    if let Some(n) = cluster_blocks(cx, k, 0, "number of blocks") {
         cx.f.launch.split_k = n;
         not_both(cx, k);
     }
     Vec::new()
 }
 
-/// The blocks of a cluster a prologue call names: 1, 2, 4 or 8, known at
-/// compile time (the portable cluster sizes), or an error at the call.
-fn cluster_blocks(cx: &mut Ctx, k: &Call, what: &str) -> Option<i64> {
-    match expr::lower(cx, k.args[0]).as_int() {
+/// The blocks of a cluster a prologue call's argument `i` names: 1, 2, 4 or
+/// 8, known at compile time (the portable cluster sizes), or an error at
+/// the call.
+fn cluster_blocks(cx: &mut Ctx, k: &Call, i: usize, what: &str) -> Option<i64> {
+    match expr::lower(cx, k.args[i]).as_int() {
         Some(n @ (1 | 2 | 4 | 8)) => Some(n),
         _ => {
             cx.err(
@@ -218,7 +260,7 @@ fn cluster_blocks(cx: &mut Ctx, k: &Call, what: &str) -> Option<i64> {
 /// a loop's iterations (`T::use_split_k`), not both: the launcher runs one
 /// cluster shape.
 fn not_both(cx: &mut Ctx, k: &Call) {
-    if cx.f.launch.cluster > 1 && cx.f.launch.split_k > 1 {
+    if cx.f.launch.cluster * cx.f.launch.cluster_y > 1 && cx.f.launch.split_k > 1 {
         cx.err(
             k.span(),
             "`T::use_cluster(n)` with n > 1 and `T::use_split_k(n)` with n > 1 cannot both \
@@ -243,6 +285,10 @@ pub(super) fn swizzle(cx: &mut Ctx, k: &Call) -> Vec<Stmt> {
     };
     if cx.f.launch.block_vars.len() != 2 {
         cx.err(k.span(), "`T::use_swizzle` needs a 2-D grid `[gx, gy]`");
+        return Vec::new();
+    }
+    if cx.f.launch.cluster_y > 1 {
+        // Clusters along y: left out (`cluster`).
         return Vec::new();
     }
     let i32v = |v: VarId| Expr::Var(v, DType::I32);

@@ -16,6 +16,12 @@ pub struct Launch {
     /// run as a cluster of `n` (1, 2, 4 or 8), sharing the tile copies that
     /// `plan_pipelines` finds equal in all of them (`Pipeline::multicast`).
     pub cluster: i64,
+    /// `T::use_cluster(nx, ny)`: clusters are `cluster` blocks along x by
+    /// `cluster_y` along y (1 unless given). The blocks of a cluster row
+    /// (one y) share the tiles whose origin reads no x block index, those of
+    /// a cluster column the tiles whose origin reads no y block index
+    /// (`Pipeline::multicast`, `Pipeline::multicast_y`).
+    pub cluster_y: i64,
     /// `T::use_split_k(n)`: on Hopper, the warp-specialized pipeline's
     /// iterations may be split over `n` blocks (1, 2, 4 or 8) launched as one
     /// cluster, their accumulators summed into the first (`plan_pipelines`
@@ -112,6 +118,7 @@ impl PrimFunc {
                 block_vars: Vec::new(),
                 threads,
                 cluster: 1,
+                cluster_y: 1,
                 split_k: 1,
             },
             body: Stmt::Seq(Vec::new()),

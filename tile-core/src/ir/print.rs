@@ -102,10 +102,10 @@ impl Printer<'_> {
         } else {
             format!(", smem_bytes={}", f.smem.bytes)
         };
-        let cluster = if f.launch.cluster == 1 {
-            String::new()
-        } else {
-            format!(", cluster={}", f.launch.cluster)
+        let cluster = match (f.launch.cluster, f.launch.cluster_y) {
+            (1, 1) => String::new(),
+            (x, 1) => format!(", cluster={x}"),
+            (x, y) => format!(", cluster={x}, cluster_y={y}"),
         };
         let split = if f.launch.split_k == 1 {
             String::new()
@@ -266,7 +266,7 @@ impl Printer<'_> {
                         None => format!("T.Pipelined[num_stages={stages}]"),
                         Some(p) => {
                             format!(
-                                "T.Pipelined[num_stages={stages}{}{}{}{}{}{}{}{}{}]",
+                                "T.Pipelined[num_stages={stages}{}{}{}{}{}{}{}{}{}{}]",
                                 self.buf_list("producers", &p.tiles),
                                 match (p.warp_specialized, p.persistent) {
                                     (true, true) => ", warp_specialized=true, persistent=true",
@@ -279,6 +279,7 @@ impl Printer<'_> {
                                     None => String::new(),
                                 },
                                 self.buf_list("multicast", &p.multicast),
+                                self.buf_list("multicast_y", &p.multicast_y),
                                 match &p.multicast_why {
                                     Some(w) => format!(", multicast_why={w:?}"),
                                     None => String::new(),

@@ -335,7 +335,7 @@ impl Reader {
         Ok(())
     }
 
-    /// `with T.Kernel(grid.., threads=N[, cluster=C][, split_k=S][, smem_bytes=B]) as (bx, ..):`
+    /// `with T.Kernel(grid.., threads=N[, cluster=C][, cluster_y=Y][, split_k=S][, smem_bytes=B]) as (bx, ..):`
     fn kernel(&mut self) -> Res<()> {
         let l = self.take_line(1)?;
         let mut c = Cursor::new(&l);
@@ -358,6 +358,11 @@ impl Reader {
         if comma && c.at_ident("cluster") {
             c.kwarg("cluster")?;
             self.f.launch.cluster = c.int()?;
+            c.eat_punct(",");
+        }
+        if comma && c.at_ident("cluster_y") {
+            c.kwarg("cluster_y")?;
+            self.f.launch.cluster_y = c.int()?;
             c.eat_punct(",");
         }
         if comma && c.at_ident("split_k") {

@@ -62,10 +62,14 @@ pub struct Pipeline {
     /// stages rotate. Empty when the stage's tiles share one pair.
     pub deferred_tiles: Vec<BufId>,
     /// The tiles of a warp-specialized pipeline that the `n` blocks of a
-    /// cluster (`Launch::cluster`) all fill from the same origin: each block
-    /// loads `1/n` of the tile's rows and the copy engine multicasts them
-    /// into every block's shared memory.
+    /// cluster row (`Launch::cluster` blocks along x) all fill from the same
+    /// origin: each block loads `1/n` of the tile's rows and the copy engine
+    /// multicasts them into every block's shared memory.
     pub multicast: Vec<BufId>,
+    /// The same for the `Launch::cluster_y` blocks of a cluster column (a
+    /// tile whose origin reads no y block index: a GEMM's B). A tile in
+    /// both lists is shared by the whole cluster.
+    pub multicast_y: Vec<BufId>,
     /// Why nothing is in `multicast` when the kernel asks for clusters
     /// (`tile inspect` shows it).
     pub multicast_why: Option<String>,

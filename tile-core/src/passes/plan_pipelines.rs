@@ -63,10 +63,11 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         None => f.schedule.pipelines.keys().copied().collect(),
     };
     for var in vars {
-        let (shared, why) = multicast::multicast(&f, var);
+        let shared = multicast::multicast(&f, var);
         if let Some(p) = f.schedule.pipelines.get_mut(&var) {
-            p.multicast = shared;
-            p.multicast_why = why;
+            p.multicast = shared.x;
+            p.multicast_y = shared.y;
+            p.multicast_why = shared.why;
         }
     }
     // Whether a cluster's blocks split the warp-specialized pipeline's
@@ -446,6 +447,7 @@ fn plan(f: &PrimFunc) -> BTreeMap<VarId, Pipeline> {
                 rotate: None,
                 deferred_tiles: Vec::new(),
                 multicast: Vec::new(),
+                multicast_y: Vec::new(),
                 multicast_why: None,
                 ws_why: None,
                 split: None,

@@ -43,10 +43,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cluster_gemm_kernel(const h
     tl::tma::Pipe<4>* tl_pipe1 = reinterpret_cast<tl::tma::Pipe<4>*>(tl_smem + 98304);
     const bool tl_use_tma1 = K % 8 == 0 && N % 8 == 0 && tl::aligned16(a) && tl::aligned16(b);
     const bool tl_cl1 = tl::tma::cluster_ctas() == 2;
-    const unsigned tl_mc1 = (tl_use_tma1 && tl_cl1) ? 2 : 1;
     const unsigned tl_rank1 = tl::tma::cluster_rank();
+    const unsigned tl_mc1 = (tl_use_tma1 && tl_cl1) ? 0x3u : 0u;
     if (tl_use_tma1 && threadIdx.x == 256) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); tl::tma::prefetch(&tl_tmap2); }
-    if (threadIdx.x == 0) tl_pipe1->init(tl_mc1 * 8);
+    if (threadIdx.x == 0) tl_pipe1->init((tl_mc1 ? __popc(tl_mc1) : 1) * 8);
     if (tl_cl1) tl::tma::cluster_sync(); else __syncthreads();
     if (threadIdx.x >= 256) {
       tl::tma::setmaxnreg_dec<40>();
@@ -55,8 +55,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cluster_gemm_kernel(const h
         for (int tl_i1 = 0; tl_i1 < tl_n1; ++tl_i1) {
           const int ko = 0 + tl_i1;
           tl_pipe1->producer_acquire(tl_st1, 24576);
-          if (tl_mc1 > 1) {
-            tl::tma::load_tile_part<128, 64, 2, 2>(a_s + tl_st1.stage * 8192, &tl_tmap1, tl_pipe1->full_bar(tl_st1), (by_swizzled * 128), (ko * 64), tl_rank1);
+          if (tl_mc1) {
+            tl::tma::load_tile_part<128, 64, 2, 2>(a_s + tl_st1.stage * 8192, &tl_tmap1, tl_pipe1->full_bar(tl_st1), (by_swizzled * 128), (ko * 64), tl_rank1, 0x3u);
           } else {
             tl::tma::load_tile<128, 64>(a_s + tl_st1.stage * 8192, &tl_tmap0, tl_pipe1->full_bar(tl_st1), (by_swizzled * 128), (ko * 64));
           }

@@ -147,18 +147,19 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// This block's part of a tile that the `n` blocks of a cluster load
-    /// (`WsPlan::multicast`): rows `rank * R/n ..` of each panel through the
-    /// tensor map of `R/n`-row boxes, multicast to all of them.
+    /// This block's part of a tile that the blocks of group `g` of a cluster
+    /// load (`WsPlan::multicast`): rows `part * R/n ..` of each panel through
+    /// the tensor map of `R/n`-row boxes, multicast to the group's `n`.
     pub(super) fn tma_load_part(
         &mut self,
         c: &TileCopy,
         dst: &str,
         bar: &str,
-        rank: &str,
+        g: super::ws::Group,
+        k: usize,
     ) -> Result<(), Diagnostic> {
         let f = self.f;
-        let n = f.launch.cluster.max(1);
+        let n = g.parts(f);
         let shape = f.buf(c.dst).const_shape().unwrap_or_default();
         let map = self
             .ws
@@ -174,8 +175,11 @@ impl Writer<'_> {
             2
         };
         self.line(&format!(
-            "tl::tma::load_tile_part<{}, {}, {eb}, {n}>({dst}, &tl_tmap{map}, {bar}, {r0}, {c0}, {rank});",
-            shape[0], shape[1]
+            "tl::tma::load_tile_part<{}, {}, {eb}, {n}>({dst}, &tl_tmap{map}, {bar}, {r0}, {c0}, {}, {});",
+            shape[0],
+            shape[1],
+            g.part(f, k),
+            g.mask(f, k)
         ));
         Ok(())
     }

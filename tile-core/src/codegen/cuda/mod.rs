@@ -117,13 +117,14 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
     let mut launch_threads = f.launch.threads;
     if let Some(p) = &w.ws {
         launch_threads += pipeline_producer_threads();
-        // Clusters of n blocks along x, when n divides the grid's x extent.
-        // Or, with the loop split over clusters of n, n blocks along x
-        // for each of the spec's (`split=n`).
-        let cluster = match (&p.split, p.multicast.is_empty()) {
-            (Some(sp), _) => format!(" cluster={0} split={0}", sp.blocks),
-            (None, true) => String::new(),
-            (None, false) => format!(" cluster={}", f.launch.cluster),
+        // Clusters of n blocks along x (by m along y: `cluster_y=m`), when
+        // they divide the grid's extents. Or, with the loop split over
+        // clusters of n, n blocks along x for each of the spec's (`split=n`).
+        let cluster = match (&p.split, p.multicast.is_empty(), f.launch.cluster_y) {
+            (Some(sp), _, _) => format!(" cluster={0} split={0}", sp.blocks),
+            (None, true, _) => String::new(),
+            (None, false, 1) => format!(" cluster={}", f.launch.cluster),
+            (None, false, y) => format!(" cluster={} cluster_y={y}", f.launch.cluster),
         };
         let _ = writeln!(head, "// tile:launch threads={launch_threads}{cluster}");
         for (i, &(b, rows)) in p.maps.iter().enumerate() {

@@ -23,10 +23,10 @@ pub(super) struct WsPlan {
     pub pipe_offset: i64,
     /// Blocks per multiprocessor the launch bounds ask for (1 or 2).
     pub min_blocks: i64,
-    /// The tiles shared by the blocks of a cluster (`Pipeline::multicast`):
-    /// each also has a tensor map of one block's part of its rows
-    /// (`rows / Launch::cluster`) in `maps`.
-    pub multicast: Vec<BufId>,
+    /// The tiles shared by the blocks of a cluster (`Pipeline::multicast`,
+    /// `Pipeline::multicast_y`) and by which of them: each also has a tensor
+    /// map of one block's part of its rows (`rows / Group::parts`) in `maps`.
+    pub multicast: Vec<(BufId, Group)>,
     /// Registers per thread of the consumers after `setmaxnreg` (the producer
     /// keeps [`WS_PRODUCER_REGS`]).
     pub consumer_regs: i64,
@@ -65,8 +65,8 @@ impl WsPlan {
                         {
                             let rows = f.buf(dst.buf).const_shape().unwrap_or_default()[0];
                             add_map(&mut maps, (src.buf, rows));
-                            if p.multicast.contains(&dst.buf) {
-                                add_map(&mut maps, (src.buf, rows / f.launch.cluster.max(1)));
+                            if let Some(g) = Group::of(p, dst.buf) {
+                                add_map(&mut maps, (src.buf, rows / g.parts(f)));
                             }
                         }
                     });
@@ -145,7 +145,11 @@ impl WsPlan {
             maps,
             pipe_offset,
             min_blocks,
-            multicast: p.multicast.clone(),
+            multicast: p
+                .tiles
+                .iter()
+                .filter_map(|&t| Group::of(p, t).map(|g| (t, g)))
+                .collect(),
             consumer_regs,
             split: p.split.clone(),
             prologue,
@@ -204,6 +208,64 @@ fn pool_end(pipe_offset: i64, pairs: i64, bars: i64) -> i64 {
 }
 
 /// Adds a tensor map (source tensor, box rows) unless the kernel has it.
+/// The blocks of a cluster that share a tile: those of its row (one y, the
+/// `Launch::cluster` blocks along x), of its column (one x, the
+/// `Launch::cluster_y` along y), or all. Ranks run along x first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Group {
+    Row,
+    Column,
+    Cluster,
+}
+
+impl Group {
+    /// How pipeline `p` shares tile `t`, if it does.
+    fn of(p: &Pipeline, t: BufId) -> Option<Group> {
+        match (p.multicast.contains(&t), p.multicast_y.contains(&t)) {
+            (true, true) => Some(Group::Cluster),
+            (true, false) => Some(Group::Row),
+            (false, true) => Some(Group::Column),
+            (false, false) => None,
+        }
+    }
+
+    /// The blocks in the group, each loading one part of the tile.
+    pub(super) fn parts(self, f: &PrimFunc) -> i64 {
+        let (nx, ny) = (f.launch.cluster, f.launch.cluster_y);
+        match self {
+            Group::Row => nx,
+            Group::Column => ny,
+            Group::Cluster => nx * ny,
+        }
+    }
+
+    /// This block's part, from its rank in the cluster (`tl_rank{k}`).
+    pub(super) fn part(self, f: &PrimFunc, k: usize) -> String {
+        let nx = f.launch.cluster;
+        match (self, f.launch.cluster_y) {
+            (Group::Row, 1) | (Group::Cluster, _) => format!("tl_rank{k}"),
+            (Group::Row, _) => format!("tl_rank{k} % {nx}u"),
+            (Group::Column, _) => format!("tl_rank{k} / {nx}u"),
+        }
+    }
+
+    /// The ranks of the group's blocks, as a bit mask (bit r: rank r).
+    pub(super) fn mask(self, f: &PrimFunc, k: usize) -> String {
+        let (nx, ny) = (f.launch.cluster, f.launch.cluster_y);
+        match (self, ny) {
+            (Group::Row, 1) | (Group::Cluster, _) => format!("0x{:x}u", (1u32 << (nx * ny)) - 1),
+            (Group::Row, _) => format!(
+                "(0x{:x}u << (tl_rank{k} / {nx}u * {nx}u))",
+                (1u32 << nx) - 1
+            ),
+            (Group::Column, _) => {
+                let column: u32 = (0..ny).map(|j| 1u32 << (j * nx)).sum();
+                format!("(0x{column:x}u << (tl_rank{k} % {nx}u))")
+            }
+        }
+    }
+}
+
 fn add_map(maps: &mut Vec<(BufId, i64)>, m: (BufId, i64)) {
     if !maps.contains(&m) {
         maps.push(m);
@@ -305,18 +367,31 @@ impl Writer<'_> {
         }
         let shares = self.shares_tiles();
         if shares {
-            // Launched in clusters of n (a grid along x that n divides): each
-            // block loads its part of every multicast tile, for all n.
-            // `tl_mc`: the blocks the stages are shared by (1: none).
-            let n = f.launch.cluster;
+            // Launched in clusters (a grid whose extents the cluster's
+            // divide): each block loads its part of every multicast tile, for
+            // the blocks of its group. `tl_mc`: the blocks whose stages this
+            // block's copies fill and whose copies fill its own (the union of
+            // its groups; 0: no cluster).
+            let n = f.launch.cluster * f.launch.cluster_y;
             self.line(&format!(
                 "const bool tl_cl{k} = tl::tma::cluster_ctas() == {n};"
             ));
             self.line(&format!(
-                "const unsigned tl_mc{k} = (tl_use_tma{k} && tl_cl{k}) ? {n} : 1;"
-            ));
-            self.line(&format!(
                 "const unsigned tl_rank{k} = tl::tma::cluster_rank();"
+            ));
+            // (Every group holds the block itself, which fills the tiles it
+            // loads alone.)
+            let groups: BTreeSet<String> = self
+                .ws
+                .as_ref()
+                .map(|p| p.multicast.iter().map(|&(_, g)| g.mask(f, k)).collect())
+                .unwrap_or_default();
+            let mask = match groups.len() {
+                1 => groups.into_iter().collect::<Vec<_>>().join(""),
+                _ => format!("({})", groups.into_iter().collect::<Vec<_>>().join(" | ")),
+            };
+            self.line(&format!(
+                "const unsigned tl_mc{k} = (tl_use_tma{k} && tl_cl{k}) ? {mask} : 0u;"
             ));
         }
         if !persistent {
@@ -560,11 +635,12 @@ impl Writer<'_> {
                     "internal error: a prologue in a pipeline whose tiles a cluster shares",
                 ));
             }
-            // Each empty barrier waits for every block's consumer warps;
-            // the barriers are set up in all blocks before any copies or
-            // arrives into another.
+            // Each empty barrier waits for the consumer warps of every block
+            // in `tl_mc` (the block itself among them; 0: no cluster, its
+            // own warps); the barriers are set up in all blocks before any
+            // copies or arrives into another.
             self.line(&format!(
-                "if (threadIdx.x == 0) {pipe}->init(tl_mc{k} * {});",
+                "if (threadIdx.x == 0) {pipe}->init((tl_mc{k} ? __popc(tl_mc{k}) : 1) * {});",
                 threads / 32
             ));
             self.line(&format!(
@@ -639,11 +715,11 @@ impl Writer<'_> {
                 let shared = self
                     .ws
                     .as_ref()
-                    .is_some_and(|p| p.multicast.contains(&c.dst));
-                if shared {
-                    self.line(&format!("if (tl_mc{k} > 1) {{"));
+                    .and_then(|p| p.multicast.iter().find(|m| m.0 == c.dst).map(|m| m.1));
+                if let Some(g) = shared {
+                    self.line(&format!("if (tl_mc{k}) {{"));
                     self.depth += 1;
-                    self.tma_load_part(c, &dst, &bar, &format!("tl_rank{k}"))?;
+                    self.tma_load_part(c, &dst, &bar, g, k)?;
                     self.depth -= 1;
                     self.line("} else {");
                     self.depth += 1;

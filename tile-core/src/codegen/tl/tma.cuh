@@ -325,22 +325,23 @@ __device__ __forceinline__ void load_tile(void* s, const Desc* d, Barrier* b, in
 #pragma unroll
   for (int p = 0; p < C / PW; ++p) load_3d(static_cast<char*>(s) + p * R * 128, d, b, c0 + PW * p, r0, z);
 }
-// Block `rank`'s part of load_tile's R x C tile in a cluster of N blocks (2, 4 or 8) that all
-// load it: rows [rank * R/N, (rank + 1) * R/N) of every panel, through a tensor map whose box
-// is {PW, R/N}, multicast to the N blocks. A part is a whole number of the swizzle's 1024-byte
-// atoms (R % 8N == 0), so the rows land where load_tile puts them. Each block's b receives all
-// EB*R*C bytes: its own part and the other blocks'.
+// Part `part` of load_tile's R x C tile that the N blocks (2, 4 or 8) of a cluster whose ranks
+// are the bits of `mask` all load: rows [part * R/N, (part + 1) * R/N) of every panel, through a
+// tensor map whose box is {PW, R/N}, multicast to those N blocks. A part is a whole number of
+// the swizzle's 1024-byte atoms (R % 8N == 0), so the rows land where load_tile puts them.
+// Each block's b receives all EB*R*C bytes: its own part and the other blocks'.
 template <int R, int C, int EB = 2, int N = 2>
-__device__ __forceinline__ void load_tile_part(void* s, const Desc* d, Barrier* b, int r0, int c0, unsigned rank) {
+__device__ __forceinline__ void load_tile_part(void* s, const Desc* d, Barrier* b, int r0, int c0, unsigned part,
+                                               unsigned mask) {
   constexpr int PW = 128 / EB;
-  static_assert(N == 2 || N == 4 || N == 8, "tl::tma::load_tile_part: clusters of 2, 4 or 8 blocks");
+  static_assert(N == 2 || N == 4 || N == 8, "tl::tma::load_tile_part: groups of 2, 4 or 8 blocks");
   static_assert(C % PW == 0 && R % (8 * N) == 0 && R <= 256,
                 "tl::tma::load_tile_part: whole 128-byte panels, R % 8N == 0, R <= 256");
   constexpr int P = R / N;
 #pragma unroll
   for (int p = 0; p < C / PW; ++p)
-    load_2d_multicast(static_cast<char*>(s) + p * R * 128 + rank * P * 128, d, b, c0 + PW * p, r0 + rank * P,
-                      (unsigned short)((1u << N) - 1));
+    load_2d_multicast(static_cast<char*>(s) + p * R * 128 + part * P * 128, d, b, c0 + PW * p, r0 + part * P,
+                      (unsigned short)mask);
 }
 template <int R, int C> __host__ __device__ constexpr unsigned tile_bytes() { return 2u * R * C; }
 
@@ -418,14 +419,17 @@ template <int S, int G = 1> struct Pipe {
   template <int Gr = 0> __device__ __forceinline__ void consumer_release(const State& st) {
     if ((threadIdx.x & 31) == 0) arrive(&empty[Gr * S + st.stage]);
   }
-  // The same in a cluster of `n` blocks whose copies multicast into each other's stages (each
-  // empty barrier was initialized with n times the consumers; n = 1: no cluster): lane r < n
-  // arrives on block r's barrier, so no producer refills a stage that any block still reads.
-  __device__ __forceinline__ void consumer_release(const State& st, unsigned n) {
-    if (n <= 1) {
+  // The same in a cluster whose blocks multicast into each other's stages: `mask` holds the
+  // ranks whose copies fill this block's stages, which are the ranks this block's copies fill
+  // (each empty barrier was initialized with that many times the consumers; 0: no cluster).
+  // Lane r arrives on block r's barrier when bit r is set, so no producer refills a stage that
+  // any block it fills still reads.
+  __device__ __forceinline__ void consumer_release(const State& st, unsigned mask) {
+    const unsigned lane = threadIdx.x & 31;
+    if (mask == 0) {
       consumer_release(st);
-    } else if ((threadIdx.x & 31) < n) {
-      arrive_cluster(&empty[st.stage], threadIdx.x & 31);
+    } else if (lane < 8 && ((mask >> lane) & 1u)) {
+      arrive_cluster(&empty[st.stage], lane);
     }
   }
 };

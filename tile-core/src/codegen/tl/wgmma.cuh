@@ -684,12 +684,12 @@ struct MmaAsync {
   // st: the consumers' state, advanced past the n stages; a_at(s) / b_at(s): the operand
   // tiles of stage s). Two stage register tiles alternate, so one group stays in flight while
   // the previous stage is added in f32: stage t is issued, stage t-1 retired and its shared
-  // tiles released (in every block of a cluster of `cluster` whose copies multicast:
-  // Pi::consumer_release). The loop is unrolled by two because a register tile must be named
+  // tiles released (in every block of the cluster whose copies fill this one's, the ranks of
+  // `cluster`'s bits; 0: no cluster: Pi::consumer_release). The loop is unrolled by two because a register tile must be named
   // statically (an index into a pair would put it in local memory).
   template <typename Pi, typename FA, typename FB>
   __device__ __forceinline__ static void consume_promoted(Pi* pipe, typename Pi::State& st, int n, float* acc,
-                                                          FA&& a_at, FB&& b_at, unsigned cluster = 1) {
+                                                          FA&& a_at, FB&& b_at, unsigned cluster = 0) {
     if (n <= 0) return;
     float pa[REGS], pb[REGS];
     typename Pi::State prev;

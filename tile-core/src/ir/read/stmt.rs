@@ -285,6 +285,7 @@ impl Reader {
                     let (mut warp_specialized, mut persistent) = (false, false);
                     let (mut rotate, mut deferred_tiles) = (None, Vec::new());
                     let (mut multicast, mut multicast_why) = (Vec::new(), None);
+                    let mut multicast_y = Vec::new();
                     let mut ws_why = None;
                     let (mut split, mut split_why) = (None, None);
                     let mut prologue = Vec::new();
@@ -308,6 +309,9 @@ impl Reader {
                         } else if c.at_ident("multicast") && multicast.is_empty() {
                             c.kwarg("multicast")?;
                             multicast = self.buf_list(c)?;
+                        } else if c.at_ident("multicast_y") && multicast_y.is_empty() {
+                            c.kwarg("multicast_y")?;
+                            multicast_y = self.buf_list(c)?;
                         } else if c.at_ident("multicast_why") && multicast_why.is_none() {
                             c.kwarg("multicast_why")?;
                             multicast_why = Some(c.string()?);
@@ -359,7 +363,7 @@ impl Reader {
                             split_why = Some(c.string()?);
                         } else {
                             return c.expected(
-                                "`warp_specialized`, `persistent`, `prologue`, `ws_why`, `multicast`, `multicast_why`, `rotate`, `deferred`, `split_k` or `split_why`",
+                                "`warp_specialized`, `persistent`, `prologue`, `ws_why`, `multicast`, `multicast_y`, `multicast_why`, `rotate`, `deferred`, `split_k` or `split_why`",
                             );
                         }
                     }
@@ -371,6 +375,7 @@ impl Reader {
                         rotate,
                         deferred_tiles,
                         multicast,
+                        multicast_y,
                         multicast_why,
                         ws_why,
                         split,

@@ -35,7 +35,7 @@ pub(super) fn split(f: &PrimFunc, var: VarId) -> (Option<Split>, Option<String>)
     if p.persistent {
         return none("the blocks of a persistent loop walk different tiles".into());
     }
-    if p.rotate.is_some() || !p.multicast.is_empty() {
+    if p.rotate.is_some() || !p.multicast.is_empty() || !p.multicast_y.is_empty() {
         return none(
             "the pipeline's gemms overlap across iterations or its tiles are shared".into(),
         );
