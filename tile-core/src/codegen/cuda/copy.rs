@@ -155,7 +155,7 @@ impl Writer<'_> {
         c: &TileCopy,
         dst: &str,
         bar: &str,
-        g: super::ws::Group,
+        g: super::cluster::Group,
         k: usize,
     ) -> Result<(), Diagnostic> {
         let f = self.f;

@@ -14,6 +14,7 @@
 //! fragment must run over exactly its shape with identity indices, and all of
 //! them use one `V` (the minimum any of them allows).
 
+mod cluster;
 mod copy;
 mod expr;
 mod mma;
