@@ -47,11 +47,33 @@ build_kernel() { # build_kernel FILE KERNEL ARCH
   fi
   echo "ok   $k $arch ($(grep -o 'Used [0-9]* registers' "$log" | head -1))"
 }
+# The nvcc runs are independent and each uses one core: they run as a pool of
+# `nproc` jobs, each writing its lines to its own file, printed in order once
+# the pool drains (a FAIL line in any of them fails the script).
+POOL=0
+spawn() { # spawn COMMAND..: runs it in the background, its output kept for drain
+  POOL=$((POOL + 1))
+  # (Under `set -e` a failing step ends the job early; no rc file then.)
+  { ("$@") > "$OUT/pool.$POOL" 2>&1; echo 0 > "$OUT/pool.$POOL.rc"; } &
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+}
+drain() {
+  wait
+  local i
+  for ((i = 1; i <= POOL; i++)); do
+    cat "$OUT/pool.$i"
+    if grep -q '^FAIL' "$OUT/pool.$i"; then fail=1; fi
+    if [ ! -e "$OUT/pool.$i.rc" ]; then echo "FAIL a step of the job above stopped it"; fail=1; fi
+    rm -f "$OUT/pool.$i" "$OUT/pool.$i.rc"
+  done
+  POOL=0
+}
 for ex in examples/*.rs; do
   for k in $(kernels_of "$ex"); do
-    for arch in sm_90a sm_80; do build_kernel "$ex" "$k" "$arch"; done
+    for arch in sm_90a sm_80; do spawn build_kernel "$ex" "$k" "$arch"; done
   done
 done
+drain
 # A file's kernels as one unit (`tile inspect FILE --emit source`) compile together.
 for ex in examples/*.rs; do
   [ "$(grep -c '#\[tile::kernel' "$ex")" -gt 1 ] || continue
@@ -66,25 +88,27 @@ done
 # The kernels of tests/ (and the downstream crate) compile too, each file's
 # kernels as one unit per architecture: the build script's own nvcc pass over
 # them only warns. (Compile only: the SASS rules above are the examples'.)
+build_unit() { # build_unit FILE ARCH: the file's kernels as one unit
+  local f=$1 arch=$2 n=${2#sm_} u="$OUT/unit.${1//\//_}.$2"
+  if ! "$TILE_BIN" inspect "$f" --target cuda --arch "$arch" --emit source > "$u.cu" 2> "$u.log"; then
+    echo "FAIL $f $arch: tile inspect"; cat "$u.log"; return
+  fi
+  if "$NVCC" -cubin "-gencode=arch=compute_$n,code=sm_$n" -O3 -std=c++17 \
+      -o "$u.cubin" "$u.cu" > "$u.log" 2>&1; then
+    echo "ok   $f $arch"
+  else
+    echo "FAIL $f $arch: nvcc error"; cat "$u.log"
+  fi
+}
 for f in tests/*.rs tests/kernels/*.rs tests/downstream/src/*.rs; do
   # (Kernels inside a nested module are not the command's: NVRTC builds them.)
   if ! "$TILE_BIN" inspect "$f" --emit names > "$OUT/test.log" 2>&1; then
     grep -q 'no #\[tile::kernel\] function' "$OUT/test.log" && continue
     echo "FAIL $f: tile inspect"; cat "$OUT/test.log"; fail=1; continue
   fi
-  for arch in sm_90a sm_80; do
-    n=${arch#sm_}
-    if ! "$TILE_BIN" inspect "$f" --target cuda --arch "$arch" --emit source > "$OUT/test.cu" 2> "$OUT/test.log"; then
-      echo "FAIL $f $arch: tile inspect"; cat "$OUT/test.log"; fail=1; continue
-    fi
-    if "$NVCC" -cubin "-gencode=arch=compute_$n,code=sm_$n" -O3 -std=c++17 \
-        -o "$OUT/test.cubin" "$OUT/test.cu" > "$OUT/test.log" 2>&1; then
-      echo "ok   $f $arch"
-    else
-      echo "FAIL $f $arch: nvcc error"; cat "$OUT/test.log"; fail=1
-    fi
-  done
+  for arch in sm_90a sm_80; do spawn build_unit "$f" "$arch"; done
 done
+drain
 need() { # need KERNEL PATTERN WHAT [ARCHS]
   for arch in ${4:-sm_90a sm_80}; do
     if grep -E "$2" "$OUT/$1.$arch.sass" > /dev/null; then
@@ -116,7 +140,8 @@ need gemm_relu 'LDGSTS' 'cp.async copies (LDGSTS)'
 # A variant in clusters of two, four or eight shares its A tiles: multicast bulk tensor
 # copies, and the cluster barriers around the pipe. Pairs are in the GEMM example; four and
 # eight only in the test suite, whose kernels the loop above does not build one by one.
-for k in $(kernels_of tests/kernels/clusters.rs); do build_kernel tests/kernels/clusters.rs "$k" sm_90a; done
+for k in $(kernels_of tests/kernels/clusters.rs); do spawn build_kernel tests/kernels/clusters.rs "$k" sm_90a; done
+drain
 for n in 2 4 8; do
   NN_CLUSTER=$( (kernels_of examples/gemm.rs; kernels_of tests/kernels/clusters.rs) \
     | grep -E "^(gemm_nn_f16__.*_|cluster_gemm__(.*_)?)cluster$n(_splits1)?\$" | head -1 || true)
