@@ -105,7 +105,9 @@ pub(crate) fn wide_rows(
 
 /// Shapes of one or two waves of 128 × 128 tiles, and 4096³ for contrast.
 /// The two-dimensional clusters (`cluster_y = 2`) on `shapes`, or on the
-/// one- and two-wave shapes and 4096³.
+/// one- and two-wave shapes and 4096³. The runtime launches them in clusters
+/// only with `TILE_CLUSTER_2D=1` (bench/RESULTS.md, 2026-12-06: they hung once
+/// the loop outran the stages); without it these rows time single blocks.
 pub(crate) fn grid_rows(
     shapes: Option<Vec<(usize, usize, usize)>>,
     dev: Device,
@@ -113,6 +115,11 @@ pub(crate) fn grid_rows(
     blas: &CudaBlas,
     rows: &mut Vec<Row>,
 ) -> Res<()> {
+    if std::env::var("TILE_CLUSTER_2D").map_or(true, |v| v.trim() != "1") {
+        eprintln!(
+            "bench grid: TILE_CLUSTER_2D=1 is not set: the 2-D variants run as single blocks"
+        );
+    }
     let shapes = shapes.unwrap_or_else(|| {
         vec![
             (1000, 1000, 1000),

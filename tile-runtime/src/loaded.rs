@@ -77,7 +77,10 @@ impl CudaLoaded {
     ) -> CudaLoaded {
         // A warp-specialized kernel's block has more threads than the spec's and
         // takes tensor maps (`tma`).
-        let plan = LaunchPlan::of_source(spec.name, code.source);
+        let mut plan = LaunchPlan::of_source(spec.name, code.source);
+        if let Some(p) = plan.as_mut() {
+            p.gate_2d_clusters(crate::config::Config::get().cluster_2d);
+        }
         CudaLoaded {
             func,
             threads: plan

@@ -96,14 +96,18 @@ template <int UNUSED = 0> __device__ __forceinline__ void arrive_expect_tx(Barri
 // phase counts as incomplete and the one before it as complete, so waiting on parity 1 of a
 // fresh barrier returns at once: a producer waits on its empty barriers with the parity
 // opposite to its consumers' and needs no special first round.
-// With TL_TMA_WAIT_LIMIT defined (tests), a wait that polls that many times traps instead
-// of hanging the device.
+// Debugging a hang: define TL_TMA_WAIT_LIMIT (clock cycles, e.g. 400000000) above this
+// header's include. A wait that lasts that long then prints, from lane 0 of each waiting
+// warp, the block, its cluster rank, the barrier's shared address, the parity and the
+// barrier's raw word, and gives up (the kernel finishes with wrong results, and the printf
+// buffer reaches the host). It counts cycles, not polls: try_wait suspends the thread for
+// a while in each poll, so a poll count bounds no time.
 template <int UNUSED = 0> __device__ __forceinline__ void wait(Barrier* b, unsigned parity) {
 #if TLTMA_SM90
   const unsigned a = detail::smem_addr(b);
   unsigned done = 0;
 #ifdef TL_TMA_WAIT_LIMIT
-  long long polls = 0;
+  const long long t0 = clock64();
 #endif
   do {
     asm volatile(
@@ -112,7 +116,15 @@ template <int UNUSED = 0> __device__ __forceinline__ void wait(Barrier* b, unsig
         : "r"(a), "r"(parity)
         : "memory");
 #ifdef TL_TMA_WAIT_LIMIT
-    if (++polls > (long long)(TL_TMA_WAIT_LIMIT)) __trap();
+    if (!done && clock64() - t0 > (long long)(TL_TMA_WAIT_LIMIT)) {
+      if ((threadIdx.x & 31) == 0) {
+        unsigned r, n;
+        asm volatile("mov.u32 %0, %%cluster_ctarank;\nmov.u32 %1, %%cluster_nctarank;\n" : "=r"(r), "=r"(n));
+        printf("tl::tma::wait: block (%d, %d) rank %u of %u thread %d: barrier 0x%x parity %u raw 0x%llx\n",
+               (int)blockIdx.x, (int)blockIdx.y, r, n, (int)threadIdx.x, a, parity, *(volatile unsigned long long*)b);
+      }
+      done = 1;
+    }
 #endif
   } while (!done);
 #elif TLTMA_OLD_DEVICE
