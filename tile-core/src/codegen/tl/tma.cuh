@@ -96,12 +96,14 @@ template <int UNUSED = 0> __device__ __forceinline__ void arrive_expect_tx(Barri
 // phase counts as incomplete and the one before it as complete, so waiting on parity 1 of a
 // fresh barrier returns at once: a producer waits on its empty barriers with the parity
 // opposite to its consumers' and needs no special first round.
-// Debugging a hang: define TL_TMA_WAIT_LIMIT (clock cycles, e.g. 400000000) above this
-// header's include. A wait that lasts that long then prints, from lane 0 of each waiting
+// Debugging a hang: define TL_TMA_WAIT_LIMIT (clock cycles, e.g. 400000000; nvcc
+// -DTL_TMA_WAIT_LIMIT=.., or a #define at the top of this file, which generated kernels
+// carry inline). A wait that lasts that long then prints, from lane 0 of each waiting
 // warp, the block, its cluster rank, the barrier's shared address, the parity and the
 // barrier's raw word, and gives up (the kernel finishes with wrong results, and the printf
 // buffer reaches the host). It counts cycles, not polls: try_wait suspends the thread for
-// a while in each poll, so a poll count bounds no time.
+// a while in each poll, so a poll count bounds no time. (The printf call makes ptxas
+// serialize wgmma: for debugging builds only.)
 template <int UNUSED = 0> __device__ __forceinline__ void wait(Barrier* b, unsigned parity) {
 #if TLTMA_SM90
   const unsigned a = detail::smem_addr(b);

@@ -685,8 +685,9 @@ struct MmaAsync {
   // tiles of stage s). Two stage register tiles alternate, so one group stays in flight while
   // the previous stage is added in f32: stage t is issued, stage t-1 retired and its shared
   // tiles released (in every block of the cluster whose copies fill this one's, the ranks of
-  // `cluster`'s bits; 0: no cluster: Pi::consumer_release). The loop is unrolled by two because a register tile must be named
-  // statically (an index into a pair would put it in local memory).
+  // `cluster`'s bits; 0: no cluster: Pi::consumer_release). The loop is unrolled by two
+  // because a register tile must be named statically (an index into a pair would put it in
+  // local memory).
   template <typename Pi, typename FA, typename FB>
   __device__ __forceinline__ static void consume_promoted(Pi* pipe, typename Pi::State& st, int n, float* acc,
                                                           FA&& a_at, FB&& b_at, unsigned cluster = 0) {
