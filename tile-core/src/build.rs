@@ -16,12 +16,17 @@
 //! the kernel it expands, so a stale artifact can never be used.
 //!
 //! Rebuilds are incremental: every artifact is named by its key (a hash of the
-//! kernel's IR and the compile options), so an artifact that the previous
-//! build's manifest lists, and that is still on disk, is reused; only new keys
-//! are compiled. Cubins are reused only when the nvcc that built them is the
-//! one found now (its path, size and modification time). Which nvcc built
-//! each cubin is kept in `cubins.txt` beside the manifest, which a build
-//! without nvcc leaves alone: a later build with nvcc still reuses them.
+//! kernel's IR, the compile options and the compiler's own sources), and one
+//! still on disk is reused only when it was built from the very source text
+//! generated now: each artifact's record holds a digest of its source. The key
+//! alone does not suffice: two checkouts sharing one target directory once
+//! gave every kernel the compiler stamp of the other checkout's sources (its
+//! build script had the other's path compiled in), so changed code generation
+//! kept old keys and old cubins. Cubins are reused only when the nvcc that
+//! built them is also the one found now (its path, size and modification
+//! time). The records are `cubins.txt` and `clibs.txt` beside the manifest; a
+//! build without nvcc leaves `cubins.txt` alone, so a later build with nvcc
+//! still reuses those cubins.
 //! A failed C or nvcc compile is a cargo warning naming the kernel and its
 //! `file:line`; with [`Builder::strict`] it fails the build instead.
 
@@ -121,7 +126,7 @@ impl Builder {
             nvcc: nvcc.clone(),
             ..Report::default()
         };
-        let old = Previous::read(&dir.join("manifest.txt"));
+        let mut clibs = ArtifactRecord::read(&dir, ArtifactRecord::C_FILE);
         let nvcc_id = nvcc.as_deref().map(tool_identity);
         // Each file is read, parsed and compiled on a worker thread (syn's
         // spans stay on the thread that made them; what comes back is text).
@@ -150,12 +155,14 @@ impl Builder {
         }
         let at = |sym: &str| place.get(sym).cloned().unwrap_or_default();
         // C: one static library per kernel, compiled in parallel; a library
-        // the previous build made for the same symbol (symbols carry the key)
-        // is reused.
+        // an earlier build made from the same source for the same symbol
+        // (symbols carry the key) is reused.
         let mut c_jobs: Vec<(String, String, String)> = Vec::new();
         for c in compiled.iter().filter(|c| !c.c_source.is_empty()) {
             let lib = dir.join(format!("lib{}.a", c.c_symbol));
-            if old.c.contains(&c.c_symbol) && lib.is_file() {
+            let made =
+                clibs.built_by(&c.c_symbol, "c") == Some(source_digest(&c.c_source).as_str());
+            if made && lib.is_file() {
                 manifest.push_str(&format!("c {}\n", c.c_symbol));
                 report.c_libs += 1;
                 report.reused += 1;
@@ -164,6 +171,17 @@ impl Builder {
             let who = format!("{} ({})", c.name, at(&c.c_symbol));
             c_jobs.push((c.c_symbol.clone(), c.c_source.clone(), who));
         }
+        // Entries of symbols no longer built go (the record does not grow with
+        // every edit), and those about to be rebuilt until they are.
+        let current: std::collections::HashSet<&str> =
+            compiled.iter().map(|c| c.c_symbol.as_str()).collect();
+        clibs
+            .by
+            .retain(|(sym, _), _| current.contains(sym.as_str()));
+        for (sym, _, _) in &c_jobs {
+            clibs.forget(sym, "c");
+        }
+        clibs.write(&dir)?;
         let results = parallel_map(&c_jobs, |(sym, code, name)| {
             let src = dir.join(format!("{sym}.c"));
             std::fs::write(&src, code).map_err(|e| e.to_string())?;
@@ -178,22 +196,26 @@ impl Builder {
                 .try_compile(sym)
                 .map_err(|e| format!("{name}: C compile failed: {e}"))
         });
-        for ((sym, _, _), r) in c_jobs.iter().zip(results) {
+        for ((sym, code, _), r) in c_jobs.iter().zip(results) {
             match r {
                 Ok(()) => {
                     manifest.push_str(&format!("c {sym}\n"));
                     report.c_libs += 1;
+                    clibs.set(sym, "c", &source_digest(code));
                 }
                 Err(e) => report.warnings.push(e),
             }
         }
+        clibs.write(&dir)?;
         println!("cargo:rustc-link-search=native={}", dir.display());
         if let Some(nvcc) = &nvcc {
             // Each arch gets the code specialized for it when there is one,
             // else the portable code.
             let mut jobs: Vec<(String, String, String, String)> = Vec::new();
-            let id = nvcc_id.clone().unwrap_or_default();
-            let mut record = CubinRecord::read(&dir);
+            let nvcc_id = nvcc_id.clone().unwrap_or_default();
+            // Who built a cubin, and from which source.
+            let id = |source: &str| format!("{nvcc_id} {}", source_digest(source));
+            let mut record = ArtifactRecord::read(&dir, ArtifactRecord::CUBIN_FILE);
             let mut queued = std::collections::HashSet::new();
             for c in &compiled {
                 for a in &archs {
@@ -205,7 +227,7 @@ impl Builder {
                         continue;
                     }
                     let bin = dir.join(format!("{key}.{a}.cubin"));
-                    if record.built_by(key, a) == Some(id.as_str()) && bin.is_file() {
+                    if record.built_by(key, a) == Some(id(source).as_str()) && bin.is_file() {
                         manifest.push_str(&format!("cubin {key} {a} {}\n", bin.display()));
                         report.cubins += 1;
                         report.reused += 1;
@@ -240,12 +262,12 @@ impl Builder {
                 }
                 Ok(bin)
             });
-            for ((key, _, _, arch), r) in jobs.iter().zip(results) {
+            for ((key, code, _, arch), r) in jobs.iter().zip(results) {
                 match r {
                     Ok(bin) => {
                         manifest.push_str(&format!("cubin {key} {arch} {}\n", bin.display()));
                         report.cubins += 1;
-                        record.set(key, arch, &id);
+                        record.set(key, arch, &id(code));
                     }
                     Err(e) => {
                         record.forget(key, arch);
@@ -302,47 +324,32 @@ fn cuda_driver_present() -> bool {
     .any(|p| Path::new(p).exists())
 }
 
-/// The C libraries the previous build's manifest lists.
+/// What built each artifact of the directory, and from which source: lines
+/// `name target identity` (`cubins.txt`: key, arch, nvcc's identity and the
+/// source's digest; `clibs.txt`: symbol, `c`, the source's digest). Builds
+/// with nvcc rewrite `cubins.txt`; builds without nvcc never touch it, so
+/// their manifest (which lists no cubins) does not make the next nvcc build
+/// recompile cubins that are still on disk. An entry is written only after
+/// its artifact was, and an artifact about to be rebuilt loses its entry
+/// first, so an entry never names an artifact that another compiler, or
+/// another source, wrote over.
 #[derive(Default)]
-struct Previous {
-    c: std::collections::HashSet<String>,
-}
-
-impl Previous {
-    /// A missing or unreadable manifest means nothing is reused.
-    fn read(path: &Path) -> Previous {
-        let mut p = Previous::default();
-        let Ok(text) = std::fs::read_to_string(path) else {
-            return p;
-        };
-        for line in text.lines() {
-            if let Some(("c", sym)) = line.split_once(' ') {
-                p.c.insert(sym.to_string());
-            }
-        }
-        p
-    }
-}
-
-/// Which nvcc built each cubin of the directory (`cubins.txt`: lines
-/// `key arch nvcc-identity`). Builds with nvcc rewrite it; builds without
-/// nvcc never touch it, so their manifest (which lists no cubins) does not
-/// make the next nvcc build recompile cubins that are still on disk. An entry
-/// is written only after its cubin was, and a cubin about to be rebuilt
-/// loses its entry first, so an entry never names a cubin another nvcc
-/// wrote over.
-#[derive(Default)]
-struct CubinRecord {
+struct ArtifactRecord {
+    file: &'static str,
     by: std::collections::BTreeMap<(String, String), String>,
 }
 
-impl CubinRecord {
-    const FILE: &'static str = "cubins.txt";
+impl ArtifactRecord {
+    const CUBIN_FILE: &'static str = "cubins.txt";
+    const C_FILE: &'static str = "clibs.txt";
 
-    /// A missing or unreadable record means no cubin is reused.
-    fn read(dir: &Path) -> CubinRecord {
-        let mut r = CubinRecord::default();
-        let text = std::fs::read_to_string(dir.join(Self::FILE)).unwrap_or_default();
+    /// A missing or unreadable record means nothing is reused.
+    fn read(dir: &Path, file: &'static str) -> ArtifactRecord {
+        let mut r = ArtifactRecord {
+            file,
+            ..ArtifactRecord::default()
+        };
+        let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
         for line in text.lines() {
             let mut it = line.splitn(3, ' ');
             if let (Some(k), Some(a), Some(id)) = (it.next(), it.next(), it.next()) {
@@ -375,12 +382,19 @@ impl CubinRecord {
             .iter()
             .map(|((k, a), id)| format!("{k} {a} {id}\n"))
             .collect();
-        let tmp = dir.join(format!("{}.{}.tmp", Self::FILE, std::process::id()));
-        let path = dir.join(Self::FILE);
+        let tmp = dir.join(format!("{}.{}.tmp", self.file, std::process::id()));
+        let path = dir.join(self.file);
         std::fs::write(&tmp, text)
             .and_then(|()| std::fs::rename(&tmp, &path))
             .map_err(|e| format!("writing {}: {e}", path.display()))
     }
+}
+
+/// The digest of an artifact's source text, recorded beside the artifact.
+fn source_digest(source: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(source.as_bytes());
+    d.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 /// A compiler's identity for reuse: its path, size and modification time

@@ -1,5 +1,5 @@
-//! The build API reuses every artifact whose key the previous build made, and
-//! compiles only new keys; strict mode turns a kernel that fails into an
+//! The build API reuses every artifact whose key the previous build made from
+//! the same source, and compiles only new keys or changed sources; strict mode turns a kernel that fails into an
 //! error naming it and its `file:line`.
 //!
 //! One test: it sets `OUT_DIR`, `NVCC` and `TILE_NO_NVCC` for the whole process.
@@ -132,6 +132,27 @@ fn rebuild_reuses_artifacts_by_key() {
     std::env::set_var("NVCC", &nvcc_b);
     let r = build(false).unwrap();
     assert_eq!((r.cubins, runs()), (2, 4), "{r:?}");
+
+    // An artifact recorded under the same key but built from other source text
+    // (what a wrong compiler stamp once caused: changed code generation, old
+    // keys) is compiled again: its record's source digest is not the one of
+    // the source generated now. Each record line ends in that digest.
+    for record in ["cubins.txt", "clibs.txt"] {
+        let p = out.join("tile").join(record);
+        let text = std::fs::read_to_string(&p).unwrap();
+        let stale: String = text
+            .lines()
+            .map(|l| format!("{} {}\n", &l[..l.rfind(' ').unwrap()], "0".repeat(32)))
+            .collect();
+        assert_eq!(stale.lines().count(), 2, "{text}");
+        std::fs::write(&p, stale).unwrap();
+    }
+    let r = build(false).unwrap();
+    assert_eq!(
+        (r.cubins, r.c_libs, r.reused, runs()),
+        (2, 2, 0, 6),
+        "{r:?}"
+    );
     std::env::set_var("TILE_NO_NVCC", "1");
 
     let _ = std::fs::remove_dir_all(&root);
