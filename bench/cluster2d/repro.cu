@@ -1,0 +1,136 @@
+// Stand-alone driver for one generated warp-specialized GEMM kernel launched in
+// 2-D clusters, to find where the pipeline stalls without rebuilding the crate.
+// The kernel's source (`tile inspect --emit source`) is included as RP_KFILE; its
+// tiling comes in as macros (build.sh). A launch that has not finished after
+// RP_TIMEOUT_MS (or REPRO_TIMEOUT_MS from the environment) is reported as a
+// hang and the process exits (the context cannot be recovered). Otherwise C is
+// checked against a host reference on every row of a sample of columns.
+//   repro K [K ...]   (M = REPRO_M or RP_MROWS, N = REPRO_N or RP_NCOLS)
+#include <cuda.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+#include RP_KFILE
+
+typedef CUresult (*EncodeTiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+#define CK(x)                                                                               \
+  do {                                                                                      \
+    cudaError_t e_ = (x);                                                                   \
+    if (e_ != cudaSuccess) {                                                                \
+      printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+      exit(2);                                                                              \
+    }                                                                                       \
+  } while (0)
+
+static EncodeTiled encode() {
+  void* f = nullptr;
+  cudaDriverEntryPointQueryResult q;
+  CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
+  return (EncodeTiled)f;
+}
+
+// A rows x cols row-major f16 matrix read in boxes of box_cols x box_rows, 128-byte swizzle.
+static CUtensorMap map2d(void* p, unsigned long long rows, unsigned long long cols, unsigned box_cols,
+                         unsigned box_rows) {
+  CUtensorMap m;
+  cuuint64_t dims[2] = {cols, rows};
+  cuuint64_t strides[1] = {cols * 2};
+  cuuint32_t box[2] = {box_cols, box_rows};
+  cuuint32_t es[2] = {1, 1};
+  CUresult r = encode()(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, p, dims, strides, box, es,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  // As the runtime does: a geometry the engine cannot take gets a zero map, and the
+  // kernel (which checks the same conditions) copies element-wise instead.
+  if (r != CUDA_SUCCESS) memset(&m, 0, sizeof m);
+  return m;
+}
+
+static int timeout_ms() {
+  const char* t = getenv("REPRO_TIMEOUT_MS");
+  return t ? atoi(t) : RP_TIMEOUT_MS;
+}
+
+static int run(int M, int N, int K) {
+  std::vector<__half> ha((size_t)M * K), hb((size_t)K * N), hc((size_t)M * N);
+  unsigned s = 12345u + K;
+  auto rnd = [&]() { s = s * 1664525u + 1013904223u; return ((s >> 9) & 0xffff) / 32768.0f - 1.0f; };
+  for (auto& x : ha) x = __float2half(rnd());
+  for (auto& x : hb) x = __float2half(rnd());
+  __half *a, *b, *c;
+  CK(cudaMalloc(&a, ha.size() * 2));
+  CK(cudaMalloc(&b, hb.size() * 2));
+  CK(cudaMalloc(&c, hc.size() * 2));
+  CK(cudaMemcpy(a, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemset(c, 0xff, hc.size() * 2));  // NaN poison
+  // The kernel's tensor maps, from its `// tile:tma` lines: {param (0: A, 1: B), box columns, rows}.
+  const int specs[][3] = RP_MAPS;
+  const int nmaps = sizeof(specs) / sizeof(specs[0]);
+  std::vector<CUtensorMap> maps(nmaps);
+  for (int i = 0; i < nmaps; ++i)
+    maps[i] = specs[i][0] == 0 ? map2d(a, M, K, specs[i][1], specs[i][2]) : map2d(b, K, N, specs[i][1], specs[i][2]);
+  auto kern = RP_KNAME;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, RP_SMEM));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((N + RP_BN - 1) / RP_BN, (M + RP_BM - 1) / RP_BM, 1);
+  cfg.blockDim = dim3(RP_THREADS, 1, 1);
+  cfg.dynamicSmemBytes = RP_SMEM;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = RP_CX;
+  at[0].val.clusterDim.y = RP_CY;
+  at[0].val.clusterDim.z = 1;
+  cfg.attrs = at;
+  // As the runtime does: clusters only where both extents divide the grid's.
+  cfg.numAttrs = (cfg.gridDim.x % RP_CX == 0 && cfg.gridDim.y % RP_CY == 0) ? 1 : 0;
+  const __half *ca = a, *cb = b;
+  std::vector<void*> args = {&ca, &cb, &c, &M, &K, &N};
+  for (auto& m : maps) args.push_back(&m);
+  CK(cudaLaunchKernelExC(&cfg, (const void*)kern, args.data()));
+  auto t_start = std::chrono::steady_clock::now();
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(0);
+    if (e == cudaSuccess) break;
+    if (e != cudaErrorNotReady) {
+      printf("M=%d N=%d K=%d: launch failed: %s\n", M, N, K, cudaGetErrorString(e));
+      exit(2);
+    }
+    if (std::chrono::steady_clock::now() - t_start > std::chrono::milliseconds(timeout_ms())) {
+      printf("M=%d N=%d K=%d: HANG (not finished after %d ms)\n", M, N, K, timeout_ms());
+      fflush(stdout);
+      _exit(3);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  CK(cudaMemcpy(hc.data(), c, hc.size() * 2, cudaMemcpyDeviceToHost));
+  double worst = 0;
+  for (int j = 0; j < N; j += 7)
+    for (int i = 0; i < M; ++i) {
+      double acc = 0;
+      for (int k = 0; k < K; ++k) acc += (double)__half2float(ha[(size_t)i * K + k]) * __half2float(hb[(size_t)k * N + j]);
+      double d = std::fabs(acc - (double)__half2float(hc[(size_t)i * N + j]));
+      if (!(d <= worst)) worst = d;  // NaN sticks
+    }
+  printf("M=%d N=%d K=%d: finished, max_abs_err=%.3e %s\n", M, N, K, worst, worst < 0.05 * std::sqrt((double)K) ? "ok" : "WRONG");
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  CK(cudaFree(c));
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  int M = getenv("REPRO_M") ? atoi(getenv("REPRO_M")) : RP_MROWS, N = getenv("REPRO_N") ? atoi(getenv("REPRO_N")) : RP_NCOLS;
+  for (int i = 1; i < argc; ++i) run(M, N, atoi(argv[i]));
+  return 0;
+}
