@@ -104,10 +104,7 @@ pub(crate) fn wide_rows(
 }
 
 /// `bench grid`: the two-dimensional clusters (`cluster_y = 2`) on
-/// `shapes`, or on the one- and two-wave shapes and 4096³. The runtime
-/// launches them in clusters only with `TILE_CLUSTER_2D=1` (bench/RESULTS.md,
-/// 2026-12-06: they hung once the loop outran the stages); without it these
-/// rows time single blocks.
+/// `shapes`, or on the one- and two-wave shapes and 4096³.
 pub(crate) fn grid_rows(
     shapes: Option<Vec<(usize, usize, usize)>>,
     dev: Device,
@@ -115,8 +112,6 @@ pub(crate) fn grid_rows(
     blas: &CudaBlas,
     rows: &mut Vec<Row>,
 ) -> Res<()> {
-    // (The runtime reads the variable; saying so beats parsing it twice.)
-    eprintln!("bench grid: the 2-D variants run in clusters only with TILE_CLUSTER_2D=1");
     let shapes = shapes.unwrap_or_else(|| {
         vec![
             (1000, 1000, 1000),

@@ -116,10 +116,7 @@ fn every_variant<'c, C: 'c>(
 /// (one M tile) share A, those of a column (one N tile) share B, each
 /// loading `1 / nx` of A's rows and `1 / ny` of B's. 2 × 2, 4 × 2 and 1 × 2
 /// of 128-row tiles, 4 × 2 of 192-row ones; `T::use_swizzle` is left out
-/// for them (written here all the same: the frontend drops it). On a GPU the
-/// runtime launches them in clusters only with `TILE_CLUSTER_2D=1` (they hung
-/// there once the loop outran the four stages: bench/RESULTS.md, 2026-12-06);
-/// otherwise each block copies its own tiles.
+/// for them (written here all the same: the frontend drops it).
 #[tile::kernel(
     block_m = [128, 192],
     threads = [256, 384],

@@ -30,11 +30,6 @@ pub(crate) struct Config {
     /// `TILE_AUTOTUNE_BUCKET=pow2`: tuned choices are shared by the shapes whose dims
     /// round up to the same powers of two (default: exact dims).
     pub autotune_pow2: bool,
-    /// `TILE_CLUSTER_2D=1`: launch kernels that ask for two-dimensional clusters
-    /// (`T::use_cluster(nx, ny > 1)`) in them. Off by default: on an H100 such kernels
-    /// hung once their loop ran longer than their pipeline's stages (bench/RESULTS.md,
-    /// 2026-12-06), and without clusters they run correctly, copying every tile whole.
-    pub cluster_2d: bool,
 }
 
 impl Config {
@@ -63,7 +58,6 @@ impl Config {
             cc: var("CC").filter(|s| !s.trim().is_empty()),
             autotune: flag(var("TILE_AUTOTUNE")),
             autotune_pow2: var("TILE_AUTOTUNE_BUCKET").is_some_and(|v| v.trim() == "pow2"),
-            cluster_2d: flag(var("TILE_CLUSTER_2D")),
         }
     }
 
@@ -79,7 +73,6 @@ impl Config {
             cc: None,
             autotune: false,
             autotune_pow2: false,
-            cluster_2d: false,
         }
     }
 }
@@ -104,13 +97,10 @@ mod tests {
             _ => None,
         });
         assert_eq!(c.cache_root, PathBuf::from("/x/cache"));
-        assert!(c.disable_cache && !c.no_aot && !c.diagnostics && !c.cluster_2d);
+        assert!(c.disable_cache && !c.no_aot && !c.diagnostics);
         assert_eq!(c.num_threads, Some(3));
         let c = Config::from_lookup(|k| (k == "HOME").then(|| "/home/u".to_string()));
         assert_eq!(c.cache_root, PathBuf::from("/home/u/.cache/tile"));
         assert!(!flag(Some("0".into())));
-        assert!(
-            Config::from_lookup(|k| (k == "TILE_CLUSTER_2D").then(|| "1".to_string())).cluster_2d
-        );
     }
 }

@@ -27,7 +27,7 @@
 //!
 //! Settings come from the environment, read once: `TILE_DEVICE`, `TILE_CACHE_DIR`,
 //! `TILE_DISABLE_CACHE`, `TILE_NO_AOT`, `TILE_JIT_DIAGNOSTICS`, `TILE_NUM_THREADS`,
-//! `TILE_AUTOTUNE`, `TILE_AUTOTUNE_BUCKET`, `TILE_CLUSTER_2D`, `CC`,
+//! `TILE_AUTOTUNE`, `TILE_AUTOTUNE_BUCKET`, `CC`,
 //! and `CUDA_HOME`/`CUDA_PATH`/`CUDA_ROOT` for NVRTC's headers.
 
 #![deny(missing_docs)]

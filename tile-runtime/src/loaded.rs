@@ -77,10 +77,7 @@ impl CudaLoaded {
     ) -> CudaLoaded {
         // A warp-specialized kernel's block has more threads than the spec's and
         // takes tensor maps (`tma`).
-        let mut plan = LaunchPlan::of_source(spec.name, code.source);
-        if let Some(p) = plan.as_mut() {
-            p.gate_2d_clusters(crate::config::Config::get().cluster_2d);
-        }
+        let plan = LaunchPlan::of_source(spec.name, code.source);
         CudaLoaded {
             func,
             threads: plan

@@ -109,18 +109,6 @@ impl LaunchPlan {
         }
         (plan.threads.is_some() || !plan.maps.is_empty()).then_some(plan)
     }
-
-    /// A plan of two-dimensional clusters (`cluster_y > 1`) launches without clusters
-    /// unless `enabled` (`TILE_CLUSTER_2D=1`): such kernels hung on an H100 once their
-    /// loop was longer than their pipeline (the cause is not found yet; bench/RESULTS.md,
-    /// 2026-12-06). Outside a cluster the kernel reads a cluster of one and copies its
-    /// tiles whole, as when the grid's extents do not divide.
-    pub(crate) fn gate_2d_clusters(&mut self, enabled: bool) {
-        if self.cluster_y > 1 && !enabled {
-            self.cluster = 1;
-            self.cluster_y = 1;
-        }
-    }
 }
 
 /// The value of `name=value` among the space-separated words of `s`.
@@ -431,14 +419,6 @@ mod tests {
         let grid = GEMM.replace("threads=256\n", "threads=256 cluster=4 cluster_y=2\n");
         let q = LaunchPlan::of_source("gemm", &grid).unwrap();
         assert_eq!((q.cluster, q.cluster_y, q.split), (4, 2, 1));
-        let (mut off, mut on) = (q.clone(), q.clone());
-        off.gate_2d_clusters(false);
-        on.gate_2d_clusters(true);
-        assert_eq!(
-            (off.cluster, off.cluster_y, off.maps.len()),
-            (1, 1, q.maps.len())
-        );
-        assert_eq!((on.cluster, on.cluster_y), (4, 2));
         let eights = GEMM.replace("threads=256\n", "threads=256 cluster=8\n");
         let q = LaunchPlan::of_source("gemm", &eights).expect("a plan");
         assert_eq!((q.threads, q.cluster, q.split), (Some(256), 8, 1));
