@@ -144,7 +144,7 @@ for k in $(kernels_of tests/kernels/clusters.rs); do spawn build_kernel tests/ke
 drain
 for n in 2 4 8; do
   NN_CLUSTER=$( (kernels_of examples/gemm.rs; kernels_of tests/kernels/clusters.rs) \
-    | grep -E "^(gemm_nn_f16__.*_|cluster_gemm__(.*_)?)cluster$n(_splits1)?\$" | head -1 || true)
+    | grep -E "^(gemm_nn_f16__.*_|cluster_gemm__(.*_)?)cluster$n(_cluster_y1)?(_splits1)?\$" | head -1 || true)
   if [ -z "$NN_CLUSTER" ]; then
     echo "FAIL no NN GEMM in clusters of $n among the example's and tests/kernels/clusters.rs's kernels"
     fail=1; continue

@@ -59,31 +59,39 @@ use tile::prelude::*;
 /// (bench/RESULTS.md). At 1000³ the split variants lost to the unsplit ones.
 #[tile::kernel(
     dtype = [f16, bf16],
-    block_m = [128, 64, 16],
+    block_m = [128, 64, 16, 192],
     block_n = [128, 256, 64],
     block_k = [64, 128],
     stages = [3, 4, 6],
-    threads = [128, 256],
-    cluster = [1, 2],
+    threads = [128, 256, 384],
+    cluster = [1, 2, 4],
+    cluster_y = [1, 2],
     splits = [1, 2],
     filter = (block_m == 16) == (block_k == 128)
-        && (cluster == 1 || (block_m == 128 && block_n <= 128 && threads == 256 && stages == 4))
+        && (block_m == 192) == (threads == 384)
+        && (block_m != 192 || cluster_y == 2)
+        && (cluster_y == 1
+            || (stages == 4 && block_k == 64
+                && ((block_m == 192 && block_n == 64 && cluster == 4)
+                    || (block_m == 128 && block_n == 128 && threads == 256 && cluster == 2))))
+        && (cluster == 1 || cluster_y == 2
+            || (cluster == 2 && block_m == 128 && block_n <= 128 && threads == 256 && stages == 4))
         && (splits == 1
             || (cluster == 1 && block_m == 128 && block_n == 128 && threads == 256 && stages == 4)
             || (cluster == 1 && block_m == 128 && block_n == 256 && threads == 256 && stages == 3)
             || (block_m == 64 && block_n == 128 && stages == 6))
         && (block_m != 16 || (threads == 128 && block_n == 64 && stages <= 4))
         && block_m * block_n / threads <= 128
-        && (threads == 128 || block_m == 128)
+        && (threads == 128 || block_m >= 128)
         && (stages <= 4 || (block_m == 64 && block_n == 128))
-        && (block_n != 64 || block_m == 16 || (threads == 256 && stages == 4))
+        && (block_n != 64 || block_m == 16 || block_m == 192 || (threads == 256 && stages == 4))
 )]
 pub fn gemm_nn(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {
     T::kernel(
         [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
         threads,
         |bx, by| {
-            T::use_cluster(cluster);
+            T::use_cluster(cluster, cluster_y);
             T::use_split_k(splits);
             T::use_swizzle(8);
             let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
