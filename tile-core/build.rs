@@ -22,10 +22,9 @@ fn main() {
     // build-script binary for every checkout of this package that shares a
     // target directory, and a compiled-in path stamped each checkout with the
     // first one's sources (so their changed code generation kept old keys).
-    let root = std::path::PathBuf::from(
+    let root = &std::path::PathBuf::from(
         std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
     );
-    let root = root.as_path();
     let mut files = Vec::new();
     visit(&root.join("src"), &mut files);
     files.push(root.join("Cargo.toml"));

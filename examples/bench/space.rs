@@ -26,8 +26,10 @@ use tile::prelude::*;
 /// fours would not fit one wave). cuBLAS's 1000³ kernel divides both
 /// operands' rows among the blocks of 4 × 2 clusters; 192 × 64 tiles in
 /// 4 × 2 clusters ask for 48 + 32 rows a k step against the example's best
-/// tile's 64 + 64, for 1.5× the products. Not in the example's tuning space
-/// until timed (bench/RESULTS.md). At 1000³ the example's best tile, 128 × 64 in pairs, reads about 33 MB from L2 over its 128
+/// tile's 64 + 64, for 1.5× the products. Timed, they went into the
+/// example's tuning space (bench/RESULTS.md, 2026-12-06, second session):
+/// even at 1000³, faster at 1000 × 1030 × 1050. At 1000³ the example's best
+/// tile, 128 × 64 in pairs, reads about 33 MB from L2 over its 128
 /// blocks; cuBLAS's 128 × 72 tiles in clusters of eight read about 18 MB
 /// (bench/RESULTS.md, "What cuBLAS does at 1000³"). 192 × 64 tiles make 96
 /// blocks, 24 clusters of four (the H200 holds 30 at one block an SM), and

@@ -157,19 +157,19 @@ impl Builder {
         // C: one static library per kernel, compiled in parallel; a library
         // an earlier build made from the same source for the same symbol
         // (symbols carry the key) is reused.
-        let mut c_jobs: Vec<(String, String, String)> = Vec::new();
+        // (symbol, source, who, the source's digest)
+        let mut c_jobs: Vec<(String, String, String, String)> = Vec::new();
         for c in compiled.iter().filter(|c| !c.c_source.is_empty()) {
             let lib = dir.join(format!("lib{}.a", c.c_symbol));
-            let made =
-                clibs.built_by(&c.c_symbol, "c") == Some(source_digest(&c.c_source).as_str());
-            if made && lib.is_file() {
+            let digest = source_digest(&c.c_source);
+            if clibs.built_by(&c.c_symbol, "c") == Some(digest.as_str()) && lib.is_file() {
                 manifest.push_str(&format!("c {}\n", c.c_symbol));
                 report.c_libs += 1;
                 report.reused += 1;
                 continue;
             }
             let who = format!("{} ({})", c.name, at(&c.c_symbol));
-            c_jobs.push((c.c_symbol.clone(), c.c_source.clone(), who));
+            c_jobs.push((c.c_symbol.clone(), c.c_source.clone(), who, digest));
         }
         // Entries of symbols no longer built go (the record does not grow with
         // every edit), and those about to be rebuilt until they are.
@@ -178,11 +178,11 @@ impl Builder {
         clibs
             .by
             .retain(|(sym, _), _| current.contains(sym.as_str()));
-        for (sym, _, _) in &c_jobs {
+        for (sym, _, _, _) in &c_jobs {
             clibs.forget(sym, "c");
         }
         clibs.write(&dir)?;
-        let results = parallel_map(&c_jobs, |(sym, code, name)| {
+        let results = parallel_map(&c_jobs, |(sym, code, name, _)| {
             let src = dir.join(format!("{sym}.c"));
             std::fs::write(&src, code).map_err(|e| e.to_string())?;
             cc::Build::new()
@@ -196,12 +196,12 @@ impl Builder {
                 .try_compile(sym)
                 .map_err(|e| format!("{name}: C compile failed: {e}"))
         });
-        for ((sym, code, _), r) in c_jobs.iter().zip(results) {
+        for ((sym, _, _, digest), r) in c_jobs.iter().zip(results) {
             match r {
                 Ok(()) => {
                     manifest.push_str(&format!("c {sym}\n"));
                     report.c_libs += 1;
-                    clibs.set(sym, "c", &source_digest(code));
+                    clibs.set(sym, "c", digest);
                 }
                 Err(e) => report.warnings.push(e),
             }
@@ -211,10 +211,9 @@ impl Builder {
         if let Some(nvcc) = &nvcc {
             // Each arch gets the code specialized for it when there is one,
             // else the portable code.
-            let mut jobs: Vec<(String, String, String, String)> = Vec::new();
+            // (key, source, who, arch, the record's identity: nvcc's and the source's digest)
+            let mut jobs: Vec<(String, String, String, String, String)> = Vec::new();
             let nvcc_id = nvcc_id.clone().unwrap_or_default();
-            // Who built a cubin, and from which source.
-            let id = |source: &str| format!("{nvcc_id} {}", source_digest(source));
             let mut record = ArtifactRecord::read(&dir, ArtifactRecord::CUBIN_FILE);
             let mut queued = std::collections::HashSet::new();
             for c in &compiled {
@@ -227,21 +226,22 @@ impl Builder {
                         continue;
                     }
                     let bin = dir.join(format!("{key}.{a}.cubin"));
-                    if record.built_by(key, a) == Some(id(source).as_str()) && bin.is_file() {
+                    let id = format!("{nvcc_id} {}", source_digest(source));
+                    if record.built_by(key, a) == Some(id.as_str()) && bin.is_file() {
                         manifest.push_str(&format!("cubin {key} {a} {}\n", bin.display()));
                         report.cubins += 1;
                         report.reused += 1;
                         continue;
                     }
                     let who = format!("{} ({})", c.name, at(&c.c_symbol));
-                    jobs.push((key.clone(), source.clone(), who, a.clone()));
+                    jobs.push((key.clone(), source.clone(), who, a.clone(), id));
                 }
             }
-            for (key, _, _, arch) in &jobs {
+            for (key, _, _, arch, _) in &jobs {
                 record.forget(key, arch);
             }
             record.write(&dir)?;
-            let results = parallel_map(&jobs, |(key, code, name, arch)| {
+            let results = parallel_map(&jobs, |(key, code, name, arch, _)| {
                 let src = dir.join(format!("{key}.{arch}.cu"));
                 std::fs::write(&src, code).map_err(|e| e.to_string())?;
                 let bin = dir.join(format!("{key}.{arch}.cubin"));
@@ -262,12 +262,12 @@ impl Builder {
                 }
                 Ok(bin)
             });
-            for ((key, code, _, arch), r) in jobs.iter().zip(results) {
+            for ((key, _, _, arch, id), r) in jobs.iter().zip(results) {
                 match r {
                     Ok(bin) => {
                         manifest.push_str(&format!("cubin {key} {arch} {}\n", bin.display()));
                         report.cubins += 1;
-                        record.set(key, arch, &id(code));
+                        record.set(key, arch, id);
                     }
                     Err(e) => {
                         record.forget(key, arch);

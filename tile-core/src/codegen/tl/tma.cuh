@@ -102,8 +102,8 @@ template <int UNUSED = 0> __device__ __forceinline__ void arrive_expect_tx(Barri
 // warp, the block, its cluster rank, the barrier's shared address, the parity and the
 // barrier's raw word, and gives up (the kernel finishes with wrong results, and the printf
 // buffer reaches the host). It counts cycles, not polls: try_wait suspends the thread for
-// a while in each poll, so a poll count bounds no time. (The printf call makes ptxas
-// serialize wgmma: for debugging builds only.)
+// a while in each poll, so a poll count bounds no time. For debugging builds only: the
+// check and the printf cost registers and instructions in every wait.
 template <int UNUSED = 0> __device__ __forceinline__ void wait(Barrier* b, unsigned parity) {
 #if TLTMA_SM90
   const unsigned a = detail::smem_addr(b);
