@@ -14,7 +14,7 @@ use tile::prelude::*;
 
 /// NN, written once over the element type and over a space of tile
 /// configurations: `gemm_nn::<f16>` and `gemm_nn::<bf16>`, each built ahead
-/// of time in every variant the filter keeps (19). A plain call runs the
+/// of time in every variant the filter keeps (21). A plain call runs the
 /// default (the first value of every list: 128 × 128 × 64, 3 stages, 4
 /// warps) unless these shapes were tuned in this process;
 /// `gemm_nn::tune().launch(..)` (or `TILE_AUTOTUNE=1`) times the variants on
@@ -39,12 +39,24 @@ use tile::prelude::*;
 /// it). That halves A's copy requests, which at a row pitch that is not a
 /// multiple of 128 bytes (1000³) is what the k loop waits on: 5–12% faster
 /// there, 1–5% slower on the large shapes (the two blocks advance in step),
-/// so the tuner decides (bench/RESULTS.md). Larger clusters are not in the
-/// space: the H200 holds at most 120 blocks in clusters of four or eight at
-/// one block an SM (30 or 15 clusters, against 66 pairs on its 132 SMs), so
-/// 1000³'s 128 blocks of 128 × 64 ran a second wave and took 1.4–1.5× as long
-/// as in pairs; they were slower at every shape timed (tests/kernels runs
-/// them against a host reference).
+/// so the tuner decides (bench/RESULTS.md). Wider clusters of one row are not
+/// in the space: the H200 holds at most 120 blocks in clusters of four or
+/// eight at one block an SM (30 or 15 clusters, against 66 pairs on its 132
+/// SMs), so 1000³'s 128 blocks of 128 × 64 ran a second wave and took
+/// 1.4–1.5× as long as in pairs (tests/kernels runs them against a host
+/// reference).
+///
+/// Two variants run in two-dimensional clusters (`cluster_y = 2`): a cluster
+/// row shares A and a cluster column shares B, so each block asks the copy
+/// engine for a part of each operand's rows. 128 × 128 in 2 × 2 with 4
+/// stages, and 192 × 64 (three consumer warpgroups) in 4 × 2 with 7 stages
+/// (224 KiB of shared memory, Hopper's whole budget), 96 blocks at 1000³.
+/// The second is for row pitches off 32-byte sectors (K = 1000: every other
+/// row starts mid-sector, and each stage's copies land later): asking for
+/// 48 + 32 rows a step, it keeps 7 stages in flight where unshared tiles only
+/// got slower with more stages, and ran 0.92–0.93 and 0.998 of cuBLAS at
+/// 1000 × 1000 × 1000 and × 4000 on an H100, against 0.85 and 0.75 with 4
+/// stages (`bench/kloop`, bench/RESULTS.md, 2026-12-06).
 ///
 /// Three variants split K over a pair of blocks (`splits = 2`,
 /// `T::use_split_k`): 128 × 128 on two warpgroups with 4 stages, 128 × 256
@@ -62,7 +74,7 @@ use tile::prelude::*;
     block_m = [128, 64, 16, 192],
     block_n = [128, 256, 64],
     block_k = [64, 128],
-    stages = [3, 4, 6],
+    stages = [3, 4, 6, 7],
     threads = [128, 256, 384],
     cluster = [1, 2, 4],
     cluster_y = [1, 2],
@@ -71,9 +83,8 @@ use tile::prelude::*;
         && (block_m == 192) == (threads == 384)
         && (block_m != 192 || cluster_y == 2)
         && (cluster_y == 1
-            || (stages == 4 && block_k == 64
-                && ((block_m == 192 && block_n == 64 && cluster == 4)
-                    || (block_m == 128 && block_n == 128 && threads == 256 && cluster == 2))))
+            || (block_m == 192 && block_n == 64 && block_k == 64 && stages == 7 && cluster == 4)
+            || (block_m == 128 && block_n == 128 && block_k == 64 && stages == 4 && threads == 256 && cluster == 2))
         && (cluster == 1 || cluster_y == 2
             || (cluster == 2 && block_m == 128 && block_n <= 128 && threads == 256 && stages == 4))
         && (splits == 1
@@ -83,7 +94,7 @@ use tile::prelude::*;
         && (block_m != 16 || (threads == 128 && block_n == 64 && stages <= 4))
         && block_m * block_n / threads <= 128
         && (threads == 128 || block_m >= 128)
-        && (stages <= 4 || (block_m == 64 && block_n == 128))
+        && (stages <= 4 || (block_m == 64 && block_n == 128 && stages == 6) || (block_m == 192 && stages == 7))
         && (block_n != 64 || block_m == 16 || block_m == 192 || (threads == 256 && stages == 4))
 )]
 pub fn gemm_nn(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {

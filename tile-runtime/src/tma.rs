@@ -132,6 +132,29 @@ pub(crate) struct Geometry {
     pub strides: [u64; 2],
     /// Box columns, rows, matrices (1).
     pub boxes: [u32; 3],
+    /// Bytes the L2 fetches from memory on a miss (0: the line alone); see `promotion`.
+    pub promotion: u32,
+}
+
+/// The L2 promotion of a map whose rows are `row_stride` bytes apart: 256 bytes where
+/// rows start on 256-byte boundaries, else 128. With 256 at a row pitch off those
+/// boundaries (1000 f16 columns: 2000 bytes), 1000^3 GEMMs ran 5-10% slower than with 128
+/// or none in a stand-alone driver, 2-5% over the example's variants (bench/RESULTS.md,
+/// 2026-12-06 third session); at 256-byte pitches 128 was no faster. Set
+/// `TILE_TMA_L2_PROMOTION=0|64|128|256` to force one for every map (read once).
+fn promotion(row_stride: u64) -> u32 {
+    static FORCED: OnceLock<Option<u32>> = OnceLock::new();
+    let forced = FORCED.get_or_init(|| {
+        std::env::var("TILE_TMA_L2_PROMOTION")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|p| matches!(p, 0 | 64 | 128 | 256))
+    });
+    forced.unwrap_or(if row_stride.is_multiple_of(256) {
+        256
+    } else {
+        128
+    })
 }
 
 /// The geometry of `spec` over a buffer of `dtype` and `shape` at device address `addr`,
@@ -176,6 +199,7 @@ pub(crate) fn geometry(
         dims: [cols, rows, mats],
         strides: [row_stride, mat_stride],
         boxes: [spec.box_cols, spec.box_rows, 1],
+        promotion: promotion(row_stride),
     })
 }
 
@@ -204,7 +228,12 @@ fn encode(g: &Geometry) -> Result<sys::CUtensorMap> {
             elem.as_ptr(),
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
             sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            match g.promotion {
+                0 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                64 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+                128 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                _ => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            },
             sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
     };
@@ -511,6 +540,12 @@ mod tests {
         assert_eq!((g.rank, g.dims), (2, [4104, 4096, 1]));
         assert_eq!(g.strides[0], 8208);
         assert_eq!(g.boxes, [64, 128, 1]);
+        if std::env::var_os("TILE_TMA_L2_PROMOTION").is_none() {
+            // 256-byte promotion only where rows start on 256-byte boundaries.
+            assert_eq!(g.promotion, 128);
+            let aligned = geometry(DType::F16, &[4096, 4096], 1 << 20, s).expect("legal");
+            assert_eq!(aligned.promotion, 256);
+        }
         // Leading dims flatten into a batch of matrices, each zero-filled at its own edge.
         let b = geometry(DType::BF16, &[3, 5, 7, 64], 0, s).expect("legal");
         assert_eq!((b.rank, b.dims, b.strides), (3, [64, 7, 15], [128, 896]));
