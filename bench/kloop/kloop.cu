@@ -15,6 +15,10 @@
 //                        so this times the same shape at another pitch
 //   KL_NOFLUSH=1         no L2 flush between launches
 //   KL_FLUSH_ZERO=1      the flush writes zeros (as the runtime's do_bench does)
+//   KL_QUEUED=1          also time with every run queued before the first is read
+//                        (one event pair per run, one synchronization at the end, as
+//                        the runtime's do_bench does); the default reads each run
+//                        before queuing the next
 #include <cuda.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -153,6 +157,24 @@ int main(int argc, char** argv) {
     return median(t);
   };
   double us = time_it(launch);
+  if (getenv("KL_QUEUED")) {
+    std::vector<cudaEvent_t> ev(2 * (reps + 10));
+    for (auto& e : ev) CK(cudaEventCreate(&e));
+    for (int r = 0; r < reps + 10; ++r) {
+      if (flush_l2) CK(cudaMemsetAsync(flush, flush_zero ? 0 : (r & 0xff) | 1, flush_bytes));
+      CK(cudaEventRecord(ev[2 * r]));
+      launch();
+      CK(cudaEventRecord(ev[2 * r + 1]));
+    }
+    CK(cudaDeviceSynchronize());
+    std::vector<double> t;
+    for (int r = 10; r < reps + 10; ++r) {
+      float ms;
+      CK(cudaEventElapsedTime(&ms, ev[2 * r], ev[2 * r + 1]));
+      t.push_back(ms * 1e3);
+    }
+    printf("  queued: %.2f us (read one by one: %.2f)\n", median(t), us);
+  }
   {  // What the flush itself takes (the time the host has to queue the timed launch).
     std::vector<double> t;
     for (int r = 0; r < 20; ++r) {
