@@ -3,7 +3,7 @@
 //! f16/bf16 in and out, f32 compute), softmax and rmsnorm against the
 //! device-to-device copy bandwidth. Random inputs, CUDA-event timing, median
 //! of many runs after warm-up (a GEMM and its cuBLAS baseline alternate run
-//! by run). The example GEMM (`gemm_nn`, a space of 14 tile configurations
+//! by run). The example GEMM (`gemm_nn`, a space of 21 tile configurations
 //! per dtype) and the row kernels (a space of block sizes) appear twice: the
 //! default variant, and the variant tuned for each shape in this process
 //! (`kernel::tune()`: every variant timed on the shape, L2 flushed; the
@@ -24,14 +24,16 @@
 //! shapes are not timed with their launch cost); `TILE_BENCH_WARM_L2=1`
 //! waits on the GPU instead and leaves L2 warm.
 //!
-//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk|space|pitch|wide|grid]`
+//! `cargo run --release --example bench [memory|gemm|tune|fp8|persistent|splitk|space|pitch|wide|grid|probe]`
 //! (needs a CUDA device; `memory` stops after the memory-bound kernels,
 //! `gemm` runs only the f16/bf16 GEMM table with its tuned rows, `tune` only
 //! the GEMM tuning table (run it twice: the second process reads every
 //! choice from the disk cache), the others one group of rows). `gemm`,
 //! `tune` and `grid` take shapes after the mode (`bench tune 1000x1000x1000
 //! 1008x1000x1000`, M×N×K): then only those, and `gemm` times only the
-//! default and tuned example GEMM on them.
+//! default and tuned example GEMM on them. `probe [MxNxK]` times three of
+//! the example GEMM's variants the ways the tuner and this bench time
+//! (`bench/probe.rs`).
 
 #[path = "bench/blas.rs"]
 mod blas;
@@ -53,6 +55,8 @@ mod gemm_splitk;
 mod gemv;
 #[path = "bench/memory.rs"]
 mod memory;
+#[path = "bench/probe.rs"]
+mod probe;
 #[allow(dead_code)]
 #[path = "rmsnorm.rs"]
 mod rmsnorm;
@@ -505,6 +509,10 @@ fn main() -> Res<()> {
     let device = stream.context().name().unwrap_or_else(|_| dev.to_string());
     // The modes that time one group of rows alone.
     let mode = std::env::args().nth(1).unwrap_or_default();
+    if mode == "probe" {
+        let shape = shape_args()?.and_then(|v| v.first().copied());
+        return probe::probe_rows(shape, dev, &stream);
+    }
     if matches!(
         mode.as_str(),
         "fp8" | "persistent" | "splitk" | "space" | "pitch" | "wide" | "grid"
