@@ -345,3 +345,34 @@ fn inspect_shows_one_variant_of_a_variant_space() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("with a variant block_n=64,threads=64"));
 }
+
+#[test]
+fn inspect_variant_names_the_dtype_of_a_generic_kernel() {
+    let names = stdout_of(&[
+        "inspect",
+        "examples/gemm.rs",
+        "--kernel",
+        "gemm_nn",
+        "--variant",
+        "dtype=bf16,block_m=192",
+        "--emit",
+        "names",
+    ]);
+    assert_eq!(names.lines().count(), 1, "{names}");
+    assert!(names.starts_with("gemm_nn_bf16__block_m192_"), "{names}");
+    // `dtype=` alone keeps that instance of every dtype-generic kernel, with or
+    // without a variant space, and nothing else.
+    let names = stdout_of(&[
+        "inspect",
+        "examples/gemm.rs",
+        "--variant",
+        "dtype=f16",
+        "--emit",
+        "names",
+    ]);
+    assert!(names.lines().all(|l| l.contains("_f16")), "{names}");
+    assert!(names.contains("gemm_nn_f16__"), "{names}");
+    assert!(names.contains("gemm_persistent_f16\n"), "{names}");
+    let out = tile(&["inspect", "examples/gemm.rs", "--variant", "dtype=f32"]);
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -49,7 +49,8 @@ struct Inspect {
     #[arg(long, value_name = "NAME")]
     kernel: Option<String>,
     /// Only the variants of a kernel with a variant space whose listed parameters have
-    /// these values (`block_m=64,threads=128`; a subset of the parameters is enough)
+    /// these values (`block_m=64,threads=128`; a subset of the parameters is enough);
+    /// `dtype=f16` keeps that instance of a dtype-generic kernel
     #[arg(long, value_name = "PARAM=VALUE,..")]
     variant: Option<String>,
     /// The target of the lowered IR, source and key [default: cuda; for --emit passes:
@@ -277,9 +278,24 @@ fn kernels_of(
             if only.is_some_and(|k| f.sig.ident != k && name != k) {
                 continue;
             }
-            // `--variant` keeps the variants it names (and no kernel without variants).
+            // `--variant` keeps the variants it names (and no kernel without variants);
+            // its `dtype=` part names the instance of a dtype-generic kernel.
             if let Some(v) = variant {
-                if !i.variant.as_ref().is_some_and(|x| x.matches(v)) {
+                let (dtypes, params): (Vec<&str>, Vec<&str>) = v
+                    .split(',')
+                    .filter(|p| !p.trim().is_empty())
+                    .partition(|p| p.split('=').next().is_some_and(|k| k.trim() == "dtype"));
+                let dtype_ok = dtypes.iter().all(|p| {
+                    let want = p.split_once('=').map_or("", |(_, d)| d.trim());
+                    i.dtype.is_some_and(|d| d.rust_name() == want)
+                });
+                let params = params.join(",");
+                let variant_ok = if params.is_empty() {
+                    !dtypes.is_empty() || i.variant.is_some()
+                } else {
+                    i.variant.as_ref().is_some_and(|x| x.matches(&params))
+                };
+                if !dtype_ok || !variant_ok {
                     continue;
                 }
             }
