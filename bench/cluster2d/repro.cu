@@ -40,28 +40,9 @@ static int run(int M, int N, int K) {
   CK(cudaMemset(c, 0xff, hc.size() * 2));  // NaN poison
   // The kernel's tensor maps, from its `// tile:tma` lines: {param (0: A, 1: B), box columns, rows}.
   const int specs[][3] = RP_MAPS;
-  const int nmaps = sizeof(specs) / sizeof(specs[0]);
-  std::vector<CUtensorMap> maps(nmaps);
-  for (int i = 0; i < nmaps; ++i)
-    maps[i] = specs[i][0] == 0 ? map2d(a, M, K, K, specs[i][1], specs[i][2], 256) : map2d(b, K, N, N, specs[i][1], specs[i][2], 256);
-  auto kern = RP_KNAME;
-  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, RP_SMEM));
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((N + RP_BN - 1) / RP_BN, (M + RP_BM - 1) / RP_BM, 1);
-  cfg.blockDim = dim3(RP_THREADS, 1, 1);
-  cfg.dynamicSmemBytes = RP_SMEM;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = RP_CX;
-  at[0].val.clusterDim.y = RP_CY;
-  at[0].val.clusterDim.z = 1;
-  cfg.attrs = at;
-  // As the runtime does: clusters only where both extents divide the grid's.
-  cfg.numAttrs = (cfg.gridDim.x % RP_CX == 0 && cfg.gridDim.y % RP_CY == 0) ? 1 : 0;
-  const __half *ca = a, *cb = b;
-  std::vector<void*> args = {&ca, &cb, &c, &M, &K, &N};
-  for (auto& m : maps) args.push_back(&m);
-  CK(cudaLaunchKernelExC(&cfg, (const void*)kern, args.data()));
+  GemmLaunch gl(RP_KNAME, specs, sizeof(specs) / sizeof(specs[0]), a, b, c, M, N, K, K, N, RP_BM, RP_BN,
+                RP_THREADS, RP_CX, RP_CY, RP_SMEM, 256);
+  gl.launch();
   auto t_start = std::chrono::steady_clock::now();
   for (;;) {
     cudaError_t e = cudaStreamQuery(0);

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
+#include <cuda_fp16.h>
 
 #define CK(x)                                                                         \
   do {                                                                                \
@@ -49,3 +51,44 @@ static CUtensorMap map2d(void* p, unsigned long long rows, unsigned long long co
   if (r != CUDA_SUCCESS) memset(&m, 0, sizeof m);
   return m;
 }
+
+// One launch of a generated NN GEMM kernel `kern` (f16, C = A B) as the runtime makes
+// it: the tensor maps its `// tile:tma` lines ask for (`specs`: {param (0: A, 1: B), box
+// columns, rows}), blocks of `threads` over bm x bn output tiles, and clusters of cx x cy
+// where both divide the grid's extents. A and B are read at row pitches pa and pb
+// elements through the maps. Holds the launch's parameters, so it stays where it is made.
+struct GemmLaunch {
+  std::vector<CUtensorMap> maps;
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute at[1];
+  const __half *a, *b;
+  __half* c;
+  int M, K, N;
+  std::vector<void*> args;
+  const void* kern;
+
+  template <class Kernel>
+  GemmLaunch(Kernel k, const int (*specs)[3], int nmaps, const __half* a_, const __half* b_, __half* c_, int M_,
+             int N_, int K_, int pa, int pb, int bm, int bn, int threads, int cx, int cy, int smem, int promo)
+      : maps(nmaps), a(a_), b(b_), c(c_), M(M_), K(K_), N(N_), kern((const void*)k) {
+    for (int i = 0; i < nmaps; ++i)
+      maps[i] = specs[i][0] == 0 ? map2d((void*)a, M, K, pa, specs[i][1], specs[i][2], promo)
+                                 : map2d((void*)b, K, N, pb, specs[i][1], specs[i][2], promo);
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    cfg.gridDim = dim3((N + bn - 1) / bn, (M + bm - 1) / bm, 1);
+    cfg.blockDim = dim3(threads, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = cx;
+    at[0].val.clusterDim.y = cy;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = (cx * cy > 1 && cfg.gridDim.x % cx == 0 && cfg.gridDim.y % cy == 0) ? 1 : 0;
+    args = {&a, &b, &c, &M, &K, &N};
+    for (auto& m : maps) args.push_back(&m);
+  }
+  GemmLaunch(const GemmLaunch&) = delete;
+  GemmLaunch& operator=(const GemmLaunch&) = delete;
+
+  void launch() { CK(cudaLaunchKernelExC(&cfg, kern, args.data())); }
+};

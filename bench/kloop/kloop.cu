@@ -95,27 +95,10 @@ int main(int argc, char** argv) {
   CK(cudaMemcpy(b, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
   CK(cudaMemset(c, 0xff, hc.size() * 2));  // NaN poison
   const int specs[][3] = KL_MAPS;
-  const int nmaps = sizeof(specs) / sizeof(specs[0]);
-  std::vector<CUtensorMap> maps(nmaps);
-  for (int i = 0; i < nmaps; ++i)
-    maps[i] = specs[i][0] == 0 ? map2d(a, M, K, pa, specs[i][1], specs[i][2], promo()) : map2d(b, K, N, pb, specs[i][1], specs[i][2], promo());
-  auto kern = KL_KNAME;
-  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, KL_SMEM));
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3((N + KL_BN - 1) / KL_BN, (M + KL_BM - 1) / KL_BM, 1);
-  cfg.blockDim = dim3(KL_THREADS, 1, 1);
-  cfg.dynamicSmemBytes = KL_SMEM;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = KL_CX;
-  at[0].val.clusterDim.y = KL_CY;
-  at[0].val.clusterDim.z = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = (KL_CX * KL_CY > 1 && cfg.gridDim.x % KL_CX == 0 && cfg.gridDim.y % KL_CY == 0) ? 1 : 0;
-  const __half *ca = a, *cb = b;
-  std::vector<void*> args = {&ca, &cb, &c, &M, &K, &N};
-  for (auto& m : maps) args.push_back(&m);
-  auto launch = [&]() { CK(cudaLaunchKernelExC(&cfg, (const void*)kern, args.data())); };
+  GemmLaunch gl(KL_KNAME, specs, sizeof(specs) / sizeof(specs[0]), a, b, c, M, N, K, pa, pb, KL_BM, KL_BN,
+                KL_THREADS, KL_CX, KL_CY, KL_SMEM, promo());
+  const cudaLaunchConfig_t& cfg = gl.cfg;
+  auto launch = [&]() { gl.launch(); };
 #ifdef KL_TRACE
   // The hooks write unconditionally: the buffer exists before the first launch, and
   // the last (traced) launch below writes it again from zero.

@@ -132,11 +132,11 @@ pub(crate) struct Geometry {
     pub strides: [u64; 2],
     /// Box columns, rows, matrices (1).
     pub boxes: [u32; 3],
-    /// Bytes the L2 fetches from memory on a miss (0: the line alone); see `promotion`.
-    pub promotion: u32,
 }
 
-/// The L2 promotion of a map whose rows are `row_stride` bytes apart: 256 bytes where
+/// The L2 promotion (bytes the L2 fetches from memory on a miss; 0: the line alone) of a
+/// map whose rows are `row_stride` bytes apart, decided when the map is encoded (a cache
+/// miss), not per launch: the stride is in the cache's key. 256 bytes where
 /// rows start on 256-byte boundaries, else 128. With 256 at a row pitch off those
 /// boundaries (1000 f16 columns: 2000 bytes), 1000^3 GEMMs ran 5-10% slower than with 128
 /// or none in a stand-alone driver, 2-5% over the example's variants (bench/RESULTS.md,
@@ -199,7 +199,6 @@ pub(crate) fn geometry(
         dims: [cols, rows, mats],
         strides: [row_stride, mat_stride],
         boxes: [spec.box_cols, spec.box_rows, 1],
-        promotion: promotion(row_stride),
     })
 }
 
@@ -228,7 +227,7 @@ fn encode(g: &Geometry) -> Result<sys::CUtensorMap> {
             elem.as_ptr(),
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
             sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-            match g.promotion {
+            match promotion(g.strides[0]) {
                 0 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
                 64 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
                 128 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
@@ -542,9 +541,9 @@ mod tests {
         assert_eq!(g.boxes, [64, 128, 1]);
         if std::env::var_os("TILE_TMA_L2_PROMOTION").is_none() {
             // 256-byte promotion only where rows start on 256-byte boundaries.
-            assert_eq!(g.promotion, 128);
+            assert_eq!(promotion(g.strides[0]), 128);
             let aligned = geometry(DType::F16, &[4096, 4096], 1 << 20, s).expect("legal");
-            assert_eq!(aligned.promotion, 256);
+            assert_eq!(promotion(aligned.strides[0]), 256);
         }
         // Leading dims flatten into a batch of matrices, each zero-filled at its own edge.
         let b = geometry(DType::BF16, &[3, 5, 7, 64], 0, s).expect("legal");
