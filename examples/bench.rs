@@ -31,7 +31,7 @@
 //! choice from the disk cache), the others one group of rows). `gemm`,
 //! `tune` and `grid` take shapes after the mode (`bench tune 1000x1000x1000
 //! 1008x1000x1000`, M×N×K): then only those, and `gemm` times only the
-//! default and tuned example GEMM on them. `probe [MxNxK]` times three of
+//! default and tuned example GEMM on them. `probe [MxNxK]` times six of
 //! the example GEMM's variants the ways the tuner and this bench time
 //! (`bench/probe.rs`).
 

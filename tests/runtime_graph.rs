@@ -219,6 +219,29 @@ fn interleaved_bench_keeps_each_callable_apart() -> Result<(), Error> {
     let (x, y) = (a.to_vec()?, c.to_vec()?);
     let want: Vec<f32> = x.iter().map(|v| v * 3.0).collect();
     assert_eq!(y[..8], want[..8]);
+    // Primed: each timed call follows an untimed one of its own, so at least twice
+    // as many calls as samples, and still the order given.
+    let primed = BenchOptions {
+        primed: true,
+        ..opts
+    };
+    let (mut calls_large, mut calls_small) = (0usize, 0usize);
+    let mut f_large = |s: &Stream| {
+        calls_large += 1;
+        g_scale::on(s).launch(&a, &mut c)
+    };
+    let mut f_small = |s: &Stream| {
+        calls_small += 1;
+        g_scale::on(s).launch(&a_small, &mut c_small)
+    };
+    let r = tile::do_bench_interleaved(&stream, &mut [&mut f_large, &mut f_small], &primed)?;
+    assert_eq!(calls_large, calls_small);
+    assert!(
+        calls_small >= 2 * r[1].times_ms.len(),
+        "{calls_small} calls, {:?}",
+        r[1]
+    );
+    assert!(r[0].median_ms > r[1].median_ms, "{:?} vs {:?}", r[0], r[1]);
     Ok(())
 }
 

@@ -54,6 +54,13 @@ pub struct BenchOptions {
     pub graph: bool,
     /// Calls per graph replay (`0`: chosen so a replay takes about 100 µs, at most 100).
     pub calls_per_sample: usize,
+    /// [`do_bench_interleaved`]: run each callable once, untimed, right before each of
+    /// its timed calls (the L2 flush between them), so that no sample follows another
+    /// callable. A GPU kernel run right after a different one of similar size can take
+    /// half as long again, with the L2 flushed between them, where it takes its usual
+    /// time after itself or after a small foreign kernel (1000³ GEMM tiles after each
+    /// other and after cuBLAS: bench/RESULTS.md, 2026-12-06 fourth session).
+    pub primed: bool,
 }
 
 impl Default for BenchOptions {
@@ -66,6 +73,7 @@ impl Default for BenchOptions {
             flush_l2: true,
             graph: false,
             calls_per_sample: 0,
+            primed: false,
         }
     }
 }
@@ -300,11 +308,16 @@ pub(crate) fn time_calls(
 pub type BenchFn<'a> = &'a mut dyn FnMut(&Stream) -> Result<()>;
 
 /// Times several callables against each other in rounds: each round calls every one
-/// once, in order, and each call is one sample of its callable. A clock that drifts
-/// (boost, power or thermal limits: several percent over seconds on a loaded GPU)
-/// then moves every callable's samples alike, where timing them one after the other
-/// would give the drift to whichever ran in the slow period. Warm-up and round counts
-/// come from `opts` as [`do_bench`]'s sample counts do, taking one round as the unit;
+/// once, and each call is one sample of its callable. A clock that drifts (boost,
+/// power or thermal limits: several percent over seconds on a loaded GPU) then moves
+/// every callable's samples alike, where timing them one after the other would give
+/// the drift to whichever ran in the slow period. Each timed round calls them in a
+/// different order ([`round_order`]): a GPU kernel's time depends on the kernel that
+/// ran before it, even with L2 flushed between them (by up to half of a 14 us GEMM's
+/// time, bench/RESULTS.md), so in one fixed order every callable would keep one
+/// predecessor and its times that predecessor's cost; with `opts.primed` each timed
+/// call follows an untimed call of its own instead. Warm-up and round counts come
+/// from `opts` as [`do_bench`]'s sample counts do, taking one round as the unit;
 /// `graph` and `calls_per_sample` are not used. Results are in the order of `fs`.
 pub fn do_bench_interleaved(
     stream: &Stream,
@@ -318,7 +331,8 @@ pub fn do_bench_interleaved(
     let t = Instant::now();
     round(fs)?;
     stream.synchronize()?;
-    let est = t.elapsed().as_secs_f64() * 1e3;
+    // A primed round calls everything twice.
+    let est = t.elapsed().as_secs_f64() * 1e3 * if opts.primed { 2.0 } else { 1.0 };
     let (warm, rounds) = counts(opts, est);
     for _ in 0..warm {
         round(fs)?;
@@ -327,11 +341,14 @@ pub fn do_bench_interleaved(
     let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); fs.len()];
     let method = match stream {
         Stream::Cpu => {
-            for _ in 0..rounds {
-                for (f, t) in fs.iter_mut().zip(&mut times) {
+            for r in 0..rounds {
+                for i in round_order(fs.len(), r) {
+                    if opts.primed {
+                        fs[i](stream)?;
+                    }
                     let start = Instant::now();
-                    f(stream)?;
-                    t.push(start.elapsed().as_secs_f64() * 1e3);
+                    fs[i](stream)?;
+                    times[i].push(start.elapsed().as_secs_f64() * 1e3);
                 }
             }
             "cpu-clock"
@@ -346,11 +363,15 @@ pub fn do_bench_interleaved(
                 .iter()
                 .map(|_| event_pair(s))
                 .collect::<Result<Vec<_>>>()?;
-            for _ in 0..rounds {
-                for (f, pair) in fs.iter_mut().zip(&pairs) {
+            for r in 0..rounds {
+                for i in round_order(fs.len(), r) {
+                    let pair = &pairs[i];
+                    if opts.primed {
+                        fs[i](stream)?;
+                    }
                     flush_l2(s, &mut scratch)?;
                     pair.0.record(s).map_err(drv("cuEventRecord"))?;
-                    f(stream)?;
+                    fs[i](stream)?;
                     pair.1.record(s).map_err(drv("cuEventRecord"))?;
                 }
                 for (p, t) in pairs.iter().zip(&mut times) {
@@ -364,6 +385,28 @@ pub fn do_bench_interleaved(
         .into_iter()
         .map(|t| BenchResult::new(t, 1, method))
         .collect())
+}
+
+/// The order of round `round` of [`do_bench_interleaved`] over `n` callables: a
+/// permutation shuffled from the round number (the same for every run, so timings
+/// can be repeated), so that over the rounds each callable follows each other one
+/// about equally often.
+pub(crate) fn round_order(n: usize, round: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    // splitmix64 of the round: well mixed from consecutive seeds.
+    let mut x = (round as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut next = || {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    for i in (1..n).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
+    order
 }
 
 macro_rules! any_tensor {
@@ -737,6 +780,34 @@ mod tests {
         assert_eq!(r.mean_ms, 4.0);
         assert_eq!(r.times_ms, [3.0, 1.0, 2.0, 10.0]);
         assert_eq!(BenchResult::new(vec![5.0, 1.0, 3.0], 1, "x").median_ms, 3.0);
+    }
+
+    #[test]
+    fn interleaved_rounds_vary_each_callables_predecessor() {
+        let n = 6;
+        // follows[a][b]: rounds in which b ran right after a.
+        let mut follows = vec![vec![0usize; n]; n];
+        for r in 0..300 {
+            let order = round_order(n, r);
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "round {r}: {order:?}");
+            for w in order.windows(2) {
+                follows[w[0]][w[1]] += 1;
+            }
+        }
+        assert_eq!(round_order(n, 7), round_order(n, 7));
+        assert_ne!(round_order(n, 7), round_order(n, 8));
+        // 300 rounds hold 1500 adjacent pairs, 50 per ordered pair on average.
+        for (a, row) in follows.iter().enumerate() {
+            for (b, &k) in row.iter().enumerate() {
+                if a != b {
+                    assert!((25..=80).contains(&k), "{b} after {a}: {k} of 300 rounds");
+                }
+            }
+        }
+        assert_eq!(round_order(1, 3), [0]);
+        assert!(round_order(0, 3).is_empty());
     }
 
     #[test]

@@ -12,9 +12,9 @@
 //!   else every variant is run once on the call's arguments (its output compared with
 //!   the first variant that ran), timed with [`do_bench`] (L2 flushed; a variant
 //!   whose one timed call is over 1.5 times the best so far keeps that time); the ones
-//!   within 25% of the fastest are timed again against each other in interleaved
-//!   rounds, and the fastest of those is chosen, published to the disk cache and
-//!   remembered.
+//!   within 25% of the fastest are timed again in interleaved rounds, each timed run
+//!   right after an untimed run of its own, and the fastest of those is chosen,
+//!   published to the disk cache and remembered.
 //!
 //! Invariants:
 //! - Nothing is timed unless tuning is asked for (`tune()` or `TILE_AUTOTUNE=1`); a
@@ -433,6 +433,7 @@ fn bench_options() -> BenchOptions {
         flush_l2: true,
         graph: false,
         calls_per_sample: 0,
+        primed: false,
     }
 }
 
@@ -442,6 +443,7 @@ fn final_options() -> BenchOptions {
         warmup: Duration::from_millis(10),
         rep: Duration::from_millis(60),
         min_samples: 5,
+        primed: true,
         ..bench_options()
     }
 }
@@ -743,13 +745,16 @@ const FINALISTS_WITHIN: f64 = 1.25;
 const MAX_FINALISTS: usize = 6;
 
 /// The final round: the variants within [`FINALISTS_WITHIN`] of the fastest are timed
-/// again, interleaved ([`do_bench_interleaved`]), and their rows take those times. The
-/// first pass runs each variant back to back for a few milliseconds; on the H200 that
-/// ranks good variants differently from a run among other kernels, by up to 20% (a
-/// one-block-per-SM GEMM tile against a two-block one: `bench/RESULTS.md`), and a GPU's
-/// clock drifts by several percent over the seconds of tuning. Interleaved, every
-/// finalist runs after a different kernel, as it will in a program, and sees the same
-/// drift.
+/// again in interleaved rounds ([`do_bench_interleaved`], primed), and their rows take
+/// those times. The first pass runs each variant for a few milliseconds, one after the
+/// other, and a GPU's clock drifts by several percent over the seconds of tuning; in
+/// rounds every finalist sees the same drift. Each timed run follows an untimed run of
+/// the same variant (then the L2 flush): at 1000³ a GEMM tile run right after another
+/// tile of the space took up to 50% longer than after itself or after cuBLAS, and by
+/// how much depended on which tile came before (the finalists evict each other's
+/// code; a variant of 200 KiB of code lost most), so finalists timed after each other
+/// ranked by what ran before them (two processes chose differently, 12% apart in a
+/// program; bench/RESULTS.md, 2026-12-06 fourth session).
 /// Returns the fastest finalist, or `None` when fewer than two qualify or the round
 /// fails (the first pass's times then stand).
 fn final_round(
