@@ -195,53 +195,40 @@ fn interleaved_bench_keeps_each_callable_apart() -> Result<(), Error> {
     let a_small = random_tensor::<f32>(&[small], 8, d)?;
     let mut c_small = Tensor::zeros(&[small], d)?;
     let stream = d.new_stream()?;
-    let (mut calls_large, mut calls_small) = (0usize, 0usize);
-    let mut f_large = |s: &Stream| {
-        calls_large += 1;
-        g_scale::on(s).launch(&a, &mut c)
-    };
-    let mut f_small = |s: &Stream| {
-        calls_small += 1;
-        g_scale::on(s).launch(&a_small, &mut c_small)
-    };
-    let r = tile::do_bench_interleaved(&stream, &mut [&mut f_large, &mut f_small], &opts)?;
-    assert_eq!(r.len(), 2);
-    // Every round calls both once: the same sample counts, and as many calls.
-    assert_eq!(r[0].times_ms.len(), r[1].times_ms.len());
-    assert!(r[0].times_ms.len() >= opts.min_samples);
-    assert_eq!(calls_large, calls_small);
-    // In the order given: 1024 times the elements takes longer.
-    assert!(r[0].median_ms > r[1].median_ms, "{:?} vs {:?}", r[0], r[1]);
-    assert!(r
-        .iter()
-        .all(|x| x.min_ms <= x.median_ms && x.median_ms <= x.max_ms));
-    // c holds the last call's result.
-    let (x, y) = (a.to_vec()?, c.to_vec()?);
-    let want: Vec<f32> = x.iter().map(|v| v * 3.0).collect();
-    assert_eq!(y[..8], want[..8]);
-    // Primed: each timed call follows an untimed one of its own, so at least twice
-    // as many calls as samples, and still the order given.
-    let primed = BenchOptions {
-        primed: true,
-        ..opts
-    };
-    let (mut calls_large, mut calls_small) = (0usize, 0usize);
-    let mut f_large = |s: &Stream| {
-        calls_large += 1;
-        g_scale::on(s).launch(&a, &mut c)
-    };
-    let mut f_small = |s: &Stream| {
-        calls_small += 1;
-        g_scale::on(s).launch(&a_small, &mut c_small)
-    };
-    let r = tile::do_bench_interleaved(&stream, &mut [&mut f_large, &mut f_small], &primed)?;
-    assert_eq!(calls_large, calls_small);
-    assert!(
-        calls_small >= 2 * r[1].times_ms.len(),
-        "{calls_small} calls, {:?}",
-        r[1]
-    );
-    assert!(r[0].median_ms > r[1].median_ms, "{:?} vs {:?}", r[0], r[1]);
+    // Plain, then primed: each timed call follows an untimed one of its own.
+    for primed in [false, true] {
+        let opts = BenchOptions { primed, ..opts };
+        let (mut calls_large, mut calls_small) = (0usize, 0usize);
+        let mut f_large = |s: &Stream| {
+            calls_large += 1;
+            g_scale::on(s).launch(&a, &mut c)
+        };
+        let mut f_small = |s: &Stream| {
+            calls_small += 1;
+            g_scale::on(s).launch(&a_small, &mut c_small)
+        };
+        let r = tile::do_bench_interleaved(&stream, &mut [&mut f_large, &mut f_small], &opts)?;
+        assert_eq!(r.len(), 2);
+        // Every round calls both once (twice primed): the same sample counts, and
+        // as many calls.
+        assert_eq!(r[0].times_ms.len(), r[1].times_ms.len());
+        assert!(r[0].times_ms.len() >= opts.min_samples);
+        assert_eq!(calls_large, calls_small);
+        let per_sample = if primed { 2 } else { 1 };
+        assert!(
+            calls_small >= per_sample * r[1].times_ms.len(),
+            "{calls_small} calls"
+        );
+        // In the order given: 1024 times the elements takes longer.
+        assert!(r[0].median_ms > r[1].median_ms, "{:?} vs {:?}", r[0], r[1]);
+        assert!(r
+            .iter()
+            .all(|x| x.min_ms <= x.median_ms && x.median_ms <= x.max_ms));
+        // c holds the last call's result.
+        let (x, y) = (a.to_vec()?, c.to_vec()?);
+        let want: Vec<f32> = x.iter().map(|v| v * 3.0).collect();
+        assert_eq!(y[..8], want[..8]);
+    }
     Ok(())
 }
 

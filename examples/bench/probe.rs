@@ -108,15 +108,28 @@ pub(crate) fn probe_rows(
     let hb = tile::testing::random_vec::<f16>(k * n, 52, -1.0, 1.0);
     let (ca, cb) = (stream.clone_htod(&ha)?, stream.clone_htod(&hb)?);
     let mut cc = stream.alloc_zeros::<f16>(m * n)?;
-    println!("after (column: variant, then cuBLAS) -> timed (row), us:");
-    for b in 0..picks.len() {
+    // Then after each variant on a 64 × 64 × 64 problem: one block (one cluster),
+    // so on one or a few multiprocessors: what a kernel leaves in every
+    // multiprocessor it ran on is then missing from the others.
+    let (ta, tb) = (
+        tile::testing::random_tensor::<f16>(&[64, 64], 53, dev)?,
+        tile::testing::random_tensor::<f16>(&[64, 64], 54, dev)?,
+    );
+    let mut tc = Tensor::<f16>::zeros(&[64, 64], dev)?;
+    let np = picks.len();
+    println!("after (column: variant, then cuBLAS, then each variant at 64^3) -> timed (row), us:");
+    for b in 0..np {
         let mut row = Vec::new();
-        for a in 0..=picks.len() {
+        for a in 0..=2 * np {
             let mut ts_us = Vec::new();
             for _ in 0..30 {
-                if a == picks.len() {
+                if a == np {
                     let dt = cudarc::cublas::sys::cudaDataType::CUDA_R_16F;
                     super::blas::cublas_gemm(&blas, stream, &ca, &cb, &mut cc, (m, n, k), dt)?;
+                } else if a > np {
+                    gemm::gemm_nn::with(gemm::gemm_nn::CONFIGS[picks[a - np - 1]])
+                        .on(&ts)
+                        .launch(&ta, &tb, &mut tc)?;
                 } else {
                     run(a, &ts, &mut cs[a])?;
                 }
