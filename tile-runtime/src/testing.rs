@@ -105,7 +105,9 @@ pub struct Report {
 
 /// `C = A · B` in `f64` on the host (row-major `m × n`), the reference of GEMM kernels.
 /// `a` is `[m, k]`, or `[k, m]` when `trans_a`; `b` is `[k, n]`, or `[n, k]` when
-/// `trans_b`.
+/// `trans_b`. Rows are split over the host's cores (at 2000³ one core took seconds per
+/// check, which a GPU run's checks of many kernels multiply); each row is summed in
+/// the same order on any number of cores, so the result does not depend on them.
 pub fn matmul_ref(
     a: &[f64],
     b: &[f64],
@@ -114,14 +116,33 @@ pub fn matmul_ref(
     trans_b: bool,
 ) -> Vec<f64> {
     let mut c = vec![0f64; m * n];
-    for i in 0..m {
-        for p in 0..k {
-            let x = if trans_a { a[p * m + i] } else { a[i * k + p] };
-            for j in 0..n {
-                c[i * n + j] += x * if trans_b { b[j * k + p] } else { b[p * n + j] };
+    if n == 0 {
+        return c;
+    }
+    let rows = |first: usize, out: &mut [f64]| {
+        for (r, row) in out.chunks_mut(n).enumerate() {
+            let i = first + r;
+            for p in 0..k {
+                let x = if trans_a { a[p * m + i] } else { a[i * k + p] };
+                for (j, cj) in row.iter_mut().enumerate() {
+                    *cj += x * if trans_b { b[j * k + p] } else { b[p * n + j] };
+                }
             }
         }
-    }
+    };
+    // Threads only where the work is worth starting them (about a million products).
+    let workers = if m * n * k < 1 << 20 {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |w| w.get())
+    };
+    let per = m.div_ceil(workers.clamp(1, m.max(1))).max(1);
+    std::thread::scope(|sc| {
+        for (t, out) in c.chunks_mut(per * n).enumerate() {
+            let rows = &rows;
+            sc.spawn(move || rows(t * per, out));
+        }
+    });
     c
 }
 
@@ -194,6 +215,27 @@ mod tests {
         let a_t = [1., 4., 2., 5., 3., 6.];
         let b_t = [1., 0., 1., 0., 1., 1.];
         assert_eq!(matmul_ref(&a_t, &b_t, (2, 2, 3), true, true), want);
+    }
+
+    #[test]
+    fn matmul_reference_split_over_threads_sums_as_one() {
+        // Over the threading threshold, with rows that do not split evenly.
+        let (m, n, k) = (131, 121, 71);
+        let a = random_vec::<f64>(m * k, 3, -1.0, 1.0);
+        let b = random_vec::<f64>(k * n, 4, -1.0, 1.0);
+        let mut want = vec![0f64; m * n];
+        for i in 0..m {
+            for p in 0..k {
+                for j in 0..n {
+                    want[i * n + j] += a[i * k + p] * b[p * n + j];
+                }
+            }
+        }
+        assert_eq!(matmul_ref(&a, &b, (m, n, k), false, false), want);
+        assert!(matmul_ref(&[], &[], (0, 5, 0), false, false)
+            .iter()
+            .all(|&x| x == 0.0));
+        assert!(matmul_ref(&a, &[], (m, 0, k), false, false).is_empty());
     }
 
     #[test]
