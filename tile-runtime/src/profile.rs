@@ -312,7 +312,7 @@ pub type BenchFn<'a> = &'a mut dyn FnMut(&Stream) -> Result<()>;
 /// power or thermal limits: several percent over seconds on a loaded GPU) then moves
 /// every callable's samples alike, where timing them one after the other would give
 /// the drift to whichever ran in the slow period. Each timed round calls them in a
-/// different order ([`round_order`]): a GPU kernel's time depends on the kernel that
+/// different order (a shuffle per round): a GPU kernel's time depends on the kernel that
 /// ran before it, even with L2 flushed between them (by up to half of a 14 us GEMM's
 /// time, bench/RESULTS.md), so in one fixed order every callable would keep one
 /// predecessor and its times that predecessor's cost; with `opts.primed` each timed
