@@ -609,39 +609,31 @@ fn reference<E: Elem>(q: &[E], k: &[E], v: &[E], sh: Shape) -> Vec<f64> {
     let mut o = vec![0f64; b * h * s * d];
     // The heads split over the host's cores: at S in the thousands this
     // reference, not the kernel, is what a check waits for.
-    let (heads, per_head) = (b * h, (s * d).max(1));
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per = heads.div_ceil(workers.clamp(1, heads.max(1))).max(1);
-    std::thread::scope(|sc| {
-        for (t, out) in o.chunks_mut(per * per_head).enumerate() {
-            let (q, k, v) = (&q, &k, &v);
-            sc.spawn(move || {
-                let mut w = vec![0f64; s];
-                for (n, oh) in out.chunks_mut(per_head).enumerate() {
-                    let (bi, hi) = ((t * per + n) / h, (t * per + n) % h);
-                    let qh = (bi * h + hi) * s;
-                    let kh = (bi * hkv + hi / (h / hkv)) * s;
-                    for i in 0..s {
-                        let keys = if causal { i + 1 } else { s };
-                        for (j, wj) in w[..keys].iter_mut().enumerate() {
-                            *wj = (0..d)
-                                .map(|c| q[(qh + i) * d + c] * k[(kh + j) * d + c])
-                                .sum::<f64>()
-                                * scale;
-                        }
-                        let mx = w[..keys].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                        let mut sum = 0.0;
-                        for wj in w[..keys].iter_mut() {
-                            *wj = (*wj - mx).exp();
-                            sum += *wj;
-                        }
-                        for c in 0..d {
-                            let x: f64 = (0..keys).map(|j| w[j] * v[(kh + j) * d + c]).sum();
-                            oh[i * d + c] = x / sum;
-                        }
-                    }
+    tile::testing::par_rows(&mut o, s * d, |first, out| {
+        let mut w = vec![0f64; s];
+        for (n, oh) in out.chunks_mut((s * d).max(1)).enumerate() {
+            let (bi, hi) = ((first + n) / h, (first + n) % h);
+            let qh = (bi * h + hi) * s;
+            let kh = (bi * hkv + hi / (h / hkv)) * s;
+            for i in 0..s {
+                let keys = if causal { i + 1 } else { s };
+                for (j, wj) in w[..keys].iter_mut().enumerate() {
+                    *wj = (0..d)
+                        .map(|c| q[(qh + i) * d + c] * k[(kh + j) * d + c])
+                        .sum::<f64>()
+                        * scale;
                 }
-            });
+                let mx = w[..keys].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let mut sum = 0.0;
+                for wj in w[..keys].iter_mut() {
+                    *wj = (*wj - mx).exp();
+                    sum += *wj;
+                }
+                for c in 0..d {
+                    let x: f64 = (0..keys).map(|j| w[j] * v[(kh + j) * d + c]).sum();
+                    oh[i * d + c] = x / sum;
+                }
+            }
         }
     });
     o

@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -92,3 +93,18 @@ struct GemmLaunch {
 
   void launch() { CK(cudaLaunchKernelExC(&cfg, kern, args.data())); }
 };
+
+// The largest |C - A B| over every row of the columns 0, step, 2 step, ... against the f64
+// product (A and B at row pitches pa and pb, C at N); a NaN in C sticks.
+static double max_abs_err_sampled(const std::vector<__half>& ha, int pa, const std::vector<__half>& hb, int pb,
+                                  const std::vector<__half>& hc, int M, int N, int K, int step) {
+  double worst = 0;
+  for (int j = 0; j < N; j += step)
+    for (int i = 0; i < M; ++i) {
+      double acc = 0;
+      for (int k = 0; k < K; ++k) acc += (double)__half2float(ha[(size_t)i * pa + k]) * __half2float(hb[(size_t)k * pb + j]);
+      double d = std::fabs(acc - (double)__half2float(hc[(size_t)i * N + j]));
+      if (!(d <= worst)) worst = d;
+    }
+  return worst;
+}

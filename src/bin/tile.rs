@@ -252,6 +252,19 @@ fn kernels_of(
         ));
     }
     let parsed = syn::parse_file(&text).map_err(|e| format!("{shown}: not valid Rust: {e}"))?;
+    // `--variant`, split once: the dtypes its `dtype=` parts name, and the other
+    // `param=value` parts.
+    let filter = variant.map(|v| {
+        let (dtypes, params): (Vec<&str>, Vec<&str>) = v
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .partition(|p| p.split('=').next().is_some_and(|k| k.trim() == "dtype"));
+        let dtypes: Vec<&str> = dtypes
+            .iter()
+            .map(|p| p.split_once('=').map_or("", |(_, d)| d.trim()))
+            .collect();
+        (dtypes, params.join(","))
+    });
     let mut out = Vec::new();
     for item in &parsed.items {
         let syn::Item::Fn(f) = item else { continue };
@@ -280,20 +293,14 @@ fn kernels_of(
             }
             // `--variant` keeps the variants it names (and no kernel without variants);
             // its `dtype=` part names the instance of a dtype-generic kernel.
-            if let Some(v) = variant {
-                let (dtypes, params): (Vec<&str>, Vec<&str>) = v
-                    .split(',')
-                    .filter(|p| !p.trim().is_empty())
-                    .partition(|p| p.split('=').next().is_some_and(|k| k.trim() == "dtype"));
-                let dtype_ok = dtypes.iter().all(|p| {
-                    let want = p.split_once('=').map_or("", |(_, d)| d.trim());
-                    i.dtype.is_some_and(|d| d.rust_name() == want)
-                });
-                let params = params.join(",");
+            if let Some((dtypes, params)) = &filter {
+                let dtype_ok = dtypes
+                    .iter()
+                    .all(|&want| i.dtype.is_some_and(|d| d.rust_name() == want));
                 let variant_ok = if params.is_empty() {
                     !dtypes.is_empty() || i.variant.is_some()
                 } else {
-                    i.variant.as_ref().is_some_and(|x| x.matches(&params))
+                    i.variant.as_ref().is_some_and(|x| x.matches(params))
                 };
                 if !dtype_ok || !variant_ok {
                     continue;

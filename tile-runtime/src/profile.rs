@@ -393,17 +393,9 @@ pub fn do_bench_interleaved(
 /// about equally often.
 pub(crate) fn round_order(n: usize, round: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n).collect();
-    // splitmix64 of the round: well mixed from consecutive seeds.
-    let mut x = (round as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut next = || {
-        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut rng = crate::testing::Rng::new(round as u64);
     for i in (1..n).rev() {
-        let j = (next() % (i as u64 + 1)) as usize;
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
         order.swap(i, j);
     }
     order

@@ -131,19 +131,30 @@ pub fn matmul_ref(
         }
     };
     // Threads only where the work is worth starting them (about a million products).
-    let workers = if m * n * k < 1 << 20 {
-        1
+    if m * n * k < 1 << 20 {
+        rows(0, &mut c);
     } else {
-        std::thread::available_parallelism().map_or(1, |w| w.get())
-    };
-    let per = m.div_ceil(workers.clamp(1, m.max(1))).max(1);
+        par_rows(&mut c, n, rows);
+    }
+    c
+}
+
+/// Runs `f(first, rows)` over `out` split into runs of whole rows of `row_len` values,
+/// one run per host core, in parallel: `first` is the index of the run's first row.
+/// Host references use it (a GPU check at thousands of rows waits on the reference,
+/// not the kernel); each row is computed by one call, so results do not depend on the
+/// number of cores.
+pub fn par_rows(out: &mut [f64], row_len: usize, f: impl Fn(usize, &mut [f64]) + Sync) {
+    let row_len = row_len.max(1);
+    let rows = out.len() / row_len;
+    let workers = std::thread::available_parallelism().map_or(1, |w| w.get());
+    let per = rows.div_ceil(workers.clamp(1, rows.max(1))).max(1);
     std::thread::scope(|sc| {
-        for (t, out) in c.chunks_mut(per * n).enumerate() {
-            let rows = &rows;
-            sc.spawn(move || rows(t * per, out));
+        for (t, run) in out.chunks_mut(per * row_len).enumerate() {
+            let f = &f;
+            sc.spawn(move || f(t * per, run));
         }
     });
-    c
 }
 
 /// Checks `|actual - expected| <= atol + rtol * |expected|` element-wise. Infinities must
