@@ -134,3 +134,58 @@ fn gemm_with_row_softmax_epilogue() -> TestResult {
     }
     Ok(())
 }
+
+/// `c = q · (Σ_t k_t)ᵀ` over key tiles `k_t` of `block_n` rows: each block
+/// loads its `block_m` rows of `q` into registers once (`T::copy(q_s,
+/// q_f)`) and reads them as the A operand of every tile's product (A from
+/// registers: `mma.sync` on sm_80, `wgmma` on Hopper).
+#[tile::kernel(block_m = 128, block_n = 64, d = 64, threads = 256)]
+pub fn scores_loaded_q(
+    q: Tensor<f16, (M, d)>,
+    k: Tensor<f16, (S, d)>,
+    c: TensorMut<f32, (M, block_n)>,
+) {
+    T::kernel(T::ceildiv(M, block_m), threads, |bx| {
+        let q_s = T::alloc_shared::<f16>([block_m, d]);
+        let q_f = T::alloc_fragment::<f16>([block_m, d]);
+        let k_s = T::alloc_shared::<f16>([block_n, d]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        T::copy(q.at([bx * block_m, 0]), q_s);
+        T::copy(q_s, q_f);
+        T::clear(s);
+        for kt in T::pipelined(T::ceildiv(S, block_n), 2) {
+            T::copy(k.at([kt * block_n, 0]), k_s);
+            T::gemm(q_f, k_s, s, transpose_b = true);
+        }
+        T::copy(s, c.at([bx * block_m, 0]));
+    });
+}
+
+#[test]
+fn a_tile_loaded_into_registers_is_a_gemm_operand() -> TestResult {
+    let (bn, d) = (64, 64);
+    // Whole tiles, and ragged M and S (the last key tile zero-filled).
+    for (m, s) in [(256, 128), (77, 150)] {
+        let q = random_tensor::<f16>(&[m, d], 4300 + m as u64, dev())?;
+        let k = random_tensor::<f16>(&[s, d], 4400 + s as u64, dev())?;
+        let (qh, kh) = (host(&q), host(&k));
+        let mut want = vec![0.0; m * bn];
+        for i in 0..m {
+            for j in 0..bn {
+                for t in (j..s).step_by(bn) {
+                    want[i * bn + j] += (0..d).map(|x| qh[i * d + x] * kh[t * d + x]).sum::<f64>();
+                }
+            }
+        }
+        let mut c = Tensor::full(&[m, bn], f32::NAN, dev())?;
+        scores_loaded_q(&q, &k, &mut c)?;
+        check(
+            &format!("q in registers, m={m} s={s}"),
+            &c,
+            &want,
+            1e-3,
+            1e-3,
+        );
+    }
+    Ok(())
+}

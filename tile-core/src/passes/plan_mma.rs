@@ -2,7 +2,8 @@
 //! implies, before tile ops are lowered.
 //!
 //! A gemm qualifies when its operands are f16/bf16 tiles (B shared; A shared,
-//! or a register fragment converted from another accumulator) and its
+//! or a register fragment: converted from another accumulator, or loaded
+//! whole, `plan_loaded_operands`) and its
 //! accumulator an f32 fragment of a shape the instruction supports (for
 //! `mma.sync`: 16 to 256 rows, a power of two, split in halves over the
 //! warps, and 16 to 256 columns per warp in multiples of 16, as K is, so a
@@ -148,6 +149,7 @@ fn gemms(f: &PrimFunc) -> Vec<Gemm> {
 /// layout. In rounds: a gemm whose A operand is a converted accumulator
 /// waits until that accumulator is planned.
 fn plan_accumulators(f: &mut PrimFunc, avoid: &Avoid) {
+    plan_loaded_operands(f, avoid);
     let gemms = gemms(f);
     loop {
         let mut progress = false;
@@ -170,6 +172,46 @@ fn plan_accumulators(f: &mut PrimFunc, avoid: &Avoid) {
         }
         if !progress {
             return;
+        }
+    }
+}
+
+/// A gemm's A operand in registers that no gemm accumulates into (a tile
+/// loaded whole, `T::copy(q_s, q_f)`, then read by every iteration of a
+/// loop) takes the register order that gemm reads A in: that of a `wgmma`
+/// accumulator of its shape (one 64-row strip per warpgroup) where the gemm
+/// can take `wgmma`, else that of an `mma.sync` one with full rows over the
+/// warps. The copy into it then runs in that order, each thread loading the
+/// elements it holds, and the gemm reads A from registers as it does a
+/// converted accumulator (which leaves shared memory only B to read). Left
+/// alone (no layout: the gemm stays portable) when anything else ties the
+/// fragment to another one's layout.
+fn plan_loaded_operands(f: &mut PrimFunc, avoid: &Avoid) {
+    let all = gemms(f);
+    let accs: BTreeSet<BufId> = all.iter().map(|g| g.c).collect();
+    for g in &all {
+        let a = f.buf(g.a);
+        if a.scope != Scope::Fragment || a.layout.is_some() || accs.contains(&g.a) {
+            continue;
+        }
+        let group = Group::of(f, g.a);
+        let tied = group.accs.len() > 1 || !group.accs.is_disjoint(&avoid.excluded);
+        if tied || !group.valid(f) {
+            continue;
+        }
+        let wgmma = f.arch == CudaArch::Sm90a
+            && !avoid.no_wgmma.contains(&g.a)
+            && !avoid.no_wgmma.contains(&g.c)
+            && !avoid.excluded.contains(&g.c);
+        let layout = wgmma
+            .then(|| wgmma_register_a_shape(f, g).map(|wgs| Layout::Wgmma { wgs }))
+            .flatten()
+            .or_else(|| {
+                let warps = f.launch.threads / 32;
+                register_a_shape(f, g).then_some(Layout::Mma { wm: warps, wn: 1 })
+            });
+        if let Some(l) = layout {
+            f.buffers[g.a.0 as usize].layout = Some(l);
         }
     }
 }

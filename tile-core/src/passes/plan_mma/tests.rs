@@ -182,3 +182,70 @@ fn a_split_off_the_table_is_found_when_the_table_does_not_fit() {
     let cu = cuda(&nt_wide(256, 64, 512));
     assert!(cu.contains("tl::acc_coord<256, 64, 8, 2>"), "{cu}");
 }
+
+/// Q loaded into registers once, then read as the A operand of a product
+/// with each key tile of a loop (`threads` threads over 128 rows).
+fn loaded_q(threads: i64) -> String {
+    format!(
+        r#"
+        #[tile::kernel(bm = 128, bn = 64, d = 64, threads = {threads})]
+        fn k(q: Tensor<f16, (bm, d)>, kk: Tensor<f16, (S, d)>, o: TensorMut<f32, (bm, bn)>) {{
+            T::kernel(1, threads, |bx| {{
+                let q_s = T::alloc_shared::<f16>([bm, d]);
+                let q_f = T::alloc_fragment::<f16>([bm, d]);
+                let k_s = T::alloc_shared::<f16>([bn, d]);
+                let s = T::alloc_fragment::<f32>([bm, bn]);
+                T::copy(q, q_s);
+                T::copy(q_s, q_f);
+                T::clear(s);
+                for kt in T::serial(T::ceildiv(S, bn)) {{
+                    T::copy(kk.at([kt * bn, 0]), k_s);
+                    T::gemm(q_f, k_s, s, transpose_b = true);
+                }}
+                T::copy(s, o);
+            }});
+        }}"#
+    )
+}
+
+#[test]
+fn a_tile_loaded_into_registers_is_a_register_a_operand() {
+    use crate::ir::{CudaArch, GemmInst, Layout};
+    let src = loaded_q(256);
+    // mma.sync: A's registers in the order of an accumulator with the
+    // warps along M (16 rows each), as the gemm reads a converted one.
+    let def = parse_kernel_source(&src).expect("parses");
+    let f = super::run(def.func.clone()).expect("plans");
+    let layout =
+        |f: &crate::ir::PrimFunc, n: &str| f.buffers.iter().find(|b| b.name == n).expect(n).layout;
+    assert_eq!(layout(&f, "q_f"), Some(Layout::Mma { wm: 8, wn: 1 }));
+    assert_eq!(layout(&f, "s"), Some(Layout::Mma { wm: 8, wn: 1 }));
+    assert_eq!(super::gemms(&f)[0].inst, GemmInst::MmaSync { wm: 8, wn: 1 });
+    let cu = cuda(&src);
+    assert!(
+        cu.contains("tl::gemm_rs<half, 128, 64, 64, 8, true>(q_f, "),
+        "{cu}"
+    );
+    // wgmma: one 64-row strip per warpgroup.
+    let mut hopper = def.func;
+    hopper.arch = CudaArch::Sm90a;
+    let f = super::run(hopper).expect("plans");
+    assert_eq!(layout(&f, "q_f"), Some(Layout::Wgmma { wgs: 2 }));
+    assert_eq!(super::gemms(&f)[0].inst, GemmInst::Wgmma { wgs: 2 });
+}
+
+#[test]
+fn a_loaded_operand_tied_to_another_fragment_stays_portable() {
+    // q_f also meets a second fragment of its shape in a nest: its layout
+    // is not the gemm's alone to choose, so the gemm stays a dot product.
+    let src = loaded_q(256).replace(
+        "T::copy(q_s, q_f);",
+        "T::copy(q_s, q_f);
+                let q2 = T::alloc_fragment::<f16>([bm, d]);
+                for (i, j) in T::parallel([bm, d]) {
+                    q2[(i, j)] = q_f[(i, j)];
+                }",
+    );
+    let cu = cuda(&src);
+    assert!(!cu.contains("tl::gemm_rs<"), "{cu}");
+}
