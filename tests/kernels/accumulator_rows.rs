@@ -161,6 +161,29 @@ pub fn scores_loaded_q(
     });
 }
 
+/// The same on two warps (too few for `wgmma`: `mma.sync` on Hopper too).
+#[tile::kernel(block_m = 32, block_n = 64, d = 64, threads = 64)]
+pub fn scores_loaded_q_sync(
+    q: Tensor<f16, (M, d)>,
+    k: Tensor<f16, (S, d)>,
+    c: TensorMut<f32, (M, block_n)>,
+) {
+    T::kernel(T::ceildiv(M, block_m), threads, |bx| {
+        let q_s = T::alloc_shared::<f16>([block_m, d]);
+        let q_f = T::alloc_fragment::<f16>([block_m, d]);
+        let k_s = T::alloc_shared::<f16>([block_n, d]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        T::copy(q.at([bx * block_m, 0]), q_s);
+        T::copy(q_s, q_f);
+        T::clear(s);
+        for kt in T::pipelined(T::ceildiv(S, block_n), 2) {
+            T::copy(k.at([kt * block_n, 0]), k_s);
+            T::gemm(q_f, k_s, s, transpose_b = true);
+        }
+        T::copy(s, c.at([bx * block_m, 0]));
+    });
+}
+
 #[test]
 fn a_tile_loaded_into_registers_is_a_gemm_operand() -> TestResult {
     let (bn, d) = (64, 64);
@@ -177,15 +200,15 @@ fn a_tile_loaded_into_registers_is_a_gemm_operand() -> TestResult {
                 }
             }
         }
-        let mut c = Tensor::full(&[m, bn], f32::NAN, dev())?;
-        scores_loaded_q(&q, &k, &mut c)?;
-        check(
-            &format!("q in registers, m={m} s={s}"),
-            &c,
-            &want,
-            1e-3,
-            1e-3,
-        );
+        for sync in [false, true] {
+            let mut c = Tensor::full(&[m, bn], f32::NAN, dev())?;
+            match sync {
+                false => scores_loaded_q(&q, &k, &mut c)?,
+                true => scores_loaded_q_sync(&q, &k, &mut c)?,
+            }
+            let what = format!("q in registers, m={m} s={s}, two warps: {sync}");
+            check(&what, &c, &want, 1e-3, 1e-3);
+        }
     }
     Ok(())
 }
