@@ -138,32 +138,17 @@ fn gemm_with_row_softmax_epilogue() -> TestResult {
 /// `c = q · (Σ_t k_t)ᵀ` over key tiles `k_t` of `block_n` rows: each block
 /// loads its `block_m` rows of `q` into registers once (`T::copy(q_s,
 /// q_f)`) and reads them as the A operand of every tile's product (A from
-/// registers: `mma.sync` on sm_80, `wgmma` on Hopper).
-#[tile::kernel(block_m = 128, block_n = 64, d = 64, threads = 256)]
+/// registers). On 8 warps (the default) that is `mma.sync` on sm_80 and
+/// `wgmma` on Hopper; on 2 warps (too few for `wgmma`) `mma.sync` with a
+/// transposed B everywhere.
+#[tile::kernel(
+    block_m = [128, 32],
+    block_n = 64,
+    d = 64,
+    threads = [256, 64],
+    filter = (block_m == 128) == (threads == 256)
+)]
 pub fn scores_loaded_q(
-    q: Tensor<f16, (M, d)>,
-    k: Tensor<f16, (S, d)>,
-    c: TensorMut<f32, (M, block_n)>,
-) {
-    T::kernel(T::ceildiv(M, block_m), threads, |bx| {
-        let q_s = T::alloc_shared::<f16>([block_m, d]);
-        let q_f = T::alloc_fragment::<f16>([block_m, d]);
-        let k_s = T::alloc_shared::<f16>([block_n, d]);
-        let s = T::alloc_fragment::<f32>([block_m, block_n]);
-        T::copy(q.at([bx * block_m, 0]), q_s);
-        T::copy(q_s, q_f);
-        T::clear(s);
-        for kt in T::pipelined(T::ceildiv(S, block_n), 2) {
-            T::copy(k.at([kt * block_n, 0]), k_s);
-            T::gemm(q_f, k_s, s, transpose_b = true);
-        }
-        T::copy(s, c.at([bx * block_m, 0]));
-    });
-}
-
-/// The same on two warps (too few for `wgmma`: `mma.sync` on Hopper too).
-#[tile::kernel(block_m = 32, block_n = 64, d = 64, threads = 64)]
-pub fn scores_loaded_q_sync(
     q: Tensor<f16, (M, d)>,
     k: Tensor<f16, (S, d)>,
     c: TensorMut<f32, (M, block_n)>,
@@ -202,10 +187,14 @@ fn a_tile_loaded_into_registers_is_a_gemm_operand() -> TestResult {
         }
         for sync in [false, true] {
             let mut c = Tensor::full(&[m, bn], f32::NAN, dev())?;
-            match sync {
-                false => scores_loaded_q(&q, &k, &mut c)?,
-                true => scores_loaded_q_sync(&q, &k, &mut c)?,
-            }
+            let config = match sync {
+                false => scores_loaded_q::Config::DEFAULT,
+                true => scores_loaded_q::Config {
+                    block_m: 32,
+                    threads: 64,
+                },
+            };
+            scores_loaded_q::with(config).launch(&q, &k, &mut c)?;
             let what = format!("q in registers, m={m} s={s}, two warps: {sync}");
             check(&what, &c, &want, 1e-3, 1e-3);
         }
