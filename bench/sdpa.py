@@ -6,6 +6,8 @@ FLOPs: 4 * B * H * Sq * Skv * D for the two products, halved when causal
 CUDA-event timed runs after 5 warm-up runs; inputs are standard normal f16.
     python3 bench/sdpa.py
 """
+import sys
+
 import torch
 import torch.nn.functional as F
 
@@ -24,6 +26,23 @@ def bench(f, reps=50):
     ts.sort()
     return ts[len(ts) // 2]
 
+
+# `python3 bench/sdpa.py sweep`: head dim 128 at the key lengths of
+# `flash_attention sweep` (SWEEP_SHAPES there: whole waves of 132 blocks of
+# 128 query rows), non-causal then causal, and nothing else.
+SWEEP = [(1, 2112, 1024), (1, 528, 2048), (1, 132, 4096), (1, 33, 8192), (1, 33, 16384)]
+if sys.argv[1:] == ["sweep"]:
+    for causal in (False, True):
+        for b, h, s in SWEEP:
+            q, k, v = (torch.randn(b, h, s, 128, dtype=torch.float16, device="cuda") for _ in range(3))
+            t = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+            flops = 4 * b * h * s * s * 128 / (2 if causal else 1)
+            print(
+                f"torch SDPA b={b} h={h} hkv={h} sq={s} skv={s} d=128{' causal' if causal else ''}: "
+                f"{t * 1e3:.3f} ms, {flops / t / 1e12:.1f} TFLOP/s"
+            )
+            del q, k, v
+    sys.exit(0)
 
 # (B, H, HKV, Sq, Skv, D, causal)
 SHAPES = [

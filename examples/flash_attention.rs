@@ -22,7 +22,8 @@
 //! `cargo run --release --example flash_attention [B] [H] [HKV] [S]` (checks
 //! every kernel at that shape; without arguments on a GPU it also times the
 //! benchmark shapes); `cargo run --release --example flash_attention bench`
-//! only times them.
+//! only times them. `flash_attention sweep` times D128 over key lengths
+//! 1024 to 16384 at whole waves of 132 blocks (`SWEEP_SHAPES`).
 
 use std::time::Instant;
 use tile::prelude::*;
@@ -805,11 +806,44 @@ pub const BENCH_SHAPES: [Shape; 8] = [
     },
 ];
 
+/// Head dim 128 over key lengths 1024 to 16384, non-causal and causal,
+/// `(B, H, S)` chosen so that the grid is a whole number of waves of 132
+/// blocks of 128 query rows (an H100's or H200's multiprocessors): 128, 64,
+/// 32, 16 and 32 waves of blocks that walk 8, 16, 32, 64 and 128 key
+/// tiles. A wave's time against its key tiles is a line whose slope is the
+/// time of one key tile and whose intercept is what a block costs besides
+/// (start, first loads, pipeline fill and drain, output), so the sweep
+/// tells how much of the gap to another kernel (SDPA in `bench/sdpa.py
+/// sweep`, the same shapes) is per block rather than per key tile.
+pub const SWEEP_SHAPES: [(usize, usize, usize); 5] = [
+    (1, 2112, 1024),
+    (1, 528, 2048),
+    (1, 132, 4096),
+    (1, 33, 8192),
+    (1, 33, 16384),
+];
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::default();
     // `flash_attention bench`: only the timed benchmark shapes (no checks).
     if std::env::args().nth(1).as_deref() == Some("bench") {
         return time_shapes(dev);
+    }
+    if std::env::args().nth(1).as_deref() == Some("sweep") {
+        for causal in [false, true] {
+            for (b, h, s) in SWEEP_SHAPES {
+                let sh = Shape {
+                    b,
+                    h,
+                    hkv: h,
+                    s,
+                    d: 128,
+                    causal,
+                };
+                println!("{}", bench::<f16>(dev, sh)?);
+            }
+        }
+        return Ok(());
     }
     // With no arguments on a GPU it also times the benchmark shapes.
     let timed = std::env::args().len() == 1 && dev.is_cuda();
