@@ -77,6 +77,48 @@ pub fn prologue_persistent(
     });
 }
 
+/// [`prologue_persistent`] with the `a` tile declared per output tile and
+/// the output staged through a shared tile declared after the loop: the
+/// staging tile takes `a`'s bytes, so on Hopper the consumers release the
+/// prologue only once they have read the staged output (the next tile's
+/// `a` is copied into the same bytes).
+#[tile::kernel(
+    block_m = [64, 128],
+    block_n = 64,
+    dim = 64,
+    stages = 3,
+    threads = [128, 256],
+    blocks = 5,
+    filter = (block_m == 64) == (threads == 128)
+)]
+pub fn prologue_persistent_staged(
+    a: Tensor<f16, (M, dim)>,
+    b: Tensor<f16, (R, N)>,
+    c: TensorMut<f16, (M, N)>,
+) {
+    T::kernel(blocks, threads, |bid| {
+        let b_s = T::alloc_shared::<f16>([dim, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+        for (bx, by) in T::persistent(
+            [T::ceildiv(N, block_n), T::ceildiv(M, block_m)],
+            blocks,
+            bid,
+        ) {
+            let a_s = T::alloc_shared::<f16>([block_m, dim]);
+            T::copy(a.at([by * block_m, 0]), a_s);
+            T::clear(acc);
+            for kt in T::pipelined(T::ceildiv(R, dim), stages) {
+                T::copy(b.at([kt * dim, bx * block_n]), b_s);
+                T::gemm(a_s, b_s, acc);
+            }
+            let c_s = T::alloc_shared::<f16>([block_m, block_n]);
+            T::annotate_layout(c_s, T::swizzled);
+            T::copy(acc, c_s);
+            T::copy(c_s, c.at([by * block_m, bx * block_n]));
+        }
+    });
+}
+
 #[test]
 fn prologue_tile_read_by_every_iteration() -> TestResult {
     // Whole tiles; ragged M and R; one k step; N off 16 bytes a row (130:
@@ -128,6 +170,20 @@ fn prologue_tile_read_by_every_iteration() -> TestResult {
             prologue_persistent::with(*cfg).launch(&a, &b, &mut c)?;
             check(
                 &format!("prologue_persistent {label}, {m}x{n}, R {r}"),
+                &c,
+                &want,
+                3e-2,
+                3e-2,
+            );
+        }
+        for (cfg, label) in prologue_persistent_staged::CONFIGS
+            .iter()
+            .zip(prologue_persistent_staged::LABELS)
+        {
+            let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
+            prologue_persistent_staged::with(*cfg).launch(&a, &b, &mut c)?;
+            check(
+                &format!("prologue_persistent_staged {label}, {m}x{n}, R {r}"),
                 &c,
                 &want,
                 3e-2,

@@ -40,6 +40,13 @@ pub(super) struct WsPlan {
     /// The stage tiles on the pipe's second full/empty pair
     /// (`Pipeline::deferred_tiles`; empty: one pair a stage).
     pub deferred: Vec<BufId>,
+    /// In a persistent loop, whether the consumers release the prologue's
+    /// tiles at the end of the loop's body instead of right after the
+    /// pipeline: another shared buffer took their bytes (`merge_shared`,
+    /// e.g. an output staging tile declared after the pipeline), and the
+    /// next tile's prologue copies may overwrite them only once that
+    /// buffer's last reader is done.
+    pub release_late: bool,
 }
 
 pub(super) const WS_PRODUCER_REGS: i64 = 40;
@@ -116,6 +123,13 @@ impl WsPlan {
                 }
             });
         }
+        let release_late = outer.is_some()
+            && prologue.iter().any(|c| {
+                f.smem
+                    .slots
+                    .keys()
+                    .any(|&b| b != c.dst && f.smem.overlaps(b, c.dst))
+            });
         let pipe_offset = (f.smem.bytes + 7) / 8 * 8;
         let pool = pool_end(
             pipe_offset,
@@ -155,6 +169,7 @@ impl WsPlan {
             split: p.split.clone(),
             prologue,
             deferred: p.deferred_tiles.clone(),
+            release_late,
         })
     }
 
@@ -372,14 +387,11 @@ impl Writer<'_> {
             (None, Some(rot)) => self.ws_consume_rotated(k, &name, s0, &pipe, &tiles, cons, rot)?,
             (None, None) => self.ws_consume(k, &name, s0, &pipe, &tiles, cons)?,
         }
-        if !prologue.is_empty() && persistent {
+        let late = self.ws.as_ref().is_some_and(|p| p.release_late);
+        if !prologue.is_empty() && persistent && !late {
             // Every gemm that read the prologue's tiles has completed: the
             // producer may load the next tile's.
-            self.line("__syncwarp();");
-            self.line(&format!(
-                "if ((threadIdx.x & 31) == 0) tl::tma::arrive({pro} + 1);"
-            ));
-            self.line("tl_wpar ^= 1u;");
+            self.release_prologue();
         }
         self.depth -= 1;
         self.line("} else {");
@@ -735,10 +747,34 @@ impl Writer<'_> {
             self.line("unsigned tl_wpar = 0;");
         }
         self.ws_split = true;
-        self.loop_body(&header, body)?;
+        let late = !prologue.is_empty() && self.ws.as_ref().is_some_and(|p| p.release_late);
+        self.block(&header, &mut |w| {
+            w.stmt(body)?;
+            if late {
+                // The last reader of the bytes the prologue's tiles share
+                // is done (its generic-proxy accesses ordered before the
+                // next tile's bulk copies into them).
+                w.line("if (tl_wuse) {");
+                w.depth += 1;
+                w.line("tl::wg::fence_proxy_async();");
+                w.release_prologue();
+                w.depth -= 1;
+                w.line("}");
+            }
+            Ok(())
+        })?;
         self.depth -= 1;
         self.line("}");
         Ok(())
+    }
+
+    /// Each consumer warp's arrival on the persistent loop's prologue-empty
+    /// barrier (the producer then loads the next tile's prologue tiles), and
+    /// the flip of the consumers' prologue parity.
+    fn release_prologue(&mut self) {
+        self.line("__syncwarp();");
+        self.line("if ((threadIdx.x & 31) == 0) tl::tma::arrive(tl_wpro + 1);");
+        self.line("tl_wpar ^= 1u;");
     }
 
     /// The consumers of a warp-specialized pipeline whose stage is one gemm

@@ -1,0 +1,117 @@
+//! When the consumers of a persistent, warp-specialized loop release the
+//! tiles the producer loads per tile ahead of the pipeline (the prologue:
+//! attention's Q). Released right after the pipeline when nothing else
+//! holds their bytes, so the next tile's copies overlap this tile's
+//! epilogue; released at the end of the loop's body when an output staging
+//! tile declared after the pipeline took those bytes (`merge_shared`), so
+//! the next tile's copies cannot overwrite the staged output before the
+//! consumers have stored it.
+
+/// A persistent GEMM whose `a` tile is the producer's per-tile prologue; with
+/// `staged`, `a_s` is declared in the loop's body and the output leaves
+/// through a shared tile declared after the pipeline.
+fn kernel(staged: bool) -> String {
+    let (a_top, a_body) = if staged {
+        ("", "let a_s = T::alloc_shared::<f16>([block_m, dim]);")
+    } else {
+        ("let a_s = T::alloc_shared::<f16>([block_m, dim]);", "")
+    };
+    let store = if staged {
+        "let c_s = T::alloc_shared::<f16>([block_m, block_n]);
+         T::annotate_layout(c_s, T::swizzled);
+         T::copy(acc, c_s);
+         T::copy(c_s, c.at([by * block_m, bx * block_n]));"
+    } else {
+        "T::copy(acc, c.at([by * block_m, bx * block_n]));"
+    };
+    format!(
+        r#"#[tile::kernel(block_m = 128, block_n = 64, dim = 64, stages = 3, threads = 256, blocks = 5)]
+        fn pers(a: Tensor<f16, (M, dim)>, b: Tensor<f16, (R, N)>, c: TensorMut<f16, (M, N)>) {{
+            T::kernel(blocks, threads, |bid| {{
+                {a_top}
+                let b_s = T::alloc_shared::<f16>([dim, block_n]);
+                let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+                for (bx, by) in T::persistent([T::ceildiv(N, block_n), T::ceildiv(M, block_m)], blocks, bid) {{
+                    {a_body}
+                    T::copy(a.at([by * block_m, 0]), a_s);
+                    T::clear(acc);
+                    for kt in T::pipelined(T::ceildiv(R, dim), stages) {{
+                        T::copy(b.at([kt * dim, bx * block_n]), b_s);
+                        T::gemm(a_s, b_s, acc);
+                    }}
+                    {store}
+                }}
+            }});
+        }}"#
+    )
+}
+
+/// The kernel's Hopper source, from the kernel itself on.
+fn hopper_source(staged: bool) -> String {
+    let def = tile_core::frontend::parse_kernel_source(&kernel(staged))
+        .unwrap_or_else(|d| panic!("{}", d[0]));
+    let c = tile_core::compile(def).unwrap_or_else(|d| panic!("{}", d[0]));
+    let src = c.cuda_sm90a.expect("a Hopper specialization").source;
+    let at = src.find("__global__").expect("a kernel");
+    src[at..].to_string()
+}
+
+/// The line numbers of `src`'s lines that contain `what`.
+fn lines_with(src: &str, what: &str) -> Vec<usize> {
+    src.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(what))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+const RELEASE: &str = "tl::tma::arrive(tl_wpro + 1)";
+
+#[test]
+fn prologue_released_after_the_pipeline_when_its_bytes_are_its_own() {
+    let src = hopper_source(false);
+    let release = lines_with(&src, RELEASE);
+    assert_eq!(release.len(), 1, "one release: {release:?}");
+    let fallback = lines_with(&src, "tl::wg::copy_tile<half, 128, 64, 256");
+    assert!(
+        !fallback.is_empty() && release[0] < fallback[0],
+        "released in the bulk-copy branch, before the fallback's copies"
+    );
+    let stores = lines_with(&src, "&c[");
+    assert!(
+        stores.iter().all(|&s| s > release[0]),
+        "released before the output is stored"
+    );
+}
+
+#[test]
+fn prologue_released_after_the_staged_output_that_took_its_bytes() {
+    let src = hopper_source(true);
+    let shared = lines_with(&src, "bytes reused by c_s");
+    assert!(!shared.is_empty(), "the staging tile takes a_s's bytes");
+    let release = lines_with(&src, RELEASE);
+    assert_eq!(release.len(), 1, "one release: {release:?}");
+    let staged_reads = lines_with(&src, "&c_s[");
+    assert!(!staged_reads.is_empty(), "the output leaves through c_s");
+    assert!(
+        staged_reads.iter().all(|&r| r < release[0]),
+        "released after every access of the staging tile"
+    );
+    let lines: Vec<&str> = src.lines().collect();
+    assert!(
+        lines[..release[0]]
+            .iter()
+            .rev()
+            .take(4)
+            .any(|l| l.contains("fence_proxy_async")),
+        "the generic-proxy reads are fenced before the bulk copies that follow"
+    );
+    assert!(
+        lines[..release[0]]
+            .iter()
+            .rev()
+            .take(4)
+            .any(|l| l.contains("if (tl_wuse)")),
+        "only the bulk-copy path has a producer to release"
+    );
+}
