@@ -151,45 +151,23 @@ fn prologue_tile_read_by_every_iteration() -> TestResult {
             .into_iter()
             .map(round_to::<f16>)
             .collect();
-        for (cfg, label) in prologue_gemm::CONFIGS.iter().zip(prologue_gemm::LABELS) {
-            let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
-            prologue_gemm::with(*cfg).launch(&a, &b, &mut c)?;
-            check(
-                &format!("prologue_gemm {label}, {m}x{n}, R {r}"),
-                &c,
-                &want,
-                3e-2,
-                3e-2,
-            );
+        // Every variant of each kernel against the same reference (a macro:
+        // each kernel is a module of its own types).
+        macro_rules! each_variant {
+            ($($kernel:ident),*) => {$(
+                for (cfg, label) in $kernel::CONFIGS.iter().zip($kernel::LABELS) {
+                    let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
+                    $kernel::with(*cfg).launch(&a, &b, &mut c)?;
+                    let what = format!("{} {label}, {m}x{n}, R {r}", stringify!($kernel));
+                    check(&what, &c, &want, 3e-2, 3e-2);
+                }
+            )*};
         }
-        for (cfg, label) in prologue_persistent::CONFIGS
-            .iter()
-            .zip(prologue_persistent::LABELS)
-        {
-            let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
-            prologue_persistent::with(*cfg).launch(&a, &b, &mut c)?;
-            check(
-                &format!("prologue_persistent {label}, {m}x{n}, R {r}"),
-                &c,
-                &want,
-                3e-2,
-                3e-2,
-            );
-        }
-        for (cfg, label) in prologue_persistent_staged::CONFIGS
-            .iter()
-            .zip(prologue_persistent_staged::LABELS)
-        {
-            let mut c = Tensor::full(&[m, n], f16::NAN, dev())?;
-            prologue_persistent_staged::with(*cfg).launch(&a, &b, &mut c)?;
-            check(
-                &format!("prologue_persistent_staged {label}, {m}x{n}, R {r}"),
-                &c,
-                &want,
-                3e-2,
-                3e-2,
-            );
-        }
+        each_variant!(
+            prologue_gemm,
+            prologue_persistent,
+            prologue_persistent_staged
+        );
     }
     Ok(())
 }

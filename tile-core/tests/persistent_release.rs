@@ -7,6 +7,8 @@
 //! the next tile's copies cannot overwrite the staged output before the
 //! consumers have stored it.
 
+mod common;
+
 /// A persistent GEMM whose `a` tile is the producer's per-tile prologue; with
 /// `staged`, `a_s` is declared in the loop's body and the output leaves
 /// through a shared tile declared after the pipeline.
@@ -48,12 +50,7 @@ fn kernel(staged: bool) -> String {
 
 /// The kernel's Hopper source, from the kernel itself on.
 fn hopper_source(staged: bool) -> String {
-    let def = tile_core::frontend::parse_kernel_source(&kernel(staged))
-        .unwrap_or_else(|d| panic!("{}", d[0]));
-    let c = tile_core::compile(def).unwrap_or_else(|d| panic!("{}", d[0]));
-    let src = c.cuda_sm90a.expect("a Hopper specialization").source;
-    let at = src.find("__global__").expect("a kernel");
-    src[at..].to_string()
+    common::hopper_kernel_source(&kernel(staged))
 }
 
 /// The line numbers of `src`'s lines that contain `what`.

@@ -5,6 +5,8 @@
 //! warpgroup 0 takes the first turn before the loop and the last one after
 //! it. With one warpgroup there is no one to take turns with.
 
+mod common;
+
 /// An attention forward kernel (the example's body, head dim 64) on
 /// `threads` consumer threads.
 fn attention(threads: usize) -> String {
@@ -64,13 +66,7 @@ fn attention(threads: usize) -> String {
 
 /// The Hopper source of the kernel.
 fn hopper_source(threads: usize) -> String {
-    let def = tile_core::frontend::parse_kernel_source(&attention(threads))
-        .unwrap_or_else(|d| panic!("{}", d[0]));
-    let c = tile_core::compile(def).unwrap_or_else(|d| panic!("{}", d[0]));
-    let src = c.cuda_sm90a.expect("a Hopper specialization").source;
-    // The kernel itself, after the library headers pasted above it.
-    let at = src.find("__global__").expect("a kernel");
-    src[at..].to_string()
+    common::hopper_kernel_source(&attention(threads))
 }
 
 /// Byte offsets of every line of `src` containing `what`.

@@ -71,3 +71,15 @@ pub fn generate(f: &PrimFunc, target: Target) -> String {
     };
     code.unwrap_or_else(|d| panic!("{}: {d}", f.name))
 }
+
+/// The Hopper (sm_90a) source the compiler prints for one kernel's source
+/// text, from the kernel itself on (the library headers pasted above it
+/// left out).
+pub fn hopper_kernel_source(kernel: &str) -> String {
+    let def =
+        tile_core::frontend::parse_kernel_source(kernel).unwrap_or_else(|d| panic!("{}", d[0]));
+    let c = tile_core::compile(def).unwrap_or_else(|d| panic!("{}", d[0]));
+    let src = c.cuda_sm90a.expect("a Hopper specialization").source;
+    let at = src.find("__global__").expect("a kernel");
+    src[at..].to_string()
+}
