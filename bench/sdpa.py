@@ -27,6 +27,22 @@ def bench(f, reps=50):
     return ts[len(ts) // 2]
 
 
+def forward(b, h, hkv, sq, skv, d, causal, dtype=torch.float16):
+    """Times SDPA's forward at one shape on standard normal inputs and prints
+    its line (`bf16` after `SDPA` for bfloat16)."""
+    q = torch.randn(b, h, sq, d, dtype=dtype, device="cuda")
+    k = torch.randn(b, hkv, skv, d, dtype=dtype, device="cuda")
+    v = torch.randn(b, hkv, skv, d, dtype=dtype, device="cuda")
+    gqa = {"enable_gqa": True} if hkv != h else {}
+    t = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa))
+    flops = 4 * b * h * sq * skv * d / (2 if causal else 1)
+    name = " bf16" if dtype == torch.bfloat16 else ""
+    print(
+        f"torch SDPA{name} b={b} h={h} hkv={hkv} sq={sq} skv={skv} d={d}{' causal' if causal else ''}: "
+        f"{t * 1e3:.3f} ms, {flops / t / 1e12:.1f} TFLOP/s"
+    )
+
+
 # `python3 bench/sdpa.py sweep`: head dim 128 at the key lengths of
 # `flash_attention sweep` (SWEEP_SHAPES there: whole waves of 132 blocks of
 # 128 query rows), non-causal then causal, and nothing else.
@@ -34,14 +50,7 @@ SWEEP = [(1, 2112, 1024), (1, 528, 2048), (1, 132, 4096), (1, 33, 8192), (1, 33,
 if sys.argv[1:] == ["sweep"]:
     for causal in (False, True):
         for b, h, s in SWEEP:
-            q, k, v = (torch.randn(b, h, s, 128, dtype=torch.float16, device="cuda") for _ in range(3))
-            t = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
-            flops = 4 * b * h * s * s * 128 / (2 if causal else 1)
-            print(
-                f"torch SDPA b={b} h={h} hkv={h} sq={s} skv={s} d=128{' causal' if causal else ''}: "
-                f"{t * 1e3:.3f} ms, {flops / t / 1e12:.1f} TFLOP/s"
-            )
-            del q, k, v
+            forward(b, h, h, s, s, 128, causal)
     sys.exit(0)
 
 # (B, H, HKV, Sq, Skv, D, causal)
@@ -57,27 +66,12 @@ SHAPES = [
     (32, 32, 32, 1, 8192, 128, False),
 ]
 
-for b, h, hkv, sq, skv, d, causal in SHAPES:
-    q = torch.randn(b, h, sq, d, dtype=torch.float16, device="cuda")
-    k = torch.randn(b, hkv, skv, d, dtype=torch.float16, device="cuda")
-    v = torch.randn(b, hkv, skv, d, dtype=torch.float16, device="cuda")
-    gqa = {"enable_gqa": True} if hkv != h else {}
-    t = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa))
-    flops = 4 * b * h * sq * skv * d / (2 if causal else 1)
-    print(
-        f"torch SDPA b={b} h={h} hkv={hkv} sq={sq} skv={skv} d={d}{' causal' if causal else ''}: "
-        f"{t * 1e3:.3f} ms, {flops / t / 1e12:.1f} TFLOP/s"
-    )
+for shape in SHAPES:
+    forward(*shape)
 
 # bf16 at the D128 shapes (the example times bf16 there too).
-for b, h, hkv, sq, skv, d, causal in SHAPES[:2]:
-    q, k, v = (torch.randn(b, h, sq, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
-    t = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
-    flops = 4 * b * h * sq * skv * d / (2 if causal else 1)
-    print(
-        f"torch SDPA bf16 b={b} h={h} hkv={hkv} sq={sq} skv={skv} d={d}{' causal' if causal else ''}: "
-        f"{t * 1e3:.3f} ms, {flops / t / 1e12:.1f} TFLOP/s"
-    )
+for shape in SHAPES[:2]:
+    forward(*shape, dtype=torch.bfloat16)
 
 # Backward (dQ, dK, dV) of SDPA: the time of out.backward(dO) alone; FLOPs
 # 2.5x the forward's (the FlashAttention convention).

@@ -185,18 +185,16 @@ fn a_tile_loaded_into_registers_is_a_gemm_operand() -> TestResult {
                 }
             }
         }
-        for sync in [false, true] {
+        for (cfg, label) in scores_loaded_q::CONFIGS.iter().zip(scores_loaded_q::LABELS) {
             let mut c = Tensor::full(&[m, bn], f32::NAN, dev())?;
-            let config = match sync {
-                false => scores_loaded_q::Config::DEFAULT,
-                true => scores_loaded_q::Config {
-                    block_m: 32,
-                    threads: 64,
-                },
-            };
-            scores_loaded_q::with(config).launch(&q, &k, &mut c)?;
-            let what = format!("q in registers, m={m} s={s}, two warps: {sync}");
-            check(&what, &c, &want, 1e-3, 1e-3);
+            scores_loaded_q::with(*cfg).launch(&q, &k, &mut c)?;
+            check(
+                &format!("q in registers {label}, m={m} s={s}"),
+                &c,
+                &want,
+                1e-3,
+                1e-3,
+            );
         }
     }
     Ok(())

@@ -9,6 +9,8 @@
 
 mod common;
 
+use common::lines_with;
+
 /// A persistent GEMM whose `a` tile is the producer's per-tile prologue; with
 /// `staged`, `a_s` is declared in the loop's body and the output leaves
 /// through a shared tile declared after the pipeline.
@@ -53,15 +55,6 @@ fn hopper_source(staged: bool) -> String {
     common::hopper_kernel_source(&kernel(staged))
 }
 
-/// The line numbers of `src`'s lines that contain `what`.
-fn lines_with(src: &str, what: &str) -> Vec<usize> {
-    src.lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains(what))
-        .map(|(i, _)| i)
-        .collect()
-}
-
 const RELEASE: &str = "tl::tma::arrive(tl_wpro + 1)";
 
 #[test]
@@ -94,21 +87,20 @@ fn prologue_released_after_the_staged_output_that_took_its_bytes() {
         staged_reads.iter().all(|&r| r < release[0]),
         "released after every access of the staging tile"
     );
-    let lines: Vec<&str> = src.lines().collect();
-    assert!(
-        lines[..release[0]]
-            .iter()
+    // Whether one of the four lines right before the release contains `what`.
+    let just_before = |what: &str| {
+        src[..release[0]]
+            .lines()
             .rev()
             .take(4)
-            .any(|l| l.contains("fence_proxy_async")),
+            .any(|l| l.contains(what))
+    };
+    assert!(
+        just_before("fence_proxy_async"),
         "the generic-proxy reads are fenced before the bulk copies that follow"
     );
     assert!(
-        lines[..release[0]]
-            .iter()
-            .rev()
-            .take(4)
-            .any(|l| l.contains("if (tl_wuse)")),
+        just_before("if (tl_wuse)"),
         "only the bulk-copy path has a producer to release"
     );
 }

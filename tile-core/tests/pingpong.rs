@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::lines_with;
+
 /// An attention forward kernel (the example's body, head dim 64) on
 /// `threads` consumer threads.
 fn attention(threads: usize) -> String {
@@ -67,19 +69,6 @@ fn attention(threads: usize) -> String {
 /// The Hopper source of the kernel.
 fn hopper_source(threads: usize) -> String {
     common::hopper_kernel_source(&attention(threads))
-}
-
-/// Byte offsets of every line of `src` containing `what`.
-fn lines_with(src: &str, what: &str) -> Vec<usize> {
-    let mut at = 0;
-    let mut out = Vec::new();
-    for line in src.split_inclusive('\n') {
-        if line.contains(what) {
-            out.push(at);
-        }
-        at += line.len();
-    }
-    out
 }
 
 #[test]

@@ -83,3 +83,16 @@ pub fn hopper_kernel_source(kernel: &str) -> String {
     let at = src.find("__global__").expect("a kernel");
     src[at..].to_string()
 }
+
+/// Byte offsets of every line of `src` containing `what`.
+pub fn lines_with(src: &str, what: &str) -> Vec<usize> {
+    let mut at = 0;
+    let mut out = Vec::new();
+    for line in src.split_inclusive('\n') {
+        if line.contains(what) {
+            out.push(at);
+        }
+        at += line.len();
+    }
+    out
+}

@@ -40,7 +40,7 @@ pub(super) struct WsPlan {
     /// The stage tiles on the pipe's second full/empty pair
     /// (`Pipeline::deferred_tiles`; empty: one pair a stage).
     pub deferred: Vec<BufId>,
-    /// In a persistent loop, whether the consumers release the prologue's
+    /// In a persistent loop with a prologue, whether the consumers release its
     /// tiles at the end of the loop's body instead of right after the
     /// pipeline: another shared buffer took their bytes (`merge_shared`,
     /// e.g. an output staging tile declared after the pipeline), and the
@@ -387,8 +387,7 @@ impl Writer<'_> {
             (None, Some(rot)) => self.ws_consume_rotated(k, &name, s0, &pipe, &tiles, cons, rot)?,
             (None, None) => self.ws_consume(k, &name, s0, &pipe, &tiles, cons)?,
         }
-        let late = self.ws.as_ref().is_some_and(|p| p.release_late);
-        if !prologue.is_empty() && persistent && !late {
+        if !prologue.is_empty() && persistent && !self.ws.as_ref().is_some_and(|p| p.release_late) {
             // Every gemm that read the prologue's tiles has completed: the
             // producer may load the next tile's.
             self.release_prologue();
@@ -747,7 +746,7 @@ impl Writer<'_> {
             self.line("unsigned tl_wpar = 0;");
         }
         self.ws_split = true;
-        let late = !prologue.is_empty() && self.ws.as_ref().is_some_and(|p| p.release_late);
+        let late = self.ws.as_ref().is_some_and(|p| p.release_late);
         self.block(&header, &mut |w| {
             w.stmt(body)?;
             if late {
