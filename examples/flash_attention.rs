@@ -23,7 +23,8 @@
 //! every kernel at that shape; without arguments on a GPU it also times the
 //! benchmark shapes); `cargo run --release --example flash_attention bench`
 //! only times them. `flash_attention sweep` times D128 over key lengths
-//! 1024 to 16384 at whole waves of 132 blocks (`SWEEP_SHAPES`).
+//! 1024 to 16384 at whole waves of 132 blocks (`SWEEP_SHAPES`);
+//! `flash_attention time B H HKV S D [causal]` times one shape in f16.
 
 use std::time::Instant;
 use tile::prelude::*;
@@ -41,7 +42,11 @@ use tile::prelude::*;
 // values from memory. Measured on an H100 against the grid's order: 0–1%
 // faster at B4 H32 S4096 D128 (f16 and bf16), 2.5–7% at B4 H16 S4096 D256
 // (bench/RESULTS.md). The persistent head-dim-64 kernels balance their
-// fixed blocks another way (opposite orders on alternate heads).
+// fixed blocks another way (opposite orders on alternate heads), which is
+// even at the benchmark shapes but not everywhere: a model of it
+// (bench/causal_schedule_model.py) leaves the busiest block 1.5–1.8 times
+// the mean work at S = 8192 and 16384, and the same order made a
+// persistent D128 kernel 23% slower than this one at S = 8192.
 
 /// Heads per section: about 16 MiB of 2-byte keys and values (`s` rows of
 /// `dim` each), at least one head and at most all of them.
@@ -81,7 +86,7 @@ fn causal_head(lin: i32, nq: i32, heads: i32, sec: i32) -> i32 {
 /// producer loads a tile's Q, K and V while the consumers finish the last
 /// tile's output. Measured against launching one block per tile: 6% faster
 /// at B8 H16 S1024, 9% causal, even at B1 H64 S4096; at head dims 128 and
-/// 256 (one block per multiprocessor) it was 1–2% slower or even, so those
+/// 256 (one block per multiprocessor) it was 1–4% slower or even, so those
 /// launch a block per tile (bench/RESULTS.md). The five kernels after it
 /// repeat this body with another head dim and tiling, or the causal mask
 /// and loop bound: the build reads kernels from the source file, so a macro
@@ -566,6 +571,19 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// `b` batches, `h` query and `hkv` key/value heads, `s` positions,
+    /// head dim `d`.
+    pub const fn new(b: usize, h: usize, hkv: usize, s: usize, d: usize, causal: bool) -> Self {
+        Shape {
+            b,
+            h,
+            hkv,
+            s,
+            d,
+            causal,
+        }
+    }
+
     /// FLOPs of the two products, `4 · b · h · s² · d`, halved when causal
     /// (the convention FlashAttention's and torch's benchmarks use).
     pub fn flops(&self) -> f64 {
@@ -740,70 +758,14 @@ pub fn bench<E: Elem>(dev: Device, sh: Shape) -> Result<String, Box<dyn std::err
 /// The shapes of the attention benchmark (torch SDPA runs the same ones in
 /// `bench/gpu_run.sh`).
 pub const BENCH_SHAPES: [Shape; 8] = [
-    Shape {
-        b: 4,
-        h: 32,
-        hkv: 32,
-        s: 4096,
-        d: 128,
-        causal: false,
-    },
-    Shape {
-        b: 4,
-        h: 32,
-        hkv: 32,
-        s: 4096,
-        d: 128,
-        causal: true,
-    },
-    Shape {
-        b: 1,
-        h: 64,
-        hkv: 64,
-        s: 4096,
-        d: 64,
-        causal: false,
-    },
-    Shape {
-        b: 8,
-        h: 16,
-        hkv: 16,
-        s: 1024,
-        d: 64,
-        causal: false,
-    },
-    Shape {
-        b: 1,
-        h: 32,
-        hkv: 8,
-        s: 4096,
-        d: 128,
-        causal: false,
-    },
-    Shape {
-        b: 1,
-        h: 64,
-        hkv: 64,
-        s: 4096,
-        d: 64,
-        causal: true,
-    },
-    Shape {
-        b: 4,
-        h: 16,
-        hkv: 16,
-        s: 4096,
-        d: 256,
-        causal: false,
-    },
-    Shape {
-        b: 4,
-        h: 16,
-        hkv: 16,
-        s: 4096,
-        d: 256,
-        causal: true,
-    },
+    Shape::new(4, 32, 32, 4096, 128, false),
+    Shape::new(4, 32, 32, 4096, 128, true),
+    Shape::new(1, 64, 64, 4096, 64, false),
+    Shape::new(8, 16, 16, 1024, 64, false),
+    Shape::new(1, 32, 8, 4096, 128, false),
+    Shape::new(1, 64, 64, 4096, 64, true),
+    Shape::new(4, 16, 16, 4096, 256, false),
+    Shape::new(4, 16, 16, 4096, 256, true),
 ];
 
 /// Head dim 128 over key lengths 1024 to 16384, non-causal and causal,
@@ -829,18 +791,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().nth(1).as_deref() == Some("bench") {
         return time_shapes(dev);
     }
+    // `flash_attention time B H HKV S D [causal]`: one shape, timed in f16.
+    if std::env::args().nth(1).as_deref() == Some("time") {
+        let a: Vec<String> = std::env::args().skip(2).collect();
+        let n = |i: usize| -> Result<usize, Box<dyn std::error::Error>> {
+            Ok(a.get(i)
+                .ok_or("usage: flash_attention time B H HKV S D [causal]")?
+                .parse()?)
+        };
+        let causal = a.get(5).map(String::as_str) == Some("causal");
+        let sh = Shape::new(n(0)?, n(1)?, n(2)?, n(3)?, n(4)?, causal);
+        println!("{}", bench::<f16>(dev, sh)?);
+        return Ok(());
+    }
     if std::env::args().nth(1).as_deref() == Some("sweep") {
         for causal in [false, true] {
             for (b, h, s) in SWEEP_SHAPES {
-                let sh = Shape {
-                    b,
-                    h,
-                    hkv: h,
-                    s,
-                    d: 128,
-                    causal,
-                };
-                println!("{}", bench::<f16>(dev, sh)?);
+                println!(
+                    "{}",
+                    bench::<f16>(dev, Shape::new(b, h, h, s, 128, causal))?
+                );
             }
         }
         return Ok(());
@@ -853,20 +823,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let s = next(if dev == Device::Cpu { 200 } else { 1000 })?;
     for d in [64, 128, 256] {
         for causal in [false, true] {
-            println!(
-                "{}",
-                run(
-                    dev,
-                    Shape {
-                        b,
-                        h,
-                        hkv,
-                        s,
-                        d,
-                        causal
-                    }
-                )?
-            );
+            println!("{}", run(dev, Shape::new(b, h, hkv, s, d, causal))?);
         }
     }
     if timed {

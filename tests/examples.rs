@@ -221,14 +221,7 @@ fn flash_attention_example() -> TestResult {
     for (b, h, hkv, s) in shapes {
         for d in [64, 128, 256] {
             for causal in [false, true] {
-                let sh = Shape {
-                    b,
-                    h,
-                    hkv,
-                    s,
-                    d,
-                    causal,
-                };
+                let sh = Shape::new(b, h, hkv, s, d, causal);
                 println!("{}", flash_attention::run(Device::default(), sh)?);
             }
         }
