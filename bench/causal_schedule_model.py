@@ -10,6 +10,10 @@ here OVERHEAD key tiles of 64. Two ways to hand tiles to blocks:
   `bid + blocks`, .. of the (query tile, head) grid, query tile fastest, the
   order of the query tiles reversed on odd heads (the head-dim-64 kernel's
   scheme until this session);
+- persistent, pairs: the same slots, but a block's slots 2j and 2j + 1
+  hold query tiles `p` and `nq - 1 - p` of one head (equal work per pair;
+  the middle tiles of an odd count and the last partial round go one tile
+  a slot), a candidate not yet written as a kernel;
 - a block per tile, heaviest first: tiles sorted by their keys, each taken
   by whichever block slot frees first (the hardware's order for a grid
   launch; what `causal_rank` asks for, ignoring its sections of heads).
@@ -38,6 +42,39 @@ def alternating(nq, heads, blocks):
     return max(load) / (sum(load) / blocks)
 
 
+def pair_order(nq, heads):
+    """Tiles (head, query tile) so that entries 2i and 2i + 1 are a pair;
+    the middle tiles of an odd `nq` last."""
+    order = []
+    for head in range(heads):
+        for p in range(nq // 2):
+            order += [(head, p), (head, nq - 1 - p)]
+    return order + [(head, nq // 2) for head in range(heads)] * (nq % 2)
+
+
+def pair_slot(lin, total, blocks):
+    """The entry of `pair_order` that linear slot `lin` (block `lin %
+    blocks`, its slot `lin // blocks`) takes."""
+    full = total // (2 * blocks)  # whole double rounds
+    if lin < 2 * blocks * full:
+        k, b = divmod(lin, blocks)
+        return 2 * ((k // 2) * blocks + b) + k % 2
+    t, rest = lin - 2 * blocks * full, total - 2 * blocks * full
+    b, both = t % blocks, max(0, rest - blocks)
+    if b < both:  # this block has two slots left: a whole pair
+        return 2 * blocks * full + 2 * b + t // blocks
+    return 2 * blocks * full + 2 * both + t - both
+
+
+def pairs(nq, heads, blocks):
+    order, load = pair_order(nq, heads), [0.0] * blocks
+    taken = sorted(pair_slot(lin, nq * heads, blocks) for lin in range(nq * heads))
+    assert taken == list(range(nq * heads)), "pair_slot is not a bijection"
+    for lin in range(nq * heads):
+        load[lin % blocks] += work(order[pair_slot(lin, nq * heads, blocks)][1])
+    return max(load) / (sum(load) / blocks)
+
+
 def heaviest_first(nq, heads, blocks):
     tiles = sorted((work(bx) for bx in range(nq) for _ in range(heads)), reverse=True)
     free = [0.0] * blocks
@@ -47,10 +84,10 @@ def heaviest_first(nq, heads, blocks):
 
 
 if __name__ == "__main__":
-    print("B   H      S   persistent alternating   heaviest first")
+    print("B   H      S   persistent alternating   persistent pairs   heaviest first")
     for b, h, s in [(1, 64, 4096), (8, 16, 1024), (4, 32, 2048), (1, 64, 2048),
                     (1, 40, 4096), (2, 24, 5000), (1, 32, 8192), (1, 12, 8192),
                     (1, 16, 16384), (1, 8, 32768)]:
         nq = (s + 127) // 128
         print(f"{b:<3} {h:<3} {s:>6}   {alternating(nq, b * h, SLOTS):>20.3f}"
-              f"   {heaviest_first(nq, b * h, SLOTS):>14.3f}")
+              f"   {pairs(nq, b * h, SLOTS):>16.3f}   {heaviest_first(nq, b * h, SLOTS):>14.3f}")
