@@ -104,3 +104,41 @@ fn prologue_released_after_the_staged_output_that_took_its_bytes() {
         "only the bulk-copy path has a producer to release"
     );
 }
+
+/// The producer's wait for the consumers' release of the last tile's
+/// prologue tiles.
+const PRODUCER_WAIT: &str = "tl::tma::wait(tl_wpro + 1";
+
+#[test]
+fn producer_loads_the_prologue_first_when_its_bytes_are_its_own() {
+    let src = hopper_source(false);
+    let wait = lines_with(&src, PRODUCER_WAIT);
+    let acquire = lines_with(&src, "producer_acquire");
+    assert_eq!(wait.len(), 1, "one wait: {wait:?}");
+    assert!(
+        !acquire.is_empty() && wait[0] < acquire[0],
+        "the prologue's tiles are copied before the stages"
+    );
+}
+
+#[test]
+fn producer_fills_the_freed_stages_before_a_late_release() {
+    let src = hopper_source(true);
+    let wait = lines_with(&src, PRODUCER_WAIT);
+    let acquire = lines_with(&src, "producer_acquire");
+    // In the stage loop, after the stages the last tile freed; and after
+    // it, for a tile without stages.
+    assert_eq!(wait.len(), 2, "two waits: {wait:?}");
+    assert!(
+        !acquire.is_empty() && acquire[0] < wait[0],
+        "the stages' copies are issued before the wait for the release"
+    );
+    assert!(
+        !lines_with(&src, "if (tl_i0 == tl_pro0)").is_empty(),
+        "the prologue's copies follow the last stage the last tile freed"
+    );
+    assert!(
+        !lines_with(&src, "const int tl_pro0 = (tl_n0 < 3 ? tl_n0 : 3) - 1;").is_empty(),
+        "at most `stages` stages ahead of the prologue"
+    );
+}

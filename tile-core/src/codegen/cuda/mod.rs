@@ -19,6 +19,7 @@ mod copy;
 mod expr;
 mod mma;
 mod nest;
+mod persistent;
 mod pipeline;
 mod reduce;
 mod rotate;

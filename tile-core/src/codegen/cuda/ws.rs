@@ -368,7 +368,7 @@ impl Writer<'_> {
                         }
                     }
                     w.line(&format!("{pipe}::State tl_st{k};"));
-                    w.ws_produce(k, &name, s0, &copies)
+                    w.ws_produce(k, &name, s0, &copies, &[])
                 },
             )?;
         }
@@ -452,7 +452,7 @@ impl Writer<'_> {
     /// `prologue`: the copies it issues before them, which the test covers
     /// too (a misaligned Q then sends K and V to the fallback as well: one
     /// test for the producer's every copy).
-    fn ws_copies(
+    pub(super) fn ws_copies(
         &self,
         prod: &[&Stmt],
         prologue: &[TileCopy],
@@ -483,7 +483,7 @@ impl Writer<'_> {
     /// holds, and it leaves the kernel; the consumers take the registers.
     /// `shared`: the number `k` of a pipeline whose tiles the blocks of a
     /// cluster share (its flags `tl_cl{k}`, `tl_mc{k}`).
-    fn ws_split_roles(
+    pub(super) fn ws_split_roles(
         &mut self,
         pipe: &str,
         use_tma: &str,
@@ -560,14 +560,25 @@ impl Writer<'_> {
     /// The producer thread's loop over one pipeline's `tl_n{k}` stages on
     /// state `tl_st{k}`: wait for the stage to be free, announce its bytes,
     /// issue its copies.
-    fn ws_produce(
+    pub(super) fn ws_produce(
         &mut self,
         k: usize,
         name: &str,
         s0: &str,
         copies: &[TileCopy],
+        late: &[TileCopy],
     ) -> Result<(), Diagnostic> {
         let deferred = self.ws.as_ref().map_or(Vec::new(), |p| p.deferred.clone());
+        if !late.is_empty() {
+            // The stage whose copies come last before the prologue's: the
+            // earlier stages were freed by the last tile's consumers inside
+            // its loop, a later one needs this tile's consumers, who wait
+            // for the prologue's tiles.
+            let stages = self.ws.as_ref().map_or(1, |p| p.stages);
+            self.line(&format!(
+                "const int tl_pro{k} = (tl_n{k} < {stages} ? tl_n{k} : {stages}) - 1;"
+            ));
+        }
         self.line(&format!(
             "for (int tl_i{k} = 0; tl_i{k} < tl_n{k}; ++tl_i{k}) {{"
         ));
@@ -613,167 +624,24 @@ impl Writer<'_> {
             }
         }
         self.line(&format!("tl_st{k}.advance();"));
+        if !late.is_empty() {
+            self.line(&format!("if (tl_i{k} == tl_pro{k}) {{"));
+            self.depth += 1;
+            self.persistent_prologue(late)?;
+            self.depth -= 1;
+            self.line("}");
+        }
         self.depth -= 1;
         self.line("}");
+        if !late.is_empty() {
+            // A tile without stages still gets its prologue's tiles.
+            self.line(&format!("if (tl_n{k} <= 0) {{"));
+            self.depth += 1;
+            self.persistent_prologue(late)?;
+            self.depth -= 1;
+            self.line("}");
+        }
         Ok(())
-    }
-
-    /// The consumers' pipe state(s) of pipeline `k`: declared here, or, in a
-    /// persistent loop, references to the state that outlives its tiles.
-    pub(super) fn ws_state(&mut self, k: usize, pipe: &str, with_prev: bool) {
-        let persistent = self.ws.as_ref().is_some_and(|p| p.outer.is_some());
-        match (persistent, with_prev) {
-            (false, false) => self.line(&format!("{pipe}::State tl_st{k};")),
-            (false, true) => self.line(&format!("{pipe}::State tl_st{k}, tl_prev{k};")),
-            (true, with_prev) => {
-                self.line(&format!("{pipe}::State& tl_st{k} = tl_wst;"));
-                if with_prev {
-                    self.line(&format!("{pipe}::State& tl_prev{k} = tl_wprev;"));
-                }
-            }
-        }
-    }
-
-    /// The serial loop around a persistent warp-specialized pipeline
-    /// (`WsPlan::outer`): the pipe is set up once; the producer warpgroup
-    /// runs its own copy of the loop with only the scalar bindings and shared
-    /// tiles declared before the pipeline and the pipeline's copies, so it fills the next tile's
-    /// stages while the consumers still run this tile's epilogue; the
-    /// consumers run the loop as written, their pipe states carried from
-    /// tile to tile (`ws_state`).
-    pub(super) fn persistent_ws(
-        &mut self,
-        var: VarId,
-        start: &Expr,
-        extent: &Expr,
-        body: &Stmt,
-    ) -> Result<(), Diagnostic> {
-        let f = self.f;
-        let (inner, pipe_offset, pipe) = match &self.ws {
-            Some(p) => (p.var, p.pipe_offset, p.pipe_type()),
-            None => {
-                return Err(err(
-                    "internal error: a persistent pipeline without its plan",
-                ))
-            }
-        };
-        let items = body.items();
-        let Some(at) = items
-            .iter()
-            .position(|x| matches!(x, Stmt::For { var: v, .. } if *v == inner))
-        else {
-            return Err(err(
-                "internal error: a persistent loop without its pipeline",
-            ));
-        };
-        let Stmt::For {
-            start: i_start,
-            extent: i_extent,
-            body: i_body,
-            ..
-        } = items[at]
-        else {
-            return Err(err(
-                "internal error: a persistent loop without its pipeline",
-            ));
-        };
-        let producers = f.schedule.pipelines[&inner].tiles.len();
-        let i_items = i_body.items();
-        let (prologue, pro_off) = match &self.ws {
-            Some(p) => (p.prologue.clone(), p.prologue_bar()),
-            None => (Vec::new(), 0),
-        };
-        let (copies, cond) = self.ws_copies(&i_items[..producers.min(i_items.len())], &prologue)?;
-        let o = ident(&f.var(var).name);
-        let s0 = self.expr(start)?;
-        let e = self.expr(extent)?;
-        let end = if s0 == "0" { e } else { format!("{s0} + {e}") };
-        let header = format!("for (int {o} = {s0}; {o} < {end}; ++{o})");
-        self.line("// T.serial around a warp-specialized pipeline: one pipe for every iteration; the producer runs the loop too");
-        self.line("{");
-        self.depth += 1;
-        self.line(&format!(
-            "{pipe}* tl_wpipe = reinterpret_cast<{pipe}*>(tl_smem + {pipe_offset});"
-        ));
-        self.line(&format!("const bool tl_wuse = {cond};"));
-        if !prologue.is_empty() {
-            // Full, then empty: the producer loads a tile's prologue tiles
-            // once the consumers have released the last tile's.
-            self.line(&format!(
-                "tl::tma::Barrier* tl_wpro = reinterpret_cast<tl::tma::Barrier*>(tl_smem + {pro_off});"
-            ));
-        }
-        let pro_bytes: i64 = prologue.iter().map(|c| f.buf(c.dst).const_bytes()).sum();
-        let k = self.nest_counter;
-        self.nest_counter += 1;
-        let bars = (!prologue.is_empty()).then_some(("tl_wpro", 2));
-        self.ws_split_roles("tl_wpipe", "tl_wuse", None, bars, |w| {
-            w.line(&format!("{pipe}* tl_pipe{k} = tl_wpipe;"));
-            w.line(&format!("{pipe}::State tl_st{k};"));
-            if !prologue.is_empty() {
-                w.line("unsigned tl_wpar = 0;");
-            }
-            w.line(&format!("{header} {{"));
-            w.depth += 1;
-            // The scalars and shared tiles the copies name, and the prologue's
-            // copies; nothing else of the consumers' prologue.
-            for x in &items[..at] {
-                match x {
-                    Stmt::Let { .. } => w.stmt(x)?,
-                    Stmt::Alloc { buf, .. } if f.buf(*buf).scope == Scope::Shared => w.stmt(x)?,
-                    _ => {}
-                }
-            }
-            if !prologue.is_empty() {
-                // A fresh empty barrier's parity-1 wait returns at once.
-                w.line("tl::tma::wait(tl_wpro + 1, tl_wpar ^ 1u);  // the consumers released the last tile's");
-                w.line(&format!("tl::tma::arrive_expect_tx(tl_wpro, {pro_bytes});"));
-                for c in &prologue {
-                    w.tma_load(c, &w.name(c.dst), "tl_wpro")?;
-                }
-                w.line("tl_wpar ^= 1u;");
-            }
-            w.line(&format!("const int tl_n{k} = {};", w.expr(i_extent)?));
-            let name = ident(&f.var(inner).name);
-            let i_s0 = w.expr(i_start)?;
-            w.ws_produce(k, &name, &i_s0, &copies)?;
-            w.depth -= 1;
-            w.line("}");
-            Ok(())
-        })?;
-        self.line(&format!("{pipe}::State tl_wst, tl_wprev;"));
-        if !prologue.is_empty() {
-            self.line("unsigned tl_wpar = 0;");
-        }
-        self.ws_split = true;
-        let late = self.ws.as_ref().is_some_and(|p| p.release_late);
-        self.block(&header, &mut |w| {
-            w.stmt(body)?;
-            if late {
-                // The last reader of the bytes the prologue's tiles share
-                // is done (its generic-proxy accesses ordered before the
-                // next tile's bulk copies into them).
-                w.line("if (tl_wuse) {");
-                w.depth += 1;
-                w.line("tl::wg::fence_proxy_async();");
-                w.release_prologue();
-                w.depth -= 1;
-                w.line("}");
-            }
-            Ok(())
-        })?;
-        self.depth -= 1;
-        self.line("}");
-        Ok(())
-    }
-
-    /// Each consumer warp's arrival on the persistent loop's prologue-empty
-    /// barrier (the producer then loads the next tile's prologue tiles), and
-    /// the flip of the consumers' prologue parity.
-    fn release_prologue(&mut self) {
-        self.line("__syncwarp();");
-        self.line("if ((threadIdx.x & 31) == 0) tl::tma::arrive(tl_wpro + 1);");
-        self.line("tl_wpar ^= 1u;");
     }
 
     /// The consumers of a warp-specialized pipeline whose stage is one gemm
