@@ -559,7 +559,8 @@ impl Writer<'_> {
 
     /// The producer thread's loop over one pipeline's `tl_n{k}` stages on
     /// state `tl_st{k}`: wait for the stage to be free, announce its bytes,
-    /// issue its copies.
+    /// issue its copies. `late`: a persistent loop's prologue copies, issued
+    /// after the first `stages` stages' (`WsPlan::release_late`).
     pub(super) fn ws_produce(
         &mut self,
         k: usize,
