@@ -105,15 +105,18 @@ fn prologue_released_after_the_staged_output_that_took_its_bytes() {
     );
 }
 
-/// The producer's wait for the consumers' release of the last tile's
-/// prologue tiles.
-const PRODUCER_WAIT: &str = "tl::tma::wait(tl_wpro + 1";
+/// The kernel's Hopper source, where the producer waits for the consumers'
+/// release of the last tile's prologue tiles, and where it acquires stages.
+fn producer_order(staged: bool) -> (String, Vec<usize>, Vec<usize>) {
+    let src = hopper_source(staged);
+    let wait = lines_with(&src, "tl::tma::wait(tl_wpro + 1");
+    let acquire = lines_with(&src, "producer_acquire");
+    (src, wait, acquire)
+}
 
 #[test]
 fn producer_loads_the_prologue_first_when_its_bytes_are_its_own() {
-    let src = hopper_source(false);
-    let wait = lines_with(&src, PRODUCER_WAIT);
-    let acquire = lines_with(&src, "producer_acquire");
+    let (_, wait, acquire) = producer_order(false);
     assert_eq!(wait.len(), 1, "one wait: {wait:?}");
     assert!(
         !acquire.is_empty() && wait[0] < acquire[0],
@@ -123,9 +126,7 @@ fn producer_loads_the_prologue_first_when_its_bytes_are_its_own() {
 
 #[test]
 fn producer_fills_the_freed_stages_before_a_late_release() {
-    let src = hopper_source(true);
-    let wait = lines_with(&src, PRODUCER_WAIT);
-    let acquire = lines_with(&src, "producer_acquire");
+    let (src, wait, acquire) = producer_order(true);
     // In the stage loop, after the stages the last tile freed; and after
     // it, for a tile without stages.
     assert_eq!(wait.len(), 2, "two waits: {wait:?}");

@@ -8,8 +8,16 @@ use super::*;
 impl Writer<'_> {
     /// The producer's copies of a persistent loop's prologue tiles, once the
     /// consumers have released the last tile's (a fresh empty barrier's
-    /// parity-1 wait returns at once).
-    pub(super) fn persistent_prologue(&mut self, prologue: &[TileCopy]) -> Result<(), Diagnostic> {
+    /// parity-1 wait returns at once); under `cond` if given.
+    pub(super) fn persistent_prologue(
+        &mut self,
+        prologue: &[TileCopy],
+        cond: Option<&str>,
+    ) -> Result<(), Diagnostic> {
+        if let Some(c) = cond {
+            self.line(&format!("if ({c}) {{"));
+            self.depth += 1;
+        }
         let bytes: i64 = prologue
             .iter()
             .map(|c| self.f.buf(c.dst).const_bytes())
@@ -22,6 +30,10 @@ impl Writer<'_> {
             self.tma_load(c, &self.name(c.dst), "tl_wpro")?;
         }
         self.line("tl_wpar ^= 1u;");
+        if cond.is_some() {
+            self.depth -= 1;
+            self.line("}");
+        }
         Ok(())
     }
 
@@ -136,7 +148,7 @@ impl Writer<'_> {
             // tile's keys and values load during that epilogue.
             let late = w.ws.as_ref().is_some_and(|p| p.release_late);
             if !prologue.is_empty() && !late {
-                w.persistent_prologue(&prologue)?;
+                w.persistent_prologue(&prologue, None)?;
             }
             w.line(&format!("const int tl_n{k} = {};", w.expr(i_extent)?));
             let name = ident(&f.var(inner).name);

@@ -626,21 +626,13 @@ impl Writer<'_> {
         }
         self.line(&format!("tl_st{k}.advance();"));
         if !late.is_empty() {
-            self.line(&format!("if (tl_i{k} == tl_pro{k}) {{"));
-            self.depth += 1;
-            self.persistent_prologue(late)?;
-            self.depth -= 1;
-            self.line("}");
+            self.persistent_prologue(late, Some(&format!("tl_i{k} == tl_pro{k}")))?;
         }
         self.depth -= 1;
         self.line("}");
         if !late.is_empty() {
             // A tile without stages still gets its prologue's tiles.
-            self.line(&format!("if (tl_n{k} <= 0) {{"));
-            self.depth += 1;
-            self.persistent_prologue(late)?;
-            self.depth -= 1;
-            self.line("}");
+            self.persistent_prologue(late, Some(&format!("tl_n{k} <= 0")))?;
         }
         Ok(())
     }
