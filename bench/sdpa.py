@@ -4,7 +4,7 @@ the decoding shape, on the GPU, for the attention rows of bench/RESULTS.md.
 FLOPs: 4 * B * H * Sq * Skv * D for the two products, halved when causal
 (the convention of FlashAttention's and torch's benchmarks). Median of 50
 CUDA-event timed runs after 5 warm-up runs; inputs are standard normal f16.
-    python3 bench/sdpa.py
+    python3 bench/sdpa.py [sweep | time B,H,HKV,S,D[,causal] ...]
 """
 import sys
 
@@ -51,6 +51,15 @@ if sys.argv[1:] == ["sweep"]:
     for causal in (False, True):
         for b, h, s in SWEEP:
             forward(b, h, h, s, s, 128, causal)
+    sys.exit(0)
+
+# `python3 bench/sdpa.py time B,H,HKV,S,D[,causal] ...`: those shapes only
+# (the shapes of `flash_attention time B H HKV S D [causal]`).
+if sys.argv[1:2] == ["time"]:
+    for arg in sys.argv[2:]:
+        b, h, hkv, s, d, *causal = arg.split(",")
+        b, h, hkv, s, d = map(int, (b, h, hkv, s, d))
+        forward(b, h, hkv, s, s, d, causal == ["causal"])
     sys.exit(0)
 
 # (B, H, HKV, Sq, Skv, D, causal)
