@@ -98,9 +98,14 @@ impl Writer<'_> {
         };
         let producers = f.schedule.pipelines[&inner].tiles.len();
         let i_items = i_body.items();
-        let (prologue, pro_off) = match &self.ws {
-            Some(p) => (p.prologue.clone(), p.prologue_bar()),
-            None => (Vec::new(), 0),
+        // Released late (`WsPlan::release_late`), the prologue's tiles are
+        // free only after the last tile's epilogue: the producer first fills
+        // the stages the last tile's loop freed, so this tile's keys and
+        // values load during that epilogue, and the consumers release at the
+        // end of the body.
+        let (prologue, pro_off, late) = match &self.ws {
+            Some(p) => (p.prologue.clone(), p.prologue_bar(), p.release_late),
+            None => (Vec::new(), 0, false),
         };
         let (copies, cond) = self.ws_copies(&i_items[..producers.min(i_items.len())], &prologue)?;
         let o = ident(&f.var(var).name);
@@ -142,11 +147,6 @@ impl Writer<'_> {
                     _ => {}
                 }
             }
-            // Released late (`WsPlan::release_late`), the prologue's tiles
-            // are free only after the last tile's epilogue: the producer
-            // first fills the stages the last tile's loop freed, so this
-            // tile's keys and values load during that epilogue.
-            let late = w.ws.as_ref().is_some_and(|p| p.release_late);
             if !prologue.is_empty() && !late {
                 w.persistent_prologue(&prologue, None)?;
             }
@@ -164,7 +164,6 @@ impl Writer<'_> {
             self.line("unsigned tl_wpar = 0;");
         }
         self.ws_split = true;
-        let late = self.ws.as_ref().is_some_and(|p| p.release_late);
         self.block(&header, &mut |w| {
             w.stmt(body)?;
             if late {
