@@ -14,6 +14,12 @@ here OVERHEAD key tiles of 64. Two ways to hand tiles to blocks:
   hold query tiles `p` and `nq - 1 - p` of one head (equal work per pair;
   the middle tiles of an odd count and the last partial round go one tile
   a slot), a candidate not yet written as a kernel;
+- persistent, snake: the tiles ranked heaviest first (as below), block
+  `b` taking rank slot `b` of even rounds of `blocks` slots and slot
+  `count - 1 - b` of odd ones (`count` the round's tiles: the last round
+  may be partial), so the block with a round's heaviest tile gets the next
+  round's lightest (`causal_snake` in examples/flash_attention.rs, built as
+  an experiment);
 - a block per tile, heaviest first: tiles sorted by their keys, each taken
   by whichever block slot frees first (the hardware's order for a grid
   launch; what `causal_rank` asks for, ignoring its sections of heads).
@@ -75,6 +81,25 @@ def pairs(nq, heads, blocks):
     return max(load) / (sum(load) / blocks)
 
 
+def snake_slot(lin, total, blocks):
+    """The heaviest-first rank that persistent slot `lin` (block `lin %
+    blocks`, round `lin // blocks`) takes."""
+    w, b = divmod(lin, blocks)
+    count = min(blocks, total - w * blocks)
+    return lin if w % 2 == 0 else w * blocks + count - 1 - b
+
+
+def snake(nq, heads, blocks):
+    total = nq * heads
+    ranked = sorted((work(bx) for bx in range(nq) for _ in range(heads)), reverse=True)
+    taken = sorted(snake_slot(lin, total, blocks) for lin in range(total))
+    assert taken == list(range(total)), "snake_slot is not a bijection"
+    load = [0.0] * blocks
+    for lin in range(total):
+        load[lin % blocks] += ranked[snake_slot(lin, total, blocks)]
+    return max(load) / (sum(load) / blocks)
+
+
 def heaviest_first(nq, heads, blocks):
     tiles = sorted((work(bx) for bx in range(nq) for _ in range(heads)), reverse=True)
     free = [0.0] * blocks
@@ -84,10 +109,12 @@ def heaviest_first(nq, heads, blocks):
 
 
 if __name__ == "__main__":
-    print("B   H      S   persistent alternating   persistent pairs   heaviest first")
+    print("B   H      S   persistent alternating   persistent pairs   persistent snake"
+          "   heaviest first")
     for b, h, s in [(1, 64, 4096), (8, 16, 1024), (4, 32, 2048), (1, 64, 2048),
                     (1, 40, 4096), (2, 24, 5000), (1, 32, 8192), (1, 12, 8192),
                     (1, 16, 16384), (1, 8, 32768)]:
         nq = (s + 127) // 128
         print(f"{b:<3} {h:<3} {s:>6}   {alternating(nq, b * h, SLOTS):>20.3f}"
-              f"   {pairs(nq, b * h, SLOTS):>16.3f}   {heaviest_first(nq, b * h, SLOTS):>14.3f}")
+              f"   {pairs(nq, b * h, SLOTS):>16.3f}   {snake(nq, b * h, SLOTS):>16.3f}"
+              f"   {heaviest_first(nq, b * h, SLOTS):>14.3f}")
