@@ -101,12 +101,12 @@ impl Env {
     }
 
     /// Whether `a - b >= 0` by a variable's symbolic bound: `v < E` makes
-    /// `E - v`, `(E - 1) - v` and `(E - v) - 1` non-negative.
+    /// `E - v`, `(E - 1) - v` and `(E - v) - 1` non-negative. A remainder
+    /// `x % E` of non-negative parts is below `E` the same way, wherever it
+    /// stands: both sides are read at once, so `E` is the same value in each
+    /// (`nq - 1 - f(..) % nq`, a helper's result reversed in place).
     fn difference_non_negative(&self, a: &Expr, b: &Expr) -> bool {
-        let below = |v: &Expr| match v {
-            Expr::Var(v, _) => self.below.get(v),
-            _ => None,
-        };
+        let below = |v| self.exclusive_bound(v);
         if let Some(e) = below(b) {
             let one_less =
                 matches!(a, Expr::Bin(BinOp::Sub, x, c, _) if **x == *e && c.as_int() == Some(1));
@@ -117,6 +117,18 @@ impl Env {
                 below(v).is_some_and(|e| **x == *e) && b.as_int().is_some_and(|c| c <= 1)
             }
             _ => false,
+        }
+    }
+
+    /// An expression `v` is known to be below: a variable's `below`, or the
+    /// divisor of a remainder of non-negative parts.
+    fn exclusive_bound<'a>(&'a self, v: &'a Expr) -> Option<&'a Expr> {
+        match v {
+            Expr::Var(v, _) => self.below.get(v),
+            Expr::Bin(BinOp::Rem, x, e, _) if self.non_negative(x) && self.non_negative(e) => {
+                Some(e)
+            }
+            _ => None,
         }
     }
 
