@@ -229,16 +229,23 @@ fn persistent_body<'a>(f: &PrimFunc, body: &'a Stmt) -> Option<&'a Stmt> {
             }
         )
     })?;
-    let prefix_ok = items[..at].iter().all(|x| match x {
+    let prefix_ok = items[..at].iter().all(|x| persistent_prefix_item(f, x));
+    let rest_ok = !items[at + 1..].iter().any(|x| has_pipeline(x));
+    (prefix_ok && rest_ok).then_some(items[at])
+}
+
+/// A statement a persistent body may run before its pipelined loop: the
+/// producer evaluates it too, so it reads no memory the consumers write,
+/// or it is a tile the producer loads ahead.
+fn persistent_prefix_item(f: &PrimFunc, x: &Stmt) -> bool {
+    match x {
         Stmt::Let { value, .. } => !has_load(value),
         Stmt::Barrier => true,
         // A tile the producer loads per tile ahead of its stages (attention's
         // Q, `prologue`).
         Stmt::Copy { .. } => prologue::ahead(f, x),
         x => register_stores_only(f, x),
-    });
-    let rest_ok = !items[at + 1..].iter().any(|x| has_pipeline(x));
-    (prefix_ok && rest_ok).then_some(items[at])
+    }
 }
 
 fn has_load(e: &Expr) -> bool {

@@ -5,10 +5,11 @@
 //! been).
 
 use super::{
-    consumer_tile_copy, has_pipeline, in_registers, persistent_body, producer_target,
-    registers_only, ws_body, PRODUCER_THREADS,
+    consumer_tile_copy, has_pipeline, in_registers, persistent_body, persistent_prefix_item,
+    producer_target, registers_only, ws_body, PRODUCER_THREADS,
 };
 use crate::ir::*;
+use crate::passes::insert_barriers::accesses;
 use crate::passes::lower_tile_ops::{tma_refusal, TILE_COPY_RULE};
 
 /// Why pipeline `var` is not warp-specialized, if a `wgmma` gemm in its
@@ -72,6 +73,9 @@ pub(super) fn ws_refusal(f: &PrimFunc, var: VarId) -> Option<String> {
                 if has_pipeline(body) && persistent_body(f, body).is_some_and(|p| std::ptr::eq(p, pipe)))
     });
     let Some(at) = at else {
+        if let Some(why) = top.iter().find_map(|s| tile_loop_refusal(f, s)) {
+            return Some(why);
+        }
         return Some(
             "the loop is not in the kernel's top-level sequence, nor the one pipelined loop of a top-level \
              serial loop over tiles (scalar bindings and register stores, the loop, then the epilogue)"
@@ -142,5 +146,70 @@ pub(super) fn ws_refusal(f: &PrimFunc, var: VarId) -> Option<String> {
             "its consumers run no `wgmma` gemm over all {} warpgroups that reads its tiles",
             threads / 128
         ),
+    })
+}
+
+/// Why `s`, a top-level serial loop over tiles holding a pipelined loop, is
+/// not a persistent body the producer can split: the first statement before
+/// the pipelined loop it cannot run, or a second pipelined loop.
+fn tile_loop_refusal(f: &PrimFunc, s: &Stmt) -> Option<String> {
+    let Stmt::For {
+        kind: ForKind::Serial,
+        body,
+        ..
+    } = s
+    else {
+        return None;
+    };
+    let items = body.items();
+    let at = items.iter().position(|x| {
+        matches!(
+            x,
+            Stmt::For {
+                kind: ForKind::Pipelined { .. },
+                ..
+            }
+        )
+    })?;
+    if items[at + 1..].iter().any(|x| has_pipeline(x)) {
+        return Some("the loop over tiles holds a second pipelined loop".into());
+    }
+    let (i, x) = items[..at]
+        .iter()
+        .enumerate()
+        .find(|(_, x)| !persistent_prefix_item(f, x))?;
+    let lead = format!(
+        "in the loop over tiles, statement {} before the pipelined loop",
+        i + 1
+    );
+    Some(match x {
+        Stmt::Let { var, .. } => format!(
+            "{lead} binds `{}` from memory, which the producer would have to read too",
+            f.var(*var).name
+        ),
+        Stmt::Copy {
+            src,
+            dst,
+            prefer,
+            inst,
+            ..
+        } => {
+            let tile = &f.buf(dst.buf).name;
+            if matches!(inst, CopyInst::Tma { .. }) {
+                format!("{lead} loads `{tile}`, which another statement of the kernel also writes, so the producer cannot load it ahead")
+            } else {
+                format!(
+                    "{lead} copies into `{tile}` with `cp.async`, not a bulk tensor copy the producer can issue ahead: {}",
+                    tma_refusal(f, src, dst, *prefer)
+                )
+            }
+        }
+        x => match accesses(f, x).writes.iter().next() {
+            Some(b) => format!(
+                "{lead} fills `{}` with a loop nest, not a bulk tensor copy the producer can issue ahead (a tile copy is {TILE_COPY_RULE})",
+                f.buf(*b).name
+            ),
+            None => format!("{lead} does more than bind scalars, write registers or copy tiles ahead"),
+        },
     })
 }
