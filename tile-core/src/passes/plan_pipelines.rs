@@ -220,7 +220,15 @@ fn has_pipeline(s: &Stmt) -> bool {
 /// no other pipelined loop.
 fn persistent_body<'a>(f: &PrimFunc, body: &'a Stmt) -> Option<&'a Stmt> {
     let items = body.items();
-    let at = items.iter().position(|x| {
+    let at = pipeline_at(&items)?;
+    let prefix_ok = items[..at].iter().all(|x| persistent_prefix_item(f, x));
+    let rest_ok = !items[at + 1..].iter().any(|x| has_pipeline(x));
+    (prefix_ok && rest_ok).then_some(items[at])
+}
+
+/// Where the first pipelined loop of `items` stands.
+fn pipeline_at(items: &[&Stmt]) -> Option<usize> {
+    items.iter().position(|x| {
         matches!(
             x,
             Stmt::For {
@@ -228,10 +236,7 @@ fn persistent_body<'a>(f: &PrimFunc, body: &'a Stmt) -> Option<&'a Stmt> {
                 ..
             }
         )
-    })?;
-    let prefix_ok = items[..at].iter().all(|x| persistent_prefix_item(f, x));
-    let rest_ok = !items[at + 1..].iter().any(|x| has_pipeline(x));
-    (prefix_ok && rest_ok).then_some(items[at])
+    })
 }
 
 /// A statement a persistent body may run before its pipelined loop: the

@@ -6,7 +6,7 @@
 
 use super::{
     consumer_tile_copy, has_pipeline, in_registers, persistent_body, persistent_prefix_item,
-    producer_target, registers_only, ws_body, PRODUCER_THREADS,
+    pipeline_at, producer_target, registers_only, ws_body, PRODUCER_THREADS,
 };
 use crate::ir::*;
 use crate::passes::insert_barriers::accesses;
@@ -162,15 +162,7 @@ fn tile_loop_refusal(f: &PrimFunc, s: &Stmt) -> Option<String> {
         return None;
     };
     let items = body.items();
-    let at = items.iter().position(|x| {
-        matches!(
-            x,
-            Stmt::For {
-                kind: ForKind::Pipelined { .. },
-                ..
-            }
-        )
-    })?;
+    let at = pipeline_at(&items)?;
     if items[at + 1..].iter().any(|x| has_pipeline(x)) {
         return Some("the loop over tiles holds a second pipelined loop".into());
     }
