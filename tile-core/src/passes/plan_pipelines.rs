@@ -219,37 +219,48 @@ fn has_pipeline(s: &Stmt) -> bool {
 /// pipelined loop, then anything the consumers run alone (the epilogue), with
 /// no other pipelined loop.
 fn persistent_body<'a>(f: &PrimFunc, body: &'a Stmt) -> Option<&'a Stmt> {
+    persistent_split(f, body).ok()
+}
+
+/// What keeps a serial loop's body from being a persistent body
+/// ([`persistent_body`]), for `ws_why`.
+enum NotPersistent<'a> {
+    NoPipeline,
+    SecondPipeline,
+    /// The first statement before the pipelined loop the producer cannot
+    /// run, and where it stands (from 0).
+    Prefix(usize, &'a Stmt),
+}
+
+/// [`persistent_body`], or the reason it is not one.
+fn persistent_split<'a>(f: &PrimFunc, body: &'a Stmt) -> Result<&'a Stmt, NotPersistent<'a>> {
     let items = body.items();
-    let at = pipeline_at(&items)?;
-    let prefix_ok = items[..at].iter().all(|x| persistent_prefix_item(f, x));
-    let rest_ok = !items[at + 1..].iter().any(|x| has_pipeline(x));
-    (prefix_ok && rest_ok).then_some(items[at])
-}
-
-/// Where the first pipelined loop of `items` stands.
-fn pipeline_at(items: &[&Stmt]) -> Option<usize> {
-    items.iter().position(|x| {
-        matches!(
-            x,
-            Stmt::For {
-                kind: ForKind::Pipelined { .. },
-                ..
-            }
-        )
-    })
-}
-
-/// A statement a persistent body may run before its pipelined loop: the
-/// producer evaluates it too, so it reads no memory the consumers write,
-/// or it is a tile the producer loads ahead.
-fn persistent_prefix_item(f: &PrimFunc, x: &Stmt) -> bool {
-    match x {
+    let at = items
+        .iter()
+        .position(|x| {
+            matches!(
+                x,
+                Stmt::For {
+                    kind: ForKind::Pipelined { .. },
+                    ..
+                }
+            )
+        })
+        .ok_or(NotPersistent::NoPipeline)?;
+    if items[at + 1..].iter().any(|x| has_pipeline(x)) {
+        return Err(NotPersistent::SecondPipeline);
+    }
+    let prefix_ok = |x: &Stmt| match x {
         Stmt::Let { value, .. } => !has_load(value),
         Stmt::Barrier => true,
         // A tile the producer loads per tile ahead of its stages (attention's
         // Q, `prologue`).
         Stmt::Copy { .. } => prologue::ahead(f, x),
         x => register_stores_only(f, x),
+    };
+    match items[..at].iter().position(|x| !prefix_ok(x)) {
+        Some(i) => Err(NotPersistent::Prefix(i, items[i])),
+        None => Ok(items[at]),
     }
 }
 

@@ -5,8 +5,8 @@
 //! been).
 
 use super::{
-    consumer_tile_copy, has_pipeline, in_registers, persistent_body, persistent_prefix_item,
-    pipeline_at, producer_target, registers_only, ws_body, PRODUCER_THREADS,
+    consumer_tile_copy, has_pipeline, in_registers, persistent_body, persistent_split,
+    producer_target, registers_only, ws_body, NotPersistent, PRODUCER_THREADS,
 };
 use crate::ir::*;
 use crate::passes::insert_barriers::accesses;
@@ -161,15 +161,13 @@ fn tile_loop_refusal(f: &PrimFunc, s: &Stmt) -> Option<String> {
     else {
         return None;
     };
-    let items = body.items();
-    let at = pipeline_at(&items)?;
-    if items[at + 1..].iter().any(|x| has_pipeline(x)) {
-        return Some("the loop over tiles holds a second pipelined loop".into());
-    }
-    let (i, x) = items[..at]
-        .iter()
-        .enumerate()
-        .find(|(_, x)| !persistent_prefix_item(f, x))?;
+    let (i, x) = match persistent_split(f, body) {
+        Ok(_) | Err(NotPersistent::NoPipeline) => return None,
+        Err(NotPersistent::SecondPipeline) => {
+            return Some("the loop over tiles holds a second pipelined loop".into())
+        }
+        Err(NotPersistent::Prefix(i, x)) => (i, x),
+    };
     let lead = format!(
         "in the loop over tiles, statement {} before the pipelined loop",
         i + 1
