@@ -187,7 +187,11 @@ fn live_ranges(f: &PrimFunc) -> BTreeMap<BufId, (usize, usize)> {
     }
     // A persistent warp-specialized pipeline's producer fills the next
     // tile's stages while the consumers run this tile's epilogue: its tiles
-    // are live for the whole loop around it.
+    // are live for the whole loop around it. It copies the next tile's
+    // prologue tiles as soon as the consumers release this tile's, which is
+    // before they start the next body: there those tiles are being written
+    // from the body's first statement on, not from where their copy stands,
+    // so they are live from the start of the loop's body.
     for (var, p) in &f.schedule.pipelines {
         let Some(&(_, Some(outer))) = w.parents.iter().find(|(v, _)| v == var) else {
             continue;
@@ -199,6 +203,11 @@ fn live_ranges(f: &PrimFunc) -> BTreeMap<BufId, (usize, usize)> {
         for t in &p.tiles {
             if let Some(e) = live.get_mut(t) {
                 *e = (e.0.min(lo), e.1.max(hi));
+            }
+        }
+        for t in &p.prologue {
+            if let Some(e) = live.get_mut(t) {
+                e.0 = e.0.min(lo);
             }
         }
     }
