@@ -197,17 +197,20 @@ fn warp_specialized(f: &PrimFunc) -> Option<(VarId, bool)> {
     None
 }
 
+/// Whether `s` is a pipelined loop.
+fn is_pipelined(s: &Stmt) -> bool {
+    matches!(
+        s,
+        Stmt::For {
+            kind: ForKind::Pipelined { .. },
+            ..
+        }
+    )
+}
+
 fn has_pipeline(s: &Stmt) -> bool {
     let mut found = false;
-    s.visit(&mut |x| {
-        found |= matches!(
-            x,
-            Stmt::For {
-                kind: ForKind::Pipelined { .. },
-                ..
-            }
-        )
-    });
+    s.visit(&mut |x| found |= is_pipelined(x));
     found
 }
 
@@ -237,15 +240,7 @@ fn persistent_split<'a>(f: &PrimFunc, body: &'a Stmt) -> Result<&'a Stmt, NotPer
     let items = body.items();
     let at = items
         .iter()
-        .position(|x| {
-            matches!(
-                x,
-                Stmt::For {
-                    kind: ForKind::Pipelined { .. },
-                    ..
-                }
-            )
-        })
+        .position(|x| is_pipelined(x))
         .ok_or(NotPersistent::NoPipeline)?;
     if items[at + 1..].iter().any(|x| has_pipeline(x)) {
         return Err(NotPersistent::SecondPipeline);
@@ -342,10 +337,7 @@ fn ws_body(f: &PrimFunc, body: &Stmt) -> Option<usize> {
                 // The asynchronous forms only accumulate.
                 nested |= g.clear;
             }
-            Stmt::For {
-                kind: ForKind::Pipelined { .. },
-                ..
-            } => nested = true,
+            y if is_pipelined(y) => nested = true,
             _ => {}
         });
     }

@@ -5,8 +5,8 @@
 //! been).
 
 use super::{
-    consumer_tile_copy, has_pipeline, in_registers, persistent_body, persistent_split,
-    producer_target, registers_only, ws_body, NotPersistent, PRODUCER_THREADS,
+    consumer_tile_copy, has_pipeline, in_registers, is_pipelined, persistent_body,
+    persistent_split, producer_target, registers_only, ws_body, NotPersistent, PRODUCER_THREADS,
 };
 use crate::ir::*;
 use crate::passes::insert_barriers::accesses;
@@ -130,10 +130,7 @@ pub(super) fn ws_refusal(f: &PrimFunc, var: VarId) -> Option<String> {
     for x in items.iter().skip_while(|x| producer_target(f, x).is_some()) {
         x.visit(&mut |y| match y {
             Stmt::Gemm(g) if g.clear && clears.is_none() => clears = Some(f.buf(g.c).name.clone()),
-            Stmt::For {
-                kind: ForKind::Pipelined { .. },
-                ..
-            } => nested = true,
+            y if is_pipelined(y) => nested = true,
             _ => {}
         });
     }
