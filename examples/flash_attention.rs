@@ -3,8 +3,8 @@
 //! positions, f16 or bf16 in and out, f32 accumulation. Keys and values have `HKV`
 //! heads, each shared by `H / HKV` query heads (grouped-query attention;
 //! `HKV = H` is plain multi-head attention). A block owns `block_m` query
-//! rows of one head at a time (the head-dim-64 kernels are persistent: a
-//! fixed grid of blocks walks those tiles); it walks the keys in tiles of
+//! rows of one head at a time (the non-causal head-dim-64 kernel is
+//! persistent: a fixed grid of blocks walks those tiles); it walks the keys in tiles of
 //! `block_n` with an online softmax (running row maximum `m`, running row
 //! sum `l`, the output rescaled when the maximum grows), so the `S × S`
 //! score matrix never leaves the chip.
@@ -41,12 +41,9 @@ use tile::prelude::*;
 // scheduler; across all heads at once each block would read its keys and
 // values from memory. Measured on an H100 against the grid's order: 0–1%
 // faster at B4 H32 S4096 D128 (f16 and bf16), 2.5–7% at B4 H16 S4096 D256
-// (bench/RESULTS.md). The persistent head-dim-64 kernels balance their
-// fixed blocks another way (opposite orders on alternate heads), which is
-// even at the benchmark shapes but not everywhere: a model of it
-// (bench/causal_schedule_model.py) leaves the busiest block 1.5–1.8 times
-// the mean work at S = 8192 and 16384, and the same order made a
-// persistent D128 kernel 23% slower than this one at S = 8192.
+// (bench/RESULTS.md). A persistent kernel, whose fixed blocks take tiles
+// in a fixed order, balances causal work only at some shapes, so every
+// causal kernel here launches a block per tile (see `flash_attention_causal`).
 
 /// Heads per section: about 16 MiB of 2-byte keys and values (`s` rows of
 /// `dim` each), at least one head and at most all of them.
@@ -85,7 +82,8 @@ fn causal_head(lin: i32, nq: i32, heads: i32, sec: i32) -> i32 {
 /// as many as fit) walk the query tiles with `T::persistent`, and the
 /// producer loads a tile's Q, K and V while the consumers finish the last
 /// tile's output. Measured against launching one block per tile: 6% faster
-/// at B8 H16 S1024, 9% causal, even at B1 H64 S4096; at head dims 128 and
+/// at B8 H16 S1024, even at B1 H64 S4096 (causal, where tiles differ in
+/// work, launches a block per tile; see its kernel); at head dims 128 and
 /// 256 (one block per multiprocessor) it was 1–4% slower or even, so those
 /// launch a block per tile (bench/RESULTS.md). The five kernels after it
 /// repeat this body with another head dim and tiling, or the causal mask
@@ -159,15 +157,36 @@ pub fn flash_attention(
     });
 }
 
-/// Causal attention, head dim 64: query `i` sees keys `j ≤ i`.
-#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128, blocks = 264)]
+/// Causal attention, head dim 64: query `i` sees keys `j ≤ i`. A block per
+/// query tile, heaviest first (`causal_section`), not persistent like the
+/// kernel above: a fixed grid of blocks taking tiles in a fixed order gets
+/// uneven work when later tiles are longer, and no fixed order stays even
+/// across shapes (bench/causal_schedule_model.py: the alternating order the
+/// persistent kernel used left the busiest block 1.3–2.1 times the even
+/// share at most head counts from S = 1024 to 8192, even at 4096 only for
+/// the benchmark's 64 heads), while the hardware hands each free slot the
+/// next heaviest tile. Measured on an H100 against that persistent kernel:
+/// 28–30% faster at B1 H32 S8192, B1 H12 S8192 and B1 H16 S16384, 17% at
+/// B1 H40 S4096, 3% at B2 H24 S5000, even at B1 H64 S4096, 8% slower at
+/// B8 H16 S1024 (where the alternating order happens to be even).
+#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128)]
 pub fn flash_attention_causal(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
     v: Tensor<dtype, (B, HKV, S, dim)>,
     o: TensorMut<dtype, (B, H, S, dim)>,
 ) {
-    T::kernel(blocks, threads, |bid| {
+    T::kernel([T::ceildiv(S, block_m), H, B], threads, |gx, gy, gz| {
+        // Heaviest query tiles first (see `causal_section`).
+        let nq = T::ceildiv(S, block_m);
+        let sec = causal_section(H * B, S, dim);
+        let lin = gx + nq * (gy + H * gz);
+        let rank = causal_rank(lin, nq, H * B, sec);
+        let bx = nq - 1 - rank;
+        let head = causal_head(lin, nq, H * B, sec);
+        let by = head % H;
+        let bz = head / H;
+        let kv_head = by / (H / HKV);
         let q_s = T::alloc_shared::<dtype>([block_m, dim]);
         let k_s = T::alloc_shared::<dtype>([block_n, dim]);
         let v_s = T::alloc_shared::<dtype>([block_n, dim]);
@@ -180,58 +199,51 @@ pub fn flash_attention_causal(
         let l = T::alloc_fragment::<f32>([block_m]);
         let row_sum = T::alloc_fragment::<f32>([block_m]);
         let scale = 1.4426950408889634 / T::sqrt(dim as f32);
-        for (xt, by, bz) in T::persistent([T::ceildiv(S, block_m), H, B], blocks, bid) {
-            // Query tiles in opposite orders on alternate heads: the blocks
-            // take tiles `bid`, `bid + blocks`, .., so the long tiles (late
-            // queries see more keys) then fall evenly among them.
-            let bx = T::if_then_else((bz * H + by) % 2 == 0, xt, T::ceildiv(S, block_m) - 1 - xt);
-            let kv_head = by / (H / HKV);
-            T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
-            T::fill(acc, 0.0);
-            T::fill(l, 0.0);
-            T::fill(m, -T::infinity::<f32>());
-            // Key tiles up to the block's last query (the loop bound depends on bx).
-            for kt in T::pipelined(T::ceildiv(T::min((bx + 1) * block_m, S), block_n), stages) {
-                T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
-                T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
-                T::clear(s);
-                T::gemm(q_s, k_s, s, transpose_b = true);
-                // Only a key tile that reaches past the block's first query (the
-                // diagonal crosses it) or past the sequence's end needs the mask.
-                if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
-                    for (i, j) in T::parallel([block_m, block_n]) {
-                        s[(i, j)] = T::if_then_else(
-                            kt * block_n + j <= T::min(bx * block_m + i, S - 1),
-                            s[(i, j)],
-                            -T::infinity::<f32>(),
-                        );
-                    }
-                }
-                T::copy(m, m_prev);
-                T::reduce_max(s, m, 1, false);
-                // Softmax in base 2 of the scores times scale = log2(e) / √dim,
-                // taken inside exp2 (one FFMA per score): exp2 below is e^x.
-                for i in T::parallel(block_m) {
-                    rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
-                }
-                for (i, j) in T::parallel([block_m, dim]) {
-                    acc[(i, j)] = acc[(i, j)] * rescale[i];
-                }
+        T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+        T::fill(acc, 0.0);
+        T::fill(l, 0.0);
+        T::fill(m, -T::infinity::<f32>());
+        // Key tiles up to the block's last query (the loop bound depends on bx).
+        for kt in T::pipelined(T::ceildiv(T::min((bx + 1) * block_m, S), block_n), stages) {
+            T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+            T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+            T::clear(s);
+            T::gemm(q_s, k_s, s, transpose_b = true);
+            // Only a key tile that reaches past the block's first query (the
+            // diagonal crosses it) or past the sequence's end needs the mask.
+            if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
                 for (i, j) in T::parallel([block_m, block_n]) {
-                    s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
+                    s[(i, j)] = T::if_then_else(
+                        kt * block_n + j <= T::min(bx * block_m + i, S - 1),
+                        s[(i, j)],
+                        -T::infinity::<f32>(),
+                    );
                 }
-                T::reduce_sum(s, row_sum, 1);
-                for i in T::parallel(block_m) {
-                    l[i] = l[i] * rescale[i] + row_sum[i];
-                }
-                T::copy(s, p);
-                T::gemm(p, v_s, acc);
+            }
+            T::copy(m, m_prev);
+            T::reduce_max(s, m, 1, false);
+            // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+            // taken inside exp2 (one FFMA per score): exp2 below is e^x.
+            for i in T::parallel(block_m) {
+                rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
             }
             for (i, j) in T::parallel([block_m, dim]) {
-                acc[(i, j)] = acc[(i, j)] / l[i];
+                acc[(i, j)] = acc[(i, j)] * rescale[i];
             }
-            T::copy(acc, o.at([bz, by, bx * block_m, 0]));
+            for (i, j) in T::parallel([block_m, block_n]) {
+                s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
+            }
+            T::reduce_sum(s, row_sum, 1);
+            for i in T::parallel(block_m) {
+                l[i] = l[i] * rescale[i] + row_sum[i];
+            }
+            T::copy(s, p);
+            T::gemm(p, v_s, acc);
         }
+        for (i, j) in T::parallel([block_m, dim]) {
+            acc[(i, j)] = acc[(i, j)] / l[i];
+        }
+        T::copy(acc, o.at([bz, by, bx * block_m, 0]));
     });
 }
 
@@ -244,8 +256,9 @@ pub fn flash_attention_causal(
 /// leaves through a swizzled shared tile in the K stages' bytes (free after
 /// the loop) as 16-byte row stores: 3.5–5.5% faster on an H100 than storing
 /// the accumulator's two-element pairs from registers (bench/RESULTS.md).
-/// The head-dim-64 kernels store from registers: persistent, their stages
-/// hold the next tile's K and V, and a tile of its own spills on sm_80.
+/// The head-dim-64 kernels store from registers: the persistent one's
+/// stages hold the next tile's K and V, and a tile of its own spills on
+/// sm_80.
 #[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
 pub fn flash_attention_d128(
     q: Tensor<dtype, (B, H, S, dim)>,
