@@ -3,8 +3,9 @@
 //! positions, f16 or bf16 in and out, f32 accumulation. Keys and values have `HKV`
 //! heads, each shared by `H / HKV` query heads (grouped-query attention;
 //! `HKV = H` is plain multi-head attention). A block owns `block_m` query
-//! rows of one head at a time (the non-causal head-dim-64 kernel is
-//! persistent: a fixed grid of blocks walks those tiles); it walks the keys in tiles of
+//! rows of one head at a time (at head dim 64 the kernels are persistent,
+//! a fixed grid of blocks walking those tiles, except causal ones at
+//! shapes where that grid would share the work unevenly); it walks the keys in tiles of
 //! `block_n` with an online softmax (running row maximum `m`, running row
 //! sum `l`, the output rescaled when the maximum grows), so the `S × S`
 //! score matrix never leaves the chip.
@@ -42,8 +43,9 @@ use tile::prelude::*;
 // values from memory. Measured on an H100 against the grid's order: 0–1%
 // faster at B4 H32 S4096 D128 (f16 and bf16), 2.5–7% at B4 H16 S4096 D256
 // (bench/RESULTS.md). A persistent kernel, whose fixed blocks take tiles
-// in a fixed order, balances causal work only at some shapes, so every
-// causal kernel here launches a block per tile (see `flash_attention_causal`).
+// in a fixed order, balances causal work only at some shapes, so the causal
+// kernels launch a block per tile, except at head dim 64 where the
+// persistent one is even (see `persistent_balances`).
 
 /// Heads per section: about 16 MiB of 2-byte keys and values (`s` rows of
 /// `dim` each), at least one head and at most all of them.
@@ -83,9 +85,9 @@ fn causal_head(lin: i32, nq: i32, heads: i32, sec: i32) -> i32 {
 /// producer loads a tile's Q, K and V while the consumers finish the last
 /// tile's output. Measured against launching one block per tile: 6% faster
 /// at B8 H16 S1024, even at B1 H64 S4096 (causal, where tiles differ in
-/// work, launches a block per tile; see its kernel); at head dims 128 and
-/// 256 (one block per multiprocessor) it was 1–4% slower or even, so those
-/// launch a block per tile (bench/RESULTS.md). The five kernels after it
+/// work, only where its order is even; see `persistent_balances`); at head
+/// dims 128 and 256 (one block per multiprocessor) it was 1–4% slower or
+/// even, so those launch a block per tile (bench/RESULTS.md). The six kernels after it
 /// repeat this body with another head dim and tiling, or the causal mask
 /// and loop bound: the build reads kernels from the source file, so a macro
 /// cannot stamp them out, and a variant list (`dim = [64, 128]`) would make
@@ -158,17 +160,16 @@ pub fn flash_attention(
 }
 
 /// Causal attention, head dim 64: query `i` sees keys `j ≤ i`. A block per
-/// query tile, heaviest first (`causal_section`), not persistent like the
-/// kernel above: a fixed grid of blocks taking tiles in a fixed order gets
+/// query tile, heaviest first (`causal_section`), where the persistent
+/// kernel below would split the work unevenly (`persistent_balances`
+/// decides). A fixed grid of blocks taking tiles in a fixed order gets
 /// uneven work when later tiles are longer, and no fixed order stays even
-/// across shapes (bench/causal_schedule_model.py: the alternating order the
-/// persistent kernel used left the busiest block 1.3–2.1 times the even
-/// share at most head counts from S = 1024 to 8192, even at 4096 only for
-/// the benchmark's 64 heads), while the hardware hands each free slot the
-/// next heaviest tile. Measured on an H100 against that persistent kernel:
-/// 28–30% faster at B1 H32 S8192, B1 H12 S8192 and B1 H16 S16384, 17% at
-/// B1 H40 S4096, 3% at B2 H24 S5000, even at B1 H64 S4096, 8% slower at
-/// B8 H16 S1024 (where the alternating order happens to be even).
+/// across shapes (bench/causal_schedule_model.py puts the persistent
+/// kernel's busiest block 1.3–2.1 times the even share at most head counts
+/// from S = 1024 to 8192), while the hardware hands each free slot the next
+/// heaviest tile. Measured on an H100 against the persistent kernel: 1.09
+/// to 1.55 times as fast at 13 of 37 shapes (B1 H32 S8192 1.42, B2 H12
+/// S1536 1.55, B3 H16 S4096 1.18), within 4% at 15 more (bench/RESULTS.md).
 #[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128)]
 pub fn flash_attention_causal(
     q: Tensor<dtype, (B, H, S, dim)>,
@@ -247,6 +248,89 @@ pub fn flash_attention_causal(
     });
 }
 
+/// Causal attention, head dim 64, persistent like the non-causal kernel:
+/// the query tiles in opposite orders on alternate heads, which spreads
+/// the work evenly at some shapes only. There it beats a block per tile
+/// (`flash_attention_causal`), whose blocks each load their Q and store
+/// their output without a next tile's loads to overlap: by 5–14% on an
+/// H100 at 9 of 37 shapes (B8 H16 S1024 8%, B12 H16 S1024 9%, B4 H16
+/// S3072 12%, B1 H20 S3584 14%; bench/RESULTS.md). `persistent_balances`
+/// chooses between the two.
+#[tile::kernel(dtype = [f16, bf16], dim = 64, block_m = 128, block_n = 64, stages = 4, threads = 128, blocks = 264)]
+pub fn flash_attention_causal_persistent(
+    q: Tensor<dtype, (B, H, S, dim)>,
+    k: Tensor<dtype, (B, HKV, S, dim)>,
+    v: Tensor<dtype, (B, HKV, S, dim)>,
+    o: TensorMut<dtype, (B, H, S, dim)>,
+) {
+    T::kernel(blocks, threads, |bid| {
+        let q_s = T::alloc_shared::<dtype>([block_m, dim]);
+        let k_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let v_s = T::alloc_shared::<dtype>([block_n, dim]);
+        let s = T::alloc_fragment::<f32>([block_m, block_n]);
+        let p = T::alloc_fragment::<dtype>([block_m, block_n]);
+        let acc = T::alloc_fragment::<f32>([block_m, dim]);
+        let m = T::alloc_fragment::<f32>([block_m]);
+        let m_prev = T::alloc_fragment::<f32>([block_m]);
+        let rescale = T::alloc_fragment::<f32>([block_m]);
+        let l = T::alloc_fragment::<f32>([block_m]);
+        let row_sum = T::alloc_fragment::<f32>([block_m]);
+        let scale = 1.4426950408889634 / T::sqrt(dim as f32);
+        for (xt, by, bz) in T::persistent([T::ceildiv(S, block_m), H, B], blocks, bid) {
+            // Query tiles in opposite orders on alternate heads: the blocks
+            // take tiles `bid`, `bid + blocks`, .., so the long tiles (late
+            // queries see more keys) then fall evenly among them.
+            let bx = T::if_then_else((bz * H + by) % 2 == 0, xt, T::ceildiv(S, block_m) - 1 - xt);
+            let kv_head = by / (H / HKV);
+            T::copy(q.at([bz, by, bx * block_m, 0]), q_s);
+            T::fill(acc, 0.0);
+            T::fill(l, 0.0);
+            T::fill(m, -T::infinity::<f32>());
+            // Key tiles up to the block's last query (the loop bound depends on bx).
+            for kt in T::pipelined(T::ceildiv(T::min((bx + 1) * block_m, S), block_n), stages) {
+                T::copy(k.at([bz, kv_head, kt * block_n, 0]), k_s);
+                T::copy(v.at([bz, kv_head, kt * block_n, 0]), v_s);
+                T::clear(s);
+                T::gemm(q_s, k_s, s, transpose_b = true);
+                // Only a key tile that reaches past the block's first query (the
+                // diagonal crosses it) or past the sequence's end needs the mask.
+                if (kt + 1) * block_n > T::min(bx * block_m, S - 1) + 1 {
+                    for (i, j) in T::parallel([block_m, block_n]) {
+                        s[(i, j)] = T::if_then_else(
+                            kt * block_n + j <= T::min(bx * block_m + i, S - 1),
+                            s[(i, j)],
+                            -T::infinity::<f32>(),
+                        );
+                    }
+                }
+                T::copy(m, m_prev);
+                T::reduce_max(s, m, 1, false);
+                // Softmax in base 2 of the scores times scale = log2(e) / √dim,
+                // taken inside exp2 (one FFMA per score): exp2 below is e^x.
+                for i in T::parallel(block_m) {
+                    rescale[i] = T::exp2(m_prev[i] * scale - m[i] * scale);
+                }
+                for (i, j) in T::parallel([block_m, dim]) {
+                    acc[(i, j)] = acc[(i, j)] * rescale[i];
+                }
+                for (i, j) in T::parallel([block_m, block_n]) {
+                    s[(i, j)] = T::exp2(s[(i, j)] * scale - m[i] * scale);
+                }
+                T::reduce_sum(s, row_sum, 1);
+                for i in T::parallel(block_m) {
+                    l[i] = l[i] * rescale[i] + row_sum[i];
+                }
+                T::copy(s, p);
+                T::gemm(p, v_s, acc);
+            }
+            for (i, j) in T::parallel([block_m, dim]) {
+                acc[(i, j)] = acc[(i, j)] / l[i];
+            }
+            T::copy(acc, o.at([bz, by, bx * block_m, 0]));
+        }
+    });
+}
+
 /// Head dim 128: 128 x 128 tiles over 8 warps. On Hopper both products take
 /// `wgmma` (two warpgroups of 64 rows; P is the second one's A operand in
 /// registers) and the K/V loop is warp-specialized (a producer warpgroup
@@ -256,7 +340,7 @@ pub fn flash_attention_causal(
 /// leaves through a swizzled shared tile in the K stages' bytes (free after
 /// the loop) as 16-byte row stores: 3.5–5.5% faster on an H100 than storing
 /// the accumulator's two-element pairs from registers (bench/RESULTS.md).
-/// The head-dim-64 kernels store from registers: the persistent one's
+/// The head-dim-64 kernels store from registers: the persistent ones'
 /// stages hold the next tile's K and V, and a tile of its own spills on
 /// sm_80.
 #[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
@@ -677,6 +761,7 @@ pub trait Elem:
     Element
     + flash_attention::Dtype
     + flash_attention_causal::Dtype
+    + flash_attention_causal_persistent::Dtype
     + flash_attention_d128::Dtype
     + flash_attention_d128_causal::Dtype
     + flash_attention_d256::Dtype
@@ -693,6 +778,44 @@ impl Elem for bf16 {
     const TOL: (f64, f64) = (1e-2, 2e-2);
 }
 
+/// The blocks of `flash_attention_causal_persistent` (its `blocks`).
+const PERSISTENT_BLOCKS: usize = 264;
+
+/// Whether the persistent head-dim-64 causal kernel spreads `sh`'s work
+/// evenly enough to be chosen over the block-per-tile one: its busiest
+/// block within 5% of the least any order could give, the larger of the
+/// even share and the longest tile. A query tile's cost is its key tiles
+/// of 64 plus a fixed three (`bench/causal_schedule_model.py`, whose
+/// `alternating_over_bound` this is). Timed on an H100 at 37 shapes from
+/// S = 512 to 16384, this choice ran 1.1% slower than the faster kernel
+/// on average (geometric mean) and 14% at worst (B1 H20 S3584, where
+/// the block per tile's last section of heads holds 2 of 20); always a
+/// block per tile, 2.5% and 14%; always persistent, 9% and 55%
+/// (bench/RESULTS.md). Computed once per shape: a pass over the tiles.
+pub fn persistent_balances(sh: Shape) -> bool {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static CHOICES: OnceLock<Mutex<HashMap<(usize, usize), bool>>> = OnceLock::new();
+    let (nq, heads) = (sh.s.div_ceil(128), sh.b * sh.h);
+    let choices = CHOICES.get_or_init(Default::default);
+    let mut choices = choices.lock().unwrap_or_else(|e| e.into_inner());
+    *choices.entry((nq, heads)).or_insert_with(|| {
+        let work = |bx: usize| 2 * (bx + 1) + 3;
+        let mut load = vec![0usize; PERSISTENT_BLOCKS];
+        for lin in 0..nq * heads {
+            // The kernel's order: tile `xt` of head `lin / nq`, reversed
+            // on odd heads; block `lin % blocks` runs it.
+            let (xt, head) = (lin % nq, lin / nq);
+            let bx = if head % 2 == 0 { xt } else { nq - 1 - xt };
+            load[lin % PERSISTENT_BLOCKS] += work(bx);
+        }
+        let total: usize = load.iter().sum();
+        let bound = total.div_ceil(PERSISTENT_BLOCKS).max(work(nq.max(1) - 1));
+        let busiest = load.iter().copied().max().unwrap_or(0);
+        100 * busiest <= 105 * bound
+    })
+}
+
 /// Launches the kernel for `sh` (head dim and causality pick it) on `st`.
 fn launch<E: Elem>(
     st: &tile::Stream,
@@ -704,6 +827,9 @@ fn launch<E: Elem>(
 ) -> Result<(), tile::Error> {
     match (sh.d, sh.causal) {
         (64, false) => flash_attention::on(st).launch(q, k, v, o),
+        (64, true) if persistent_balances(sh) => {
+            flash_attention_causal_persistent::on(st).launch(q, k, v, o)
+        }
         (64, true) => flash_attention_causal::on(st).launch(q, k, v, o),
         (256, false) => flash_attention_d256::on(st).launch(q, k, v, o),
         (256, true) => flash_attention_d256_causal::on(st).launch(q, k, v, o),

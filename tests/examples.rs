@@ -226,6 +226,16 @@ fn flash_attention_example() -> TestResult {
             }
         }
     }
+    // Head dim 64 causal launches a block per query tile where the
+    // persistent kernel's 264 blocks would be uneven: 300 tiles of one query
+    // tile each (36 blocks run two), grouped-query, ragged S. The shapes above
+    // have fewer tiles than blocks: persistent.
+    let sh = Shape::new(1, 300, 3, 100, 64, true);
+    assert!(!flash_attention::persistent_balances(sh));
+    assert!(flash_attention::persistent_balances(Shape::new(
+        1, 4, 1, 200, 64, true
+    )));
+    println!("{}", flash_attention::run(Device::default(), sh)?);
     Ok(())
 }
 
