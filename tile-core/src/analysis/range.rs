@@ -43,6 +43,29 @@ fn type_range(t: DType) -> Option<(i64, i64)> {
 
 const I32: (i64, i64) = (i32::MIN as i64, i32::MAX as i64);
 
+/// The variable `d` of a grid extent `d` or `ceildiv(d, c)` (`(d + c - 1) /
+/// c` with a positive constant `c`): an extent of at least 1 needs `d >= 1`.
+fn dim_of_extent(g: &Expr) -> Option<VarId> {
+    match g {
+        Expr::Var(d, _) => Some(*d),
+        Expr::Bin(BinOp::Div, num, c, _) if c.as_int().is_some_and(|c| c > 0) => {
+            let c = c.as_int()?;
+            match &**num {
+                // (d + c) - 1
+                Expr::Bin(BinOp::Sub, sum, one, _) if one.as_int() == Some(1) => match &**sum {
+                    Expr::Bin(BinOp::Add, d, k, _) if k.as_int() == Some(c) => match &**d {
+                        Expr::Var(d, _) => Some(*d),
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 impl Env {
     pub fn range(&self, e: &Expr) -> Option<(i64, i64)> {
         self.range_in(e, false)
@@ -62,6 +85,15 @@ impl Env {
         }
         for &d in &f.dims {
             env.limits.insert(d, (0, MAX_INT));
+        }
+        // A block runs only when every grid extent is at least 1, so a dim
+        // that is an extent, or whose ceildiv by a constant is, is at least
+        // 1 wherever the body runs: `H * B - 1` or `ceildiv(H * B, n)` over
+        // such dims is then never negative.
+        for g in &f.launch.grid {
+            if let Some(d) = dim_of_extent(g).filter(|d| f.dims.contains(d)) {
+                env.limits.insert(d, (1, MAX_INT));
+            }
         }
         for (d, &v) in f.launch.block_vars.iter().enumerate() {
             let hi = env

@@ -168,8 +168,9 @@ pub fn is_tile_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
 /// chunk by the rows and columns left after the origin, so from a negative
 /// origin (a halo's `bx * n - 1`) it would read before the tensor; such a copy
 /// becomes a loop nest instead, whose loads the bounds pass checks on both
-/// sides. Dims and block indices are non-negative, so is a loop variable
-/// whose start is, and a `let` whose value is.
+/// sides. Dims and block indices are non-negative (a dim that is a grid
+/// extent, or whose ceildiv is, at least 1), so is a loop variable whose
+/// start is, and a `let` whose value is.
 fn signs(f: &PrimFunc) -> Env {
     let mut env = Env::at_launch(f);
     let whole = (0, i32::MAX as i64);
