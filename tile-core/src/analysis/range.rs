@@ -46,22 +46,21 @@ const I32: (i64, i64) = (i32::MIN as i64, i32::MAX as i64);
 /// The variable `d` of a grid extent `d` or `ceildiv(d, c)` (`(d + c - 1) /
 /// c` with a positive constant `c`): an extent of at least 1 needs `d >= 1`.
 fn dim_of_extent(g: &Expr) -> Option<VarId> {
-    match g {
-        Expr::Var(d, _) => Some(*d),
-        Expr::Bin(BinOp::Div, num, c, _) if c.as_int().is_some_and(|c| c > 0) => {
-            let c = c.as_int()?;
-            match &**num {
-                // (d + c) - 1
-                Expr::Bin(BinOp::Sub, sum, one, _) if one.as_int() == Some(1) => match &**sum {
-                    Expr::Bin(BinOp::Add, d, k, _) if k.as_int() == Some(c) => match &**d {
-                        Expr::Var(d, _) => Some(*d),
-                        _ => None,
-                    },
-                    _ => None,
-                },
-                _ => None,
-            }
-        }
+    if let Expr::Var(d, _) = g {
+        return Some(*d);
+    }
+    let Expr::Bin(BinOp::Div, num, c, _) = g else {
+        return None;
+    };
+    let c = c.as_int().filter(|&c| c > 0)?;
+    let Expr::Bin(BinOp::Sub, sum, one, _) = &**num else {
+        return None;
+    };
+    let Expr::Bin(BinOp::Add, d, k, _) = &**sum else {
+        return None;
+    };
+    match &**d {
+        Expr::Var(d, _) if one.as_int() == Some(1) && k.as_int() == Some(c) => Some(*d),
         _ => None,
     }
 }
