@@ -78,6 +78,7 @@ use gemm::Launch;
 use gemm_any_pitch::gemm;
 use roofline::Work;
 use std::sync::Arc;
+use tile::autotune::Pick;
 use tile::prelude::*;
 
 use cudarc::cublas::sys::cudaDataType;
@@ -539,6 +540,10 @@ fn main() -> Res<()> {
         for s in custom.clone().unwrap_or_else(default_shapes) {
             tuned.push(tune_gemm::<f16>("f16", dev, s)?);
             tuned.push(tune_gemm::<bf16>("bf16", dev, s)?);
+            if s.1 % 8 != 0 || s.2 % 8 != 0 {
+                tuned.push(tune_plan::<f16>("f16", dev, s)?);
+                tuned.push(tune_plan::<bf16>("bf16", dev, s)?);
+            }
         }
         print_tuned(&tuned);
         return Ok(());
@@ -730,9 +735,76 @@ fn gemm_rows(
                 (dev, stream, blas),
                 rows,
             )?;
+            // The plan chosen by tuning (direct or padded, each tuned).
+            tuned.push(tune_plan::<f16>("f16", dev, s)?);
+            tuned.push(tune_plan::<bf16>("bf16", dev, s)?);
+            plan_row::<f16>(
+                "gemm f16 nn (tuned plan)",
+                s,
+                cudaDataType::CUDA_R_16F,
+                (dev, stream, blas),
+                rows,
+            )?;
+            plan_row::<bf16>(
+                "gemm bf16 nn (tuned plan)",
+                s,
+                cudaDataType::CUDA_R_16BF,
+                (dev, stream, blas),
+                rows,
+            )?;
         }
     }
     Ok(())
+}
+
+/// Tunes `gemm_any_pitch::Gemm::<E>`'s plans (direct or padded, each with
+/// `gemm_nn` tuned) on fresh `m × k` and `k × n` inputs.
+fn tune_plan<E: gemm_any_pitch::Dtype>(
+    dtype: &str,
+    dev: Device,
+    (m, n, k): (usize, usize, usize),
+) -> Res<Tuned> {
+    let a = tile::testing::random_tensor::<E>(&[m, k], 53, dev)?;
+    let b = tile::testing::random_tensor::<E>(&[k, n], 54, dev)?;
+    let mut c = Tensor::<E>::zeros(&[m, n], dev)?;
+    let t = std::time::Instant::now();
+    gemm_any_pitch::Gemm::<E>::default().launch(Pick::Tune, &a, &b, &mut c)?;
+    dev.synchronize()?;
+    let wall_ms = t.elapsed().as_secs_f64() * 1e3;
+    let report = gemm_any_pitch::Gemm::<E>::reports()
+        .into_iter()
+        .find(|r| r.shapes == [vec![m, k], vec![k, n], vec![m, n]])
+        .ok_or("no plan report")?;
+    Ok(Tuned::new(
+        format!("plan {dtype} nn {m}x{n}x{k}"),
+        report,
+        wall_ms,
+    ))
+}
+
+/// The tuned plan's row beside cuBLAS (its padded buffers kept across the
+/// timed runs, as [`padded_row`]'s).
+fn plan_row<E>(
+    name: &str,
+    s: (usize, usize, usize),
+    dt: cudaDataType,
+    (dev, stream, blas): (Device, &Arc<CudaStream>, &CudaBlas),
+    rows: &mut Vec<Row>,
+) -> Res<()>
+where
+    E: gemm_any_pitch::Dtype + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
+{
+    let chooser = std::cell::RefCell::new(gemm_any_pitch::Gemm::<E>::default());
+    bench_gemm::<E>(
+        name,
+        &|a, b, c| chooser.borrow_mut().launch(Pick::Tune, a, b, c),
+        dev,
+        stream,
+        blas,
+        s,
+        dt,
+        rows,
+    )
 }
 
 /// Rows of `gemm_any_pitch` beside cuBLAS: `AnyPitch` (padded buffers kept

@@ -12,6 +12,14 @@
 //! padded columns of C are dropped. Weights that stay fixed across calls go
 //! through [`FixedB`], which pads B once.
 //!
+//! Whether padding pays depends on the shape: at 4097×4095×4099 the copies
+//! cost a sixth of the product and save two thirds of it; at 1000×1030×1050
+//! they cost more than the aligned product (bench/RESULTS.md). [`Gemm`]
+//! therefore chooses per shape, as the autotuner chooses a kernel's variant:
+//! its two plans (the direct GEMM, and the padded one) form a
+//! `tile::autotune::PlanSet`, timed on the call's shapes when tuning is asked
+//! for and remembered in memory and on disk.
+//!
 //! `cargo run --release --example gemm_any_pitch [M N K]` checks the result
 //! against a host reference at a few odd shapes (or at M N K); `bench gemm
 //! 4097x4095x4099` times it beside cuBLAS and the direct GEMM.
@@ -21,6 +29,7 @@
 #[path = "gemm.rs"]
 pub mod gemm;
 
+use tile::autotune::{pick_plan, ArgRef, Pick, PlanSet};
 use tile::prelude::*;
 
 /// `y` = `x` where both have the element and 0 elsewhere in `y`: a guarded
@@ -137,6 +146,99 @@ fn multiply<E: Dtype>(
     resize(cp, c)
 }
 
+/// [`Gemm`]'s plans, in order: the GEMM on the operands as they are, and the
+/// GEMM on padded copies ([`AnyPitch`]). Each launches `gemm_nn` with the
+/// policy of the call, so tuning a plan tunes the GEMM it runs.
+const PLANS: &[&str] = &["direct", "padded"];
+
+/// The plans' set per element type; their choices go stale with `gemm_nn`'s
+/// variants.
+static PLANS_F16: PlanSet = PlanSet::new("gemm_any_pitch[f16]", PLANS, || {
+    vec![gemm::gemm_nn::variants::<f16>()]
+});
+static PLANS_BF16: PlanSet = PlanSet::new("gemm_any_pitch[bf16]", PLANS, || {
+    vec![gemm::gemm_nn::variants::<bf16>()]
+});
+
+/// The plan set of `E` (the two element types `gemm_nn` has).
+fn plans<E: Dtype>() -> &'static PlanSet {
+    match E::DTYPE {
+        DType::BF16 => &PLANS_BF16,
+        _ => &PLANS_F16,
+    }
+}
+
+/// `c = a · b` at any K and N, directly or through padded copies, whichever
+/// the policy picks for the shapes (see the module's notes): `Pick::Auto`
+/// runs the choice made for these shapes in this process (else direct, or
+/// tunes with `TILE_AUTOTUNE=1`), `Pick::Tune` tunes if no choice exists in
+/// memory or on disk, `Pick::Fixed(i)` runs plan `i` of [`PLANS`]. At a pitch
+/// that bulk copies take (K and N multiples of 8) both plans are the same
+/// GEMM, so there is nothing to choose.
+pub struct Gemm<E: Dtype> {
+    any: AnyPitch<E>,
+}
+
+impl<E: Dtype> Default for Gemm<E> {
+    fn default() -> Self {
+        Self {
+            any: AnyPitch::default(),
+        }
+    }
+}
+
+impl<E: Dtype> Gemm<E> {
+    /// `c = a · b` (`a`: M × K, `b`: K × N, `c`: M × N) on the tensors'
+    /// device's default stream; shapes that do not fit together are an
+    /// error naming the buffer, and nothing runs.
+    pub fn launch(
+        &mut self,
+        how: Pick,
+        a: &Tensor<E>,
+        b: &Tensor<E>,
+        c: &mut Tensor<E>,
+    ) -> Result<(), tile::Error> {
+        let direct = |a: &Tensor<E>, b: &Tensor<E>, c: &mut Tensor<E>| match how {
+            Pick::Tune => gemm::gemm_nn::tune().launch(a, b, c),
+            _ => gemm::gemm_nn(a, b, c),
+        };
+        let aligned = match (a.shape(), b.shape(), c.shape()) {
+            (&[m, k], &[kb, n], &[mc, nc]) => {
+                (kb, mc, nc) != (k, m, n) || (up8(k), up8(n)) == (k, n)
+            }
+            _ => true,
+        };
+        if aligned {
+            // One plan (or the kernel's error, naming the buffer).
+            return direct(a, b, c);
+        }
+        let mut view = c.clone();
+        let args = [
+            ArgRef::input(a),
+            ArgRef::input(b),
+            ArgRef::output(&mut view),
+        ];
+        let any = &mut self.any;
+        let mut run = |i: usize, c: &mut Tensor<E>| match i {
+            0 => direct(a, b, c),
+            _ => any.launch(a, b, c, &direct),
+        };
+        // While tuning, the plans write the caller's C (saved first, restored
+        // after each plan); the runner sees it through a second view.
+        let mut tuning_view = c.clone();
+        let i = pick_plan(plans::<E>(), how, None, &args, &mut |i, _| {
+            run(i, &mut tuning_view)
+        })?;
+        run(i, c)
+    }
+
+    /// The tuning reports of this process for `E` (each shape's plans and
+    /// their times).
+    pub fn reports() -> Vec<std::sync::Arc<tile::autotune::TuneReport>> {
+        plans::<E>().reports()
+    }
+}
+
 /// A B (K × N) that stays fixed across calls (weights), padded once.
 pub struct FixedB<E: Dtype> {
     /// B padded to whole 16-byte rows (B itself when it has them).
@@ -225,23 +327,48 @@ fn check<E: Dtype>(
     let gemm: GemmFn<'_, E> = &|a, b, c| gemm::gemm_nn(a, b, c);
     let mut any = AnyPitch::<E>::default();
     let mut fixed = FixedB::new(&b)?;
+    let mut chooser = Gemm::<E>::default();
     let mut worst = 0.0f64;
     // B padded per call, twice (the second reuses the buffers), then B
-    // padded once, twice.
-    for once in [false, false, true, true] {
+    // padded once, twice, then the plan tuned for the shape and the plain
+    // call that uses its choice.
+    let ways = [
+        "padded",
+        "padded",
+        "B padded once",
+        "B padded once",
+        "tuned plan",
+        "plan",
+    ];
+    for way in ways {
         let mut c = Tensor::full(&[m, n], E::from_f64(f64::NAN), dev)?;
-        if once {
-            fixed.launch(&a, &mut c, gemm)?;
-        } else {
-            any.launch(&a, &b, &mut c, gemm)?;
+        match way {
+            "padded" => any.launch(&a, &b, &mut c, gemm)?,
+            "B padded once" => fixed.launch(&a, &mut c, gemm)?,
+            "tuned plan" => chooser.launch(Pick::Tune, &a, &b, &mut c)?,
+            _ => chooser.launch(Pick::Auto, &a, &b, &mut c)?,
         }
         let r = tile::testing::assert_allclose(&c.to_vec()?, &want, 5e-2, 2e-2)
-            .map_err(|e| format!("{name} {m}x{n}x{k} (B padded once: {once}): {e}"))?;
+            .map_err(|e| format!("{name} {m}x{n}x{k} ({way}): {e}"))?;
         worst = worst.max(r.max_abs);
     }
-    // A C that does not fit: an error from both, and C is not written.
+    // At an odd pitch both plans ran and matched.
+    if (up8(k), up8(n)) != (k, n) {
+        let reports = Gemm::<E>::reports();
+        let r = reports
+            .iter()
+            .find(|r| r.shapes == [vec![m, k], vec![k, n], vec![m, n]])
+            .ok_or_else(|| format!("{name} {m}x{n}x{k}: no plan report"))?;
+        if r.rows.iter().any(|row| row.median_ms().is_none()) {
+            return Err(format!("{name} {m}x{n}x{k}: a plan did not run: {r:?}").into());
+        }
+    }
+    // A C that does not fit: an error from each, and C is not written.
     let mut c = Tensor::full(&[m, n + 1], E::from_f64(1.0), dev)?;
-    if any.launch(&a, &b, &mut c, gemm).is_ok() || fixed.launch(&a, &mut c, gemm).is_ok() {
+    if any.launch(&a, &b, &mut c, gemm).is_ok()
+        || fixed.launch(&a, &mut c, gemm).is_ok()
+        || chooser.launch(Pick::Tune, &a, &b, &mut c).is_ok()
+    {
         return Err(format!("{name} {m}x{n}x{k}: a C of {m} x {} was accepted", n + 1).into());
     }
     if c.to_vec()?.iter().any(|x| x.to_f64() != 1.0) {

@@ -690,3 +690,91 @@ fn tuning_overhead_on_the_cpu() {
     assert!(cached < first, "a cached choice is cheaper than tuning");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// Three plans for `c = 2a + b`: one launch, the same launch twice (slower, and
+/// right), and a kernel that computes something else (must be skipped).
+static AXPY_PLANS: tile::autotune::PlanSet =
+    tile::autotune::PlanSet::new("axpy_plans", &["once", "twice", "off"], || {
+        vec![tuned_axpy::variants()]
+    });
+
+#[test]
+fn plans_are_tuned_checked_and_remembered_like_variants() -> Result<(), Error> {
+    use tile::autotune::{pick_plan, ArgRef, Pick};
+    tile::cache::disable();
+    let n = 4099;
+    let a = Tensor::from_slice(&ramp(n, 0.5), &[n], dev())?;
+    let b = Tensor::from_slice(&ramp(n, 0.25), &[n], dev())?;
+    let want: Vec<f32> = ramp(n, 0.5)
+        .iter()
+        .zip(ramp(n, 0.25))
+        .map(|(x, y)| x * 2.0 + y)
+        .collect();
+    let off = which_variant::LABELS
+        .iter()
+        .position(|l| l.contains("wrong=true"))
+        .expect("a wrong variant");
+    let run = |i: usize, s: &Stream, c: &mut Tensor<f32>| -> Result<(), Error> {
+        match i {
+            0 => tuned_axpy::tune().on(s).launch(&a, &b, c),
+            1 => {
+                tuned_axpy::tune().on(s).launch(&a, &b, c)?;
+                tuned_axpy::tune().on(s).launch(&a, &b, c)
+            }
+            _ => which_variant::with(which_variant::CONFIGS[off])
+                .on(s)
+                .launch(&a, c),
+        }
+    };
+    let mut c = Tensor::full(&[n], -1.0f32, dev())?;
+    let mut view = c.clone();
+    let args = [
+        ArgRef::input(&a),
+        ArgRef::input(&b),
+        ArgRef::output(&mut view),
+    ];
+    let mut inner = c.clone();
+    // Before tuning, a plain pick is plan 0 and nothing runs; a plan that does not
+    // exist is an error naming the set.
+    let ran = std::cell::Cell::new(0);
+    let mut count = |_: usize, _: &Stream| -> Result<(), Error> {
+        ran.set(ran.get() + 1);
+        Ok(())
+    };
+    assert_eq!(
+        pick_plan(&AXPY_PLANS, Pick::Auto, None, &args, &mut count)?,
+        0
+    );
+    let err = pick_plan(&AXPY_PLANS, Pick::Fixed(3), None, &args, &mut count)
+        .expect_err("there is no plan 3");
+    assert!(err.to_string().contains("axpy_plans"), "{err}");
+    assert_eq!(ran.get(), 0);
+    let chosen = pick_plan(&AXPY_PLANS, Pick::Tune, None, &args, &mut |i, s| {
+        run(i, s, &mut inner)
+    })?;
+    // Tuning left C as it was; the caller runs the plan it got.
+    assert!(c.to_vec()?.iter().all(|&v| v == -1.0));
+    run(chosen, &dev().default_stream()?, &mut c)?;
+    assert_eq!(c.to_vec()?, want);
+    let reports = AXPY_PLANS.reports();
+    let r = reports
+        .iter()
+        .find(|r| r.shapes == [vec![n], vec![n], vec![n]])
+        .expect("a report for these shapes");
+    let outcomes: Vec<_> = r.rows.iter().map(|row| &row.outcome).collect();
+    assert!(matches!(outcomes[0], Outcome::Timed { .. }), "{r:?}");
+    assert!(matches!(outcomes[1], Outcome::Timed { .. }), "{r:?}");
+    assert!(matches!(outcomes[2], Outcome::Mismatch(_)), "{r:?}");
+    assert!(chosen < 2 && r.chosen == chosen, "{r:?}");
+    // The plan inside was tuned on the way (its variants' report exists).
+    assert!(tuned_axpy::reports()
+        .iter()
+        .any(|t| t.shapes == [vec![n], vec![n], vec![n]]));
+    // A plain pick now returns the choice, and runs nothing.
+    assert_eq!(
+        pick_plan(&AXPY_PLANS, Pick::Auto, None, &args, &mut count)?,
+        chosen
+    );
+    assert_eq!(ran.get(), 0);
+    Ok(())
+}

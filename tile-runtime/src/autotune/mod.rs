@@ -34,10 +34,16 @@
 //!   ([`crate::cache`]). A damaged entry is removed and the shapes tuned again; when
 //!   several processes tune at once, every one of them ends up with the published
 //!   entry's choice.
+//!
+//! [`PlanSet`] and [`pick_plan`] (in `plans`) apply the same policies, checks, timing
+//! and disk cache to alternatives above the kernel: host-level plans that launch one or
+//! more kernels each. Both go through `Alternatives`, the one view tuning needs.
 
 mod outputs;
+mod plans;
 mod store;
 
+pub use plans::{pick_plan, PlanSet};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,7 +52,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::arg::ArgRef;
+/// The buffers of a call that [`pick_plan`] saves, restores and compares.
+pub use crate::arg::ArgRef;
 use crate::config::Config;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -83,10 +90,15 @@ pub struct VariantSet {
     pub specs: &'static [&'static KernelSpec],
     /// Each variant's in-process cache slot, in the order of `labels`.
     pub slots: &'static [&'static KernelSlot],
+    choices: Choices,
+    key: OnceLock<String>,
+}
+
+/// The choices tuned (or read from disk) in this process, per device and shapes.
+struct Choices {
     /// Whether any choice was recorded (the one load a plain call makes until then).
     any: AtomicBool,
-    choices: RwLock<Option<HashMap<u64, Vec<Choice>>>>,
-    key: OnceLock<String>,
+    map: RwLock<Option<HashMap<u64, Vec<Choice>>>>,
 }
 
 struct Choice {
@@ -187,8 +199,7 @@ impl VariantSet {
             labels,
             specs,
             slots,
-            any: AtomicBool::new(false),
-            choices: RwLock::new(None),
+            choices: Choices::new(),
             key: OnceLock::new(),
         }
     }
@@ -230,7 +241,34 @@ impl VariantSet {
 
     /// Every report of this process: tuned here, or read from disk.
     pub fn reports(&self) -> Vec<Arc<TuneReport>> {
-        let map = self.choices.read().unwrap_or_else(|e| e.into_inner());
+        self.choices.reports()
+    }
+
+    /// Forgets the choices of this process (the disk cache is left alone).
+    pub fn forget(&self) {
+        self.choices.forget()
+    }
+
+    /// The index of the variant whose label is `label`.
+    pub fn index_of(&self, label: &str) -> Option<usize> {
+        self.labels.iter().position(|l| *l == label)
+    }
+}
+
+impl Choices {
+    const fn new() -> Choices {
+        Choices {
+            any: AtomicBool::new(false),
+            map: RwLock::new(None),
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
+    fn reports(&self) -> Vec<Arc<TuneReport>> {
+        let map = self.map.read().unwrap_or_else(|e| e.into_inner());
         let mut out: Vec<Arc<TuneReport>> = map
             .iter()
             .flat_map(|m| m.values())
@@ -244,7 +282,7 @@ impl VariantSet {
     /// The choice recorded for `args` on `device`, if any.
     fn lookup(&self, device: Device, args: &[ArgRef<'_>], pow2: bool) -> Option<usize> {
         let h = shape_hash(device, args, pow2);
-        let map = self.choices.read().unwrap_or_else(|e| e.into_inner());
+        let map = self.map.read().unwrap_or_else(|e| e.into_inner());
         let list = map.as_ref()?.get(&h)?;
         list.iter()
             .find(|c| c.device == device && same_dims(&c.dims, args, pow2))
@@ -253,7 +291,7 @@ impl VariantSet {
 
     fn record(&self, device: Device, args: &[ArgRef<'_>], pow2: bool, report: Arc<TuneReport>) {
         let h = shape_hash(device, args, pow2);
-        let mut map = self.choices.write().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         let list = map.get_or_insert_with(HashMap::new).entry(h).or_default();
         list.retain(|c| !(c.device == device && same_dims(&c.dims, args, pow2)));
         list.push(Choice {
@@ -265,16 +303,10 @@ impl VariantSet {
         self.any.store(true, Ordering::Release);
     }
 
-    /// Forgets the choices of this process (the disk cache is left alone).
-    pub fn forget(&self) {
-        let mut map = self.choices.write().unwrap_or_else(|e| e.into_inner());
+    fn forget(&self) {
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         *map = None;
         self.any.store(false, Ordering::Release);
-    }
-
-    /// The index of the variant whose label is `label`.
-    pub fn index_of(&self, label: &str) -> Option<usize> {
-        self.labels.iter().position(|l| *l == label)
     }
 }
 
@@ -290,7 +322,7 @@ pub fn pick(
 ) -> Result<usize> {
     match how {
         Pick::Fixed(i) if i < set.len() => Ok(i),
-        Pick::Auto if !set.any.load(Ordering::Acquire) && !Config::get().autotune => Ok(0),
+        Pick::Auto if !set.choices.any() && !Config::get().autotune => Ok(0),
         _ => pick_slow(Config::get(), set, how, stream, args, scalars),
     }
 }
@@ -312,13 +344,13 @@ fn pick_slow(
     }
     let device = device_of(stream, args);
     let pow2 = cfg.autotune_pow2;
-    if let Some(i) = set.lookup(device, args, pow2) {
+    if let Some(i) = set.choices.lookup(device, args, pow2) {
         return Ok(i);
     }
     if how == Pick::Auto && !cfg.autotune {
         return Ok(0);
     }
-    tune_with(cfg, set, stream, args, scalars).map(|r| r.chosen)
+    measure_variants(cfg, set, stream, args, scalars, false).map(|r| r.chosen)
 }
 
 /// Tunes `set` on these arguments now (even if a choice exists: it is replaced) and
@@ -329,18 +361,62 @@ pub fn retune(
     args: &[ArgRef<'_>],
     scalars: &[ScalarArg],
 ) -> Result<Arc<TuneReport>> {
-    measure(Config::get(), set, stream, args, scalars, true)
+    measure_variants(Config::get(), set, stream, args, scalars, true)
 }
 
-/// The choice for these arguments: in memory, else on disk, else measured.
-fn tune_with(
+/// [`measure`] over a kernel's variants: the arguments are checked as a launch checks
+/// them before anything is read or written (a variant whose static shapes differ is
+/// checked when it runs).
+fn measure_variants(
     cfg: &Config,
     set: &'static VariantSet,
     stream: Option<&Stream>,
     args: &[ArgRef<'_>],
     scalars: &[ScalarArg],
+    force: bool,
 ) -> Result<Arc<TuneReport>> {
-    measure(cfg, set, stream, args, scalars, false)
+    let check = || {
+        let mut checks = set
+            .specs
+            .iter()
+            .map(|spec| crate::check::check_args(spec, args));
+        match checks.find(|r| r.is_ok()) {
+            Some(_) => Ok(()),
+            None => match set.specs.first() {
+                Some(spec) => crate::check::check_args(spec, args).map(|_| ()),
+                None => Ok(()),
+            },
+        }
+    };
+    let launch = |i: usize, s: &Stream| {
+        launch_with_scalars(cfg, set.specs[i], set.slots[i], Some(s), args, scalars)
+    };
+    let alt = Alternatives {
+        kernel: set.kernel,
+        name: set.name(),
+        labels: set.labels,
+        key: set.key(),
+        choices: &set.choices,
+        launch: &launch,
+    };
+    measure(cfg, &alt, stream, args, scalars, force, check)
+}
+
+/// What tuning needs of a set of alternatives, whichever kind: a kernel's variants
+/// ([`VariantSet`]) or host-level plans ([`PlanSet`]).
+struct Alternatives<'x> {
+    /// The kernel (or plan set) the errors name.
+    kernel: &'static str,
+    /// The name in messages and reports (`gemm[f16]`).
+    name: String,
+    /// Each alternative's label, alternative 0 (the default) first.
+    labels: &'static [&'static str],
+    /// The set's identity in the disk cache's keys.
+    key: &'x str,
+    /// The choices of this process.
+    choices: &'x Choices,
+    /// Runs alternative `i` once on the stream (queued, not waited for).
+    launch: &'x dyn Fn(usize, &Stream) -> Result<()>,
 }
 
 fn device_of(stream: Option<&Stream>, args: &[ArgRef<'_>]) -> Device {
@@ -448,20 +524,24 @@ fn final_options() -> BenchOptions {
     }
 }
 
+/// The choice for these arguments: in memory, else on disk, else measured (`force`:
+/// measured even if a choice exists). `check` validates the arguments before anything
+/// is read or written.
 fn measure(
     cfg: &Config,
-    set: &'static VariantSet,
+    set: &Alternatives<'_>,
     stream: Option<&Stream>,
     args: &[ArgRef<'_>],
     scalars: &[ScalarArg],
     force: bool,
+    check: impl FnOnce() -> Result<()>,
 ) -> Result<Arc<TuneReport>> {
     let device = device_of(stream, args);
     let pow2 = cfg.autotune_pow2;
-    let name = set.name();
+    let name = &set.name;
     if !force {
-        if let Some(i) = set.lookup(device, args, pow2) {
-            if let Some(r) = set.reports().into_iter().find(|r| r.chosen == i) {
+        if let Some(i) = set.choices.lookup(device, args, pow2) {
+            if let Some(r) = set.choices.reports().into_iter().find(|r| r.chosen == i) {
                 return Ok(r);
             }
         }
@@ -475,13 +555,13 @@ fn measure(
     let bucket_name = if pow2 { "pow2" } else { "exact" };
     let key = crate::cache::key_of(&[
         "autotune",
-        set.key(),
+        set.key,
         &dev_label,
         &dtypes,
         bucket_name,
         &format!("{shapes:?}"),
     ]);
-    let store = store::Store::open(cfg, set);
+    let store = store::Store::open(cfg, set.key, set.labels);
     if !force {
         let t = Instant::now();
         let found = store.as_ref().and_then(|s| s.read(&key));
@@ -494,7 +574,7 @@ fn measure(
         }
         if let Some(r) = found {
             let r = Arc::new(r);
-            set.record(device, args, pow2, r.clone());
+            set.choices.record(device, args, pow2, r.clone());
             return Ok(r);
         }
     }
@@ -509,21 +589,7 @@ fn measure(
             ),
         });
     }
-    // The arguments are checked as a launch checks them before anything is read
-    // or written (a variant whose static shapes differ is checked when it runs).
-    if let Some(Err(e)) = set
-        .specs
-        .iter()
-        .map(|spec| crate::check::check_args(spec, args))
-        .find(|r| r.is_ok())
-        .or_else(|| {
-            set.specs
-                .first()
-                .map(|spec| crate::check::check_args(spec, args))
-        })
-    {
-        return Err(e);
-    }
+    check()?;
     let owned;
     let s = match stream {
         Some(s) => s,
@@ -532,7 +598,7 @@ fn measure(
             &owned
         }
     };
-    let mut report = run_variants(cfg, set, s, args, scalars)?;
+    let mut report = run_variants(cfg, set, s, args)?;
     report.device = dev_label;
     report.dtypes = dtypes;
     report.shapes = shapes;
@@ -547,22 +613,22 @@ fn measure(
         }
     }
     let report = Arc::new(report);
-    set.record(device, args, pow2, report.clone());
+    set.choices.record(device, args, pow2, report.clone());
     Ok(report)
 }
 
 /// Runs, checks and times every variant, leaving the written buffers as they were.
 fn run_variants(
     cfg: &Config,
-    set: &'static VariantSet,
+    set: &Alternatives<'_>,
     stream: &Stream,
     args: &[ArgRef<'_>],
-    scalars: &[ScalarArg],
 ) -> Result<TuneReport> {
-    let name = set.name();
+    let name = set.name.clone();
+    let count = set.labels.len();
     let started = Instant::now();
     if cfg.diagnostics {
-        eprintln!("tile phase start: autotune {name} variants={}", set.len());
+        eprintln!("tile phase start: autotune {name} variants={count}");
     }
     // Reborrow with one lifetime for the saved copies.
     let args: &[ArgRef<'_>] = args;
@@ -571,14 +637,13 @@ fn run_variants(
     let t = Instant::now();
     let mut saved = Outputs::take(args, stream, cfg.diagnostics)?;
     checks += t.elapsed();
-    let bar = progress_bar(&name, set.len());
+    let bar = progress_bar(&name, count);
     let opts = bench_options();
-    let mut rows = Vec::with_capacity(set.len());
+    let mut rows = Vec::with_capacity(count);
     let mut reference: Option<usize> = None;
     let mut best: Option<(usize, f64)> = None;
-    for (i, (spec, slot)) in set.specs.iter().zip(set.slots).enumerate() {
-        let label = set.labels.get(i).copied().unwrap_or("?");
-        let launch = |s: &Stream| launch_with_scalars(cfg, spec, slot, Some(s), args, scalars);
+    for (i, &label) in set.labels.iter().enumerate() {
+        let launch = |s: &Stream| (set.launch)(i, s);
         // The correctness run: restore the outputs, launch (the variant's first launch:
         // module load, or JIT without ahead-of-time artifacts), read back, compare.
         let t = Instant::now();
@@ -637,7 +702,7 @@ fn run_variants(
             eprintln!(
                 "tile autotune {name} variant {}/{} `{label}`: {what}",
                 i + 1,
-                set.len()
+                count
             );
         }
         if let Some(b) = &bar {
@@ -656,7 +721,7 @@ fn run_variants(
         b.finish_and_clear();
     }
     let t = Instant::now();
-    let best = final_round(cfg, set, stream, args, scalars, &mut rows).or(best);
+    let best = final_round(cfg, set, stream, &mut rows).or(best);
     timing += t.elapsed();
     saved.restore()?;
     let Some((chosen, _)) = best else {
@@ -759,10 +824,8 @@ const MAX_FINALISTS: usize = 6;
 /// fails (the first pass's times then stand).
 fn final_round(
     cfg: &Config,
-    set: &'static VariantSet,
+    set: &Alternatives<'_>,
     stream: &Stream,
-    args: &[ArgRef<'_>],
-    scalars: &[ScalarArg],
     rows: &mut [TuneRow],
 ) -> Option<(usize, f64)> {
     let mut timed: Vec<(usize, f64)> = rows
@@ -784,10 +847,7 @@ fn final_round(
     // One closure type for every finalist (they differ only in what they capture).
     let mut launches: Vec<_> = finalists
         .iter()
-        .map(|&i| {
-            let (spec, slot) = (&set.specs[i], set.slots[i]);
-            move |s: &Stream| launch_with_scalars(cfg, spec, slot, Some(s), args, scalars)
-        })
+        .map(|&i| move |s: &Stream| (set.launch)(i, s))
         .collect();
     let mut fs: Vec<crate::profile::BenchFn<'_>> = launches
         .iter_mut()
@@ -798,7 +858,7 @@ fn final_round(
         Ok(r) => r,
         Err(e) => {
             if cfg.diagnostics {
-                eprintln!("tile autotune {} final round failed: {e}", set.name());
+                eprintln!("tile autotune {} final round failed: {e}", set.name);
             }
             return None;
         }
@@ -808,7 +868,7 @@ fn final_round(
         if cfg.diagnostics {
             eprintln!(
                 "tile autotune {} final `{}`: median={:.4}ms (first pass {:.4}ms)",
-                set.name(),
+                set.name,
                 set.labels.get(i).copied().unwrap_or("?"),
                 r.median_ms,
                 rows[i].median_ms().unwrap_or(f64::NAN)

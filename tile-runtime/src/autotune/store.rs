@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{TuneReport, VariantSet};
+use super::TuneReport;
 use crate::cache::{DiskCache, Lookup};
 use crate::config::Config;
 
@@ -19,20 +19,24 @@ struct ChoiceFile {
     report: TuneReport,
 }
 
+/// The entries of one set of alternatives (a kernel's variants, or a [`super::PlanSet`]).
 pub(super) struct Store<'s> {
     cache: DiskCache,
-    set: &'s VariantSet,
+    /// The set's identity (a change to any alternative makes earlier choices stale).
+    set: &'s str,
+    /// The alternatives' labels, in order.
+    labels: &'s [&'static str],
 }
 
 impl<'s> Store<'s> {
     /// The disk cache of `cfg`, unless it is disabled or cannot be opened (a choice is
     /// then kept in memory only).
-    pub fn open(cfg: &Config, set: &'s VariantSet) -> Option<Store<'s>> {
+    pub fn open(cfg: &Config, set: &'s str, labels: &'s [&'static str]) -> Option<Store<'s>> {
         if !crate::cache::enabled_with(cfg) {
             return None;
         }
         let cache = DiskCache::open(&cfg.cache_root).ok()?;
-        Some(Store { cache, set })
+        Some(Store { cache, set, labels })
     }
 
     fn rel(key: &str) -> String {
@@ -52,9 +56,9 @@ impl<'s> Store<'s> {
         let valid = parsed.filter(|c| {
             c.format == FORMAT
                 && c.key == key
-                && c.set == self.set.key()
-                && self.set.labels.get(c.report.chosen) == Some(&c.report.chosen_label.as_str())
-                && c.report.rows.len() == self.set.len()
+                && c.set == self.set
+                && self.labels.get(c.report.chosen) == Some(&c.report.chosen_label.as_str())
+                && c.report.rows.len() == self.labels.len()
         });
         match valid {
             Some(c) => {
@@ -75,7 +79,7 @@ impl<'s> Store<'s> {
         let file = ChoiceFile {
             format: FORMAT,
             key: key.to_string(),
-            set: self.set.key().to_string(),
+            set: self.set.to_string(),
             report: report.clone(),
         };
         let Ok(text) = serde_json::to_vec_pretty(&file) else {
