@@ -721,32 +721,18 @@ fn gemm_rows(
         // A pitch off 16 bytes: the operands padded first, then the aligned
         // GEMM, tuned on the padded shape (examples/gemm_any_pitch.rs).
         if s.1 % 8 != 0 || s.2 % 8 != 0 {
+            // The plans tuned first (the rows' tuned plan then uses the choice).
+            tuned.push(tune_plan::<f16>("f16", dev, s)?);
+            tuned.push(tune_plan::<bf16>("bf16", dev, s)?);
             padded_row::<f16>(
-                "gemm f16 nn (padded, tuned)",
+                "f16",
                 s,
                 cudaDataType::CUDA_R_16F,
                 (dev, stream, blas),
                 rows,
             )?;
             padded_row::<bf16>(
-                "gemm bf16 nn (padded, tuned)",
-                s,
-                cudaDataType::CUDA_R_16BF,
-                (dev, stream, blas),
-                rows,
-            )?;
-            // The plan chosen by tuning (direct or padded, each tuned).
-            tuned.push(tune_plan::<f16>("f16", dev, s)?);
-            tuned.push(tune_plan::<bf16>("bf16", dev, s)?);
-            plan_row::<f16>(
-                "gemm f16 nn (tuned plan)",
-                s,
-                cudaDataType::CUDA_R_16F,
-                (dev, stream, blas),
-                rows,
-            )?;
-            plan_row::<bf16>(
-                "gemm bf16 nn (tuned plan)",
+                "bf16",
                 s,
                 cudaDataType::CUDA_R_16BF,
                 (dev, stream, blas),
@@ -782,37 +768,12 @@ fn tune_plan<E: gemm_any_pitch::Dtype>(
     ))
 }
 
-/// The tuned plan's row beside cuBLAS (its padded buffers kept across the
-/// timed runs, as [`padded_row`]'s).
-fn plan_row<E>(
-    name: &str,
-    s: (usize, usize, usize),
-    dt: cudaDataType,
-    (dev, stream, blas): (Device, &Arc<CudaStream>, &CudaBlas),
-    rows: &mut Vec<Row>,
-) -> Res<()>
-where
-    E: gemm_any_pitch::Dtype + cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
-{
-    let chooser = std::cell::RefCell::new(gemm_any_pitch::Gemm::<E>::default());
-    bench_gemm::<E>(
-        name,
-        &|a, b, c| chooser.borrow_mut().launch(Pick::Tune, a, b, c),
-        dev,
-        stream,
-        blas,
-        s,
-        dt,
-        rows,
-    )
-}
-
 /// Rows of `gemm_any_pitch` beside cuBLAS: `AnyPitch` (padded buffers kept
-/// across the timed runs; each run pads, multiplies and unpads), and
-/// `FixedB` (B padded once; each run pads A if K is off and unpads C if N
-/// is).
+/// across the timed runs; each run pads, multiplies and unpads), `FixedB`
+/// (B padded once; each run pads A if K is off and unpads C if N is), and
+/// `Gemm` (the plan tuned for the shape, direct or padded: `tune_plan`).
 fn padded_row<E>(
-    name: &str,
+    dname: &str,
     s: (usize, usize, usize),
     dt: cudaDataType,
     (dev, stream, blas): (Device, &Arc<CudaStream>, &CudaBlas),
@@ -824,8 +785,9 @@ where
     let tuned: gemm_any_pitch::GemmFn<'_, E> =
         &|a, b, c| gemm_any_pitch::gemm::gemm_nn::tune().launch(a, b, c);
     let any = std::cell::RefCell::new(gemm_any_pitch::AnyPitch::<E>::default());
+    let name = format!("gemm {dname} nn (padded, tuned)");
     bench_gemm::<E>(
-        name,
+        &name,
         &|a, b, c| any.borrow_mut().launch(a, b, c, tuned),
         dev,
         stream,
@@ -846,6 +808,17 @@ where
             }
             f.as_mut().expect("set above").launch(a, c, tuned)
         },
+        dev,
+        stream,
+        blas,
+        s,
+        dt,
+        rows,
+    )?;
+    let chooser = std::cell::RefCell::new(gemm_any_pitch::Gemm::<E>::default());
+    bench_gemm::<E>(
+        &format!("gemm {dname} nn (tuned plan)"),
+        &|a, b, c| chooser.borrow_mut().launch(Pick::Tune, a, b, c),
         dev,
         stream,
         blas,
