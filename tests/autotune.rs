@@ -435,13 +435,56 @@ fn child_main() {
             r.first_launch_ms
         ))
     };
-    match run() {
+    let line = match std::env::var("TILE_AUTOTUNE_TEST_PLANS") {
+        Ok(_) => plans_child(n),
+        Err(_) => run(),
+    };
+    match line {
         Ok(line) => println!("\nCHILD OK {line}"),
         Err(e) => {
             println!("\nCHILD FAILED {e}");
             std::process::exit(1);
         }
     }
+}
+
+/// A child's plan choice for `AXPY_PLANS` at `n` (a plain pick: `TILE_AUTOTUNE=1`
+/// makes it tune, or read the disk cache).
+fn plans_child(n: usize) -> Result<String, Error> {
+    use tile::autotune::{pick_plan, ArgRef, Pick};
+    let a = Tensor::from_slice(&ramp(n, 1.0), &[n], Device::Cpu)?;
+    let b = Tensor::from_slice(&ramp(n, 3.0), &[n], Device::Cpu)?;
+    let mut c = Tensor::<f32>::zeros(&[n], Device::Cpu)?;
+    let mut view = c.clone();
+    let args = [
+        ArgRef::input(&a),
+        ArgRef::input(&b),
+        ArgRef::output(&mut view),
+    ];
+    let off = which_variant::LABELS
+        .iter()
+        .position(|l| l.contains("wrong=true"))
+        .expect("a wrong variant");
+    let chosen = pick_plan(&AXPY_PLANS, Pick::Auto, None, &args, &mut |i, s| match i {
+        0 => tuned_axpy::on(s).launch(&a, &b, &mut c),
+        1 => {
+            tuned_axpy::on(s).launch(&a, &b, &mut c)?;
+            tuned_axpy::on(s).launch(&a, &b, &mut c)
+        }
+        _ => which_variant::with(which_variant::CONFIGS[off])
+            .on(s)
+            .launch(&a, &mut c),
+    })?;
+    let r = AXPY_PLANS
+        .reports()
+        .into_iter()
+        .next()
+        .expect("a plan report");
+    Ok(format!(
+        "chosen={chosen} cached={} rows={}",
+        r.from_cache,
+        r.rows.len()
+    ))
 }
 
 fn temp_root(tag: &str) -> PathBuf {
@@ -777,4 +820,31 @@ fn plans_are_tuned_checked_and_remembered_like_variants() -> Result<(), Error> {
     );
     assert_eq!(ran.get(), 0);
     Ok(())
+}
+
+#[test]
+fn a_plan_choice_is_published_and_reused_by_the_next_process() {
+    let root = temp_root("plans");
+    let first = child_ok(&run(child(&root).env("TILE_AUTOTUNE_TEST_PLANS", "1")));
+    assert_eq!(field(&first, "cached"), "false");
+    assert_eq!(field(&first, "rows"), "3");
+    // The plan's entry, and the entries of the kernels its plans tuned.
+    let entries = tuned_entries(&root);
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.kernel.as_deref() == Some("axpy_plans")),
+        "{entries:?}"
+    );
+    assert!(entries.iter().all(|e| e.damage.is_none()), "{entries:?}");
+    let out = run(child(&root)
+        .env("TILE_AUTOTUNE_TEST_PLANS", "1")
+        .env("TILE_JIT_DIAGNOSTICS", "1"));
+    let second = child_ok(&out);
+    assert_eq!(field(&second, "cached"), "true");
+    assert_eq!(field(&first, "chosen"), field(&second, "chosen"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("autotune-cache axpy_plans"), "{stderr}");
+    assert!(!stderr.contains("tile phase start: autotune"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&root);
 }
