@@ -140,9 +140,12 @@ const PERSISTENT_BLOCKS: usize = 264;
 /// `alternating_over_bound` this is). Timed on an H100 at 37 shapes from
 /// S = 512 to 16384, this choice ran 1.1% slower than the faster kernel
 /// on average (geometric mean) and 14% at worst (B1 H20 S3584, where
-/// the block per tile's last section of heads holds 2 of 20); always a
+/// the block per tile's last section of heads held 2 of 20); always a
 /// block per tile, 2.5% and 14%; always persistent, 9% and 55%
-/// (bench/RESULTS.md). Computed once per shape: a pass over the tiles.
+/// (bench/RESULTS.md). Even sections (`causal_section`) have since made
+/// the block per tile 1.42 times as fast at B1 H20 S3584, ahead of the
+/// persistent kernel there, and 1.00–1.04 at the rule's three other
+/// losses. Computed once per shape: a pass over the tiles.
 pub fn persistent_balances(sh: Shape) -> bool {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
