@@ -64,6 +64,14 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// Artifacts (C libraries and cubins) reused from the previous build.
     pub reused: usize,
+    /// One line per kernel (at its `file:line`) whose `wgmma` main loop is not
+    /// warp-specialized on sm_90a, with the reason (a kernel of several
+    /// variants or dtypes says each reason once). When sm_90a is built the
+    /// build prints one cargo warning that counts them, every one of them
+    /// with `TILE_PERF_NOTES=1`, none with `TILE_PERF_NOTES=0`: such a kernel
+    /// runs right but often several times slower, and says so nowhere else
+    /// but `tile inspect --emit passes`.
+    pub notes: Vec<String>,
 }
 
 impl Builder {
@@ -117,6 +125,7 @@ impl Builder {
             "TILE_CUDA_ARCHS",
             "CUDA_HOME",
             "CUDA_PATH",
+            "TILE_PERF_NOTES",
         ] {
             println!("cargo:rerun-if-env-changed={v}");
         }
@@ -144,6 +153,7 @@ impl Builder {
             }
             frontend_errors.extend(r.frontend_errors);
             report.warnings.extend(r.warnings);
+            report.notes.extend(r.notes);
         }
         // The same kernel in two files has one symbol and key: build it once.
         let mut seen = std::collections::HashSet::new();
@@ -290,6 +300,12 @@ impl Builder {
         }
         for w in &report.warnings {
             println!("cargo:warning=tile: {}", w.lines().next().unwrap_or(""));
+        }
+        if archs.iter().any(|a| a == "sm_90a") {
+            let setting = std::env::var("TILE_PERF_NOTES").unwrap_or_default();
+            for line in perf_note_lines(&report.notes, &setting) {
+                println!("cargo:warning=tile: {line}");
+            }
         }
         let off = std::env::var("TILE_NO_NVCC").is_ok_and(|v| v == "1");
         if let Some(note) = nvcc_note(report.nvcc.is_some(), off, cuda_driver_present()) {
@@ -517,6 +533,8 @@ struct FileKernels {
     kernels: Vec<(String, Built)>,
     frontend_errors: Vec<String>,
     warnings: Vec<String>,
+    /// `Report::notes` of this file.
+    notes: Vec<String>,
 }
 
 /// Reads, parses and compiles every kernel of file `f`. A file that does not
@@ -529,6 +547,7 @@ fn compile_file(f: &Path) -> Result<FileKernels, String> {
         kernels: Vec::new(),
         frontend_errors: Vec::new(),
         warnings: Vec::new(),
+        notes: Vec::new(),
     };
     let Ok(file) = syn::parse_file(&text) else {
         return Ok(out);
@@ -565,24 +584,56 @@ fn compile_file(f: &Path) -> Result<FileKernels, String> {
                 }
             };
             match crate::compile(def) {
-                Ok(c) => out.kernels.push((
-                    at.clone(),
-                    Built {
-                        name: c.def.func.name.clone(),
-                        cuda_sm90a: c
-                            .cuda_sm90a
-                            .map(|v| (v.arch.name().to_string(), v.key, v.source)),
-                        c_symbol: c.c_symbol,
-                        c_source: c.c_source,
-                        cuda_key: c.cuda_key,
-                        cuda_source: c.cuda_source,
-                    },
-                )),
+                Ok(c) => {
+                    for why in &c.hopper_notes {
+                        let note = hopper_note(&at, &item.sig.ident.to_string(), why);
+                        if !out.notes.contains(&note) {
+                            out.notes.push(note);
+                        }
+                    }
+                    out.kernels.push((
+                        at.clone(),
+                        Built {
+                            name: c.def.func.name.clone(),
+                            cuda_sm90a: c
+                                .cuda_sm90a
+                                .map(|v| (v.arch.name().to_string(), v.key, v.source)),
+                            c_symbol: c.c_symbol,
+                            c_source: c.c_source,
+                            cuda_key: c.cuda_key,
+                            cuda_source: c.cuda_source,
+                        },
+                    ))
+                }
                 Err(d) => out.warnings.push(format!("{at}: {}", d[0])),
             }
         }
     }
     Ok(out)
+}
+
+/// The build's line for kernel `name` (defined at `at`) whose `wgmma` main loop
+/// is not warp-specialized on sm_90a because of `why`.
+fn hopper_note(at: &str, name: &str, why: &str) -> String {
+    format!(
+        "{at}: `{name}` is not warp-specialized on sm_90a (no producer warpgroup, \
+         no bulk-copy pipeline): {why}"
+    )
+}
+
+/// What the build prints of `notes` for a `TILE_PERF_NOTES` of `setting`:
+/// every note (`1`), nothing (`0`), else one line that counts them (a crate
+/// whose kernels lose warp specialization on purpose, comparison tiles or
+/// tests, would otherwise print a screen of warnings at every build).
+fn perf_note_lines(notes: &[String], setting: &str) -> Vec<String> {
+    match (setting, notes.len()) {
+        ("0", _) | (_, 0) => Vec::new(),
+        ("1", _) => notes.to_vec(),
+        (_, n) => vec![format!(
+            "{n} kernel(s) here are not warp-specialized on sm_90a (often several \
+             times slower there); TILE_PERF_NOTES=1 lists them and why, =0 hides this"
+        )],
+    }
 }
 
 /// Artifacts the build script produced for one kernel (read by the macro).
@@ -627,7 +678,61 @@ pub fn lookup_artifacts(c_symbol: &str, cuda_key: &str) -> Artifacts {
 
 #[cfg(test)]
 mod tests {
-    use super::nvcc_note;
+    use super::{compile_file, nvcc_note, perf_note_lines};
+
+    /// A GEMM over a variant list of `block_k`, in a file of its own.
+    fn gemm_file(tag: &str, block_k: &str) -> std::path::PathBuf {
+        let src = format!(
+            r#"#[tile::kernel(dtype = [f16, bf16], block_m = 128, block_n = 128, block_k = {block_k}, stages = 3, threads = 128)]
+            fn gemm(a: Tensor<dtype, (M, K)>, b: Tensor<dtype, (K, N)>, c: TensorMut<dtype, (M, N)>) {{
+                T::kernel([T::ceildiv(N, block_n), T::ceildiv(M, block_m)], threads, |bx, by| {{
+                    let a_s = T::alloc_shared::<dtype>([block_m, block_k]);
+                    let b_s = T::alloc_shared::<dtype>([block_k, block_n]);
+                    let acc = T::alloc_fragment::<f32>([block_m, block_n]);
+                    T::clear(acc);
+                    for ko in T::pipelined(T::ceildiv(K, block_k), stages) {{
+                        T::copy(a.at([by * block_m, ko * block_k]), a_s);
+                        T::copy(b.at([ko * block_k, bx * block_n]), b_s);
+                        T::gemm(a_s, b_s, acc);
+                    }}
+                    T::copy(acc, c.at([by * block_m, bx * block_n]));
+                }});
+            }}"#
+        );
+        let p = std::env::temp_dir().join(format!("tile-notes-{tag}-{}.rs", std::process::id()));
+        std::fs::write(&p, src).expect("write the kernel file");
+        p
+    }
+
+    #[test]
+    fn a_gemm_that_loses_warp_specialization_on_hopper_is_named_once() {
+        // 32-element k tiles of 2-byte elements: 64-byte rows, which the copy
+        // engine's 128-byte swizzle does not take. Four instances (two dtypes,
+        // two block_k values), one of them fine: one note per reason.
+        let p = gemm_file("lost", "[32, 64]");
+        let out = compile_file(&p).expect("compile the file");
+        let _ = std::fs::remove_file(&p);
+        assert_eq!(out.kernels.len(), 4);
+        assert_eq!(out.notes.len(), 1, "{:?}", out.notes);
+        let note = &out.notes[0];
+        assert!(
+            note.contains("`gemm` is not warp-specialized on sm_90a"),
+            "{note}"
+        );
+        assert!(note.contains("a_s"), "{note}");
+        assert!(note.starts_with(&format!("{}:2: ", p.display())), "{note}");
+        // By default one line counts the notes; 1 prints them, 0 nothing.
+        assert_eq!(perf_note_lines(&out.notes, "1"), out.notes);
+        assert!(perf_note_lines(&out.notes, "0").is_empty());
+        let summary = perf_note_lines(&out.notes, "");
+        assert_eq!(summary.len(), 1);
+        assert!(summary[0].starts_with("1 kernel(s)"), "{summary:?}");
+        // Whole 128-byte rows: warp-specialized, nothing to say.
+        let p = gemm_file("kept", "64");
+        let out = compile_file(&p).expect("compile the file");
+        let _ = std::fs::remove_file(&p);
+        assert!(out.notes.is_empty(), "{:?}", out.notes);
+    }
 
     #[test]
     fn the_nvcc_line_only_where_cuda_is_in_use_and_nvcc_is_missing() {

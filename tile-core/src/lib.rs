@@ -45,6 +45,10 @@ pub struct Compiled {
     /// other decision there than in the portable code; a Hopper GPU runs it
     /// instead.
     pub cuda_sm90a: Option<CudaVariant>,
+    /// Why a pipeline whose gemm runs on `wgmma` is not warp-specialized on
+    /// Hopper (each pipeline's `ws_why`), for the build to say: the kernel
+    /// still runs, at a fraction of the speed, and nothing else shows it.
+    pub hopper_notes: Vec<String>,
 }
 
 /// CUDA code specialized for one architecture.
@@ -85,6 +89,12 @@ pub fn compile(def: frontend::KernelDef) -> Result<Compiled, Vec<Diagnostic>> {
     let mut hopper = def.func.clone();
     hopper.arch = ir::CudaArch::Sm90a;
     let lowered_90 = passes::run(hopper, Target::Cuda).map_err(|d| vec![d])?;
+    let hopper_notes: Vec<String> = lowered_90
+        .schedule
+        .pipelines
+        .values()
+        .filter_map(|p| p.ws_why.clone())
+        .collect();
     let mut same = lowered_90.clone();
     same.arch = ir::CudaArch::Any;
     let cuda_sm90a = if same == lowered_cuda {
@@ -115,6 +125,7 @@ pub fn compile(def: frontend::KernelDef) -> Result<Compiled, Vec<Diagnostic>> {
         cuda_shared_bytes: cu.shared_bytes,
         param_align,
         cuda_sm90a,
+        hopper_notes,
     })
 }
 
