@@ -62,6 +62,16 @@ fn up8(x: usize) -> usize {
     x.div_ceil(8) * 8
 }
 
+/// `(K, N)` when `a · b` into `c` fits together and K or N is off a
+/// multiple of 8 (what padding is for); `None` when the GEMM runs as it is
+/// (or refuses the shapes, naming the buffer).
+fn padded_dims<E: Element>(a: &Tensor<E>, b: &Tensor<E>, c: &Tensor<E>) -> Option<(usize, usize)> {
+    let (&[m, k], &[kb, n], &[mc, nc]) = (a.shape(), b.shape(), c.shape()) else {
+        return None;
+    };
+    ((kb, mc, nc) == (k, m, n) && (up8(k), up8(n)) != (k, n)).then_some((k, n))
+}
+
 /// `c = a · b` at any K and N, through padded copies where the pitch needs
 /// them. Holds the padded buffers between calls (allocated for the first
 /// call's shapes, again when they change). [`FixedB`] pads a B that stays
@@ -106,12 +116,9 @@ impl<E: Dtype> AnyPitch<E> {
         c: &mut Tensor<E>,
         gemm: GemmFn<'_, E>,
     ) -> Result<(), tile::Error> {
-        let (&[m, k], &[kb, n], &[mc, nc]) = (a.shape(), b.shape(), c.shape()) else {
+        let Some((k, n)) = padded_dims(a, b, c) else {
             return gemm(a, b, c);
         };
-        if (up8(k), up8(n)) == (k, n) || (kb, mc, nc) != (k, m, n) {
-            return gemm(a, b, c);
-        }
         let bp = buffer(&mut self.b, &[up8(k), up8(n)], a.device())?;
         resize(b, bp)?;
         multiply((&mut self.a, &mut self.c), a, bp, (k, n), c, gemm)
@@ -202,13 +209,7 @@ impl<E: Dtype> Gemm<E> {
             Pick::Tune => gemm::gemm_nn::tune().launch(a, b, c),
             _ => gemm::gemm_nn(a, b, c),
         };
-        let aligned = match (a.shape(), b.shape(), c.shape()) {
-            (&[m, k], &[kb, n], &[mc, nc]) => {
-                (kb, mc, nc) != (k, m, n) || (up8(k), up8(n)) == (k, n)
-            }
-            _ => true,
-        };
-        if aligned {
+        if padded_dims(a, b, c).is_none() {
             // One plan (or the kernel's error, naming the buffer).
             return direct(a, b, c);
         }
