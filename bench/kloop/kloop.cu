@@ -13,6 +13,7 @@
 //   KL_PA=P, KL_PB=P     row pitches of A and B in elements (default K and N): the
 //                        kernel's bulk-copy path reads A and B only through the maps,
 //                        so this times the same shape at another pitch
+//   KL_STEP=S            check every S-th column of C (default 37)
 //   KL_NOFLUSH=1         no L2 flush between launches
 //   KL_FLUSH_ZERO=1      the flush writes zeros (as the runtime's do_bench does)
 //   KL_QUEUED=1          also time with every run queued before the first is read
@@ -49,6 +50,8 @@ __device__ __forceinline__ unsigned long long kl_gt() {
 #define KL_W(i) do { if ((threadIdx.x & 127) == 0 && (i) < KL_STEPS) kl_blk()[4 + 64 * (1 + 2 * (threadIdx.x >> 7)) + (i)] = clock64(); } while (0)
 #define KL_M(i) do { if ((threadIdx.x & 127) == 0 && (i) < KL_STEPS) kl_blk()[4 + 64 * (2 + 2 * (threadIdx.x >> 7)) + (i)] = clock64(); } while (0)
 #define KL_END() do { if (threadIdx.x == 0) kl_blk()[2] = kl_gt(); } while (0)
+// The prologue's points (prologue.py --stamps): slots 500-503.
+#define KL_S(slot) do { kl_blk()[slot] = clock64(); } while (0)
 #endif
 
 #include KL_KFILE
@@ -112,7 +115,8 @@ int main(int argc, char** argv) {
   launch();
   CK(cudaDeviceSynchronize());
   CK(cudaMemcpy(hc.data(), c, hc.size() * 2, cudaMemcpyDeviceToHost));
-  double worst = max_abs_err_sampled(ha, pa, hb, pb, hc, M, N, K, 37);
+  const int step = getenv("KL_STEP") ? atoi(getenv("KL_STEP")) : 37;  // columns between checked ones
+  double worst = max_abs_err_sampled(ha, pa, hb, pb, hc, M, N, K, step);
   bool ok = worst < 0.05 * std::sqrt((double)K);
 
   cudaEvent_t e0, e1;
@@ -206,6 +210,18 @@ int main(int argc, char** argv) {
   }
   printf("  trace: %d blocks, start spread %.2f us (median %.2f), end median %.2f us, last %.2f us (globaltimer)\n",
          blocks, *std::max_element(starts.begin(), starts.end()), median(starts), median(ends), (g1 - g0) * 1e-3);
+  {  // The prologue's points, where the kernel has them (prologue.py --stamps).
+    const char* names[4] = {"block barrier passed", "producer after setmaxnreg", "consumers after setmaxnreg",
+                            "early copies issued"};
+    for (int k = 0; k < 4; ++k) {
+      std::vector<double> v;
+      for (int bl = 0; bl < blocks; ++bl) {
+        unsigned long long x = tr[(size_t)bl * KL_SLOTS + 500 + k], t0 = tr[(size_t)bl * KL_SLOTS];
+        if (x) v.push_back((double)(long long)(x - t0));
+      }
+      if (!v.empty()) printf("  prologue: %-28s %6.0f cycles after the block's start (median of %zu)\n", names[k], median(v), v.size());
+    }
+  }
   const int wgs = (KL_THREADS - 128) / 128;
   // Per step, medians over blocks of cycles since the block's start.
   printf("  step |      P |");
