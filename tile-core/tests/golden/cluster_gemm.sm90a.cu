@@ -47,7 +47,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cluster_gemm_kernel(const h
     const unsigned tl_mc1 = (tl_use_tma1 && tl_cl1) ? 0x3u : 0u;
     if (tl_use_tma1 && threadIdx.x == 256) { tl::tma::prefetch(&tl_tmap0); tl::tma::prefetch(&tl_tmap1); tl::tma::prefetch(&tl_tmap2); }
     if (threadIdx.x == 0) tl_pipe1->init((tl_mc1 ? __popc(tl_mc1) : 1) * 8);
-    if (tl_cl1) tl::tma::cluster_sync(); else __syncthreads();
+    if (tl_cl1) tl::tma::cluster_sync_init(); else __syncthreads();
     if (threadIdx.x >= 256) {
       tl::tma::setmaxnreg_dec<40>();
       if (tl_use_tma1 && threadIdx.x == 256) {
@@ -63,6 +63,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cluster_gemm_kernel(const h
           tl::tma::load_tile<64, 64>(b_s + tl_st1.stage * 4096, &tl_tmap2, tl_pipe1->full_bar(tl_st1), (ko * 64), (bx_swizzled * 64));
           tl_st1.advance();
         }
+        if (tl_mc1) tl_pipe1->producer_tail(tl_st1);
       }
       return;
     }
@@ -286,7 +287,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) cluster_gemm_kernel(const h
       }
       tl::cp_async_wait<0>();
     }
-    if (tl_cl1) tl::tma::cluster_sync();
     tl::wg::fence_proxy_async();
     tl::tma::bar_sync<1, 256>();
   }

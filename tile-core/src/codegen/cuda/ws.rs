@@ -431,11 +431,6 @@ impl Writer<'_> {
         self.line("tl::cp_async_wait<0>();");
         self.depth -= 1;
         self.line("}");
-        if shares {
-            // No block leaves (or reuses the stages' bytes) while another
-            // may still arrive on its barriers.
-            self.line(&format!("if (tl_cl{k}) tl::tma::cluster_sync();"));
-        }
         // Every consumer has read its last stage before the tiles' bytes
         // are reused.
         self.barrier();
@@ -525,7 +520,7 @@ impl Writer<'_> {
                 threads / 32
             ));
             self.line(&format!(
-                "if (tl_cl{k}) tl::tma::cluster_sync(); else __syncthreads();"
+                "if (tl_cl{k}) tl::tma::cluster_sync_init(); else __syncthreads();"
             ));
         } else {
             // The prologue's full barrier takes the producer's one arrival,
@@ -633,6 +628,16 @@ impl Writer<'_> {
         if !late.is_empty() {
             // A tile without stages still gets its prologue's tiles.
             self.persistent_prologue(late, Some(&format!("tl_n{k} <= 0")))?;
+        }
+        if self.shares_tiles() {
+            // No block leaves while another block's consumers may still
+            // arrive on its barriers: the producer waits for the last
+            // releases (the other blocks' copies into this one landed before
+            // its consumers finished), instead of a cluster barrier at the
+            // end, whose releasing arrival is a whole-GPU memory barrier.
+            self.line(&format!(
+                "if (tl_mc{k}) tl_pipe{k}->producer_tail(tl_st{k});"
+            ));
         }
         Ok(())
     }

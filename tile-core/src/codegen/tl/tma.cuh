@@ -204,12 +204,23 @@ template <int UNUSED = 0> __device__ __forceinline__ unsigned cluster_rank() {
 #endif
 }
 // Every non-exited thread of every block of the cluster arrives, then waits for the others:
-// after the barrier setup (each block's barriers are then visible to the others' copies and
-// arrivals) and after the last stage (no block leaves while another may still arrive on
-// its barriers or copy into its shared memory). Executed by every thread of a warp (.aligned).
+// around a split loop's exchange of partial sums through shared memory (the arrival
+// releases the stores, the wait acquires them). Executed by every thread of a warp (.aligned).
 template <int UNUSED = 0> __device__ __forceinline__ void cluster_sync() {
 #if TLTMA_SM90
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#elif TLTMA_OLD_DEVICE
+  static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
+#endif
+}
+// The same barrier after the mbarrier setup, whose only writes fence_init() already released
+// to the cluster: each block's barriers are then visible to the others' copies and arrivals.
+// The arrival is relaxed: a releasing one compiles to a whole-GPU memory barrier
+// (MEMBAR.ALL.GPU) in every thread, which cost 4-5% of a 1000^3 GEMM in 2 x 2 and 4 x 2
+// clusters on an H100 (bench/RESULTS.md, 2026-12-07 sixth session).
+template <int UNUSED = 0> __device__ __forceinline__ void cluster_sync_init() {
+#if TLTMA_SM90
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #elif TLTMA_OLD_DEVICE
   static_assert(detail::never<UNUSED>::value, "tl::tma needs sm_90 or later");
 #endif
@@ -420,6 +431,21 @@ template <int S, int G = 1> struct Pipe {
     static_assert(Gr < G, "tl::tma::Pipe: no such group");
     wait(&empty[Gr * S + st.stage], st.phase ^ 1u);
     arrive_expect_tx(&full[Gr * S + st.stage], bytes);
+  }
+  // Producer, after its last stage, in a cluster whose blocks multicast into each other's
+  // stages: waits until every stage's last use was released by every block it fills (the
+  // stage's next phase), so that no other block's consumers still arrive on this block's
+  // barriers once it leaves. The other blocks' copies into this block all landed before its
+  // own consumers finished. This replaces a cluster barrier at the end of the kernel (whose
+  // releasing arrival waited for the epilogue's stores): 4-5% of a 1000^3 GEMM in clusters
+  // on an H100, beside the relaxed barrier at the start (bench/RESULTS.md).
+  __device__ __forceinline__ void producer_tail(State st) {
+#pragma unroll 1
+    for (int s = 0; s < S; ++s) {
+#pragma unroll
+      for (int g = 0; g < G; ++g) wait(&empty[g * S + st.stage], st.phase ^ 1u);
+      st.advance();
+    }
   }
   template <int Gr = 0> __device__ __forceinline__ Barrier* full_bar(const State& st) {
     return &full[Gr * S + st.stage];
