@@ -56,7 +56,9 @@ use tile::prelude::*;
 /// 48 + 32 rows a step, it keeps 7 stages in flight where unshared tiles only
 /// got slower with more stages, and ran 0.92–0.93 and 0.998 of cuBLAS at
 /// 1000 × 1000 × 1000 and × 4000 on an H100, against 0.85 and 0.75 with 4
-/// stages (`bench/kloop`, bench/RESULTS.md, 2026-12-06).
+/// stages (`bench/kloop`, bench/RESULTS.md, 2026-12-06); 1.02 and 1.05 since
+/// a cluster's blocks no longer meet at a releasing cluster barrier after
+/// the barrier setup and at the end (2026-12-07, sixth session).
 ///
 /// Three variants split K over a pair of blocks (`splits = 2`,
 /// `T::use_split_k`): 128 × 128 on two warpgroups with 4 stages, 128 × 256
