@@ -62,5 +62,5 @@ kernel def "block_m=128,block_n=128,stages=3,threads=128,cluster=1,splits=1" 128
 kernel w256 "block_m=128,block_n=256,stages=3,threads=256,cluster=1,splits=1" 128 256 1 1 384 3
 kernel p128c22 "block_m=128,block_n=128,stages=4,threads=256,cluster=2,cluster_y=2" 128 128 2 2 384 4
 kernel w192c42 "block_m=192" 192 64 4 2 512 7
-cp "$here/run_prologue.sh" "$out/"
+cp "$here/run_prologue.sh" "$here/gpu_env.sh" "$out/"
 ls "$out/bin"

@@ -4,11 +4,7 @@
 # Finds libcublas beside torch for the same-process cuBLAS rows.
 set -u
 cd "$(dirname "$0")"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-CUB=$(python3 -c "import glob,os,nvidia.cublas as c; print(sorted(glob.glob(os.path.join(list(c.__path__)[0],'lib','libcublas.so*')))[0])" 2>/dev/null \
-  || ls /usr/local/cuda/lib64/libcublas.so* 2>/dev/null | head -1)
-export KL_CUBLAS=$CUB
-echo "cublas: $CUB"
+. ./gpu_env.sh
 t() { timeout 60 "$@" || echo "rc=$? for $*"; }
 echo "== timing: every kernel at 1000^3, 1024^3, 1000x1000x4000"
 for k in p64 p64c2 p128 p128c22 w192c42; do

@@ -3,8 +3,7 @@
 #   bash bench/kloop/run2.sh
 set -u
 cd "$(dirname "$0")"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-export KL_CUBLAS=$(ls /usr/local/cuda/lib64/libcublas.so* 2>/dev/null | head -1)
+. ./gpu_env.sh
 t() { timeout 60 "$@" || echo "rc=$? for $*"; }
 echo "== stages: 1000^3, 1024^3, 1000x1000x4000, 2000x1000x1000, 2048x1024x1024"
 for r in 1 2; do

@@ -3,8 +3,7 @@
 #   bash bench/kloop/run3.sh
 set -u
 cd "$(dirname "$0")"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-export KL_CUBLAS=$(ls /usr/local/cuda/lib64/libcublas.so* 2>/dev/null | head -1)
+. ./gpu_env.sh
 t() { timeout 60 "$@" || echo "rc=$? for $*"; }
 for r in 1 2; do
   for s in "1000 1000 1000" "1000 1000 4000" "1000 1000 2000" "1024 1024 1024" "2000 1000 1000" "1000 2000 1000" "1536 1536 1536"; do

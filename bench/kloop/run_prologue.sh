@@ -6,10 +6,7 @@
 #   bash run_prologue.sh
 set -u
 cd "$(dirname "$0")"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-CUB=$(python3 -c "import glob,os,nvidia.cublas as c; print(sorted(glob.glob(os.path.join(list(c.__path__)[0],'lib','libcublas.so*')))[0])" 2>/dev/null \
-  || ls /usr/local/cuda/lib64/libcublas.so* 2>/dev/null | head -1)
-export KL_CUBLAS=$CUB
+. ./gpu_env.sh
 t() { timeout 60 "$@" 2>&1 | grep -v "^  flush" || echo "rc=$? for $*"; }
 small="1000 1000 1000|1000 1000 4000|1024 1024 1024|2000 1000 1000|1000 1032 1056"
 big="4096 4096 4096"
