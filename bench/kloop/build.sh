@@ -38,20 +38,14 @@ space = """#[tile::kernel(
 """
 open(sys.argv[2], "w").write(src[:attr] + space + src[fn:])
 PY
+. ./kernel_src.sh
 build() {  # tag, file, variant filter, BM, BN, CX, CY, THREADS, trace (0/1)
-  local t=$1 k=src/$1.cu name maps
+  local t=$1 k=src/$1.cu name
   $TILE inspect $2 --kernel gemm_nn --variant "$3" --target cuda --arch sm_90a --emit source > $k
   shift
-  name=$(grep -o 'void __launch_bounds__([0-9]*, 1) gemm_nn_f16[a-z0-9_]*' $k | awk '{print $4}')
-  # The f16 kernel's tensor maps, from its `// tile:tma` lines: {param (0: A, 1: B), box columns, rows}.
-  # (nvcc splits -D values at commas, so the list goes into the source.)
-  maps="{$(awk '/__global__/{n++} n==0 && /^\/\/ tile:tma /' $k | sed -E 's/.*param=([0-9]+) box=([0-9]+)x([0-9]+).*/{\1,\2,\3}/' | paste -sd,)}"
-  sed -i "1i #define KL_MAPS $maps" $k
-  sed -e 's/^\( *const int by = (int)blockIdx\.y;\)$/\1 KL_START();/' \
-      -e 's/\(tl_pipe1->producer_acquire(tl_st1, [0-9]*);\)$/\1 KL_P(tl_i1);/' \
-      -e 's/\(tl_pipe1->consumer_wait(tl_st1);\)$/\1 KL_W(tl_i1);/' \
-      -e 's/\(::wait<1>(acc);\)$/\1 KL_M(tl_i1);/' \
-      -e 's/\(::wait<0>(acc);\)$/\1 KL_END();/' $k > src/${t}_tr.cu
+  name=$(kl_name $k)
+  kl_mark_maps $k
+  kl_hooks $k src/${t}_tr.cu
   for v in "" $([ "$8" = 1 ] && echo _tr); do
     $NVCC -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -diag-suppress 177,550 -o bin/$t$v kloop.cu \
       -DKL_KFILE="\"src/$t$v.cu\"" $([ -n "$v" ] && echo -DKL_TRACE) -DKL_KNAME=$name -DKL_TAG="\"$t$v\"" \

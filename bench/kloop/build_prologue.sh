@@ -15,29 +15,20 @@ TILE=${TILE:-"cargo run -q --release --manifest-path $ROOT/Cargo.toml --bin tile
 mkdir -p "$out/src" "$out/bin"
 cp "$here/kloop.cu" "$out/src/"
 mkdir -p "$out/common" && cp "$here/../common/tma_host.cuh" "$out/common/"
-hooks() {  # the k-loop hooks of build.sh
-  sed -e 's/^\( *const int by = (int)blockIdx\.y;\)$/\1 KL_START();/' \
-      -e 's/\(tl_pipe1->producer_acquire(tl_st1, [0-9]*);\)$/\1 KL_P(tl_i1);/' \
-      -e 's/\(tl_pipe1->consumer_wait(tl_st1);\)$/\1 KL_W(tl_i1);/' \
-      -e 's/\(::wait<1>(acc);\)$/\1 KL_M(tl_i1);/' \
-      -e 's/\(::wait<0>(acc);\)$/\1 KL_END();/' "$1" > "$2"
-}
-compile() {  # tag, source, BM, BN, CX, CY, THREADS, name, maps, trace(0/1), smem
+. "$here/kernel_src.sh"
+compile() {  # tag, source, BM, BN, CX, CY, THREADS, name, trace(0/1), smem
   $NVCC -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -diag-suppress 177,550 -o "$out/bin/$1" \
-    "$out/src/kloop.cu" -I"$out/src" -DKL_KFILE="\"$2\"" $([ "${10}" = 1 ] && echo -DKL_TRACE) \
+    "$out/src/kloop.cu" -I"$out/src" -DKL_KFILE="\"$2\"" $([ "$9" = 1 ] && echo -DKL_TRACE) \
     -DKL_KNAME="$8" -DKL_TAG="\"$1\"" -DKL_BM=$3 -DKL_BN=$4 -DKL_CX=$5 -DKL_CY=$6 -DKL_THREADS=$7 \
-    -DKL_SMEM=${11} -L"$(dirname "$NVCC")/../lib" -ldl 2>&1 | grep -v C7519 || true
+    -DKL_SMEM=${10} -L"$(dirname "$NVCC")/../lib" -ldl 2>&1 | grep -v C7519 || true
 }
 kernel() {  # tag, variant filter, BM, BN, CX, CY, THREADS, stages
-  local t=$1 k=$out/src/$1.cu name maps smem
+  local t=$1 k=$out/src/$1.cu name smem
   $TILE inspect "$ROOT/examples/gemm.rs" --kernel gemm_nn --variant "dtype=f16,$2" --target cuda --arch sm_90a \
     --emit source > "$k"
-  name=$(grep -o 'void __launch_bounds__([0-9]*, [0-9]*) gemm_nn_f16[a-z0-9_]*' "$k" | awk '{print $4}')
-  # Dynamic shared memory: the last offset the kernel names (its barriers) plus their
-  # bytes and the 1024-byte alignment slack, so that two-block kernels stay two a SM.
-  smem=$(( $(grep -o 'tl_smem + [0-9]*' "$k" | awk '{print $3}' | sort -n | tail -1) + 256 + 1024 ))
-  maps="{$(awk '/__global__/{n++} n==0 && /^\/\/ tile:tma /' "$k" | sed -E 's/.*param=([0-9]+) box=([0-9]+)x([0-9]+).*/{\1,\2,\3}/' | paste -sd,)}"
-  sed -i "1i #define KL_MAPS $maps" "$k"
+  name=$(kl_name "$k")
+  smem=$(kl_smem "$k")
+  kl_mark_maps "$k"
   local forms="base:"
   if [ "$5$6" = 11 ]; then
     forms="$forms e:--early=$8"
@@ -51,9 +42,9 @@ kernel() {  # tag, variant filter, BM, BN, CX, CY, THREADS, stages
     local tag=$t$([ "$suffix" = base ] || echo "_$suffix")
     python3 "$here/prologue.py" "$k" "$out/src/$tag.cu" $flags
     python3 "$here/prologue.py" "$k" "$out/src/${tag}_st.cu" $flags --stamps
-    hooks "$out/src/${tag}_st.cu" "$out/src/${tag}_tr.cu"
-    compile "$tag" "$tag.cu" $3 $4 $5 $6 $7 "$name" "$maps" 0 $smem &
-    compile "${tag}_tr" "${tag}_tr.cu" $3 $4 $5 $6 $7 "$name" "$maps" 1 $smem &
+    kl_hooks "$out/src/${tag}_st.cu" "$out/src/${tag}_tr.cu"
+    compile "$tag" "$tag.cu" $3 $4 $5 $6 $7 "$name" 0 $smem &
+    compile "${tag}_tr" "${tag}_tr.cu" $3 $4 $5 $6 $7 "$name" 1 $smem &
     wait
   done
 }
