@@ -163,7 +163,7 @@ fn stmt_expr(cx: &mut Ctx, e: &syn::Expr, out: &mut Vec<Stmt>) {
             assign(cx, &b.left, Some(op), &b.right, At::Expr(e), out)
         }
         syn::Expr::ForLoop(f) => loops::for_loop(cx, f, out),
-        syn::Expr::If(i) => out.push(if_stmt(cx, i)),
+        syn::Expr::If(i) => out.extend(taken(if_stmt(cx, i))),
         syn::Expr::Block(b) => out.push(Stmt::Seq(lower_block(cx, &b.block))),
         syn::Expr::Call(c) => call(cx, c, out),
         other => cx.err(
@@ -173,6 +173,28 @@ fn stmt_expr(cx: &mut Ctx, e: &syn::Expr, out: &mut Vec<Stmt>) {
                 expr::describe(other)
             ),
         ),
+    }
+}
+
+/// An `if` whose condition folded to a constant (one over compile-time
+/// parameters, `if fill == 1`) as the statements of the branch it takes,
+/// spliced into the enclosing block: a variant's dead branch then leaves no
+/// statement behind for the passes to plan around (a warp-specialized
+/// pipeline needs the statements before it to be simple). Both branches
+/// were lowered and checked first.
+fn taken(s: Stmt) -> Vec<Stmt> {
+    match s {
+        Stmt::If {
+            cond: Expr::Bool(c),
+            then,
+            els,
+            ..
+        } => match if c { Some(*then) } else { els.map(|e| *e) } {
+            Some(Stmt::Seq(v)) => v,
+            Some(x) => taken(x),
+            None => Vec::new(),
+        },
+        s => vec![s],
     }
 }
 
