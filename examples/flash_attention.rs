@@ -25,7 +25,11 @@
 //! benchmark shapes); `cargo run --release --example flash_attention bench`
 //! only times them. `flash_attention sweep` times D128 over key lengths
 //! 1024 to 16384 at whole waves of 132 blocks (`SWEEP_SHAPES`);
-//! `flash_attention time B H HKV S D [causal]` times one shape in f16.
+//! `flash_attention time B H HKV S D [causal]` times one shape in f16. The
+//! head-dim-128 kernels have two variants (see `flash_attention_d128`):
+//! `FA_D128=32` (or `128`) makes the timed commands launch one, and
+//! `FA_D128=tune` tunes them on each shape (`TILE_AUTOTUNE=1` tunes every
+//! launch, the checks' too).
 
 use tile::prelude::*;
 
@@ -347,7 +351,17 @@ pub fn flash_attention_causal_persistent(
 /// The head-dim-64 kernels store from registers: the persistent ones'
 /// stages hold the next tile's K and V, and a tile of its own spills on
 /// sm_80.
-#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
+///
+/// The second variant (`block_n = 32, threads = 128`) is one warpgroup over
+/// all 128 query rows and key tiles of 32: 80 KiB of shared memory, so two
+/// blocks share a Hopper multiprocessor and one block's start and epilogue
+/// run under the other's main loop, which a block of 224 KiB leaves bare
+/// (what a D128 block costs around its loop was 2–4 µs more than SDPA's in
+/// the key-length sweep, bench/RESULTS.md). Key tiles of 48 or 64 need more
+/// registers than the consumer warpgroup has in a two-block launch (the
+/// accumulator, the scores and their converted copy: they spill). The
+/// default stays the first variant; the tuner chooses per shape.
+#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = [128, 32], stages = 3, threads = [256, 128], filter = (block_n == 128) == (threads == 256))]
 pub fn flash_attention_d128(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,
@@ -416,8 +430,8 @@ pub fn flash_attention_d128(
 }
 
 /// Causal attention, head dim 128: the blocks take query tiles heaviest
-/// first (`causal_section`).
-#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = 128, stages = 3, threads = 256)]
+/// first (`causal_section`). The same two variants as `flash_attention_d128`.
+#[tile::kernel(dtype = [f16, bf16], dim = 128, block_m = 128, block_n = [128, 32], stages = 3, threads = [256, 128], filter = (block_n == 128) == (threads == 256))]
 pub fn flash_attention_d128_causal(
     q: Tensor<dtype, (B, H, S, dim)>,
     k: Tensor<dtype, (B, HKV, S, dim)>,

@@ -170,26 +170,61 @@ pub fn persistent_balances(sh: Shape) -> bool {
     })
 }
 
-/// Launches the kernel for `sh` (head dim and causality pick it) on `st`.
+/// Which variant of the head-dim-128 kernels a launch takes: `None` the
+/// default (key tiles of 128; `TILE_AUTOTUNE=1` tunes it), `Some(None)` tuned
+/// on the call's shape, `Some(Some(i))` variant `i` of their `CONFIGS` (the
+/// two kernels list the same space). `FA_D128=tune` or `FA_D128=<block_n>`
+/// sets it for the benchmark commands.
+type D128Pick = Option<Option<usize>>;
+
+/// [`D128Pick`] from `FA_D128`, read once; an unknown value is an error.
+fn d128_pick() -> Result<D128Pick, String> {
+    static PICK: std::sync::OnceLock<Result<D128Pick, String>> = std::sync::OnceLock::new();
+    PICK.get_or_init(|| match std::env::var("FA_D128").ok().as_deref() {
+        None | Some("") => Ok(None),
+        Some("tune") => Ok(Some(None)),
+        Some(n) => flash_attention_d128::CONFIGS
+            .iter()
+            .position(|c| n.parse() == Ok(c.block_n))
+            .map(|i| Some(Some(i)))
+            .ok_or_else(|| {
+                format!(
+                    "FA_D128={n}: not `tune` nor a block_n of {:?}",
+                    flash_attention_d128::LABELS
+                )
+            }),
+    })
+    .clone()
+}
+
+/// Launches the kernel for `sh` (head dim and causality pick it) on `st`,
+/// at head dim 128 the variant `d128` picks.
 fn launch<E: Elem>(
     st: &tile::Stream,
     sh: Shape,
+    d128: D128Pick,
     q: &Tensor<E>,
     k: &Tensor<E>,
     v: &Tensor<E>,
     o: &mut Tensor<E>,
 ) -> Result<(), tile::Error> {
-    match (sh.d, sh.causal) {
-        (64, false) => flash_attention::on(st).launch(q, k, v, o),
-        (64, true) if persistent_balances(sh) => {
+    use flash_attention_d128 as nc;
+    use flash_attention_d128_causal as c;
+    match (sh.d, sh.causal, d128) {
+        (64, false, _) => flash_attention::on(st).launch(q, k, v, o),
+        (64, true, _) if persistent_balances(sh) => {
             flash_attention_causal_persistent::on(st).launch(q, k, v, o)
         }
-        (64, true) => flash_attention_causal::on(st).launch(q, k, v, o),
-        (256, false) => flash_attention_d256::on(st).launch(q, k, v, o),
-        (256, true) => flash_attention_d256_causal::on(st).launch(q, k, v, o),
+        (64, true, _) => flash_attention_causal::on(st).launch(q, k, v, o),
+        (256, false, _) => flash_attention_d256::on(st).launch(q, k, v, o),
+        (256, true, _) => flash_attention_d256_causal::on(st).launch(q, k, v, o),
         // Any other head dim: the d128 kernels refuse the shape.
-        (_, false) => flash_attention_d128::on(st).launch(q, k, v, o),
-        (_, true) => flash_attention_d128_causal::on(st).launch(q, k, v, o),
+        (_, false, None) => nc::on(st).launch(q, k, v, o),
+        (_, false, Some(None)) => nc::tune().on(st).launch(q, k, v, o),
+        (_, false, Some(Some(i))) => nc::with(nc::CONFIGS[i]).on(st).launch(q, k, v, o),
+        (_, true, None) => c::on(st).launch(q, k, v, o),
+        (_, true, Some(None)) => c::tune().on(st).launch(q, k, v, o),
+        (_, true, Some(Some(i))) => c::with(c::CONFIGS[i]).on(st).launch(q, k, v, o),
     }
 }
 
@@ -210,11 +245,28 @@ pub fn run_as<E: Elem>(dev: Device, sh: Shape) -> Result<String, Box<dyn std::er
     let v = tile::testing::random_tensor::<E>(&[sh.b, sh.hkv, sh.s, sh.d], 33, dev)?;
     let mut o = Tensor::full(&[sh.b, sh.h, sh.s, sh.d], E::from_f64(f64::NAN), dev)?;
     let t = Instant::now();
-    launch(&dev.default_stream()?, sh, &q, &k, &v, &mut o)?;
+    launch(&dev.default_stream()?, sh, None, &q, &k, &v, &mut o)?;
     dev.synchronize()?;
     let el = t.elapsed();
     let want = reference(&q.to_vec()?, &k.to_vec()?, &v.to_vec()?, sh);
     let report = tile::testing::assert_allclose(&o.to_vec()?, &want, E::TOL.0, E::TOL.1)?;
+    // Every other variant of the head-dim-128 kernels, on a poisoned output.
+    if sh.d == 128 {
+        for i in 1..flash_attention_d128::CONFIGS.len() {
+            let mut o = Tensor::full(&[sh.b, sh.h, sh.s, sh.d], E::from_f64(f64::NAN), dev)?;
+            launch(
+                &dev.default_stream()?,
+                sh,
+                Some(Some(i)),
+                &q,
+                &k,
+                &v,
+                &mut o,
+            )?;
+            tile::testing::assert_allclose(&o.to_vec()?, &want, E::TOL.0, E::TOL.1)
+                .map_err(|e| format!("{sh} {}: {e}", flash_attention_d128::LABELS[i]))?;
+        }
+    }
     Ok(format!(
         "flash_attention: device={dev} {sh} {} max_abs_err={:.3e} time={:.3} ms (first call)",
         E::DTYPE,
@@ -230,9 +282,10 @@ pub fn bench<E: Elem>(dev: Device, sh: Shape) -> Result<String, Box<dyn std::err
     let k = tile::testing::random_tensor::<E>(&[sh.b, sh.hkv, sh.s, sh.d], 42, dev)?;
     let v = tile::testing::random_tensor::<E>(&[sh.b, sh.hkv, sh.s, sh.d], 43, dev)?;
     let mut o = Tensor::<E>::empty(&[sh.b, sh.h, sh.s, sh.d], dev)?;
+    let pick = d128_pick()?;
     let r = tile::do_bench(
         &dev.default_stream()?,
-        |st| launch(st, sh, &q, &k, &v, &mut o),
+        |st| launch(st, sh, pick, &q, &k, &v, &mut o),
         &tile::BenchOptions::default(),
     )?;
     Ok(format!(
