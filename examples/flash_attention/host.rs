@@ -170,31 +170,35 @@ pub fn persistent_balances(sh: Shape) -> bool {
     })
 }
 
-/// Which variant of the head-dim-128 kernels a launch takes: `None` the
-/// default (key tiles of 128; `TILE_AUTOTUNE=1` tunes it), `Some(None)` tuned
-/// on the call's shape, `Some(Some(i))` variant `i` of their `CONFIGS` (the
-/// two kernels list the same space). `FA_D128=tune` or `FA_D128=<block_n>`
-/// sets it for the benchmark commands.
-type D128Pick = Option<Option<usize>>;
+/// Which variant of the head-dim-128 kernels a launch takes (the two
+/// kernels list the same space). `FA_D128=tune` or `FA_D128=<block_n>` sets
+/// it for the benchmark commands.
+#[derive(Clone, Copy)]
+enum D128 {
+    /// The default (key tiles of 128; `TILE_AUTOTUNE=1` tunes it).
+    Default,
+    /// Tuned on the call's shape.
+    Tune,
+    /// Variant `i` of their `CONFIGS`.
+    Variant(usize),
+}
 
-/// [`D128Pick`] from `FA_D128`, read once; an unknown value is an error.
-fn d128_pick() -> Result<D128Pick, String> {
-    static PICK: std::sync::OnceLock<Result<D128Pick, String>> = std::sync::OnceLock::new();
-    PICK.get_or_init(|| match std::env::var("FA_D128").ok().as_deref() {
-        None | Some("") => Ok(None),
-        Some("tune") => Ok(Some(None)),
+/// [`D128`] from `FA_D128`; an unknown value is an error.
+fn d128_pick() -> Result<D128, String> {
+    match std::env::var("FA_D128").ok().as_deref() {
+        None | Some("") => Ok(D128::Default),
+        Some("tune") => Ok(D128::Tune),
         Some(n) => flash_attention_d128::CONFIGS
             .iter()
             .position(|c| n.parse() == Ok(c.block_n))
-            .map(|i| Some(Some(i)))
+            .map(D128::Variant)
             .ok_or_else(|| {
                 format!(
                     "FA_D128={n}: not `tune` nor a block_n of {:?}",
                     flash_attention_d128::LABELS
                 )
             }),
-    })
-    .clone()
+    }
 }
 
 /// Launches the kernel for `sh` (head dim and causality pick it) on `st`,
@@ -202,7 +206,7 @@ fn d128_pick() -> Result<D128Pick, String> {
 fn launch<E: Elem>(
     st: &tile::Stream,
     sh: Shape,
-    d128: D128Pick,
+    d128: D128,
     q: &Tensor<E>,
     k: &Tensor<E>,
     v: &Tensor<E>,
@@ -219,12 +223,12 @@ fn launch<E: Elem>(
         (256, false, _) => flash_attention_d256::on(st).launch(q, k, v, o),
         (256, true, _) => flash_attention_d256_causal::on(st).launch(q, k, v, o),
         // Any other head dim: the d128 kernels refuse the shape.
-        (_, false, None) => nc::on(st).launch(q, k, v, o),
-        (_, false, Some(None)) => nc::tune().on(st).launch(q, k, v, o),
-        (_, false, Some(Some(i))) => nc::with(nc::CONFIGS[i]).on(st).launch(q, k, v, o),
-        (_, true, None) => c::on(st).launch(q, k, v, o),
-        (_, true, Some(None)) => c::tune().on(st).launch(q, k, v, o),
-        (_, true, Some(Some(i))) => c::with(c::CONFIGS[i]).on(st).launch(q, k, v, o),
+        (_, false, D128::Default) => nc::on(st).launch(q, k, v, o),
+        (_, false, D128::Tune) => nc::tune().on(st).launch(q, k, v, o),
+        (_, false, D128::Variant(i)) => nc::with(nc::CONFIGS[i]).on(st).launch(q, k, v, o),
+        (_, true, D128::Default) => c::on(st).launch(q, k, v, o),
+        (_, true, D128::Tune) => c::tune().on(st).launch(q, k, v, o),
+        (_, true, D128::Variant(i)) => c::with(c::CONFIGS[i]).on(st).launch(q, k, v, o),
     }
 }
 
@@ -245,7 +249,15 @@ pub fn run_as<E: Elem>(dev: Device, sh: Shape) -> Result<String, Box<dyn std::er
     let v = tile::testing::random_tensor::<E>(&[sh.b, sh.hkv, sh.s, sh.d], 33, dev)?;
     let mut o = Tensor::full(&[sh.b, sh.h, sh.s, sh.d], E::from_f64(f64::NAN), dev)?;
     let t = Instant::now();
-    launch(&dev.default_stream()?, sh, None, &q, &k, &v, &mut o)?;
+    launch(
+        &dev.default_stream()?,
+        sh,
+        D128::Default,
+        &q,
+        &k,
+        &v,
+        &mut o,
+    )?;
     dev.synchronize()?;
     let el = t.elapsed();
     let want = reference(&q.to_vec()?, &k.to_vec()?, &v.to_vec()?, sh);
@@ -257,7 +269,7 @@ pub fn run_as<E: Elem>(dev: Device, sh: Shape) -> Result<String, Box<dyn std::er
             launch(
                 &dev.default_stream()?,
                 sh,
-                Some(Some(i)),
+                D128::Variant(i),
                 &q,
                 &k,
                 &v,
