@@ -161,7 +161,7 @@ fn promotion(row_stride: u64) -> u32 {
 /// or `None` when the engine cannot describe it (the kernel's own test then fails too,
 /// see the module docs): a dtype other than f16/bf16/fp8, an address not 16-byte aligned,
 /// a row length that is not a multiple of 16 bytes, an empty or oversized tensor, or a
-/// box the 128-byte swizzle does not take.
+/// box whose row is not one swizzle span (32, 64 or 128 bytes, see [`swizzle`]).
 pub(crate) fn geometry(
     dtype: DType,
     shape: &[usize],
@@ -187,10 +187,8 @@ pub(crate) fn geometry(
         && (1..=1 << 32).contains(&mats)
         && row_stride < 1 << 40
         && (rank == 2 || mat_stride < 1 << 40)
-        // The 128-byte swizzle: a box row of at most 128 bytes, a multiple of 16.
-        && u64::from(spec.box_cols) * eb >= 16
-        && u64::from(spec.box_cols) * eb <= 128
-        && (u64::from(spec.box_cols) * eb).is_multiple_of(16)
+        // A box row is one span of the swizzle it is read with.
+        && matches!(u64::from(spec.box_cols) * eb, 32 | 64 | 128)
         && (1..=256).contains(&spec.box_rows);
     ok.then_some(Geometry {
         addr,
@@ -200,6 +198,23 @@ pub(crate) fn geometry(
         strides: [row_stride, mat_stride],
         boxes: [spec.box_cols, spec.box_rows, 1],
     })
+}
+
+/// The swizzle of `g`'s boxes: the one whose span is a box row (32, 64 or 128 bytes).
+/// The kernel's shared tiles are laid out the same way (`tl::wg::smem_offset`): a tile
+/// of 128-byte panels, or one panel of 64- or 32-byte rows (a k tile of 32 or 16
+/// two-byte columns).
+fn swizzle(g: &Geometry) -> sys::CUtensorMapSwizzle {
+    let eb: u32 = if matches!(g.dtype, DType::F16 | DType::BF16) {
+        2
+    } else {
+        1
+    };
+    match g.boxes[0] * eb {
+        32 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        _ => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    }
 }
 
 /// Encodes `g` (`cuTensorMapEncodeTiled`).
@@ -226,7 +241,7 @@ fn encode(g: &Geometry) -> Result<sys::CUtensorMap> {
             g.boxes.as_ptr(),
             elem.as_ptr(),
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            swizzle(g),
             match promotion(g.strides[0]) {
                 0 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
                 64 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
@@ -558,6 +573,22 @@ mod tests {
             geometry(DType::F16, &[64, 64], 0, MapSpec { box_cols: 128, ..s }),
             None
         );
+        assert_eq!(
+            geometry(DType::F16, &[64, 64], 0, MapSpec { box_cols: 24, ..s }),
+            None
+        );
+        // Rows of 64 and 32 bytes take the 64- and 32-byte swizzles (k tiles of 32
+        // and 16 two-byte columns; 32 fp8 columns are 32 bytes).
+        for (dtype, box_cols, want) in [
+            (DType::F16, 64, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B),
+            (DType::F16, 32, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B),
+            (DType::BF16, 16, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B),
+            (DType::F8E4M3, 128, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B),
+            (DType::F8E4M3, 32, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B),
+        ] {
+            let g = geometry(dtype, &[64, 64], 0, MapSpec { box_cols, ..s }).expect("legal");
+            assert_eq!(swizzle(&g), want, "{dtype:?} box of {box_cols} columns");
+        }
         assert_eq!(
             geometry(DType::F16, &[64, 64], 0, MapSpec { box_rows: 512, ..s }),
             None

@@ -90,8 +90,9 @@ pub enum CopyInst {
     /// element otherwise, and always when `vector_if` is `None`.
     CpAsyncTile { vector_if: Option<Vec<VarId>> },
     /// The same tile copy on Hopper (sm_90a) into a `Layout::WgmmaOperand`
-    /// tile of 128-byte panels, from a matrix (rank 2): the bulk tensor copy
-    /// engine can move it as one box per panel (`tl::tma::load_tile`, a tensor
+    /// tile of 128-byte panels or of 64- or 32-byte rows (one panel), from a
+    /// matrix (rank 2): the bulk tensor copy engine can move it as one box
+    /// per panel (`tl::tma::load_tile`, a tensor
     /// map the launcher encodes, ragged edges zero-filled by the engine) when
     /// the tensor is 16-byte aligned and the listed dims are multiples of 8
     /// (its row stride then is a multiple of 16 bytes), tested at run time. A

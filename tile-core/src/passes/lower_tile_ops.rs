@@ -235,9 +235,11 @@ fn tma_shape_refusal(f: &PrimFunc, src: &Region, dst: &Region) -> Option<String>
         Some(format!("`{}` is not a matrix", g.name))
     } else if s.layout != Some(Layout::WgmmaOperand) {
         Some(format!("`{}` is not a `wgmma` operand tile", s.name))
-    } else if bytes % 128 != 0 {
+    } else if bytes % 128 != 0 && bytes != 64 && bytes != 32 {
+        // The engine's swizzles span 128, 64 or 32 bytes; the operand layout
+        // (`tl::wg::smem_offset`) is one of them for exactly these rows.
         Some(format!(
-            "`{}`'s rows are {bytes} bytes, not whole 128-byte panels",
+            "`{}`'s rows are {bytes} bytes: not 32, 64 or whole 128-byte panels",
             s.name
         ))
     } else if rows % 8 != 0 || rows > 256 {

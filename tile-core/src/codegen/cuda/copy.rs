@@ -119,7 +119,10 @@ impl Writer<'_> {
         let map = self
             .ws
             .as_ref()
-            .and_then(|p| p.maps.iter().position(|&m| m == (c.src, shape[0])))
+            .and_then(|p| {
+                let key = super::ws::MapKey::of(f, c.src, c.dst, shape[0]);
+                p.maps.iter().position(|&m| m == key)
+            })
             .ok_or_else(|| err("internal error: a bulk tensor copy without its tensor map"))?;
         let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);
         // A tensor with leading dims is a batch of matrices to the engine (a
@@ -164,7 +167,10 @@ impl Writer<'_> {
         let map = self
             .ws
             .as_ref()
-            .and_then(|p| p.maps.iter().position(|&m| m == (c.src, shape[0] / n)))
+            .and_then(|p| {
+                let key = super::ws::MapKey::of(f, c.src, c.dst, shape[0] / n);
+                p.maps.iter().position(|&m| m == key)
+            })
             .filter(|_| c.lead.is_empty())
             .ok_or_else(|| err("internal error: a multicast copy without its tensor map"))?;
         let (r0, c0) = (self.expr(&c.r0)?, self.expr(&c.c0)?);

@@ -129,14 +129,16 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
             (None, false, y) => format!(" cluster={} cluster_y={y}", f.launch.cluster),
         };
         let _ = writeln!(head, "// tile:launch threads={launch_threads}{cluster}");
-        for (i, &(b, rows)) in p.maps.iter().enumerate() {
-            let param = f.params.iter().position(|&x| x == b).unwrap_or(usize::MAX);
-            // A box is one 128-byte panel wide.
+        for (i, m) in p.maps.iter().enumerate() {
+            let param = f.params.iter().position(|&x| x == m.src).unwrap_or(usize::MAX);
+            // A box is one swizzle panel wide (the runtime picks the swizzle
+            // whose span is a box row).
             let _ = writeln!(
                 head,
-                "// tile:tma map={i} param={param} box={}x{rows} ({})",
-                128 / f.buf(b).dtype.bytes(),
-                f.buf(b).name
+                "// tile:tma map={i} param={param} box={}x{} ({})",
+                m.cols,
+                m.rows,
+                f.buf(m.src).name
             );
         }
     }

@@ -17,9 +17,9 @@ pub(super) struct WsPlan {
     /// (`Pipeline::persistent`): one pipe for all its iterations.
     pub outer: Option<VarId>,
     pub stages: i64,
-    /// One tensor map per (source tensor, box rows), in parameter order
-    /// `tl_tma0, tl_tma1, ..`; every box is 64 columns wide.
-    pub maps: Vec<(BufId, i64)>,
+    /// One tensor map per source tensor and box, in parameter order
+    /// `tl_tma0, tl_tma1, ..`.
+    pub maps: Vec<MapKey>,
     /// Byte offset of the pipe's mbarriers (`tl::tma::Pipe`) in the pool.
     pub pipe_offset: i64,
     /// Blocks per multiprocessor the launch bounds ask for (1 or 2).
@@ -51,6 +51,31 @@ pub(super) struct WsPlan {
 
 pub(super) const WS_PRODUCER_REGS: i64 = 40;
 
+/// A tensor map: its source tensor and its box, `rows` by `cols` (one
+/// swizzle panel of the destination tile: 128 bytes of columns, or the whole
+/// row where that is 64 or 32 bytes; `tl::tma::Panels`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapKey {
+    pub src: BufId,
+    pub rows: i64,
+    pub cols: i64,
+}
+
+impl MapKey {
+    /// The map that copies into the shared tile `dst` from `src` use, in
+    /// boxes of `rows` rows (the tile's, or a cluster part's).
+    pub(super) fn of(f: &PrimFunc, src: BufId, dst: BufId, rows: i64) -> MapKey {
+        let b = f.buf(dst);
+        let cols = b.const_shape().unwrap_or_default().get(1).copied().unwrap_or(0);
+        let eb = b.dtype.bytes();
+        MapKey {
+            src,
+            rows,
+            cols: cols.min(128 / eb),
+        }
+    }
+}
+
 impl WsPlan {
     /// The kernel's warp-specialized pipeline, if it has one.
     pub(super) fn of(f: &PrimFunc) -> Option<WsPlan> {
@@ -72,9 +97,12 @@ impl WsPlan {
                         } = x
                         {
                             let rows = f.buf(dst.buf).const_shape().unwrap_or_default()[0];
-                            add_map(&mut maps, (src.buf, rows));
+                            add_map(&mut maps, MapKey::of(f, src.buf, dst.buf, rows));
                             if let Some(g) = Group::of(p, dst.buf) {
-                                add_map(&mut maps, (src.buf, rows / g.parts(f)));
+                                add_map(
+                                    &mut maps,
+                                    MapKey::of(f, src.buf, dst.buf, rows / g.parts(f)),
+                                );
                             }
                         }
                     });
@@ -95,10 +123,8 @@ impl WsPlan {
             ) = (s, TileCopy::of(s))
             {
                 if p.prologue.contains(&c.dst) {
-                    add_map(
-                        &mut maps,
-                        (c.src, f.buf(c.dst).const_shape().unwrap_or_default()[0]),
-                    );
+                    let rows = f.buf(c.dst).const_shape().unwrap_or_default()[0];
+                    add_map(&mut maps, MapKey::of(f, c.src, c.dst, rows));
                     prologue.push(c);
                 }
             }
@@ -224,7 +250,7 @@ fn pool_end(pipe_offset: i64, pairs: i64, bars: i64) -> i64 {
 }
 
 /// Adds a tensor map (source tensor, box rows) unless the kernel has it.
-fn add_map(maps: &mut Vec<(BufId, i64)>, m: (BufId, i64)) {
+fn add_map(maps: &mut Vec<MapKey>, m: MapKey) {
     if !maps.contains(&m) {
         maps.push(m);
     }

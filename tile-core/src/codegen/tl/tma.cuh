@@ -329,44 +329,54 @@ template <int UNUSED = 0> __device__ __forceinline__ void fence_proxy_async() {
 #endif
 }
 
-// A R x C tile of EB-byte elements in the layout of tl::wg::smem_offset<R, C, EB> (rows of
-// whole 128-byte panels: PW = 128 / EB columns each, 128-byte swizzle), from a row-major
-// matrix through a tensor map whose box is {PW, R} with CU_TENSOR_MAP_SWIZZLE_128B: C/PW
-// boxes, panel p from column c0 + PW*p. Issued by one thread; the tile's bytes, EB*R*C,
-// complete on b.
+// The panels of an R x C tile of EB-byte elements in the layout of tl::wg::smem_offset<R, C,
+// EB>: PW columns each, PW * EB = 128 bytes a row (128-byte swizzle) when a row is whole
+// 128-byte panels, else the row itself, 64 or 32 bytes (a k tile of 32 or 16 two-byte
+// columns, one panel, 64- or 32-byte swizzle). The tensor map's box is {PW, rows} and its
+// swizzle the one whose span is PW * EB bytes (the runtime's tma module derives it so).
+template <int R, int C, int EB> struct Panels {
+  static constexpr int ROW = C * EB < 128 ? C * EB : 128;  // bytes of a panel's row
+  static constexpr int PW = ROW / EB;                       // columns of a panel
+  static constexpr int N = C / PW;                          // panels
+  static_assert(EB == 1 || EB == 2, "tl::tma: elements of 1 or 2 bytes");
+  static_assert((ROW == 32 || ROW == 64 || ROW == 128) && C % PW == 0,
+                "tl::tma: a tile row of 32 or 64 bytes or of whole 128-byte panels");
+  static_assert(R % 8 == 0 && R <= 256, "tl::tma: R % 8 == 0, R <= 256");
+};
+
+// A R x C tile (see Panels) from a row-major matrix through a tensor map whose box is
+// {PW, R}: one box per panel, panel p from column c0 + PW*p. Issued by one thread; the
+// tile's bytes, EB*R*C, complete on b.
 template <int R, int C, int EB = 2>
 __device__ __forceinline__ void load_tile(void* s, const Desc* d, Barrier* b, int r0, int c0) {
-  constexpr int PW = 128 / EB;
-  static_assert(C % PW == 0 && R % 8 == 0 && R <= 256, "tl::tma::load_tile: whole 128-byte panels, R % 8 == 0, R <= 256");
+  using P = Panels<R, C, EB>;
 #pragma unroll
-  for (int p = 0; p < C / PW; ++p) load_2d(static_cast<char*>(s) + p * R * 128, d, b, c0 + PW * p, r0);
+  for (int p = 0; p < P::N; ++p) load_2d(static_cast<char*>(s) + p * R * P::ROW, d, b, c0 + P::PW * p, r0);
 }
 // The same from one matrix of a batch: a 3-D tensor map {columns, rows, matrices} with box
 // {PW, R, 1}, matrix z. Zero fill then stops at that matrix's edge, not at the batch's.
 template <int R, int C, int EB = 2>
 __device__ __forceinline__ void load_tile(void* s, const Desc* d, Barrier* b, int r0, int c0, int z) {
-  constexpr int PW = 128 / EB;
-  static_assert(C % PW == 0 && R % 8 == 0 && R <= 256, "tl::tma::load_tile: whole 128-byte panels, R % 8 == 0, R <= 256");
+  using P = Panels<R, C, EB>;
 #pragma unroll
-  for (int p = 0; p < C / PW; ++p) load_3d(static_cast<char*>(s) + p * R * 128, d, b, c0 + PW * p, r0, z);
+  for (int p = 0; p < P::N; ++p) load_3d(static_cast<char*>(s) + p * R * P::ROW, d, b, c0 + P::PW * p, r0, z);
 }
 // Part `part` of load_tile's R x C tile that the N blocks (2, 4 or 8) of a cluster whose ranks
 // are the bits of `mask` all load: rows [part * R/N, (part + 1) * R/N) of every panel, through a
-// tensor map whose box is {PW, R/N}, multicast to those N blocks. A part is a whole number of
-// the swizzle's 1024-byte atoms (R % 8N == 0), so the rows land where load_tile puts them.
+// tensor map whose box is {PW, R/N}, multicast to those N blocks. A part is whole 8-row swizzle
+// atoms (R % 8N == 0), so the rows land where load_tile puts them.
 // Each block's b receives all EB*R*C bytes: its own part and the other blocks'.
 template <int R, int C, int EB = 2, int N = 2>
 __device__ __forceinline__ void load_tile_part(void* s, const Desc* d, Barrier* b, int r0, int c0, unsigned part,
                                                unsigned mask) {
-  constexpr int PW = 128 / EB;
+  using L = Panels<R, C, EB>;
   static_assert(N == 2 || N == 4 || N == 8, "tl::tma::load_tile_part: groups of 2, 4 or 8 blocks");
-  static_assert(C % PW == 0 && R % (8 * N) == 0 && R <= 256,
-                "tl::tma::load_tile_part: whole 128-byte panels, R % 8N == 0, R <= 256");
+  static_assert(R % (8 * N) == 0, "tl::tma::load_tile_part: R % 8N == 0");
   constexpr int P = R / N;
 #pragma unroll
-  for (int p = 0; p < C / PW; ++p)
-    load_2d_multicast(static_cast<char*>(s) + p * R * 128 + part * P * 128, d, b, c0 + PW * p, r0 + part * P,
-                      (unsigned short)mask);
+  for (int p = 0; p < L::N; ++p)
+    load_2d_multicast(static_cast<char*>(s) + p * R * L::ROW + part * P * L::ROW, d, b, c0 + L::PW * p,
+                      r0 + part * P, (unsigned short)mask);
 }
 template <int R, int C> __host__ __device__ constexpr unsigned tile_bytes() { return 2u * R * C; }
 
