@@ -130,9 +130,10 @@ for k in gemm_relu $NN_F16 $NN_BF16 gemm_nt_f16 gemm_tn_f16; do
   need "$k" 'HGMMA' 'wgmma (HGMMA)' sm_90a
   need "$k" 'FENCE.VIEW.ASYNC.S' 'the async-proxy fence' sm_90a
 done
-# The GEMM example's main loops are warp-specialized on Hopper: a producer warpgroup's
-# bulk tensor copies (UTMALDG; UBLKCP for plain bulk copies) on mbarriers (SYNCS).
-for k in $NN_F16 $NN_BF16 gemm_nt_f16 gemm_tn_f16; do
+# The GEMM examples' main loops are warp-specialized on Hopper (the quickstart's k tiles of
+# 32 columns too, with the 64-byte swizzle): a producer warpgroup's bulk tensor copies
+# (UTMALDG; UBLKCP for plain bulk copies) on mbarriers (SYNCS).
+for k in gemm_relu $NN_F16 $NN_BF16 gemm_nt_f16 gemm_tn_f16; do
   need "$k" 'UTMALDG|UBLKCP' 'bulk tensor copies (UTMALDG)' sm_90a
   need "$k" 'SYNCS' 'mbarrier operations (SYNCS)' sm_90a
 done
