@@ -580,11 +580,31 @@ mod tests {
         // Rows of 64 and 32 bytes take the 64- and 32-byte swizzles (k tiles of 32
         // and 16 two-byte columns; 32 fp8 columns are 32 bytes).
         for (dtype, box_cols, want) in [
-            (DType::F16, 64, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B),
-            (DType::F16, 32, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B),
-            (DType::BF16, 16, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B),
-            (DType::F8E4M3, 128, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B),
-            (DType::F8E4M3, 32, sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B),
+            (
+                DType::F16,
+                64,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            ),
+            (
+                DType::F16,
+                32,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+            ),
+            (
+                DType::BF16,
+                16,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+            ),
+            (
+                DType::F8E4M3,
+                128,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            ),
+            (
+                DType::F8E4M3,
+                32,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+            ),
         ] {
             let g = geometry(dtype, &[64, 64], 0, MapSpec { box_cols, ..s }).expect("legal");
             assert_eq!(swizzle(&g), want, "{dtype:?} box of {box_cols} columns");

@@ -130,7 +130,11 @@ pub fn generate(f: &PrimFunc) -> Result<Source, Diagnostic> {
         };
         let _ = writeln!(head, "// tile:launch threads={launch_threads}{cluster}");
         for (i, m) in p.maps.iter().enumerate() {
-            let param = f.params.iter().position(|&x| x == m.src).unwrap_or(usize::MAX);
+            let param = f
+                .params
+                .iter()
+                .position(|&x| x == m.src)
+                .unwrap_or(usize::MAX);
             // A box is one swizzle panel wide (the runtime picks the swizzle
             // whose span is a box row).
             let _ = writeln!(

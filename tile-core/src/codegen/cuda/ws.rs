@@ -66,7 +66,12 @@ impl MapKey {
     /// boxes of `rows` rows (the tile's, or a cluster part's).
     pub(super) fn of(f: &PrimFunc, src: BufId, dst: BufId, rows: i64) -> MapKey {
         let b = f.buf(dst);
-        let cols = b.const_shape().unwrap_or_default().get(1).copied().unwrap_or(0);
+        let cols = b
+            .const_shape()
+            .unwrap_or_default()
+            .get(1)
+            .copied()
+            .unwrap_or(0);
         let eb = b.dtype.bytes();
         MapKey {
             src,
