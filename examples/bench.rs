@@ -31,7 +31,9 @@
 //! choice from the disk cache), the others one group of rows). `gemm`,
 //! `tune` and `grid` take shapes after the mode (`bench tune 1000x1000x1000
 //! 1008x1000x1000`, M×N×K): then only those, and `gemm` times only the
-//! default and tuned example GEMM on them. `probe [MxNxK]` times six of
+//! default and tuned example GEMM on them; `TILE_BENCH_ROWS=k32 bench gemm
+//! [MxNxK..]` only the table's kernels whose names contain `k32`, untuned
+//! (at 4096³ without shapes). `probe [MxNxK]` times six of
 //! the example GEMM's variants the ways the tuner and this bench time
 //! (`bench/probe.rs`).
 
@@ -676,6 +678,19 @@ fn gemm_rows(
         ),
     };
     let shapes = custom.map_or_else(default_shapes, <[_]>::to_vec);
+    // `TILE_BENCH_ROWS=k32`: only the table's kernels whose names contain it,
+    // at the shapes given (4096³ without), and no tuning.
+    if let Ok(only) = std::env::var("TILE_BENCH_ROWS") {
+        for g in &gemms {
+            let (Gemm::F16(name, _) | Gemm::Bf16(name, _)) = g;
+            if name.contains(only.as_str()) {
+                for &s in custom.unwrap_or(&[(4096, 4096, 4096)]) {
+                    run(g, s, rows)?;
+                }
+            }
+        }
+        return Ok(());
+    }
     if custom.is_some() {
         for g in [&gemms[0], &gemms[3]] {
             for &s in &shapes {
