@@ -90,7 +90,8 @@ pub enum CopyInst {
     /// element otherwise, and always when `vector_if` is `None`.
     CpAsyncTile { vector_if: Option<Vec<VarId>> },
     /// The same tile copy on Hopper (sm_90a) into a `Layout::WgmmaOperand`
-    /// tile of 128-byte panels or of 64- or 32-byte rows (one panel), from a
+    /// tile of 128-byte panels, or of 64- or 32-byte rows (one panel) where
+    /// the copy asks for `instruction = "tma"` (`CopyPref::Tma`), from a
     /// matrix (rank 2): the bulk tensor copy engine can move it as one box
     /// per panel (`tl::tma::load_tile`, a tensor
     /// map the launcher encodes, ragged edges zero-filled by the engine) when

@@ -59,7 +59,7 @@ fn lower(
             && src.origin.iter().all(|e| signs.non_negative(e)) =>
         {
             let inst = match vector_if(f, &src) {
-                Some(v) if prefer != CopyPref::CpAsync && is_tma_copy(f, &src, &dst) => {
+                Some(v) if prefer != CopyPref::CpAsync && is_tma_copy(f, &src, &dst, prefer) => {
                     CopyInst::Tma { vector_if: v }
                 }
                 v => CopyInst::CpAsyncTile { vector_if: v },
@@ -71,7 +71,7 @@ fn lower(
             {
                 errs.push(Diagnostic::at(loc, format!(
                     "kernel `{}`: `instruction = \"tma\"`: this copy cannot be a bulk tensor copy: it must fill a \
-                     whole tile that a `T::gemm` reads on `wgmma` (of 128-byte rows, at most 256 rows) from a \
+                     whole tile that a `T::gemm` reads on `wgmma` (of 128-byte panels or 64- or 32-byte rows, at most 256 rows) from a \
                      2-D tile of a tensor whose row length and tile origin are provably multiples of 16 bytes",
                     f.name
                 )));
@@ -216,14 +216,24 @@ pub fn chunk_elems(t: DType) -> i64 {
 /// engine, zero-filled at each matrix's edge) into a `wgmma` operand tile of 128-byte
 /// panels (the engine's 128-byte swizzle writes exactly that layout, one box
 /// of a panel's columns, 64 or 128, by all rows per panel; a box has at most
-/// 256 rows).
-pub fn is_tma_copy(f: &PrimFunc, src: &Region, dst: &Region) -> bool {
-    tma_shape_refusal(f, src, dst).is_none()
+/// 256 rows), or, where the copy asks for `instruction = "tma"`, of 64- or
+/// 32-byte rows (a k tile of 32 or 16 two-byte columns, the 64- or 32-byte
+/// swizzle).
+///
+/// Narrow rows are not bulk copies by default: on an H100 at 4096³ (the
+/// bench's "k32" rows, `bench/RESULTS.md` 2026-12-08), the 128 × 128 × 32
+/// GEMMs on bulk copies ran at 497 (one consumer warpgroup, two blocks a
+/// multiprocessor) and 331 TFLOP/s (two warpgroups, one block), against 492
+/// and 453 on `cp.async` in an earlier table of the same GPU: no gain, and a
+/// loss where one block's three 16 KiB stages are all a multiprocessor has in
+/// flight.
+pub fn is_tma_copy(f: &PrimFunc, src: &Region, dst: &Region, prefer: CopyPref) -> bool {
+    tma_shape_refusal(f, src, dst, prefer).is_none()
 }
 
 /// The first condition of [`is_tma_copy`] that the tile copy `src` → `dst`
 /// fails, in words.
-fn tma_shape_refusal(f: &PrimFunc, src: &Region, dst: &Region) -> Option<String> {
+fn tma_shape_refusal(f: &PrimFunc, src: &Region, dst: &Region, prefer: CopyPref) -> Option<String> {
     let (g, s) = (f.buf(src.buf), f.buf(dst.buf));
     let Some(&[rows, cols]) = s.const_shape().as_deref() else {
         return Some(format!("`{}` is not a 2-D tile of constant shape", s.name));
@@ -240,6 +250,12 @@ fn tma_shape_refusal(f: &PrimFunc, src: &Region, dst: &Region) -> Option<String>
         // (`tl::wg::smem_offset`) is one of them for exactly these rows.
         Some(format!(
             "`{}`'s rows are {bytes} bytes: not 32, 64 or whole 128-byte panels",
+            s.name
+        ))
+    } else if bytes % 128 != 0 && prefer != CopyPref::Tma {
+        Some(format!(
+            "`{}`'s rows are {bytes} bytes, not whole 128-byte panels (narrower rows are a bulk \
+             tensor copy only where the copy asks for `instruction = \"tma\"`)",
             s.name
         ))
     } else if rows % 8 != 0 || rows > 256 {
@@ -262,7 +278,7 @@ pub fn tma_refusal(f: &PrimFunc, src: &Region, dst: &Region, prefer: CopyPref) -
     if vector_if(f, src).is_none() {
         return "its row length or first column is not provably a multiple of 16 bytes".into();
     }
-    tma_shape_refusal(f, src, dst).unwrap_or_else(|| "it is one".into())
+    tma_shape_refusal(f, src, dst, prefer).unwrap_or_else(|| "it is one".into())
 }
 
 /// What a copy must be for CUDA to keep it whole (a tile copy, see
