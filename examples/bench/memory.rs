@@ -196,6 +196,7 @@ pub(crate) fn memory_bound(
     let t = time_ms(stream, 5, 100, || Ok(transpose::transpose(&xt, &mut yt)?))?;
     let what = format!("transpose f16 {n}x{k} (tuned)");
     push("transpose f16 (tuned)", what, t, moved, 0.0);
+    pad_rows(dev, stream, copy_bw, rows)?;
     // The choices, for the record.
     let label = |r: Option<std::sync::Arc<tile::autotune::TuneReport>>| {
         r.map(|r| r.chosen_label.clone()).unwrap_or_default()
@@ -224,5 +225,36 @@ pub(crate) fn memory_bound(
         label(gemv::gemv_w4a16::reports().into_iter().next()),
         label(transpose::transpose::reports::<f16>().into_iter().next()),
     );
+    Ok(())
+}
+
+/// The odd-pitch padding copies of `examples/gemm_any_pitch.rs` (`resize`,
+/// an element-wise `T::parallel` copy) against the copy bandwidth (bytes
+/// read plus written), over L2: rows at an odd pitch (one element a load,
+/// eight iterations' loads before their stores), at an even pitch off 16
+/// bytes (4-byte words), and at 16-byte pitches both ways (vectors); then
+/// B of `bench gemm 1000x1030x1050`'s padded plan (in L2 here).
+fn pad_rows(dev: Device, stream: &Arc<CudaStream>, copy_bw: f64, rows: &mut Vec<Row>) -> Res<()> {
+    use super::gemm_any_pitch::resize;
+    for (r, c, ry, cy) in [
+        (8191, 8189, 8192, 8192),
+        (8192, 8190, 8192, 8192),
+        (8192, 8192, 8192, 8190),
+        (8192, 8192, 8192, 8192),
+        (1050, 1030, 1056, 1032),
+    ] {
+        let x = tile::testing::random_tensor::<f16>(&[r, c], 97, dev)?;
+        let mut y = Tensor::full(&[ry, cy], f16::NAN, dev)?;
+        let t = time_ms(stream, 5, 100, || Ok(resize(&x, &mut y)?))?;
+        let moved = ((r * c + ry * cy) * 2) as f64;
+        rows.push(memory_row(
+            "pad f16",
+            format!("pad f16 {r}x{c} -> {ry}x{cy}"),
+            t,
+            moved,
+            0.0,
+            copy_bw,
+        ));
+    }
     Ok(())
 }

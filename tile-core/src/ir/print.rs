@@ -171,6 +171,18 @@ impl Printer<'_> {
                 t.push_str(&format!(", vectorized_if=[{acc}]"));
             }
         }
+        if let Some((w, dims)) = &n.mid {
+            let mut parts = vec![w.to_string()];
+            parts.extend(dims.iter().map(|&d| self.f.var(d).name.clone()));
+            t.push_str(&format!(", words_if=({})", parts.join(", ")));
+            if !n.mid_vectorized.is_empty() {
+                let acc = self.accesses(&n.mid_vectorized);
+                t.push_str(&format!(", vectorized_words=[{acc}]"));
+            }
+        }
+        if n.batch > 1 {
+            t.push_str(&format!(", batch={}", n.batch));
+        }
         t
     }
 

@@ -133,11 +133,26 @@ pub struct NestPlan {
     pub vectorized: Vec<(BufId, Vec<Expr>)>,
     /// The same at the `wide` width.
     pub wide_vectorized: Vec<(BufId, Vec<Expr>)>,
+    /// Tested when `wide`'s test fails: 4-byte words of narrower elements
+    /// when the listed dynamic dims are multiples of their width (rows at an
+    /// even pitch off 16 bytes), before falling back to `vector`.
+    pub mid: Option<(i64, Vec<VarId>)>,
+    /// The accesses done as one word per chunk at the `mid` width.
+    pub mid_vectorized: Vec<(BufId, Vec<Expr>)>,
     /// A nest over a tensor-core accumulator whose body is one (possibly
     /// guarded) store contiguous along the last loop: each thread's register
     /// pairs `(i, j), (i, j + 1)` are stored as one 2-element vector when
     /// these dynamic dims are even (tested at run time).
     pub pair_store_if: Option<Vec<VarId>>,
+    /// In the nest's one-element form (width 1: the only form, or the
+    /// fallback of `wide`), iterations taken `batch` at a time: each thread
+    /// evaluates the stored values of `batch` iterations (their loads in
+    /// flight together), then does their stores. A nest of one (possibly
+    /// guarded) store over memory only; 1 for every other nest. Without it a
+    /// guarded store waits for its own load before the next load issues, so
+    /// a ragged edge of an element-wise copy runs one load per thread at a
+    /// time.
+    pub batch: i64,
 }
 
 impl Schedule {

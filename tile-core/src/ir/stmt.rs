@@ -299,6 +299,16 @@ pub struct Nest<'a> {
     pub body: &'a Stmt,
 }
 
+/// A nest body of one store: the lets before its guard, the guard, the lets
+/// under it, the store ([`Nest::one_store`]).
+#[derive(Debug, Clone)]
+pub struct OneStore<'a> {
+    pub pre: Vec<&'a Stmt>,
+    pub guard: Option<&'a Expr>,
+    pub then: Vec<&'a Stmt>,
+    pub store: &'a Stmt,
+}
+
 impl<'a> Nest<'a> {
     /// The body as `[let]* if (cond) { [let]* store }`: one bounds guard, no
     /// `else`, no select and no other `if` anywhere (so every load under the
@@ -332,6 +342,34 @@ impl<'a> Nest<'a> {
             && stores == 1
             && !select;
         plain.then_some((cond, pre.to_vec(), then))
+    }
+
+    /// The body as `[let]* store` or `[let]* if (cond) { [let]* store }`
+    /// (selects allowed): the parts a scalar nest needs to evaluate each
+    /// iteration's stored value apart from its store (`NestPlan::batch`).
+    pub fn one_store(&self) -> Option<OneStore<'a>> {
+        let items = self.body.items();
+        let (last, pre) = items.split_last()?;
+        let lets = |s: &&Stmt| matches!(s, Stmt::Let { .. });
+        if !pre.iter().all(lets) {
+            return None;
+        }
+        let (guard, then) = match last {
+            Stmt::If {
+                cond,
+                then,
+                els: None,
+                ..
+            } => (Some(cond), then.items()),
+            s => (None, vec![*s]),
+        };
+        let (store, then_lets) = then.split_last()?;
+        (matches!(store, Stmt::Store { .. }) && then_lets.iter().all(lets)).then(|| OneStore {
+            pre: pre.to_vec(),
+            guard,
+            then: then_lets.to_vec(),
+            store,
+        })
     }
 
     /// The body as one store, possibly under one bounds guard without

@@ -13,7 +13,12 @@
 //! lane-by-lane bounds-checked form). A nest whose accesses (and guard)
 //! would be aligned at a wider width if some dynamic dims were multiples of
 //! it also records that width: the backend tests the dims at run time and
-//! runs the wider form when they are.
+//! runs the wider form when they are. For elements under 4 bytes a second
+//! test of 4-byte words follows (the width whose dims are more often
+//! multiples: rows at an even pitch off 16 bytes), before the narrow form.
+//! A narrow (one-element) form of a nest that is one store over memory is
+//! done in batches: each thread evaluates several iterations' values before
+//! their stores, so their loads are in flight together (`NestPlan::batch`).
 //!
 //! Fragments are distributed with the same rule, so a fragment is only ever
 //! touched by the thread that owns an element: every nest over a fragment uses
@@ -111,6 +116,14 @@ fn plan(f: &PrimFunc) -> Schedule {
     }
     let mut infos = Vec::new();
     let mut nest_cond: HashMap<VarId, (i64, Vec<VarId>)> = HashMap::new();
+    let mut mid_cond: HashMap<VarId, (i64, Vec<VarId>)> = HashMap::new();
+    // Words and batches cost registers and code; a kernel with a
+    // tensor-core gemm has none to spare: its memory nests are epilogues and
+    // fallback copies beside accumulators that fill the register budget
+    // (with either, ptxas spilled in 18 of the examples' GEMM kernels).
+    let mut has_gemm = false;
+    f.body
+        .visit(&mut |s| has_gemm |= matches!(s, Stmt::Gemm(_)));
     for n in &nests {
         let (bufs, guarded) = bufs_in(n.body);
         let frags: Vec<BufId> = bufs
@@ -177,30 +190,41 @@ fn plan(f: &PrimFunc) -> Schedule {
                 }
             }
         }
+        // The dynamic dims that must be multiples of `w` for every access
+        // contiguous in the inner loop to be aligned at `w` (and the guard
+        // uniform over each chunk), if any choice of them can.
+        let needs = |w: i64| -> Option<BTreeSet<VarId>> {
+            let mut need = BTreeSet::new();
+            for (b, idx) in &memory {
+                if aligned_dims(f, *b, idx, &lets, inner_var, 1).is_none() {
+                    continue; // not contiguous in the inner loop: lane by lane
+                }
+                need.extend(aligned_dims(f, *b, idx, &lets, inner_var, w)?);
+            }
+            need.extend(guard(w)?);
+            Some(need)
+        };
         // A wider width when dynamic row lengths are multiples of it.
         let mut wide = vmax;
         let mut need = BTreeSet::new();
         while wide > v {
-            need.clear();
-            let ok = memory.iter().all(|(b, idx)| {
-                if aligned_dims(f, *b, idx, &lets, inner_var, 1).is_none() {
-                    return true; // not contiguous in the inner loop: lane by lane
-                }
-                match aligned_dims(f, *b, idx, &lets, inner_var, wide) {
-                    Some(d) => {
-                        need.extend(d);
-                        true
-                    }
-                    None => false,
-                }
-            }) && guard(wide).map(|d| need.extend(d)).is_some();
-            if ok {
+            if let Some(d) = needs(wide) {
+                need = d;
                 break;
             }
             wide /= 2;
         }
         if wide > v && !need.is_empty() && frags.is_empty() {
             nest_cond.insert(n.vars[0], (wide, need.iter().copied().collect()));
+            // Between them, 4-byte words for narrower elements: rows of
+            // 2-byte elements at an even pitch off 16 bytes (a 1050-column
+            // matrix) move two elements a load instead of one.
+            let word = 4 / max_bytes;
+            if word > v && word < wide && !has_gemm {
+                if let Some(d) = needs(word).filter(|d| !d.is_empty()) {
+                    mid_cond.insert(n.vars[0], (word, d.into_iter().collect()));
+                }
+            }
         }
         infos.push(Info {
             key: n.vars[0],
@@ -244,12 +268,15 @@ fn plan(f: &PrimFunc) -> Schedule {
             };
             let none = BTreeSet::new();
             let vectorized = n.map_or(Vec::new(), |n| vector_accesses(f, n, vector, &none));
-            let wide_vectorized = match (&wide, n) {
+            let at = |tier: &Option<(i64, Vec<VarId>)>| match (tier, n) {
                 (Some((w, dims)), Some(n)) => {
                     vector_accesses(f, n, *w, &dims.iter().copied().collect())
                 }
                 _ => Vec::new(),
             };
+            let wide_vectorized = at(&wide);
+            let mid = mid_cond.remove(&i.key);
+            let mid_vectorized = at(&mid);
             (
                 i.key,
                 NestPlan {
@@ -257,7 +284,13 @@ fn plan(f: &PrimFunc) -> Schedule {
                     wide,
                     vectorized,
                     wide_vectorized,
+                    mid,
+                    mid_vectorized,
                     pair_store_if: n.and_then(|n| pair_store_if(f, n)),
+                    batch: match n {
+                        Some(n) if vector == 1 && i.frags.is_empty() && !has_gemm => batch(f, n),
+                        _ => 1,
+                    },
                 },
             )
         })
@@ -267,6 +300,26 @@ fn plan(f: &PrimFunc) -> Schedule {
         nests: plans,
         fragments: frag_v.into_iter().collect(),
     }
+}
+
+/// Iterations per batch of a one-element nest over memory whose body is one
+/// store (`NestPlan::batch`): eight, or all of a thread's when fewer: eight
+/// loads a thread in flight where a guarded store waiting for its own load
+/// kept one (an odd-pitch pad ran at 0.42 of the copy bandwidth,
+/// bench/RESULTS.md); their values and addresses take three registers each.
+fn batch(f: &PrimFunc, n: &Nest<'_>) -> i64 {
+    let Some(one) = n.one_store() else {
+        return 1;
+    };
+    let Stmt::Store { buf, .. } = one.store else {
+        return 1;
+    };
+    if !matches!(f.buf(*buf).scope, Scope::Global | Scope::Shared) {
+        return 1;
+    }
+    let total: i64 = n.extents.iter().product();
+    let iters = (total + f.launch.threads - 1) / f.launch.threads;
+    iters.clamp(1, 8)
 }
 
 /// For a nest over fragments, chunked at `v`: the dynamic dims that, when

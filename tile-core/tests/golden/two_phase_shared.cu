@@ -25,23 +25,45 @@ extern "C" __global__ void __launch_bounds__(128) two_phase_shared_kernel(const 
         *(tl::vec<float, 4>*)(&s1[((i_2 * 64) + tl_base0)]) = tl_st0;
       }
     } else {
-      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-      #pragma unroll 4
-      for (int tl_it1 = 0; tl_it1 < 32; ++tl_it1) {
-        const int tl_flat1 = tl_it1 * 128 + (int)threadIdx.x;
-        const int i_2 = tl_flat1 / 64;
-        const int j_2 = tl_flat1 % 64;
-        s1[((i_2 * 64) + j_2)] = a[((((by * 64) + i_2) * N) + ((bx * 64) + j_2))];
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+      #pragma unroll 1
+      for (int tl_ib1 = 0; tl_ib1 < 32; tl_ib1 += 8) {
+        float tl_val1[8];
+        float* tl_dst1[8];
+        #pragma unroll
+        for (int tl_u1 = 0; tl_u1 < 8; ++tl_u1) {
+          const int tl_it1 = tl_ib1 + tl_u1;
+          const int tl_flat1 = tl_it1 * 128 + (int)threadIdx.x;
+          const int i_2 = tl_flat1 / 64;
+          const int j_2 = tl_flat1 % 64;
+          tl_val1[tl_u1] = a[((((by * 64) + i_2) * N) + ((bx * 64) + j_2))];
+          tl_dst1[tl_u1] = &s1[((i_2 * 64) + j_2)];
+        }
+        #pragma unroll
+        for (int tl_u1 = 0; tl_u1 < 8; ++tl_u1) {
+          *tl_dst1[tl_u1] = tl_val1[tl_u1];
+        }
       }
     }
   } else {
-    // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it2 = 0; tl_it2 < 32; ++tl_it2) {
-      const int tl_flat2 = tl_it2 * 128 + (int)threadIdx.x;
-      const int i_2_1 = tl_flat2 / 64;
-      const int j_2_1 = tl_flat2 % 64;
-      s1[((i_2_1 * 64) + j_2_1)] = (((((by * 64) + i_2_1) < M) && (((bx * 64) + j_2_1) < N)) ? a[((((by * 64) + i_2_1) * N) + ((bx * 64) + j_2_1))] : 0.0f);
+    // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+    #pragma unroll 1
+    for (int tl_ib2 = 0; tl_ib2 < 32; tl_ib2 += 8) {
+      float tl_val2[8];
+      float* tl_dst2[8];
+      #pragma unroll
+      for (int tl_u2 = 0; tl_u2 < 8; ++tl_u2) {
+        const int tl_it2 = tl_ib2 + tl_u2;
+        const int tl_flat2 = tl_it2 * 128 + (int)threadIdx.x;
+        const int i_2_1 = tl_flat2 / 64;
+        const int j_2_1 = tl_flat2 % 64;
+        tl_val2[tl_u2] = (((((by * 64) + i_2_1) < M) && (((bx * 64) + j_2_1) < N)) ? a[((((by * 64) + i_2_1) * N) + ((bx * 64) + j_2_1))] : 0.0f);
+        tl_dst2[tl_u2] = &s1[((i_2_1 * 64) + j_2_1)];
+      }
+      #pragma unroll
+      for (int tl_u2 = 0; tl_u2 < 8; ++tl_u2) {
+        *tl_dst2[tl_u2] = tl_val2[tl_u2];
+      }
     }
   }
   __syncthreads();
@@ -62,13 +84,24 @@ extern "C" __global__ void __launch_bounds__(128) two_phase_shared_kernel(const 
         *(tl::vec<float, 4>*)(&c[((((by * 64) + i) * N) + ((bx * 64) + tl_base3))]) = tl_st3;
       }
     } else {
-      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-      #pragma unroll 4
-      for (int tl_it4 = 0; tl_it4 < 32; ++tl_it4) {
-        const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
-        const int i = tl_flat4 / 64;
-        const int j = tl_flat4 % 64;
-        c[((((by * 64) + i) * N) + ((bx * 64) + j))] = (s1[((j * 64) + i)] + 1.0f);
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+      #pragma unroll 1
+      for (int tl_ib4 = 0; tl_ib4 < 32; tl_ib4 += 8) {
+        float tl_val4[8];
+        float* tl_dst4[8];
+        #pragma unroll
+        for (int tl_u4 = 0; tl_u4 < 8; ++tl_u4) {
+          const int tl_it4 = tl_ib4 + tl_u4;
+          const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
+          const int i = tl_flat4 / 64;
+          const int j = tl_flat4 % 64;
+          tl_val4[tl_u4] = (s1[((j * 64) + i)] + 1.0f);
+          tl_dst4[tl_u4] = &c[((((by * 64) + i) * N) + ((bx * 64) + j))];
+        }
+        #pragma unroll
+        for (int tl_u4 = 0; tl_u4 < 8; ++tl_u4) {
+          *tl_dst4[tl_u4] = tl_val4[tl_u4];
+        }
       }
     }
   } else {
@@ -95,14 +128,28 @@ extern "C" __global__ void __launch_bounds__(128) two_phase_shared_kernel(const 
         }
       }
     } else {
-      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-      #pragma unroll 4
-      for (int tl_it6 = 0; tl_it6 < 32; ++tl_it6) {
-        const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
-        const int i_4 = tl_flat6 / 64;
-        const int j_4 = tl_flat6 % 64;
-        if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
-          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = (s1[((j_4 * 64) + i_4)] + 1.0f);
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+      #pragma unroll 1
+      for (int tl_ib6 = 0; tl_ib6 < 32; tl_ib6 += 8) {
+        float tl_val6[8];
+        float* tl_dst6[8];
+        bool tl_ok6[8];
+        #pragma unroll
+        for (int tl_u6 = 0; tl_u6 < 8; ++tl_u6) {
+          const int tl_it6 = tl_ib6 + tl_u6;
+          const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
+          tl_ok6[tl_u6] = false;
+          const int i_4 = tl_flat6 / 64;
+          const int j_4 = tl_flat6 % 64;
+          if (((((by * 64) + i_4) < M) && (((bx * 64) + j_4) < N))) {
+            tl_val6[tl_u6] = (s1[((j_4 * 64) + i_4)] + 1.0f);
+            tl_dst6[tl_u6] = &c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))];
+            tl_ok6[tl_u6] = true;
+          }
+        }
+        #pragma unroll
+        for (int tl_u6 = 0; tl_u6 < 8; ++tl_u6) {
+          if (tl_ok6[tl_u6]) *tl_dst6[tl_u6] = tl_val6[tl_u6];
         }
       }
     }
@@ -126,23 +173,45 @@ extern "C" __global__ void __launch_bounds__(128) two_phase_shared_kernel(const 
         *(tl::vec<float, 4>*)(&s2[((i_3 * 64) + tl_base7)]) = tl_st7;
       }
     } else {
-      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-      #pragma unroll 4
-      for (int tl_it8 = 0; tl_it8 < 32; ++tl_it8) {
-        const int tl_flat8 = tl_it8 * 128 + (int)threadIdx.x;
-        const int i_3 = tl_flat8 / 64;
-        const int j_3 = tl_flat8 % 64;
-        s2[((i_3 * 64) + j_3)] = b[((((by * 64) + i_3) * N) + ((bx * 64) + j_3))];
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+      #pragma unroll 1
+      for (int tl_ib8 = 0; tl_ib8 < 32; tl_ib8 += 8) {
+        float tl_val8[8];
+        float* tl_dst8[8];
+        #pragma unroll
+        for (int tl_u8 = 0; tl_u8 < 8; ++tl_u8) {
+          const int tl_it8 = tl_ib8 + tl_u8;
+          const int tl_flat8 = tl_it8 * 128 + (int)threadIdx.x;
+          const int i_3 = tl_flat8 / 64;
+          const int j_3 = tl_flat8 % 64;
+          tl_val8[tl_u8] = b[((((by * 64) + i_3) * N) + ((bx * 64) + j_3))];
+          tl_dst8[tl_u8] = &s2[((i_3 * 64) + j_3)];
+        }
+        #pragma unroll
+        for (int tl_u8 = 0; tl_u8 < 8; ++tl_u8) {
+          *tl_dst8[tl_u8] = tl_val8[tl_u8];
+        }
       }
     }
   } else {
-    // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it9 = 0; tl_it9 < 32; ++tl_it9) {
-      const int tl_flat9 = tl_it9 * 128 + (int)threadIdx.x;
-      const int i_3_1 = tl_flat9 / 64;
-      const int j_3_1 = tl_flat9 % 64;
-      s2[((i_3_1 * 64) + j_3_1)] = (((((by * 64) + i_3_1) < M) && (((bx * 64) + j_3_1) < N)) ? b[((((by * 64) + i_3_1) * N) + ((bx * 64) + j_3_1))] : 0.0f);
+    // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+    #pragma unroll 1
+    for (int tl_ib9 = 0; tl_ib9 < 32; tl_ib9 += 8) {
+      float tl_val9[8];
+      float* tl_dst9[8];
+      #pragma unroll
+      for (int tl_u9 = 0; tl_u9 < 8; ++tl_u9) {
+        const int tl_it9 = tl_ib9 + tl_u9;
+        const int tl_flat9 = tl_it9 * 128 + (int)threadIdx.x;
+        const int i_3_1 = tl_flat9 / 64;
+        const int j_3_1 = tl_flat9 % 64;
+        tl_val9[tl_u9] = (((((by * 64) + i_3_1) < M) && (((bx * 64) + j_3_1) < N)) ? b[((((by * 64) + i_3_1) * N) + ((bx * 64) + j_3_1))] : 0.0f);
+        tl_dst9[tl_u9] = &s2[((i_3_1 * 64) + j_3_1)];
+      }
+      #pragma unroll
+      for (int tl_u9 = 0; tl_u9 < 8; ++tl_u9) {
+        *tl_dst9[tl_u9] = tl_val9[tl_u9];
+      }
     }
   }
   __syncthreads();
@@ -163,13 +232,24 @@ extern "C" __global__ void __launch_bounds__(128) two_phase_shared_kernel(const 
         *(tl::vec<float, 4>*)(&d[((((by * 64) + i_1) * N) + ((bx * 64) + tl_base10))]) = tl_st10;
       }
     } else {
-      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-      #pragma unroll 4
-      for (int tl_it11 = 0; tl_it11 < 32; ++tl_it11) {
-        const int tl_flat11 = tl_it11 * 128 + (int)threadIdx.x;
-        const int i_1 = tl_flat11 / 64;
-        const int j_1 = tl_flat11 % 64;
-        d[((((by * 64) + i_1) * N) + ((bx * 64) + j_1))] = (s2[((j_1 * 64) + i_1)] * 2.0f);
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+      #pragma unroll 1
+      for (int tl_ib11 = 0; tl_ib11 < 32; tl_ib11 += 8) {
+        float tl_val11[8];
+        float* tl_dst11[8];
+        #pragma unroll
+        for (int tl_u11 = 0; tl_u11 < 8; ++tl_u11) {
+          const int tl_it11 = tl_ib11 + tl_u11;
+          const int tl_flat11 = tl_it11 * 128 + (int)threadIdx.x;
+          const int i_1 = tl_flat11 / 64;
+          const int j_1 = tl_flat11 % 64;
+          tl_val11[tl_u11] = (s2[((j_1 * 64) + i_1)] * 2.0f);
+          tl_dst11[tl_u11] = &d[((((by * 64) + i_1) * N) + ((bx * 64) + j_1))];
+        }
+        #pragma unroll
+        for (int tl_u11 = 0; tl_u11 < 8; ++tl_u11) {
+          *tl_dst11[tl_u11] = tl_val11[tl_u11];
+        }
       }
     }
   } else {
@@ -196,14 +276,28 @@ extern "C" __global__ void __launch_bounds__(128) two_phase_shared_kernel(const 
         }
       }
     } else {
-      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk
-      #pragma unroll 4
-      for (int tl_it13 = 0; tl_it13 < 32; ++tl_it13) {
-        const int tl_flat13 = tl_it13 * 128 + (int)threadIdx.x;
-        const int i_1_1 = tl_flat13 / 64;
-        const int j_1_1 = tl_flat13 % 64;
-        if (((((by * 64) + i_1_1) < M) && (((bx * 64) + j_1_1) < N))) {
-          d[((((by * 64) + i_1_1) * N) + ((bx * 64) + j_1_1))] = (s2[((j_1_1 * 64) + i_1_1)] * 2.0f);
+      // T.Parallel[64, 64]: 4096 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+      #pragma unroll 1
+      for (int tl_ib13 = 0; tl_ib13 < 32; tl_ib13 += 8) {
+        float tl_val13[8];
+        float* tl_dst13[8];
+        bool tl_ok13[8];
+        #pragma unroll
+        for (int tl_u13 = 0; tl_u13 < 8; ++tl_u13) {
+          const int tl_it13 = tl_ib13 + tl_u13;
+          const int tl_flat13 = tl_it13 * 128 + (int)threadIdx.x;
+          tl_ok13[tl_u13] = false;
+          const int i_1_1 = tl_flat13 / 64;
+          const int j_1_1 = tl_flat13 % 64;
+          if (((((by * 64) + i_1_1) < M) && (((bx * 64) + j_1_1) < N))) {
+            tl_val13[tl_u13] = (s2[((j_1_1 * 64) + i_1_1)] * 2.0f);
+            tl_dst13[tl_u13] = &d[((((by * 64) + i_1_1) * N) + ((bx * 64) + j_1_1))];
+            tl_ok13[tl_u13] = true;
+          }
+        }
+        #pragma unroll
+        for (int tl_u13 = 0; tl_u13 < 8; ++tl_u13) {
+          if (tl_ok13[tl_u13]) *tl_dst13[tl_u13] = tl_val13[tl_u13];
         }
       }
     }

@@ -3,13 +3,24 @@
 
 extern "C" __global__ void __launch_bounds__(256) vecadd_kernel(const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ c) {
   const int bx = (int)blockIdx.x;
-  // T.Parallel[2048]: 2048 elements over 256 threads, 1 per chunk
+  // T.Parallel[2048]: 2048 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
+  __nv_bfloat16 tl_val0[8];
+  __nv_bfloat16* tl_dst0[8];
+  bool tl_ok0[8];
   #pragma unroll
-  for (int tl_it0 = 0; tl_it0 < 8; ++tl_it0) {
+  for (int tl_u0 = 0; tl_u0 < 8; ++tl_u0) {
+    const int tl_it0 = tl_u0;
     const int tl_flat0 = tl_it0 * 256 + (int)threadIdx.x;
+    tl_ok0[tl_u0] = false;
     const int i = tl_flat0;
     if ((((bx * 2048) + i) < 2047)) {
-      c[((bx * 2048) + i)] = (a[((bx * 2048) + i)] + b[((bx * 2048) + i)]);
+      tl_val0[tl_u0] = (a[((bx * 2048) + i)] + b[((bx * 2048) + i)]);
+      tl_dst0[tl_u0] = &c[((bx * 2048) + i)];
+      tl_ok0[tl_u0] = true;
     }
+  }
+  #pragma unroll
+  for (int tl_u0 = 0; tl_u0 < 8; ++tl_u0) {
+    if (tl_ok0[tl_u0]) *tl_dst0[tl_u0] = tl_val0[tl_u0];
   }
 }

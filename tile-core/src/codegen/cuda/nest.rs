@@ -36,6 +36,17 @@ impl Writer<'_> {
             let vectorized = plan.map(|p| p.wide_vectorized.clone()).unwrap_or_default();
             self.nest_at(&n, wide, &vectorized)?;
             self.depth -= 1;
+            if let Some((word, dims)) = plan.and_then(|p| p.mid.clone()) {
+                let cond: Vec<String> = dims
+                    .iter()
+                    .map(|d| format!("{} % {word} == 0", ident(&f.var(*d).name)))
+                    .collect();
+                self.line(&format!("}} else if ({}) {{", cond.join(" && ")));
+                self.depth += 1;
+                let vectorized = plan.map(|p| p.mid_vectorized.clone()).unwrap_or_default();
+                self.nest_at(&n, word, &vectorized)?;
+                self.depth -= 1;
+            }
             self.line("} else {");
             self.depth += 1;
             let vectorized = plan.map(|p| p.vectorized.clone()).unwrap_or_default();
@@ -63,6 +74,12 @@ impl Writer<'_> {
         let iters = (total + per - 1) / per;
         let k = self.nest_counter;
         self.nest_counter += 1;
+        let batch = f.schedule.nests.get(&n.vars[0]).map_or(1, |p| p.batch);
+        if v == 1 && batch > 1 && self.row_owner.is_none() {
+            if let Some(one) = n.one_store() {
+                return self.batched(n, k, batch, &one);
+            }
+        }
         let it = format!("tl_it{k}");
         let flat = format!("tl_flat{k}");
         let inner_var = *n.vars.last().unwrap_or(&VarId(0));
@@ -150,32 +167,7 @@ impl Writer<'_> {
             self.line(&format!("if ({flat} < {total}) {{"));
             self.depth += 1;
         }
-        // Outer indices (shared by all lanes of a chunk).
-        let nd = n.vars.len();
-        let mut stride = 1i64;
-        let mut strides = vec![0i64; nd];
-        for d in (0..nd).rev() {
-            strides[d] = stride;
-            stride *= n.extents[d];
-        }
-        for d in 0..nd {
-            let name = ident(&f.var(n.vars[d]).name);
-            let e = if d == 0 && nd == 1 {
-                flat.clone()
-            } else if d == 0 {
-                format!("{flat} / {}", strides[0])
-            } else if d == nd - 1 {
-                format!("{flat} % {}", n.extents[d])
-            } else {
-                format!("{flat} / {} % {}", strides[d], n.extents[d])
-            };
-            let decl = if d == nd - 1 && v > 1 {
-                format!("tl_base{k}")
-            } else {
-                name
-            };
-            self.line(&format!("const int {decl} = {e};"));
-        }
+        self.nest_indices(n, &flat, (v > 1).then(|| format!("tl_base{k}")));
         // Hoisted vector loads, addressed at the chunk's first lane.
         let base_name = format!("tl_base{k}");
         let at_base = |w: &Writer, b: BufId, idx: &[Expr]| -> Result<String, Diagnostic> {
@@ -221,6 +213,162 @@ impl Writer<'_> {
         }
         self.depth -= 1;
         self.line("}");
+        Ok(())
+    }
+
+    /// The nest's loop variables from the flat element index `flat` (outer
+    /// ones shared by all lanes of a chunk); the innermost is declared as
+    /// `inner` instead where given (a chunk's first lane).
+    fn nest_indices(&mut self, n: &Nest<'_>, flat: &str, inner: Option<String>) {
+        let f = self.f;
+        let nd = n.vars.len();
+        let mut stride = 1i64;
+        let mut strides = vec![0i64; nd];
+        for d in (0..nd).rev() {
+            strides[d] = stride;
+            stride *= n.extents[d];
+        }
+        for d in 0..nd {
+            let name = ident(&f.var(n.vars[d]).name);
+            let e = if d == 0 && nd == 1 {
+                flat.to_string()
+            } else if d == 0 {
+                format!("{flat} / {}", strides[0])
+            } else if d == nd - 1 {
+                format!("{flat} % {}", n.extents[d])
+            } else {
+                format!("{flat} / {} % {}", strides[d], n.extents[d])
+            };
+            let decl = match &inner {
+                Some(x) if d == nd - 1 => x.clone(),
+                _ => name,
+            };
+            self.line(&format!("const int {decl} = {e};"));
+        }
+    }
+
+    /// A one-element nest of one store in batches (`NestPlan::batch`): each
+    /// thread evaluates the values and addresses of `batch` iterations, so
+    /// their loads are in flight together, then stores them.
+    fn batched(
+        &mut self,
+        n: &Nest<'_>,
+        k: usize,
+        batch: i64,
+        one: &OneStore<'_>,
+    ) -> Result<(), Diagnostic> {
+        let f = self.f;
+        let threads = f.launch.threads;
+        let total: i64 = n.extents.iter().product();
+        let iters = (total + threads - 1) / threads;
+        let Stmt::Store {
+            buf, idx, value, ..
+        } = one.store
+        else {
+            return Err(err("internal error: a batched nest's body is not a store"));
+        };
+        let t = ty(f.buf(*buf).dtype)?;
+        let (ib, u, it, flat) = (
+            format!("tl_ib{k}"),
+            format!("tl_u{k}"),
+            format!("tl_it{k}"),
+            format!("tl_flat{k}"),
+        );
+        self.line(&format!(
+            "// T.Parallel{:?}: {total} elements over {threads} threads, 1 per chunk, \
+             the loads of {batch} iterations before their stores",
+            n.extents
+        ));
+        // One batch when the thread has no more iterations than that.
+        let outer = iters > batch;
+        if outer {
+            self.line("#pragma unroll 1");
+            self.line(&format!(
+                "for (int {ib} = 0; {ib} < {iters}; {ib} += {batch}) {{"
+            ));
+            self.depth += 1;
+        }
+        // Past the last element: a ragged last iteration or a batch past
+        // the thread's iterations. With neither and no guard, every lane
+        // stores.
+        let edge = total % (threads * batch) != 0;
+        let some = edge || one.guard.is_some();
+        self.line(&format!("{t} tl_val{k}[{batch}];"));
+        self.line(&format!("{t}* tl_dst{k}[{batch}];"));
+        if some {
+            self.line(&format!("bool tl_ok{k}[{batch}];"));
+        }
+        self.line("#pragma unroll");
+        self.line(&format!("for (int {u} = 0; {u} < {batch}; ++{u}) {{"));
+        self.depth += 1;
+        if outer {
+            self.line(&format!("const int {it} = {ib} + {u};"));
+        } else {
+            self.line(&format!("const int {it} = {u};"));
+        }
+        self.line(&format!(
+            "const int {flat} = {it} * {threads} + (int)threadIdx.x;"
+        ));
+        if some {
+            self.line(&format!("tl_ok{k}[{u}] = false;"));
+        }
+        let mut open = 0;
+        if edge {
+            self.line(&format!("if ({flat} < {total}) {{"));
+            self.depth += 1;
+            open += 1;
+        }
+        self.nest_indices(n, &flat, None);
+        self.lane = Some(Lane {
+            slot: it.clone(),
+            vloads: Vec::new(),
+            vstore: None,
+            row: None,
+            thread_rows: None,
+        });
+        let r = (|| -> Result<(), Diagnostic> {
+            for s in &one.pre {
+                self.stmt(s)?;
+            }
+            if let Some(g) = one.guard {
+                let c = self.expr(g)?;
+                self.line(&format!("if ({c}) {{"));
+                self.depth += 1;
+                open += 1;
+            }
+            for s in &one.then {
+                self.stmt(s)?;
+            }
+            let v = self.expr(value)?;
+            let target = self.access(*buf, idx)?;
+            self.line(&format!("tl_val{k}[{u}] = {v};"));
+            self.line(&format!("tl_dst{k}[{u}] = &{target};"));
+            if some {
+                self.line(&format!("tl_ok{k}[{u}] = true;"));
+            }
+            Ok(())
+        })();
+        self.lane = None;
+        r?;
+        for _ in 0..open {
+            self.depth -= 1;
+            self.line("}");
+        }
+        self.depth -= 1;
+        self.line("}");
+        self.line("#pragma unroll");
+        self.line(&format!("for (int {u} = 0; {u} < {batch}; ++{u}) {{"));
+        let when = if some {
+            format!("if (tl_ok{k}[{u}]) ")
+        } else {
+            String::new()
+        };
+        self.line(&format!("  {when}*tl_dst{k}[{u}] = tl_val{k}[{u}];"));
+        self.line("}");
+        if outer {
+            self.depth -= 1;
+            self.line("}");
+        }
         Ok(())
     }
 

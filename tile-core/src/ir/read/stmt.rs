@@ -421,7 +421,8 @@ impl Reader {
     }
 
     /// `vector=V[, pair_store_if=(d..)][, vectorized=[a[..], ..]]
-    /// [, vector_if=(W, d..)[, vectorized_if=[..]]]`, up to the `]`.
+    /// [, vector_if=(W, d..)[, vectorized_if=[..]]][, words_if=(W, d..)
+    /// [, vectorized_words=[..]]][, batch=B]`, up to the `]`.
     fn nest_plan(&self, c: &mut Cursor) -> Res<NestPlan> {
         c.kwarg("vector")?;
         let mut plan = NestPlan {
@@ -429,7 +430,10 @@ impl Reader {
             wide: None,
             vectorized: Vec::new(),
             wide_vectorized: Vec::new(),
+            mid: None,
+            mid_vectorized: Vec::new(),
             pair_store_if: None,
+            batch: 1,
         };
         while c.eat_punct(",") {
             let key = c.ident()?;
@@ -438,25 +442,31 @@ impl Reader {
                 "pair_store_if" => plan.pair_store_if = Some(self.var_list(c)?),
                 "vectorized" => plan.vectorized = self.access_list(c)?,
                 "vectorized_if" => plan.wide_vectorized = self.access_list(c)?,
-                "vector_if" => {
-                    c.punct("(")?;
-                    let w = c.int()?;
-                    let mut dims = Vec::new();
-                    while c.eat_punct(",") {
-                        let name = c.ident()?;
-                        dims.push(self.var_named(c, &name)?);
-                    }
-                    c.punct(")")?;
-                    plan.wide = Some((w, dims));
-                }
+                "batch" => plan.batch = c.int()?,
+                "vector_if" => plan.wide = Some(self.width_test(c)?),
+                "words_if" => plan.mid = Some(self.width_test(c)?),
+                "vectorized_words" => plan.mid_vectorized = self.access_list(c)?,
                 _ => {
                     c.i -= 2;
                     return c
-                        .expected("`pair_store_if`, `vectorized`, `vector_if` or `vectorized_if`");
+                        .expected("`pair_store_if`, `vectorized`, `vector_if`, `vectorized_if`, `words_if`, `vectorized_words` or `batch`");
                 }
             }
         }
         Ok(plan)
+    }
+
+    /// `(W, d, ..)`: a width and the dynamic dims tested for it.
+    fn width_test(&self, c: &mut Cursor) -> Res<(i64, Vec<VarId>)> {
+        c.punct("(")?;
+        let w = c.int()?;
+        let mut dims = Vec::new();
+        while c.eat_punct(",") {
+            let name = c.ident()?;
+            dims.push(self.var_named(c, &name)?);
+        }
+        c.punct(")")?;
+        Ok((w, dims))
     }
 
     /// `(a, b, ..)` of variable names (possibly empty).

@@ -23,13 +23,24 @@ extern "C" __global__ void __launch_bounds__(128) cumsum_rows_kernel(const float
       *(tl::vec<float, 4>*)(&tile[((i_1 * 1024) + tl_base0)]) = tl_st0;
     }
   } else {
-    // T.Parallel[4, 1024]: 4096 elements over 128 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it1 = 0; tl_it1 < 32; ++tl_it1) {
-      const int tl_flat1 = tl_it1 * 128 + (int)threadIdx.x;
-      const int i_1_1 = tl_flat1 / 1024;
-      const int j_2 = tl_flat1 % 1024;
-      tile[((i_1_1 * 1024) + j_2)] = ((((bx * 4) + i_1_1) < M) ? x[((((bx * 4) + i_1_1) * 1024) + j_2)] : 0.0f);
+    // T.Parallel[4, 1024]: 4096 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+    #pragma unroll 1
+    for (int tl_ib1 = 0; tl_ib1 < 32; tl_ib1 += 8) {
+      float tl_val1[8];
+      float* tl_dst1[8];
+      #pragma unroll
+      for (int tl_u1 = 0; tl_u1 < 8; ++tl_u1) {
+        const int tl_it1 = tl_ib1 + tl_u1;
+        const int tl_flat1 = tl_it1 * 128 + (int)threadIdx.x;
+        const int i_1_1 = tl_flat1 / 1024;
+        const int j_2 = tl_flat1 % 1024;
+        tl_val1[tl_u1] = ((((bx * 4) + i_1_1) < M) ? x[((((bx * 4) + i_1_1) * 1024) + j_2)] : 0.0f);
+        tl_dst1[tl_u1] = &tile[((i_1_1 * 1024) + j_2)];
+      }
+      #pragma unroll
+      for (int tl_u1 = 0; tl_u1 < 8; ++tl_u1) {
+        *tl_dst1[tl_u1] = tl_val1[tl_u1];
+      }
     }
   }
   __syncthreads();

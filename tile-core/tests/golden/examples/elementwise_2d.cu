@@ -25,15 +25,23 @@ extern "C" __global__ void __launch_bounds__(256) elementwise_2d_kernel(const fl
         *(tl::vec<float, 4>*)(&c[((((by * 32) + local_y) * N) + ((bx * 64) + tl_base0))]) = tl_st0;
       }
     } else {
-      // T.Parallel[32, 64]: 2048 elements over 256 threads, 1 per chunk
+      // T.Parallel[32, 64]: 2048 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
+      float tl_val1[8];
+      float* tl_dst1[8];
       #pragma unroll
-      for (int tl_it1 = 0; tl_it1 < 8; ++tl_it1) {
+      for (int tl_u1 = 0; tl_u1 < 8; ++tl_u1) {
+        const int tl_it1 = tl_u1;
         const int tl_flat1 = tl_it1 * 256 + (int)threadIdx.x;
         const int local_y = tl_flat1 / 64;
         const int local_x = tl_flat1 % 64;
         const int y = ((by * 32) + local_y);
         const int x = ((bx * 64) + local_x);
-        c[((y * N) + x)] = (a[((y * N) + x)] + b[((y * N) + x)]);
+        tl_val1[tl_u1] = (a[((y * N) + x)] + b[((y * N) + x)]);
+        tl_dst1[tl_u1] = &c[((y * N) + x)];
+      }
+      #pragma unroll
+      for (int tl_u1 = 0; tl_u1 < 8; ++tl_u1) {
+        *tl_dst1[tl_u1] = tl_val1[tl_u1];
       }
     }
   } else {
@@ -66,17 +74,28 @@ extern "C" __global__ void __launch_bounds__(256) elementwise_2d_kernel(const fl
         }
       }
     } else {
-      // T.Parallel[32, 64]: 2048 elements over 256 threads, 1 per chunk
+      // T.Parallel[32, 64]: 2048 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
+      float tl_val3[8];
+      float* tl_dst3[8];
+      bool tl_ok3[8];
       #pragma unroll
-      for (int tl_it3 = 0; tl_it3 < 8; ++tl_it3) {
+      for (int tl_u3 = 0; tl_u3 < 8; ++tl_u3) {
+        const int tl_it3 = tl_u3;
         const int tl_flat3 = tl_it3 * 256 + (int)threadIdx.x;
+        tl_ok3[tl_u3] = false;
         const int local_y_1 = tl_flat3 / 64;
         const int local_x_1 = tl_flat3 % 64;
         const int y_1 = ((by * 32) + local_y_1);
         const int x_1 = ((bx * 64) + local_x_1);
         if (((y_1 < M) && (x_1 < N))) {
-          c[((y_1 * N) + x_1)] = (a[((y_1 * N) + x_1)] + b[((y_1 * N) + x_1)]);
+          tl_val3[tl_u3] = (a[((y_1 * N) + x_1)] + b[((y_1 * N) + x_1)]);
+          tl_dst3[tl_u3] = &c[((y_1 * N) + x_1)];
+          tl_ok3[tl_u3] = true;
         }
+      }
+      #pragma unroll
+      for (int tl_u3 = 0; tl_u3 < 8; ++tl_u3) {
+        if (tl_ok3[tl_u3]) *tl_dst3[tl_u3] = tl_val3[tl_u3];
       }
     }
   }

@@ -21,25 +21,66 @@ extern "C" __global__ void __launch_bounds__(256) resize_f16_kernel(const half* 
         }
         *(tl::vec<half, 8>*)(&y[((((by * 16) + i) * CY) + ((bx * 256) + tl_base0))]) = tl_st0;
       }
-    } else {
-      // T.Parallel[16, 256]: 4096 elements over 256 threads, 1 per chunk
-      #pragma unroll 4
-      for (int tl_it1 = 0; tl_it1 < 16; ++tl_it1) {
-        const int tl_flat1 = tl_it1 * 256 + (int)threadIdx.x;
+    } else if (C % 2 == 0 && CY % 2 == 0) {
+      // T.Parallel[16, 256]: 4096 elements over 256 threads, 2 per chunk
+      #pragma unroll
+      for (int tl_it1 = 0; tl_it1 < 8; ++tl_it1) {
+        const int tl_flat1 = (tl_it1 * 256 + (int)threadIdx.x) * 2;
         const int i = tl_flat1 / 256;
-        const int j = tl_flat1 % 256;
-        y[((((by * 16) + i) * CY) + ((bx * 256) + j))] = x[((((by * 16) + i) * C) + ((bx * 256) + j))];
+        const int tl_base1 = tl_flat1 % 256;
+        const tl::vec<half, 2> tl_ld1_0 = *(const tl::vec<half, 2>*)(&x[((((by * 16) + i) * C) + ((bx * 256) + tl_base1))]);
+        tl::vec<half, 2> tl_st1;
+        #pragma unroll
+        for (int tl_v = 0; tl_v < 2; ++tl_v) {
+          const int j = tl_base1 + tl_v;
+          tl_st1.x[tl_v] = tl_ld1_0.x[tl_v];
+        }
+        *(tl::vec<half, 2>*)(&y[((((by * 16) + i) * CY) + ((bx * 256) + tl_base1))]) = tl_st1;
+      }
+    } else {
+      // T.Parallel[16, 256]: 4096 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
+      #pragma unroll 1
+      for (int tl_ib2 = 0; tl_ib2 < 16; tl_ib2 += 8) {
+        half tl_val2[8];
+        half* tl_dst2[8];
+        #pragma unroll
+        for (int tl_u2 = 0; tl_u2 < 8; ++tl_u2) {
+          const int tl_it2 = tl_ib2 + tl_u2;
+          const int tl_flat2 = tl_it2 * 256 + (int)threadIdx.x;
+          const int i = tl_flat2 / 256;
+          const int j = tl_flat2 % 256;
+          tl_val2[tl_u2] = x[((((by * 16) + i) * C) + ((bx * 256) + j))];
+          tl_dst2[tl_u2] = &y[((((by * 16) + i) * CY) + ((bx * 256) + j))];
+        }
+        #pragma unroll
+        for (int tl_u2 = 0; tl_u2 < 8; ++tl_u2) {
+          *tl_dst2[tl_u2] = tl_val2[tl_u2];
+        }
       }
     }
   } else {
-    // T.Parallel[16, 256]: 4096 elements over 256 threads, 1 per chunk
-    #pragma unroll 4
-    for (int tl_it2 = 0; tl_it2 < 16; ++tl_it2) {
-      const int tl_flat2 = tl_it2 * 256 + (int)threadIdx.x;
-      const int i_1 = tl_flat2 / 256;
-      const int j_1 = tl_flat2 % 256;
-      if (((((by * 16) + i_1) < RY) && (((bx * 256) + j_1) < CY))) {
-        y[((((by * 16) + i_1) * CY) + ((bx * 256) + j_1))] = (((((by * 16) + i_1) < R) && (((bx * 256) + j_1) < C)) ? x[((((by * 16) + i_1) * C) + ((bx * 256) + j_1))] : __float2half_rn(0.0f));
+    // T.Parallel[16, 256]: 4096 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
+    #pragma unroll 1
+    for (int tl_ib3 = 0; tl_ib3 < 16; tl_ib3 += 8) {
+      half tl_val3[8];
+      half* tl_dst3[8];
+      bool tl_ok3[8];
+      #pragma unroll
+      for (int tl_u3 = 0; tl_u3 < 8; ++tl_u3) {
+        const int tl_it3 = tl_ib3 + tl_u3;
+        const int tl_flat3 = tl_it3 * 256 + (int)threadIdx.x;
+        tl_ok3[tl_u3] = false;
+        const int i_1 = tl_flat3 / 256;
+        const int j_1 = tl_flat3 % 256;
+        if (((((by * 16) + i_1) < RY) && (((bx * 256) + j_1) < CY))) {
+          tl_val3[tl_u3] = (((((by * 16) + i_1) < R) && (((bx * 256) + j_1) < C)) ? x[((((by * 16) + i_1) * C) + ((bx * 256) + j_1))] : __float2half_rn(0.0f));
+          tl_dst3[tl_u3] = &y[((((by * 16) + i_1) * CY) + ((bx * 256) + j_1))];
+          tl_ok3[tl_u3] = true;
+        }
+      }
+      #pragma unroll
+      for (int tl_u3 = 0; tl_u3 < 8; ++tl_u3) {
+        if (tl_ok3[tl_u3]) *tl_dst3[tl_u3] = tl_val3[tl_u3];
       }
     }
   }

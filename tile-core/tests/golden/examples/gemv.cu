@@ -41,12 +41,20 @@ extern "C" __global__ void __launch_bounds__(128) gemv_f16__block_n8_block_k256_
             }
           }
         } else {
-          // T.Parallel[256]: 256 elements over 128 threads, 1 per chunk
+          // T.Parallel[256]: 256 elements over 128 threads, 1 per chunk, the loads of 2 iterations before their stores
+          half tl_val3[2];
+          half* tl_dst3[2];
           #pragma unroll
-          for (int tl_it3 = 0; tl_it3 < 2; ++tl_it3) {
+          for (int tl_u3 = 0; tl_u3 < 2; ++tl_u3) {
+            const int tl_it3 = tl_u3;
             const int tl_flat3 = tl_it3 * 128 + (int)threadIdx.x;
             const int i_2_1 = tl_flat3;
-            x_s[tl_stage_p1 * 256 + i_2_1] = ((((k * 256) + i_2_1) < K) ? x[((k * 256) + i_2_1)] : __float2half_rn(0.0f));
+            tl_val3[tl_u3] = ((((k * 256) + i_2_1) < K) ? x[((k * 256) + i_2_1)] : __float2half_rn(0.0f));
+            tl_dst3[tl_u3] = &x_s[tl_stage_p1 * 256 + i_2_1];
+          }
+          #pragma unroll
+          for (int tl_u3 = 0; tl_u3 < 2; ++tl_u3) {
+            *tl_dst3[tl_u3] = tl_val3[tl_u3];
           }
         }
         if (((((bn * 8) + 7) < N) && (((k * 256) + 255) < K))) {
@@ -59,24 +67,62 @@ extern "C" __global__ void __launch_bounds__(128) gemv_f16__block_n8_block_k256_
               const int tl_base4 = tl_flat4 % 256;
               tl::cp_async16(&a_s[tl_stage_p1 * 2048 + ((i_3 * 256) + tl_base4)], &a[((((bn * 8) + i_3) * K) + ((k * 256) + tl_base4))], true);
             }
-          } else {
-            // T.Parallel[8, 256]: 2048 elements over 128 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it5 = 0; tl_it5 < 16; ++tl_it5) {
-              const int tl_flat5 = tl_it5 * 128 + (int)threadIdx.x;
+          } else if (K % 2 == 0) {
+            // T.Parallel[8, 256]: 2048 elements over 128 threads, 2 per chunk
+            #pragma unroll
+            for (int tl_it5 = 0; tl_it5 < 8; ++tl_it5) {
+              const int tl_flat5 = (tl_it5 * 128 + (int)threadIdx.x) * 2;
               const int i_3 = tl_flat5 / 256;
-              const int j_2 = tl_flat5 % 256;
-              a_s[tl_stage_p1 * 2048 + ((i_3 * 256) + j_2)] = a[((((bn * 8) + i_3) * K) + ((k * 256) + j_2))];
+              const int tl_base5 = tl_flat5 % 256;
+              const tl::vec<half, 2> tl_ld5_0 = *(const tl::vec<half, 2>*)(&a[((((bn * 8) + i_3) * K) + ((k * 256) + tl_base5))]);
+              tl::vec<half, 2> tl_st5;
+              #pragma unroll
+              for (int tl_v = 0; tl_v < 2; ++tl_v) {
+                const int j_2 = tl_base5 + tl_v;
+                tl_st5.x[tl_v] = tl_ld5_0.x[tl_v];
+              }
+              *(tl::vec<half, 2>*)(&a_s[tl_stage_p1 * 2048 + ((i_3 * 256) + tl_base5)]) = tl_st5;
+            }
+          } else {
+            // T.Parallel[8, 256]: 2048 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+            #pragma unroll 1
+            for (int tl_ib6 = 0; tl_ib6 < 16; tl_ib6 += 8) {
+              half tl_val6[8];
+              half* tl_dst6[8];
+              #pragma unroll
+              for (int tl_u6 = 0; tl_u6 < 8; ++tl_u6) {
+                const int tl_it6 = tl_ib6 + tl_u6;
+                const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
+                const int i_3 = tl_flat6 / 256;
+                const int j_2 = tl_flat6 % 256;
+                tl_val6[tl_u6] = a[((((bn * 8) + i_3) * K) + ((k * 256) + j_2))];
+                tl_dst6[tl_u6] = &a_s[tl_stage_p1 * 2048 + ((i_3 * 256) + j_2)];
+              }
+              #pragma unroll
+              for (int tl_u6 = 0; tl_u6 < 8; ++tl_u6) {
+                *tl_dst6[tl_u6] = tl_val6[tl_u6];
+              }
             }
           }
         } else {
-          // T.Parallel[8, 256]: 2048 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it6 = 0; tl_it6 < 16; ++tl_it6) {
-            const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
-            const int i_3_1 = tl_flat6 / 256;
-            const int j_2_1 = tl_flat6 % 256;
-            a_s[tl_stage_p1 * 2048 + ((i_3_1 * 256) + j_2_1)] = (((((bn * 8) + i_3_1) < N) && (((k * 256) + j_2_1) < K)) ? a[((((bn * 8) + i_3_1) * K) + ((k * 256) + j_2_1))] : __float2half_rn(0.0f));
+          // T.Parallel[8, 256]: 2048 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+          #pragma unroll 1
+          for (int tl_ib7 = 0; tl_ib7 < 16; tl_ib7 += 8) {
+            half tl_val7[8];
+            half* tl_dst7[8];
+            #pragma unroll
+            for (int tl_u7 = 0; tl_u7 < 8; ++tl_u7) {
+              const int tl_it7 = tl_ib7 + tl_u7;
+              const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
+              const int i_3_1 = tl_flat7 / 256;
+              const int j_2_1 = tl_flat7 % 256;
+              tl_val7[tl_u7] = (((((bn * 8) + i_3_1) < N) && (((k * 256) + j_2_1) < K)) ? a[((((bn * 8) + i_3_1) * K) + ((k * 256) + j_2_1))] : __float2half_rn(0.0f));
+              tl_dst7[tl_u7] = &a_s[tl_stage_p1 * 2048 + ((i_3_1 * 256) + j_2_1)];
+            }
+            #pragma unroll
+            for (int tl_u7 = 0; tl_u7 < 8; ++tl_u7) {
+              *tl_dst7[tl_u7] = tl_val7[tl_u7];
+            }
           }
         }
       }
@@ -91,50 +137,96 @@ extern "C" __global__ void __launch_bounds__(128) gemv_f16__block_n8_block_k256_
         if ((((k * 256) + 255) < K)) {
           // T.Parallel[256]: 256 elements over 128 threads, 8 per chunk
           #pragma unroll
-          for (int tl_it7 = 0; tl_it7 < 1; ++tl_it7) {
-            const int tl_flat7 = (tl_it7 * 128 + (int)threadIdx.x) * 8;
-            if (tl_flat7 < 256) {
-              const int tl_base7 = tl_flat7;
-              tl::cp_async16(&x_s[tl_stage_p1 * 256 + tl_base7], &x[((k * 256) + tl_base7)], true);
+          for (int tl_it8 = 0; tl_it8 < 1; ++tl_it8) {
+            const int tl_flat8 = (tl_it8 * 128 + (int)threadIdx.x) * 8;
+            if (tl_flat8 < 256) {
+              const int tl_base8 = tl_flat8;
+              tl::cp_async16(&x_s[tl_stage_p1 * 256 + tl_base8], &x[((k * 256) + tl_base8)], true);
             }
           }
         } else {
-          // T.Parallel[256]: 256 elements over 128 threads, 1 per chunk
+          // T.Parallel[256]: 256 elements over 128 threads, 1 per chunk, the loads of 2 iterations before their stores
+          half tl_val9[2];
+          half* tl_dst9[2];
           #pragma unroll
-          for (int tl_it8 = 0; tl_it8 < 2; ++tl_it8) {
-            const int tl_flat8 = tl_it8 * 128 + (int)threadIdx.x;
-            const int i_2_1 = tl_flat8;
-            x_s[tl_stage_p1 * 256 + i_2_1] = ((((k * 256) + i_2_1) < K) ? x[((k * 256) + i_2_1)] : __float2half_rn(0.0f));
+          for (int tl_u9 = 0; tl_u9 < 2; ++tl_u9) {
+            const int tl_it9 = tl_u9;
+            const int tl_flat9 = tl_it9 * 128 + (int)threadIdx.x;
+            const int i_2_1 = tl_flat9;
+            tl_val9[tl_u9] = ((((k * 256) + i_2_1) < K) ? x[((k * 256) + i_2_1)] : __float2half_rn(0.0f));
+            tl_dst9[tl_u9] = &x_s[tl_stage_p1 * 256 + i_2_1];
+          }
+          #pragma unroll
+          for (int tl_u9 = 0; tl_u9 < 2; ++tl_u9) {
+            *tl_dst9[tl_u9] = tl_val9[tl_u9];
           }
         }
         if (((((bn * 8) + 7) < N) && (((k * 256) + 255) < K))) {
           if (K % 8 == 0) {
             // T.Parallel[8, 256]: 2048 elements over 128 threads, 8 per chunk
             #pragma unroll
-            for (int tl_it9 = 0; tl_it9 < 2; ++tl_it9) {
-              const int tl_flat9 = (tl_it9 * 128 + (int)threadIdx.x) * 8;
-              const int i_3 = tl_flat9 / 256;
-              const int tl_base9 = tl_flat9 % 256;
-              tl::cp_async16(&a_s[tl_stage_p1 * 2048 + ((i_3 * 256) + tl_base9)], &a[((((bn * 8) + i_3) * K) + ((k * 256) + tl_base9))], true);
+            for (int tl_it10 = 0; tl_it10 < 2; ++tl_it10) {
+              const int tl_flat10 = (tl_it10 * 128 + (int)threadIdx.x) * 8;
+              const int i_3 = tl_flat10 / 256;
+              const int tl_base10 = tl_flat10 % 256;
+              tl::cp_async16(&a_s[tl_stage_p1 * 2048 + ((i_3 * 256) + tl_base10)], &a[((((bn * 8) + i_3) * K) + ((k * 256) + tl_base10))], true);
+            }
+          } else if (K % 2 == 0) {
+            // T.Parallel[8, 256]: 2048 elements over 128 threads, 2 per chunk
+            #pragma unroll
+            for (int tl_it11 = 0; tl_it11 < 8; ++tl_it11) {
+              const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 2;
+              const int i_3 = tl_flat11 / 256;
+              const int tl_base11 = tl_flat11 % 256;
+              const tl::vec<half, 2> tl_ld11_0 = *(const tl::vec<half, 2>*)(&a[((((bn * 8) + i_3) * K) + ((k * 256) + tl_base11))]);
+              tl::vec<half, 2> tl_st11;
+              #pragma unroll
+              for (int tl_v = 0; tl_v < 2; ++tl_v) {
+                const int j_2 = tl_base11 + tl_v;
+                tl_st11.x[tl_v] = tl_ld11_0.x[tl_v];
+              }
+              *(tl::vec<half, 2>*)(&a_s[tl_stage_p1 * 2048 + ((i_3 * 256) + tl_base11)]) = tl_st11;
             }
           } else {
-            // T.Parallel[8, 256]: 2048 elements over 128 threads, 1 per chunk
-            #pragma unroll 4
-            for (int tl_it10 = 0; tl_it10 < 16; ++tl_it10) {
-              const int tl_flat10 = tl_it10 * 128 + (int)threadIdx.x;
-              const int i_3 = tl_flat10 / 256;
-              const int j_2 = tl_flat10 % 256;
-              a_s[tl_stage_p1 * 2048 + ((i_3 * 256) + j_2)] = a[((((bn * 8) + i_3) * K) + ((k * 256) + j_2))];
+            // T.Parallel[8, 256]: 2048 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+            #pragma unroll 1
+            for (int tl_ib12 = 0; tl_ib12 < 16; tl_ib12 += 8) {
+              half tl_val12[8];
+              half* tl_dst12[8];
+              #pragma unroll
+              for (int tl_u12 = 0; tl_u12 < 8; ++tl_u12) {
+                const int tl_it12 = tl_ib12 + tl_u12;
+                const int tl_flat12 = tl_it12 * 128 + (int)threadIdx.x;
+                const int i_3 = tl_flat12 / 256;
+                const int j_2 = tl_flat12 % 256;
+                tl_val12[tl_u12] = a[((((bn * 8) + i_3) * K) + ((k * 256) + j_2))];
+                tl_dst12[tl_u12] = &a_s[tl_stage_p1 * 2048 + ((i_3 * 256) + j_2)];
+              }
+              #pragma unroll
+              for (int tl_u12 = 0; tl_u12 < 8; ++tl_u12) {
+                *tl_dst12[tl_u12] = tl_val12[tl_u12];
+              }
             }
           }
         } else {
-          // T.Parallel[8, 256]: 2048 elements over 128 threads, 1 per chunk
-          #pragma unroll 4
-          for (int tl_it11 = 0; tl_it11 < 16; ++tl_it11) {
-            const int tl_flat11 = tl_it11 * 128 + (int)threadIdx.x;
-            const int i_3_1 = tl_flat11 / 256;
-            const int j_2_1 = tl_flat11 % 256;
-            a_s[tl_stage_p1 * 2048 + ((i_3_1 * 256) + j_2_1)] = (((((bn * 8) + i_3_1) < N) && (((k * 256) + j_2_1) < K)) ? a[((((bn * 8) + i_3_1) * K) + ((k * 256) + j_2_1))] : __float2half_rn(0.0f));
+          // T.Parallel[8, 256]: 2048 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
+          #pragma unroll 1
+          for (int tl_ib13 = 0; tl_ib13 < 16; tl_ib13 += 8) {
+            half tl_val13[8];
+            half* tl_dst13[8];
+            #pragma unroll
+            for (int tl_u13 = 0; tl_u13 < 8; ++tl_u13) {
+              const int tl_it13 = tl_ib13 + tl_u13;
+              const int tl_flat13 = tl_it13 * 128 + (int)threadIdx.x;
+              const int i_3_1 = tl_flat13 / 256;
+              const int j_2_1 = tl_flat13 % 256;
+              tl_val13[tl_u13] = (((((bn * 8) + i_3_1) < N) && (((k * 256) + j_2_1) < K)) ? a[((((bn * 8) + i_3_1) * K) + ((k * 256) + j_2_1))] : __float2half_rn(0.0f));
+              tl_dst13[tl_u13] = &a_s[tl_stage_p1 * 2048 + ((i_3_1 * 256) + j_2_1)];
+            }
+            #pragma unroll
+            for (int tl_u13 = 0; tl_u13 < 8; ++tl_u13) {
+              *tl_dst13[tl_u13] = tl_val13[tl_u13];
+            }
           }
         }
       }
@@ -143,16 +235,16 @@ extern "C" __global__ void __launch_bounds__(128) gemv_f16__block_n8_block_k256_
       const int tl_stage_c1 = tl_i1 % 4;
       // T.Parallel[8, 256]: 2048 elements over 128 threads, 8 per chunk
       #pragma unroll
-      for (int tl_it12 = 0; tl_it12 < 2; ++tl_it12) {
-        const int tl_flat12 = (tl_it12 * 128 + (int)threadIdx.x) * 8;
-        const int i = tl_flat12 / 256;
-        const int tl_base12 = tl_flat12 % 256;
-        const tl::vec<half, 8> tl_ld12_0 = *(const tl::vec<half, 8>*)(&a_s[tl_stage_c1 * 2048 + ((i * 256) + tl_base12)]);
-        const tl::vec<half, 8> tl_ld12_1 = *(const tl::vec<half, 8>*)(&x_s[tl_stage_c1 * 256 + tl_base12]);
+      for (int tl_it14 = 0; tl_it14 < 2; ++tl_it14) {
+        const int tl_flat14 = (tl_it14 * 128 + (int)threadIdx.x) * 8;
+        const int i = tl_flat14 / 256;
+        const int tl_base14 = tl_flat14 % 256;
+        const tl::vec<half, 8> tl_ld14_0 = *(const tl::vec<half, 8>*)(&a_s[tl_stage_c1 * 2048 + ((i * 256) + tl_base14)]);
+        const tl::vec<half, 8> tl_ld14_1 = *(const tl::vec<half, 8>*)(&x_s[tl_stage_c1 * 256 + tl_base14]);
         #pragma unroll
         for (int tl_v = 0; tl_v < 8; ++tl_v) {
-          const int j = tl_base12 + tl_v;
-          acc[tl_it12 * 8 + tl_v] = (acc[tl_it12 * 8 + tl_v] + (((float)((float)(tl_ld12_0.x[tl_v]))) * ((float)((float)(tl_ld12_1.x[tl_v])))));
+          const int j = tl_base14 + tl_v;
+          acc[tl_it14 * 8 + tl_v] = (acc[tl_it14 * 8 + tl_v] + (((float)((float)(tl_ld14_0.x[tl_v]))) * ((float)((float)(tl_ld14_1.x[tl_v])))));
         }
       }
     }
@@ -162,17 +254,17 @@ extern "C" __global__ void __launch_bounds__(128) gemv_f16__block_n8_block_k256_
   // T.reduce_sum: 8 outputs of 256 elements
   {
     #pragma unroll
-    for (int tl_it14 = 0; tl_it14 < 2; ++tl_it14) {
-      const int tl_p14 = (tl_it14 * 128 + (int)threadIdx.x) / 32;
-      float tl_acc14 = 0.0f;
+    for (int tl_it16 = 0; tl_it16 < 2; ++tl_it16) {
+      const int tl_p16 = (tl_it16 * 128 + (int)threadIdx.x) / 32;
+      float tl_acc16 = 0.0f;
       #pragma unroll
       for (int tl_v = 0; tl_v < 8; ++tl_v) {
-        tl_acc14 = tl_acc14 + ((float)(acc[tl_it14 * 8 + tl_v]));
+        tl_acc16 = tl_acc16 + ((float)(acc[tl_it16 * 8 + tl_v]));
       }
       #pragma unroll
-      for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc14 = tl_acc14 + __shfl_xor_sync(0xffffffffu, tl_acc14, tl_o);
-      if ((int)threadIdx.x % 32 == 0 && tl_p14 < 8) {
-        sum[tl_p14] = tl_acc14;
+      for (int tl_o = 16; tl_o > 0; tl_o >>= 1) tl_acc16 = tl_acc16 + __shfl_xor_sync(0xffffffffu, tl_acc16, tl_o);
+      if ((int)threadIdx.x % 32 == 0 && tl_p16 < 8) {
+        sum[tl_p16] = tl_acc16;
       }
     }
   }
@@ -180,52 +272,52 @@ extern "C" __global__ void __launch_bounds__(128) gemv_f16__block_n8_block_k256_
   if ((((bn * 8) + 7) < N)) {
     // T.Parallel[8]: 8 elements over 128 threads, 4 per chunk
     #pragma unroll
-    for (int tl_it16 = 0; tl_it16 < 1; ++tl_it16) {
-      const int tl_flat16 = (tl_it16 * 128 + (int)threadIdx.x) * 4;
-      if (tl_flat16 < 8) {
-        const int tl_base16 = tl_flat16;
-        const tl::vec<float, 4> tl_ld16_0 = *(const tl::vec<float, 4>*)(&sum[tl_base16]);
-        tl::vec<half, 4> tl_st16;
+    for (int tl_it18 = 0; tl_it18 < 1; ++tl_it18) {
+      const int tl_flat18 = (tl_it18 * 128 + (int)threadIdx.x) * 4;
+      if (tl_flat18 < 8) {
+        const int tl_base18 = tl_flat18;
+        const tl::vec<float, 4> tl_ld18_0 = *(const tl::vec<float, 4>*)(&sum[tl_base18]);
+        tl::vec<half, 4> tl_st18;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int i_4 = tl_base16 + tl_v;
-          tl_st16.x[tl_v] = ((half)((float)(tl_ld16_0.x[tl_v])));
+          const int i_4 = tl_base18 + tl_v;
+          tl_st18.x[tl_v] = ((half)((float)(tl_ld18_0.x[tl_v])));
         }
-        *(tl::vec<half, 4>*)(&y[((bn * 8) + tl_base16)]) = tl_st16;
+        *(tl::vec<half, 4>*)(&y[((bn * 8) + tl_base18)]) = tl_st18;
       }
     }
   } else {
     if (N % 4 == 0) {
       // T.Parallel[8]: 8 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it17 = 0; tl_it17 < 1; ++tl_it17) {
-        const int tl_flat17 = (tl_it17 * 128 + (int)threadIdx.x) * 4;
-        if (tl_flat17 < 8) {
-          const int tl_base17 = tl_flat17;
-          bool tl_in17;
+      for (int tl_it19 = 0; tl_it19 < 1; ++tl_it19) {
+        const int tl_flat19 = (tl_it19 * 128 + (int)threadIdx.x) * 4;
+        if (tl_flat19 < 8) {
+          const int tl_base19 = tl_flat19;
+          bool tl_in19;
           {
-            const int i_4_1 = tl_base17;
-            tl_in17 = (((bn * 8) + i_4_1) < N);
+            const int i_4_1 = tl_base19;
+            tl_in19 = (((bn * 8) + i_4_1) < N);
           }
-          if (tl_in17) {
-            const tl::vec<float, 4> tl_ld17_0 = *(const tl::vec<float, 4>*)(&sum[tl_base17]);
-            tl::vec<half, 4> tl_st17;
+          if (tl_in19) {
+            const tl::vec<float, 4> tl_ld19_0 = *(const tl::vec<float, 4>*)(&sum[tl_base19]);
+            tl::vec<half, 4> tl_st19;
             #pragma unroll
             for (int tl_v = 0; tl_v < 4; ++tl_v) {
-              const int i_4_1 = tl_base17 + tl_v;
-              tl_st17.x[tl_v] = ((half)((float)(tl_ld17_0.x[tl_v])));
+              const int i_4_1 = tl_base19 + tl_v;
+              tl_st19.x[tl_v] = ((half)((float)(tl_ld19_0.x[tl_v])));
             }
-            *(tl::vec<half, 4>*)(&y[((bn * 8) + tl_base17)]) = tl_st17;
+            *(tl::vec<half, 4>*)(&y[((bn * 8) + tl_base19)]) = tl_st19;
           }
         }
       }
     } else {
       // T.Parallel[8]: 8 elements over 128 threads, 1 per chunk
       #pragma unroll
-      for (int tl_it18 = 0; tl_it18 < 1; ++tl_it18) {
-        const int tl_flat18 = tl_it18 * 128 + (int)threadIdx.x;
-        if (tl_flat18 < 8) {
-          const int i_4_1 = tl_flat18;
+      for (int tl_it20 = 0; tl_it20 < 1; ++tl_it20) {
+        const int tl_flat20 = tl_it20 * 128 + (int)threadIdx.x;
+        if (tl_flat20 < 8) {
+          const int i_4_1 = tl_flat20;
           if ((((bn * 8) + i_4_1) < N)) {
             y[((bn * 8) + i_4_1)] = ((half)((float)(sum[i_4_1])));
           }

@@ -48,14 +48,25 @@ extern "C" __global__ void __launch_bounds__(128) tiny_add_kernel(const float* _
         }
       }
     } else {
-      // T.Parallel[256]: 256 elements over 128 threads, 1 per chunk
+      // T.Parallel[256]: 256 elements over 128 threads, 1 per chunk, the loads of 2 iterations before their stores
+      float tl_val2[2];
+      float* tl_dst2[2];
+      bool tl_ok2[2];
       #pragma unroll
-      for (int tl_it2 = 0; tl_it2 < 2; ++tl_it2) {
+      for (int tl_u2 = 0; tl_u2 < 2; ++tl_u2) {
+        const int tl_it2 = tl_u2;
         const int tl_flat2 = tl_it2 * 128 + (int)threadIdx.x;
+        tl_ok2[tl_u2] = false;
         const int i_1 = tl_flat2;
         if ((((bx * 256) + i_1) < N)) {
-          c[((bx * 256) + i_1)] = (a[((bx * 256) + i_1)] + b[((bx * 256) + i_1)]);
+          tl_val2[tl_u2] = (a[((bx * 256) + i_1)] + b[((bx * 256) + i_1)]);
+          tl_dst2[tl_u2] = &c[((bx * 256) + i_1)];
+          tl_ok2[tl_u2] = true;
         }
+      }
+      #pragma unroll
+      for (int tl_u2 = 0; tl_u2 < 2; ++tl_u2) {
+        if (tl_ok2[tl_u2]) *tl_dst2[tl_u2] = tl_val2[tl_u2];
       }
     }
   }

@@ -28,48 +28,110 @@ extern "C" __global__ void __launch_bounds__(256) transpose_f16__block64_threads
         }
         *(tl::vec<half, 8>*)(&y[((((bx * 64) + i) * M) + ((by * 64) + tl_base0))]) = tl_st0;
       }
-    } else {
-      // T.Parallel[64, 64]: 4096 elements over 256 threads, 1 per chunk
-      #pragma unroll 4
-      for (int tl_it1 = 0; tl_it1 < 16; ++tl_it1) {
-        const int tl_flat1 = tl_it1 * 256 + (int)threadIdx.x;
+    } else if (M % 2 == 0) {
+      // T.Parallel[64, 64]: 4096 elements over 256 threads, 2 per chunk
+      #pragma unroll
+      for (int tl_it1 = 0; tl_it1 < 8; ++tl_it1) {
+        const int tl_flat1 = (tl_it1 * 256 + (int)threadIdx.x) * 2;
         const int i = tl_flat1 / 64;
-        const int j = tl_flat1 % 64;
-        y[((((bx * 64) + i) * M) + ((by * 64) + j))] = s[tl::smem_offset<64, 64>(j, i)];
+        const int tl_base1 = tl_flat1 % 64;
+        tl::vec<half, 2> tl_st1;
+        #pragma unroll
+        for (int tl_v = 0; tl_v < 2; ++tl_v) {
+          const int j = tl_base1 + tl_v;
+          tl_st1.x[tl_v] = s[tl::smem_offset<64, 64>(j, i)];
+        }
+        *(tl::vec<half, 2>*)(&y[((((bx * 64) + i) * M) + ((by * 64) + tl_base1))]) = tl_st1;
+      }
+    } else {
+      // T.Parallel[64, 64]: 4096 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
+      #pragma unroll 1
+      for (int tl_ib2 = 0; tl_ib2 < 16; tl_ib2 += 8) {
+        half tl_val2[8];
+        half* tl_dst2[8];
+        #pragma unroll
+        for (int tl_u2 = 0; tl_u2 < 8; ++tl_u2) {
+          const int tl_it2 = tl_ib2 + tl_u2;
+          const int tl_flat2 = tl_it2 * 256 + (int)threadIdx.x;
+          const int i = tl_flat2 / 64;
+          const int j = tl_flat2 % 64;
+          tl_val2[tl_u2] = s[tl::smem_offset<64, 64>(j, i)];
+          tl_dst2[tl_u2] = &y[((((bx * 64) + i) * M) + ((by * 64) + j))];
+        }
+        #pragma unroll
+        for (int tl_u2 = 0; tl_u2 < 8; ++tl_u2) {
+          *tl_dst2[tl_u2] = tl_val2[tl_u2];
+        }
       }
     }
   } else {
     if (M % 8 == 0) {
       // T.Parallel[64, 64]: 4096 elements over 256 threads, 8 per chunk
       #pragma unroll
-      for (int tl_it2 = 0; tl_it2 < 2; ++tl_it2) {
-        const int tl_flat2 = (tl_it2 * 256 + (int)threadIdx.x) * 8;
-        const int i_1 = tl_flat2 / 64;
-        const int tl_base2 = tl_flat2 % 64;
-        bool tl_in2;
+      for (int tl_it3 = 0; tl_it3 < 2; ++tl_it3) {
+        const int tl_flat3 = (tl_it3 * 256 + (int)threadIdx.x) * 8;
+        const int i_1 = tl_flat3 / 64;
+        const int tl_base3 = tl_flat3 % 64;
+        bool tl_in3;
         {
-          const int j_1 = tl_base2;
-          tl_in2 = ((((bx * 64) + i_1) < N) && (((by * 64) + j_1) < M));
+          const int j_1 = tl_base3;
+          tl_in3 = ((((bx * 64) + i_1) < N) && (((by * 64) + j_1) < M));
         }
-        if (tl_in2) {
-          tl::vec<half, 8> tl_st2;
+        if (tl_in3) {
+          tl::vec<half, 8> tl_st3;
           #pragma unroll
           for (int tl_v = 0; tl_v < 8; ++tl_v) {
-            const int j_1 = tl_base2 + tl_v;
-            tl_st2.x[tl_v] = s[tl::smem_offset<64, 64>(j_1, i_1)];
+            const int j_1 = tl_base3 + tl_v;
+            tl_st3.x[tl_v] = s[tl::smem_offset<64, 64>(j_1, i_1)];
           }
-          *(tl::vec<half, 8>*)(&y[((((bx * 64) + i_1) * M) + ((by * 64) + tl_base2))]) = tl_st2;
+          *(tl::vec<half, 8>*)(&y[((((bx * 64) + i_1) * M) + ((by * 64) + tl_base3))]) = tl_st3;
+        }
+      }
+    } else if (M % 2 == 0) {
+      // T.Parallel[64, 64]: 4096 elements over 256 threads, 2 per chunk
+      #pragma unroll
+      for (int tl_it4 = 0; tl_it4 < 8; ++tl_it4) {
+        const int tl_flat4 = (tl_it4 * 256 + (int)threadIdx.x) * 2;
+        const int i_1 = tl_flat4 / 64;
+        const int tl_base4 = tl_flat4 % 64;
+        bool tl_in4;
+        {
+          const int j_1 = tl_base4;
+          tl_in4 = ((((bx * 64) + i_1) < N) && (((by * 64) + j_1) < M));
+        }
+        if (tl_in4) {
+          tl::vec<half, 2> tl_st4;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 2; ++tl_v) {
+            const int j_1 = tl_base4 + tl_v;
+            tl_st4.x[tl_v] = s[tl::smem_offset<64, 64>(j_1, i_1)];
+          }
+          *(tl::vec<half, 2>*)(&y[((((bx * 64) + i_1) * M) + ((by * 64) + tl_base4))]) = tl_st4;
         }
       }
     } else {
-      // T.Parallel[64, 64]: 4096 elements over 256 threads, 1 per chunk
-      #pragma unroll 4
-      for (int tl_it3 = 0; tl_it3 < 16; ++tl_it3) {
-        const int tl_flat3 = tl_it3 * 256 + (int)threadIdx.x;
-        const int i_1 = tl_flat3 / 64;
-        const int j_1 = tl_flat3 % 64;
-        if (((((bx * 64) + i_1) < N) && (((by * 64) + j_1) < M))) {
-          y[((((bx * 64) + i_1) * M) + ((by * 64) + j_1))] = s[tl::smem_offset<64, 64>(j_1, i_1)];
+      // T.Parallel[64, 64]: 4096 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
+      #pragma unroll 1
+      for (int tl_ib5 = 0; tl_ib5 < 16; tl_ib5 += 8) {
+        half tl_val5[8];
+        half* tl_dst5[8];
+        bool tl_ok5[8];
+        #pragma unroll
+        for (int tl_u5 = 0; tl_u5 < 8; ++tl_u5) {
+          const int tl_it5 = tl_ib5 + tl_u5;
+          const int tl_flat5 = tl_it5 * 256 + (int)threadIdx.x;
+          tl_ok5[tl_u5] = false;
+          const int i_1 = tl_flat5 / 64;
+          const int j_1 = tl_flat5 % 64;
+          if (((((bx * 64) + i_1) < N) && (((by * 64) + j_1) < M))) {
+            tl_val5[tl_u5] = s[tl::smem_offset<64, 64>(j_1, i_1)];
+            tl_dst5[tl_u5] = &y[((((bx * 64) + i_1) * M) + ((by * 64) + j_1))];
+            tl_ok5[tl_u5] = true;
+          }
+        }
+        #pragma unroll
+        for (int tl_u5 = 0; tl_u5 < 8; ++tl_u5) {
+          if (tl_ok5[tl_u5]) *tl_dst5[tl_u5] = tl_val5[tl_u5];
         }
       }
     }

@@ -43,15 +43,49 @@ extern "C" __global__ void __launch_bounds__(256) vecadd_kernel(const half* __re
           *(tl::vec<half, 8>*)(&c[((bx * 2048) + tl_base1)]) = tl_st1;
         }
       }
-    } else {
-      // T.Parallel[2048]: 2048 elements over 256 threads, 1 per chunk
+    } else if (N % 2 == 0) {
+      // T.Parallel[2048]: 2048 elements over 256 threads, 2 per chunk
       #pragma unroll
-      for (int tl_it2 = 0; tl_it2 < 8; ++tl_it2) {
-        const int tl_flat2 = tl_it2 * 256 + (int)threadIdx.x;
-        const int i_1 = tl_flat2;
-        if ((((bx * 2048) + i_1) < N)) {
-          c[((bx * 2048) + i_1)] = (a[((bx * 2048) + i_1)] + b[((bx * 2048) + i_1)]);
+      for (int tl_it2 = 0; tl_it2 < 4; ++tl_it2) {
+        const int tl_flat2 = (tl_it2 * 256 + (int)threadIdx.x) * 2;
+        const int tl_base2 = tl_flat2;
+        bool tl_in2;
+        {
+          const int i_1 = tl_base2;
+          tl_in2 = (((bx * 2048) + i_1) < N);
         }
+        if (tl_in2) {
+          const tl::vec<half, 2> tl_ld2_0 = *(const tl::vec<half, 2>*)(&a[((bx * 2048) + tl_base2)]);
+          const tl::vec<half, 2> tl_ld2_1 = *(const tl::vec<half, 2>*)(&b[((bx * 2048) + tl_base2)]);
+          tl::vec<half, 2> tl_st2;
+          #pragma unroll
+          for (int tl_v = 0; tl_v < 2; ++tl_v) {
+            const int i_1 = tl_base2 + tl_v;
+            tl_st2.x[tl_v] = (tl_ld2_0.x[tl_v] + tl_ld2_1.x[tl_v]);
+          }
+          *(tl::vec<half, 2>*)(&c[((bx * 2048) + tl_base2)]) = tl_st2;
+        }
+      }
+    } else {
+      // T.Parallel[2048]: 2048 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
+      half tl_val3[8];
+      half* tl_dst3[8];
+      bool tl_ok3[8];
+      #pragma unroll
+      for (int tl_u3 = 0; tl_u3 < 8; ++tl_u3) {
+        const int tl_it3 = tl_u3;
+        const int tl_flat3 = tl_it3 * 256 + (int)threadIdx.x;
+        tl_ok3[tl_u3] = false;
+        const int i_1 = tl_flat3;
+        if ((((bx * 2048) + i_1) < N)) {
+          tl_val3[tl_u3] = (a[((bx * 2048) + i_1)] + b[((bx * 2048) + i_1)]);
+          tl_dst3[tl_u3] = &c[((bx * 2048) + i_1)];
+          tl_ok3[tl_u3] = true;
+        }
+      }
+      #pragma unroll
+      for (int tl_u3 = 0; tl_u3 < 8; ++tl_u3) {
+        if (tl_ok3[tl_u3]) *tl_dst3[tl_u3] = tl_val3[tl_u3];
       }
     }
   }
