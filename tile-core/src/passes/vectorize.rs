@@ -117,13 +117,26 @@ fn plan(f: &PrimFunc) -> Schedule {
     let mut infos = Vec::new();
     let mut nest_cond: HashMap<VarId, (i64, Vec<VarId>)> = HashMap::new();
     let mut mid_cond: HashMap<VarId, (i64, Vec<VarId>)> = HashMap::new();
-    // Words and batches cost registers and code; a kernel with a
-    // tensor-core gemm has none to spare: its memory nests are epilogues and
-    // fallback copies beside accumulators that fill the register budget
-    // (with either, ptxas spilled in 18 of the examples' GEMM kernels).
+    // Words and batches cost registers and code; a GEMM-like kernel has
+    // none to spare: its memory nests are epilogues and fallback copies
+    // beside accumulators that fill the register budget (with either, ptxas
+    // spilled in 22 of the examples' GEMM kernels). That is a kernel with a
+    // tensor-core gemm, or with register fragments of 32 or more registers
+    // a thread (a gemm lowered to loops: the sm_80 192-row tile, fp8 there).
     let mut has_gemm = false;
     f.body
         .visit(&mut |s| has_gemm |= matches!(s, Stmt::Gemm(_)));
+    let mut frag_regs = 0;
+    f.body.visit(&mut |s| {
+        if let Stmt::Alloc { buf, .. } = s {
+            let b = f.buf(*buf);
+            if b.scope == Scope::Fragment {
+                frag_regs += (b.const_elems() * b.dtype.bytes().max(4) / 4 + f.launch.threads - 1)
+                    / f.launch.threads;
+            }
+        }
+    });
+    has_gemm |= frag_regs >= 32;
     for n in &nests {
         let (bufs, guarded) = bufs_in(n.body);
         let frags: Vec<BufId> = bufs

@@ -49,130 +49,54 @@ extern "C" __global__ void __launch_bounds__(256) gemm_fp8_f8e4m3__block_m128_st
               const int tl_base2 = tl_flat2 % 128;
               tl::cp_async16(&a_s[tl_stage_p1 * 16384 + ((i_2 * 128) + tl_base2)], &a[((((by_swizzled * 128) + i_2) * K) + ((ko * 128) + tl_base2))], true);
             }
-          } else if (K % 4 == 0) {
-            // T.Parallel[128, 128]: 16384 elements over 256 threads, 4 per chunk
-            #pragma unroll
-            for (int tl_it3 = 0; tl_it3 < 16; ++tl_it3) {
-              const int tl_flat3 = (tl_it3 * 256 + (int)threadIdx.x) * 4;
-              const int i_2 = tl_flat3 / 128;
-              const int tl_base3 = tl_flat3 % 128;
-              const tl::vec<__nv_fp8_e4m3, 4> tl_ld3_0 = *(const tl::vec<__nv_fp8_e4m3, 4>*)(&a[((((by_swizzled * 128) + i_2) * K) + ((ko * 128) + tl_base3))]);
-              tl::vec<__nv_fp8_e4m3, 4> tl_st3;
-              #pragma unroll
-              for (int tl_v = 0; tl_v < 4; ++tl_v) {
-                const int j_2 = tl_base3 + tl_v;
-                tl_st3.x[tl_v] = tl_ld3_0.x[tl_v];
-              }
-              *(tl::vec<__nv_fp8_e4m3, 4>*)(&a_s[tl_stage_p1 * 16384 + ((i_2 * 128) + tl_base3)]) = tl_st3;
-            }
           } else {
-            // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
-            #pragma unroll 1
-            for (int tl_ib4 = 0; tl_ib4 < 64; tl_ib4 += 8) {
-              __nv_fp8_e4m3 tl_val4[8];
-              __nv_fp8_e4m3* tl_dst4[8];
-              #pragma unroll
-              for (int tl_u4 = 0; tl_u4 < 8; ++tl_u4) {
-                const int tl_it4 = tl_ib4 + tl_u4;
-                const int tl_flat4 = tl_it4 * 256 + (int)threadIdx.x;
-                const int i_2 = tl_flat4 / 128;
-                const int j_2 = tl_flat4 % 128;
-                tl_val4[tl_u4] = a[((((by_swizzled * 128) + i_2) * K) + ((ko * 128) + j_2))];
-                tl_dst4[tl_u4] = &a_s[tl_stage_p1 * 16384 + ((i_2 * 128) + j_2)];
-              }
-              #pragma unroll
-              for (int tl_u4 = 0; tl_u4 < 8; ++tl_u4) {
-                *tl_dst4[tl_u4] = tl_val4[tl_u4];
-              }
+            // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+            #pragma unroll 4
+            for (int tl_it3 = 0; tl_it3 < 64; ++tl_it3) {
+              const int tl_flat3 = tl_it3 * 256 + (int)threadIdx.x;
+              const int i_2 = tl_flat3 / 128;
+              const int j_2 = tl_flat3 % 128;
+              a_s[tl_stage_p1 * 16384 + ((i_2 * 128) + j_2)] = a[((((by_swizzled * 128) + i_2) * K) + ((ko * 128) + j_2))];
             }
           }
         } else {
-          // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
-          #pragma unroll 1
-          for (int tl_ib5 = 0; tl_ib5 < 64; tl_ib5 += 8) {
-            __nv_fp8_e4m3 tl_val5[8];
-            __nv_fp8_e4m3* tl_dst5[8];
-            #pragma unroll
-            for (int tl_u5 = 0; tl_u5 < 8; ++tl_u5) {
-              const int tl_it5 = tl_ib5 + tl_u5;
-              const int tl_flat5 = tl_it5 * 256 + (int)threadIdx.x;
-              const int i_2_1 = tl_flat5 / 128;
-              const int j_2_1 = tl_flat5 % 128;
-              tl_val5[tl_u5] = (((((((long long)(by_swizzled)) * 128) + i_2_1) < M) && (((ko * 128) + j_2_1) < K)) ? a[((((by_swizzled * 128) + i_2_1) * K) + ((ko * 128) + j_2_1))] : __nv_fp8_e4m3(0.0f));
-              tl_dst5[tl_u5] = &a_s[tl_stage_p1 * 16384 + ((i_2_1 * 128) + j_2_1)];
-            }
-            #pragma unroll
-            for (int tl_u5 = 0; tl_u5 < 8; ++tl_u5) {
-              *tl_dst5[tl_u5] = tl_val5[tl_u5];
-            }
+          // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+          #pragma unroll 4
+          for (int tl_it4 = 0; tl_it4 < 64; ++tl_it4) {
+            const int tl_flat4 = tl_it4 * 256 + (int)threadIdx.x;
+            const int i_2_1 = tl_flat4 / 128;
+            const int j_2_1 = tl_flat4 % 128;
+            a_s[tl_stage_p1 * 16384 + ((i_2_1 * 128) + j_2_1)] = (((((((long long)(by_swizzled)) * 128) + i_2_1) < M) && (((ko * 128) + j_2_1) < K)) ? a[((((by_swizzled * 128) + i_2_1) * K) + ((ko * 128) + j_2_1))] : __nv_fp8_e4m3(0.0f));
           }
         }
         if (((((((long long)(bx_swizzled)) * 128) + 127) < N) && (((ko * 128) + 127) < K))) {
           if (K % 16 == 0) {
             // T.Parallel[128, 128]: 16384 elements over 256 threads, 16 per chunk
             #pragma unroll
-            for (int tl_it6 = 0; tl_it6 < 4; ++tl_it6) {
-              const int tl_flat6 = (tl_it6 * 256 + (int)threadIdx.x) * 16;
-              const int i_3 = tl_flat6 / 128;
-              const int tl_base6 = tl_flat6 % 128;
-              tl::cp_async16(&b_s[tl_stage_p1 * 16384 + ((i_3 * 128) + tl_base6)], &b[((((bx_swizzled * 128) + i_3) * K) + ((ko * 128) + tl_base6))], true);
-            }
-          } else if (K % 4 == 0) {
-            // T.Parallel[128, 128]: 16384 elements over 256 threads, 4 per chunk
-            #pragma unroll
-            for (int tl_it7 = 0; tl_it7 < 16; ++tl_it7) {
-              const int tl_flat7 = (tl_it7 * 256 + (int)threadIdx.x) * 4;
-              const int i_3 = tl_flat7 / 128;
-              const int tl_base7 = tl_flat7 % 128;
-              const tl::vec<__nv_fp8_e4m3, 4> tl_ld7_0 = *(const tl::vec<__nv_fp8_e4m3, 4>*)(&b[((((bx_swizzled * 128) + i_3) * K) + ((ko * 128) + tl_base7))]);
-              tl::vec<__nv_fp8_e4m3, 4> tl_st7;
-              #pragma unroll
-              for (int tl_v = 0; tl_v < 4; ++tl_v) {
-                const int j_3 = tl_base7 + tl_v;
-                tl_st7.x[tl_v] = tl_ld7_0.x[tl_v];
-              }
-              *(tl::vec<__nv_fp8_e4m3, 4>*)(&b_s[tl_stage_p1 * 16384 + ((i_3 * 128) + tl_base7)]) = tl_st7;
+            for (int tl_it5 = 0; tl_it5 < 4; ++tl_it5) {
+              const int tl_flat5 = (tl_it5 * 256 + (int)threadIdx.x) * 16;
+              const int i_3 = tl_flat5 / 128;
+              const int tl_base5 = tl_flat5 % 128;
+              tl::cp_async16(&b_s[tl_stage_p1 * 16384 + ((i_3 * 128) + tl_base5)], &b[((((bx_swizzled * 128) + i_3) * K) + ((ko * 128) + tl_base5))], true);
             }
           } else {
-            // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
-            #pragma unroll 1
-            for (int tl_ib8 = 0; tl_ib8 < 64; tl_ib8 += 8) {
-              __nv_fp8_e4m3 tl_val8[8];
-              __nv_fp8_e4m3* tl_dst8[8];
-              #pragma unroll
-              for (int tl_u8 = 0; tl_u8 < 8; ++tl_u8) {
-                const int tl_it8 = tl_ib8 + tl_u8;
-                const int tl_flat8 = tl_it8 * 256 + (int)threadIdx.x;
-                const int i_3 = tl_flat8 / 128;
-                const int j_3 = tl_flat8 % 128;
-                tl_val8[tl_u8] = b[((((bx_swizzled * 128) + i_3) * K) + ((ko * 128) + j_3))];
-                tl_dst8[tl_u8] = &b_s[tl_stage_p1 * 16384 + ((i_3 * 128) + j_3)];
-              }
-              #pragma unroll
-              for (int tl_u8 = 0; tl_u8 < 8; ++tl_u8) {
-                *tl_dst8[tl_u8] = tl_val8[tl_u8];
-              }
+            // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+            #pragma unroll 4
+            for (int tl_it6 = 0; tl_it6 < 64; ++tl_it6) {
+              const int tl_flat6 = tl_it6 * 256 + (int)threadIdx.x;
+              const int i_3 = tl_flat6 / 128;
+              const int j_3 = tl_flat6 % 128;
+              b_s[tl_stage_p1 * 16384 + ((i_3 * 128) + j_3)] = b[((((bx_swizzled * 128) + i_3) * K) + ((ko * 128) + j_3))];
             }
           }
         } else {
-          // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
-          #pragma unroll 1
-          for (int tl_ib9 = 0; tl_ib9 < 64; tl_ib9 += 8) {
-            __nv_fp8_e4m3 tl_val9[8];
-            __nv_fp8_e4m3* tl_dst9[8];
-            #pragma unroll
-            for (int tl_u9 = 0; tl_u9 < 8; ++tl_u9) {
-              const int tl_it9 = tl_ib9 + tl_u9;
-              const int tl_flat9 = tl_it9 * 256 + (int)threadIdx.x;
-              const int i_3_1 = tl_flat9 / 128;
-              const int j_3_1 = tl_flat9 % 128;
-              tl_val9[tl_u9] = (((((((long long)(bx_swizzled)) * 128) + i_3_1) < N) && (((ko * 128) + j_3_1) < K)) ? b[((((bx_swizzled * 128) + i_3_1) * K) + ((ko * 128) + j_3_1))] : __nv_fp8_e4m3(0.0f));
-              tl_dst9[tl_u9] = &b_s[tl_stage_p1 * 16384 + ((i_3_1 * 128) + j_3_1)];
-            }
-            #pragma unroll
-            for (int tl_u9 = 0; tl_u9 < 8; ++tl_u9) {
-              *tl_dst9[tl_u9] = tl_val9[tl_u9];
-            }
+          // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+          #pragma unroll 4
+          for (int tl_it7 = 0; tl_it7 < 64; ++tl_it7) {
+            const int tl_flat7 = tl_it7 * 256 + (int)threadIdx.x;
+            const int i_3_1 = tl_flat7 / 128;
+            const int j_3_1 = tl_flat7 % 128;
+            b_s[tl_stage_p1 * 16384 + ((i_3_1 * 128) + j_3_1)] = (((((((long long)(bx_swizzled)) * 128) + i_3_1) < N) && (((ko * 128) + j_3_1) < K)) ? b[((((bx_swizzled * 128) + i_3_1) * K) + ((ko * 128) + j_3_1))] : __nv_fp8_e4m3(0.0f));
           }
         }
       }
@@ -188,136 +112,60 @@ extern "C" __global__ void __launch_bounds__(256) gemm_fp8_f8e4m3__block_m128_st
           if (K % 16 == 0) {
             // T.Parallel[128, 128]: 16384 elements over 256 threads, 16 per chunk
             #pragma unroll
-            for (int tl_it10 = 0; tl_it10 < 4; ++tl_it10) {
-              const int tl_flat10 = (tl_it10 * 256 + (int)threadIdx.x) * 16;
-              const int i_2 = tl_flat10 / 128;
-              const int tl_base10 = tl_flat10 % 128;
-              tl::cp_async16(&a_s[tl_stage_p1 * 16384 + ((i_2 * 128) + tl_base10)], &a[((((by_swizzled * 128) + i_2) * K) + ((ko * 128) + tl_base10))], true);
-            }
-          } else if (K % 4 == 0) {
-            // T.Parallel[128, 128]: 16384 elements over 256 threads, 4 per chunk
-            #pragma unroll
-            for (int tl_it11 = 0; tl_it11 < 16; ++tl_it11) {
-              const int tl_flat11 = (tl_it11 * 256 + (int)threadIdx.x) * 4;
-              const int i_2 = tl_flat11 / 128;
-              const int tl_base11 = tl_flat11 % 128;
-              const tl::vec<__nv_fp8_e4m3, 4> tl_ld11_0 = *(const tl::vec<__nv_fp8_e4m3, 4>*)(&a[((((by_swizzled * 128) + i_2) * K) + ((ko * 128) + tl_base11))]);
-              tl::vec<__nv_fp8_e4m3, 4> tl_st11;
-              #pragma unroll
-              for (int tl_v = 0; tl_v < 4; ++tl_v) {
-                const int j_2 = tl_base11 + tl_v;
-                tl_st11.x[tl_v] = tl_ld11_0.x[tl_v];
-              }
-              *(tl::vec<__nv_fp8_e4m3, 4>*)(&a_s[tl_stage_p1 * 16384 + ((i_2 * 128) + tl_base11)]) = tl_st11;
+            for (int tl_it8 = 0; tl_it8 < 4; ++tl_it8) {
+              const int tl_flat8 = (tl_it8 * 256 + (int)threadIdx.x) * 16;
+              const int i_2 = tl_flat8 / 128;
+              const int tl_base8 = tl_flat8 % 128;
+              tl::cp_async16(&a_s[tl_stage_p1 * 16384 + ((i_2 * 128) + tl_base8)], &a[((((by_swizzled * 128) + i_2) * K) + ((ko * 128) + tl_base8))], true);
             }
           } else {
-            // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
-            #pragma unroll 1
-            for (int tl_ib12 = 0; tl_ib12 < 64; tl_ib12 += 8) {
-              __nv_fp8_e4m3 tl_val12[8];
-              __nv_fp8_e4m3* tl_dst12[8];
-              #pragma unroll
-              for (int tl_u12 = 0; tl_u12 < 8; ++tl_u12) {
-                const int tl_it12 = tl_ib12 + tl_u12;
-                const int tl_flat12 = tl_it12 * 256 + (int)threadIdx.x;
-                const int i_2 = tl_flat12 / 128;
-                const int j_2 = tl_flat12 % 128;
-                tl_val12[tl_u12] = a[((((by_swizzled * 128) + i_2) * K) + ((ko * 128) + j_2))];
-                tl_dst12[tl_u12] = &a_s[tl_stage_p1 * 16384 + ((i_2 * 128) + j_2)];
-              }
-              #pragma unroll
-              for (int tl_u12 = 0; tl_u12 < 8; ++tl_u12) {
-                *tl_dst12[tl_u12] = tl_val12[tl_u12];
-              }
+            // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+            #pragma unroll 4
+            for (int tl_it9 = 0; tl_it9 < 64; ++tl_it9) {
+              const int tl_flat9 = tl_it9 * 256 + (int)threadIdx.x;
+              const int i_2 = tl_flat9 / 128;
+              const int j_2 = tl_flat9 % 128;
+              a_s[tl_stage_p1 * 16384 + ((i_2 * 128) + j_2)] = a[((((by_swizzled * 128) + i_2) * K) + ((ko * 128) + j_2))];
             }
           }
         } else {
-          // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
-          #pragma unroll 1
-          for (int tl_ib13 = 0; tl_ib13 < 64; tl_ib13 += 8) {
-            __nv_fp8_e4m3 tl_val13[8];
-            __nv_fp8_e4m3* tl_dst13[8];
-            #pragma unroll
-            for (int tl_u13 = 0; tl_u13 < 8; ++tl_u13) {
-              const int tl_it13 = tl_ib13 + tl_u13;
-              const int tl_flat13 = tl_it13 * 256 + (int)threadIdx.x;
-              const int i_2_1 = tl_flat13 / 128;
-              const int j_2_1 = tl_flat13 % 128;
-              tl_val13[tl_u13] = (((((((long long)(by_swizzled)) * 128) + i_2_1) < M) && (((ko * 128) + j_2_1) < K)) ? a[((((by_swizzled * 128) + i_2_1) * K) + ((ko * 128) + j_2_1))] : __nv_fp8_e4m3(0.0f));
-              tl_dst13[tl_u13] = &a_s[tl_stage_p1 * 16384 + ((i_2_1 * 128) + j_2_1)];
-            }
-            #pragma unroll
-            for (int tl_u13 = 0; tl_u13 < 8; ++tl_u13) {
-              *tl_dst13[tl_u13] = tl_val13[tl_u13];
-            }
+          // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+          #pragma unroll 4
+          for (int tl_it10 = 0; tl_it10 < 64; ++tl_it10) {
+            const int tl_flat10 = tl_it10 * 256 + (int)threadIdx.x;
+            const int i_2_1 = tl_flat10 / 128;
+            const int j_2_1 = tl_flat10 % 128;
+            a_s[tl_stage_p1 * 16384 + ((i_2_1 * 128) + j_2_1)] = (((((((long long)(by_swizzled)) * 128) + i_2_1) < M) && (((ko * 128) + j_2_1) < K)) ? a[((((by_swizzled * 128) + i_2_1) * K) + ((ko * 128) + j_2_1))] : __nv_fp8_e4m3(0.0f));
           }
         }
         if (((((((long long)(bx_swizzled)) * 128) + 127) < N) && (((ko * 128) + 127) < K))) {
           if (K % 16 == 0) {
             // T.Parallel[128, 128]: 16384 elements over 256 threads, 16 per chunk
             #pragma unroll
-            for (int tl_it14 = 0; tl_it14 < 4; ++tl_it14) {
-              const int tl_flat14 = (tl_it14 * 256 + (int)threadIdx.x) * 16;
-              const int i_3 = tl_flat14 / 128;
-              const int tl_base14 = tl_flat14 % 128;
-              tl::cp_async16(&b_s[tl_stage_p1 * 16384 + ((i_3 * 128) + tl_base14)], &b[((((bx_swizzled * 128) + i_3) * K) + ((ko * 128) + tl_base14))], true);
-            }
-          } else if (K % 4 == 0) {
-            // T.Parallel[128, 128]: 16384 elements over 256 threads, 4 per chunk
-            #pragma unroll
-            for (int tl_it15 = 0; tl_it15 < 16; ++tl_it15) {
-              const int tl_flat15 = (tl_it15 * 256 + (int)threadIdx.x) * 4;
-              const int i_3 = tl_flat15 / 128;
-              const int tl_base15 = tl_flat15 % 128;
-              const tl::vec<__nv_fp8_e4m3, 4> tl_ld15_0 = *(const tl::vec<__nv_fp8_e4m3, 4>*)(&b[((((bx_swizzled * 128) + i_3) * K) + ((ko * 128) + tl_base15))]);
-              tl::vec<__nv_fp8_e4m3, 4> tl_st15;
-              #pragma unroll
-              for (int tl_v = 0; tl_v < 4; ++tl_v) {
-                const int j_3 = tl_base15 + tl_v;
-                tl_st15.x[tl_v] = tl_ld15_0.x[tl_v];
-              }
-              *(tl::vec<__nv_fp8_e4m3, 4>*)(&b_s[tl_stage_p1 * 16384 + ((i_3 * 128) + tl_base15)]) = tl_st15;
+            for (int tl_it11 = 0; tl_it11 < 4; ++tl_it11) {
+              const int tl_flat11 = (tl_it11 * 256 + (int)threadIdx.x) * 16;
+              const int i_3 = tl_flat11 / 128;
+              const int tl_base11 = tl_flat11 % 128;
+              tl::cp_async16(&b_s[tl_stage_p1 * 16384 + ((i_3 * 128) + tl_base11)], &b[((((bx_swizzled * 128) + i_3) * K) + ((ko * 128) + tl_base11))], true);
             }
           } else {
-            // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
-            #pragma unroll 1
-            for (int tl_ib16 = 0; tl_ib16 < 64; tl_ib16 += 8) {
-              __nv_fp8_e4m3 tl_val16[8];
-              __nv_fp8_e4m3* tl_dst16[8];
-              #pragma unroll
-              for (int tl_u16 = 0; tl_u16 < 8; ++tl_u16) {
-                const int tl_it16 = tl_ib16 + tl_u16;
-                const int tl_flat16 = tl_it16 * 256 + (int)threadIdx.x;
-                const int i_3 = tl_flat16 / 128;
-                const int j_3 = tl_flat16 % 128;
-                tl_val16[tl_u16] = b[((((bx_swizzled * 128) + i_3) * K) + ((ko * 128) + j_3))];
-                tl_dst16[tl_u16] = &b_s[tl_stage_p1 * 16384 + ((i_3 * 128) + j_3)];
-              }
-              #pragma unroll
-              for (int tl_u16 = 0; tl_u16 < 8; ++tl_u16) {
-                *tl_dst16[tl_u16] = tl_val16[tl_u16];
-              }
+            // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+            #pragma unroll 4
+            for (int tl_it12 = 0; tl_it12 < 64; ++tl_it12) {
+              const int tl_flat12 = tl_it12 * 256 + (int)threadIdx.x;
+              const int i_3 = tl_flat12 / 128;
+              const int j_3 = tl_flat12 % 128;
+              b_s[tl_stage_p1 * 16384 + ((i_3 * 128) + j_3)] = b[((((bx_swizzled * 128) + i_3) * K) + ((ko * 128) + j_3))];
             }
           }
         } else {
-          // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
-          #pragma unroll 1
-          for (int tl_ib17 = 0; tl_ib17 < 64; tl_ib17 += 8) {
-            __nv_fp8_e4m3 tl_val17[8];
-            __nv_fp8_e4m3* tl_dst17[8];
-            #pragma unroll
-            for (int tl_u17 = 0; tl_u17 < 8; ++tl_u17) {
-              const int tl_it17 = tl_ib17 + tl_u17;
-              const int tl_flat17 = tl_it17 * 256 + (int)threadIdx.x;
-              const int i_3_1 = tl_flat17 / 128;
-              const int j_3_1 = tl_flat17 % 128;
-              tl_val17[tl_u17] = (((((((long long)(bx_swizzled)) * 128) + i_3_1) < N) && (((ko * 128) + j_3_1) < K)) ? b[((((bx_swizzled * 128) + i_3_1) * K) + ((ko * 128) + j_3_1))] : __nv_fp8_e4m3(0.0f));
-              tl_dst17[tl_u17] = &b_s[tl_stage_p1 * 16384 + ((i_3_1 * 128) + j_3_1)];
-            }
-            #pragma unroll
-            for (int tl_u17 = 0; tl_u17 < 8; ++tl_u17) {
-              *tl_dst17[tl_u17] = tl_val17[tl_u17];
-            }
+          // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+          #pragma unroll 4
+          for (int tl_it13 = 0; tl_it13 < 64; ++tl_it13) {
+            const int tl_flat13 = tl_it13 * 256 + (int)threadIdx.x;
+            const int i_3_1 = tl_flat13 / 128;
+            const int j_3_1 = tl_flat13 % 128;
+            b_s[tl_stage_p1 * 16384 + ((i_3_1 * 128) + j_3_1)] = (((((((long long)(bx_swizzled)) * 128) + i_3_1) < N) && (((ko * 128) + j_3_1) < K)) ? b[((((bx_swizzled * 128) + i_3_1) * K) + ((ko * 128) + j_3_1))] : __nv_fp8_e4m3(0.0f));
           }
         }
       }
@@ -326,18 +174,18 @@ extern "C" __global__ void __launch_bounds__(256) gemm_fp8_f8e4m3__block_m128_st
       const int tl_stage_c1 = tl_i1 % 4;
       // T.Parallel[128, 128]: 16384 elements over 256 threads, 8 per chunk
       #pragma unroll
-      for (int tl_it18 = 0; tl_it18 < 8; ++tl_it18) {
-        const int tl_flat18 = (tl_it18 * 256 + (int)threadIdx.x) * 8;
-        const int i_4 = tl_flat18 / 128;
-        const int tl_base18 = tl_flat18 % 128;
+      for (int tl_it14 = 0; tl_it14 < 8; ++tl_it14) {
+        const int tl_flat14 = (tl_it14 * 256 + (int)threadIdx.x) * 8;
+        const int i_4 = tl_flat14 / 128;
+        const int tl_base14 = tl_flat14 % 128;
         #pragma unroll
         for (int tl_v = 0; tl_v < 8; ++tl_v) {
-          const int j_4 = tl_base18 + tl_v;
-          float acc_1 = acc[tl_it18 * 8 + tl_v];
+          const int j_4 = tl_base14 + tl_v;
+          float acc_1 = acc[tl_it14 * 8 + tl_v];
           for (int k = 0; k < 128; ++k) {
             acc_1 = (acc_1 + (((float)((float)(a_s[tl_stage_c1 * 16384 + ((i_4 * 128) + k)]))) * ((float)((float)(b_s[tl_stage_c1 * 16384 + ((j_4 * 128) + k)])))));
           }
-          acc[tl_it18 * 8 + tl_v] = acc_1;
+          acc[tl_it14 * 8 + tl_v] = acc_1;
         }
       }
     }
@@ -347,156 +195,92 @@ extern "C" __global__ void __launch_bounds__(256) gemm_fp8_f8e4m3__block_m128_st
   const float scale = (scale_a * scale_b);
   // T.Parallel[128, 128]: 16384 elements over 256 threads, 8 per chunk
   #pragma unroll
-  for (int tl_it19 = 0; tl_it19 < 8; ++tl_it19) {
-    const int tl_flat19 = (tl_it19 * 256 + (int)threadIdx.x) * 8;
-    const int i = tl_flat19 / 128;
-    const int tl_base19 = tl_flat19 % 128;
+  for (int tl_it15 = 0; tl_it15 < 8; ++tl_it15) {
+    const int tl_flat15 = (tl_it15 * 256 + (int)threadIdx.x) * 8;
+    const int i = tl_flat15 / 128;
+    const int tl_base15 = tl_flat15 % 128;
     #pragma unroll
     for (int tl_v = 0; tl_v < 8; ++tl_v) {
-      const int j = tl_base19 + tl_v;
-      acc[tl_it19 * 8 + tl_v] = (acc[tl_it19 * 8 + tl_v] * scale);
+      const int j = tl_base15 + tl_v;
+      acc[tl_it15 * 8 + tl_v] = (acc[tl_it15 * 8 + tl_v] * scale);
     }
   }
   __nv_bfloat16* c_s = reinterpret_cast<__nv_bfloat16*>(tl_smem + 0);  // 16384 elements, bytes reused by a_s
   // T.Parallel[128, 128]: 16384 elements over 256 threads, 8 per chunk
   #pragma unroll
-  for (int tl_it20 = 0; tl_it20 < 8; ++tl_it20) {
-    const int tl_flat20 = (tl_it20 * 256 + (int)threadIdx.x) * 8;
-    const int i_5 = tl_flat20 / 128;
-    const int tl_base20 = tl_flat20 % 128;
-    tl::vec<__nv_bfloat16, 8> tl_st20;
+  for (int tl_it16 = 0; tl_it16 < 8; ++tl_it16) {
+    const int tl_flat16 = (tl_it16 * 256 + (int)threadIdx.x) * 8;
+    const int i_5 = tl_flat16 / 128;
+    const int tl_base16 = tl_flat16 % 128;
+    tl::vec<__nv_bfloat16, 8> tl_st16;
     #pragma unroll
     for (int tl_v = 0; tl_v < 8; ++tl_v) {
-      const int j_5 = tl_base20 + tl_v;
-      tl_st20.x[tl_v] = ((__nv_bfloat16)((float)(acc[tl_it20 * 8 + tl_v])));
+      const int j_5 = tl_base16 + tl_v;
+      tl_st16.x[tl_v] = ((__nv_bfloat16)((float)(acc[tl_it16 * 8 + tl_v])));
     }
-    *(tl::vec<__nv_bfloat16, 8>*)(&c_s[tl::smem_offset<128, 128>(i_5, tl_base20)]) = tl_st20;
+    *(tl::vec<__nv_bfloat16, 8>*)(&c_s[tl::smem_offset<128, 128>(i_5, tl_base16)]) = tl_st16;
   }
   __syncthreads();
   if (((((((long long)(by_swizzled)) * 128) + 127) < M) && (((((long long)(bx_swizzled)) * 128) + 127) < N))) {
     if (N % 8 == 0) {
       // T.Parallel[128, 128]: 16384 elements over 256 threads, 8 per chunk
       #pragma unroll
-      for (int tl_it21 = 0; tl_it21 < 8; ++tl_it21) {
-        const int tl_flat21 = (tl_it21 * 256 + (int)threadIdx.x) * 8;
-        const int i_6 = tl_flat21 / 128;
-        const int tl_base21 = tl_flat21 % 128;
-        const tl::vec<__nv_bfloat16, 8> tl_ld21_0 = *(const tl::vec<__nv_bfloat16, 8>*)(&c_s[tl::smem_offset<128, 128>(i_6, tl_base21)]);
-        tl::vec<__nv_bfloat16, 8> tl_st21;
+      for (int tl_it17 = 0; tl_it17 < 8; ++tl_it17) {
+        const int tl_flat17 = (tl_it17 * 256 + (int)threadIdx.x) * 8;
+        const int i_6 = tl_flat17 / 128;
+        const int tl_base17 = tl_flat17 % 128;
+        const tl::vec<__nv_bfloat16, 8> tl_ld17_0 = *(const tl::vec<__nv_bfloat16, 8>*)(&c_s[tl::smem_offset<128, 128>(i_6, tl_base17)]);
+        tl::vec<__nv_bfloat16, 8> tl_st17;
         #pragma unroll
         for (int tl_v = 0; tl_v < 8; ++tl_v) {
-          const int j_6 = tl_base21 + tl_v;
-          tl_st21.x[tl_v] = tl_ld21_0.x[tl_v];
+          const int j_6 = tl_base17 + tl_v;
+          tl_st17.x[tl_v] = tl_ld17_0.x[tl_v];
         }
-        *(tl::vec<__nv_bfloat16, 8>*)(&c[((((by_swizzled * 128) + i_6) * N) + ((bx_swizzled * 128) + tl_base21))]) = tl_st21;
-      }
-    } else if (N % 2 == 0) {
-      // T.Parallel[128, 128]: 16384 elements over 256 threads, 2 per chunk
-      #pragma unroll
-      for (int tl_it22 = 0; tl_it22 < 32; ++tl_it22) {
-        const int tl_flat22 = (tl_it22 * 256 + (int)threadIdx.x) * 2;
-        const int i_6 = tl_flat22 / 128;
-        const int tl_base22 = tl_flat22 % 128;
-        const tl::vec<__nv_bfloat16, 2> tl_ld22_0 = *(const tl::vec<__nv_bfloat16, 2>*)(&c_s[tl::smem_offset<128, 128>(i_6, tl_base22)]);
-        tl::vec<__nv_bfloat16, 2> tl_st22;
-        #pragma unroll
-        for (int tl_v = 0; tl_v < 2; ++tl_v) {
-          const int j_6 = tl_base22 + tl_v;
-          tl_st22.x[tl_v] = tl_ld22_0.x[tl_v];
-        }
-        *(tl::vec<__nv_bfloat16, 2>*)(&c[((((by_swizzled * 128) + i_6) * N) + ((bx_swizzled * 128) + tl_base22))]) = tl_st22;
+        *(tl::vec<__nv_bfloat16, 8>*)(&c[((((by_swizzled * 128) + i_6) * N) + ((bx_swizzled * 128) + tl_base17))]) = tl_st17;
       }
     } else {
-      // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
-      #pragma unroll 1
-      for (int tl_ib23 = 0; tl_ib23 < 64; tl_ib23 += 8) {
-        __nv_bfloat16 tl_val23[8];
-        __nv_bfloat16* tl_dst23[8];
-        #pragma unroll
-        for (int tl_u23 = 0; tl_u23 < 8; ++tl_u23) {
-          const int tl_it23 = tl_ib23 + tl_u23;
-          const int tl_flat23 = tl_it23 * 256 + (int)threadIdx.x;
-          const int i_6 = tl_flat23 / 128;
-          const int j_6 = tl_flat23 % 128;
-          tl_val23[tl_u23] = c_s[tl::smem_offset<128, 128>(i_6, j_6)];
-          tl_dst23[tl_u23] = &c[((((by_swizzled * 128) + i_6) * N) + ((bx_swizzled * 128) + j_6))];
-        }
-        #pragma unroll
-        for (int tl_u23 = 0; tl_u23 < 8; ++tl_u23) {
-          *tl_dst23[tl_u23] = tl_val23[tl_u23];
-        }
+      // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it18 = 0; tl_it18 < 64; ++tl_it18) {
+        const int tl_flat18 = tl_it18 * 256 + (int)threadIdx.x;
+        const int i_6 = tl_flat18 / 128;
+        const int j_6 = tl_flat18 % 128;
+        c[((((by_swizzled * 128) + i_6) * N) + ((bx_swizzled * 128) + j_6))] = c_s[tl::smem_offset<128, 128>(i_6, j_6)];
       }
     }
   } else {
     if (N % 8 == 0) {
       // T.Parallel[128, 128]: 16384 elements over 256 threads, 8 per chunk
       #pragma unroll
-      for (int tl_it24 = 0; tl_it24 < 8; ++tl_it24) {
-        const int tl_flat24 = (tl_it24 * 256 + (int)threadIdx.x) * 8;
-        const int i_6_1 = tl_flat24 / 128;
-        const int tl_base24 = tl_flat24 % 128;
-        bool tl_in24;
+      for (int tl_it19 = 0; tl_it19 < 8; ++tl_it19) {
+        const int tl_flat19 = (tl_it19 * 256 + (int)threadIdx.x) * 8;
+        const int i_6_1 = tl_flat19 / 128;
+        const int tl_base19 = tl_flat19 % 128;
+        bool tl_in19;
         {
-          const int j_6_1 = tl_base24;
-          tl_in24 = ((((((long long)(by_swizzled)) * 128) + i_6_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_6_1) < N));
+          const int j_6_1 = tl_base19;
+          tl_in19 = ((((((long long)(by_swizzled)) * 128) + i_6_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_6_1) < N));
         }
-        if (tl_in24) {
-          const tl::vec<__nv_bfloat16, 8> tl_ld24_0 = *(const tl::vec<__nv_bfloat16, 8>*)(&c_s[tl::smem_offset<128, 128>(i_6_1, tl_base24)]);
-          tl::vec<__nv_bfloat16, 8> tl_st24;
+        if (tl_in19) {
+          const tl::vec<__nv_bfloat16, 8> tl_ld19_0 = *(const tl::vec<__nv_bfloat16, 8>*)(&c_s[tl::smem_offset<128, 128>(i_6_1, tl_base19)]);
+          tl::vec<__nv_bfloat16, 8> tl_st19;
           #pragma unroll
           for (int tl_v = 0; tl_v < 8; ++tl_v) {
-            const int j_6_1 = tl_base24 + tl_v;
-            tl_st24.x[tl_v] = tl_ld24_0.x[tl_v];
+            const int j_6_1 = tl_base19 + tl_v;
+            tl_st19.x[tl_v] = tl_ld19_0.x[tl_v];
           }
-          *(tl::vec<__nv_bfloat16, 8>*)(&c[((((by_swizzled * 128) + i_6_1) * N) + ((bx_swizzled * 128) + tl_base24))]) = tl_st24;
-        }
-      }
-    } else if (N % 2 == 0) {
-      // T.Parallel[128, 128]: 16384 elements over 256 threads, 2 per chunk
-      #pragma unroll
-      for (int tl_it25 = 0; tl_it25 < 32; ++tl_it25) {
-        const int tl_flat25 = (tl_it25 * 256 + (int)threadIdx.x) * 2;
-        const int i_6_1 = tl_flat25 / 128;
-        const int tl_base25 = tl_flat25 % 128;
-        bool tl_in25;
-        {
-          const int j_6_1 = tl_base25;
-          tl_in25 = ((((((long long)(by_swizzled)) * 128) + i_6_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_6_1) < N));
-        }
-        if (tl_in25) {
-          const tl::vec<__nv_bfloat16, 2> tl_ld25_0 = *(const tl::vec<__nv_bfloat16, 2>*)(&c_s[tl::smem_offset<128, 128>(i_6_1, tl_base25)]);
-          tl::vec<__nv_bfloat16, 2> tl_st25;
-          #pragma unroll
-          for (int tl_v = 0; tl_v < 2; ++tl_v) {
-            const int j_6_1 = tl_base25 + tl_v;
-            tl_st25.x[tl_v] = tl_ld25_0.x[tl_v];
-          }
-          *(tl::vec<__nv_bfloat16, 2>*)(&c[((((by_swizzled * 128) + i_6_1) * N) + ((bx_swizzled * 128) + tl_base25))]) = tl_st25;
+          *(tl::vec<__nv_bfloat16, 8>*)(&c[((((by_swizzled * 128) + i_6_1) * N) + ((bx_swizzled * 128) + tl_base19))]) = tl_st19;
         }
       }
     } else {
-      // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk, the loads of 8 iterations before their stores
-      #pragma unroll 1
-      for (int tl_ib26 = 0; tl_ib26 < 64; tl_ib26 += 8) {
-        __nv_bfloat16 tl_val26[8];
-        __nv_bfloat16* tl_dst26[8];
-        bool tl_ok26[8];
-        #pragma unroll
-        for (int tl_u26 = 0; tl_u26 < 8; ++tl_u26) {
-          const int tl_it26 = tl_ib26 + tl_u26;
-          const int tl_flat26 = tl_it26 * 256 + (int)threadIdx.x;
-          tl_ok26[tl_u26] = false;
-          const int i_6_1 = tl_flat26 / 128;
-          const int j_6_1 = tl_flat26 % 128;
-          if (((((((long long)(by_swizzled)) * 128) + i_6_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_6_1) < N))) {
-            tl_val26[tl_u26] = c_s[tl::smem_offset<128, 128>(i_6_1, j_6_1)];
-            tl_dst26[tl_u26] = &c[((((by_swizzled * 128) + i_6_1) * N) + ((bx_swizzled * 128) + j_6_1))];
-            tl_ok26[tl_u26] = true;
-          }
-        }
-        #pragma unroll
-        for (int tl_u26 = 0; tl_u26 < 8; ++tl_u26) {
-          if (tl_ok26[tl_u26]) *tl_dst26[tl_u26] = tl_val26[tl_u26];
+      // T.Parallel[128, 128]: 16384 elements over 256 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it20 = 0; tl_it20 < 64; ++tl_it20) {
+        const int tl_flat20 = tl_it20 * 256 + (int)threadIdx.x;
+        const int i_6_1 = tl_flat20 / 128;
+        const int j_6_1 = tl_flat20 % 128;
+        if (((((((long long)(by_swizzled)) * 128) + i_6_1) < M) && (((((long long)(bx_swizzled)) * 128) + j_6_1) < N))) {
+          c[((((by_swizzled * 128) + i_6_1) * N) + ((bx_swizzled * 128) + j_6_1))] = c_s[tl::smem_offset<128, 128>(i_6_1, j_6_1)];
         }
       }
     }

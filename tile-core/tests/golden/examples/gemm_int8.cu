@@ -38,154 +38,78 @@ extern "C" __global__ void __launch_bounds__(128) gemm_int8_kernel(const signed 
           }
           *(tl::vec<signed char, 16>*)(&a_s[((i_1 * 32) + tl_base1)]) = tl_st1;
         }
-      } else if (K % 4 == 0) {
-        // T.Parallel[64, 32]: 2048 elements over 128 threads, 4 per chunk
-        #pragma unroll
-        for (int tl_it2 = 0; tl_it2 < 4; ++tl_it2) {
-          const int tl_flat2 = (tl_it2 * 128 + (int)threadIdx.x) * 4;
-          const int i_1 = tl_flat2 / 32;
-          const int tl_base2 = tl_flat2 % 32;
-          const tl::vec<signed char, 4> tl_ld2_0 = *(const tl::vec<signed char, 4>*)(&a[((((by * 64) + i_1) * K) + ((ko * 32) + tl_base2))]);
-          tl::vec<signed char, 4> tl_st2;
-          #pragma unroll
-          for (int tl_v = 0; tl_v < 4; ++tl_v) {
-            const int j_1 = tl_base2 + tl_v;
-            tl_st2.x[tl_v] = tl_ld2_0.x[tl_v];
-          }
-          *(tl::vec<signed char, 4>*)(&a_s[((i_1 * 32) + tl_base2)]) = tl_st2;
-        }
       } else {
-        // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
-        #pragma unroll 1
-        for (int tl_ib3 = 0; tl_ib3 < 16; tl_ib3 += 8) {
-          signed char tl_val3[8];
-          signed char* tl_dst3[8];
-          #pragma unroll
-          for (int tl_u3 = 0; tl_u3 < 8; ++tl_u3) {
-            const int tl_it3 = tl_ib3 + tl_u3;
-            const int tl_flat3 = tl_it3 * 128 + (int)threadIdx.x;
-            const int i_1 = tl_flat3 / 32;
-            const int j_1 = tl_flat3 % 32;
-            tl_val3[tl_u3] = a[((((by * 64) + i_1) * K) + ((ko * 32) + j_1))];
-            tl_dst3[tl_u3] = &a_s[((i_1 * 32) + j_1)];
-          }
-          #pragma unroll
-          for (int tl_u3 = 0; tl_u3 < 8; ++tl_u3) {
-            *tl_dst3[tl_u3] = tl_val3[tl_u3];
-          }
+        // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
+        #pragma unroll 4
+        for (int tl_it2 = 0; tl_it2 < 16; ++tl_it2) {
+          const int tl_flat2 = tl_it2 * 128 + (int)threadIdx.x;
+          const int i_1 = tl_flat2 / 32;
+          const int j_1 = tl_flat2 % 32;
+          a_s[((i_1 * 32) + j_1)] = a[((((by * 64) + i_1) * K) + ((ko * 32) + j_1))];
         }
       }
     } else {
-      // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
-      #pragma unroll 1
-      for (int tl_ib4 = 0; tl_ib4 < 16; tl_ib4 += 8) {
-        signed char tl_val4[8];
-        signed char* tl_dst4[8];
-        #pragma unroll
-        for (int tl_u4 = 0; tl_u4 < 8; ++tl_u4) {
-          const int tl_it4 = tl_ib4 + tl_u4;
-          const int tl_flat4 = tl_it4 * 128 + (int)threadIdx.x;
-          const int i_1_1 = tl_flat4 / 32;
-          const int j_1_1 = tl_flat4 % 32;
-          tl_val4[tl_u4] = (((((by * 64) + i_1_1) < M) && (((ko * 32) + j_1_1) < K)) ? a[((((by * 64) + i_1_1) * K) + ((ko * 32) + j_1_1))] : 0);
-          tl_dst4[tl_u4] = &a_s[((i_1_1 * 32) + j_1_1)];
-        }
-        #pragma unroll
-        for (int tl_u4 = 0; tl_u4 < 8; ++tl_u4) {
-          *tl_dst4[tl_u4] = tl_val4[tl_u4];
-        }
+      // T.Parallel[64, 32]: 2048 elements over 128 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it3 = 0; tl_it3 < 16; ++tl_it3) {
+        const int tl_flat3 = tl_it3 * 128 + (int)threadIdx.x;
+        const int i_1_1 = tl_flat3 / 32;
+        const int j_1_1 = tl_flat3 % 32;
+        a_s[((i_1_1 * 32) + j_1_1)] = (((((by * 64) + i_1_1) < M) && (((ko * 32) + j_1_1) < K)) ? a[((((by * 64) + i_1_1) * K) + ((ko * 32) + j_1_1))] : 0);
       }
     }
     if (((((ko * 32) + 31) < K) && (((bx * 64) + 63) < N))) {
       if (N % 16 == 0) {
         // T.Parallel[32, 64]: 2048 elements over 128 threads, 16 per chunk
         #pragma unroll
-        for (int tl_it5 = 0; tl_it5 < 1; ++tl_it5) {
-          const int tl_flat5 = (tl_it5 * 128 + (int)threadIdx.x) * 16;
-          const int i_2 = tl_flat5 / 64;
-          const int tl_base5 = tl_flat5 % 64;
-          const tl::vec<signed char, 16> tl_ld5_0 = *(const tl::vec<signed char, 16>*)(&b[((((ko * 32) + i_2) * N) + ((bx * 64) + tl_base5))]);
-          tl::vec<signed char, 16> tl_st5;
+        for (int tl_it4 = 0; tl_it4 < 1; ++tl_it4) {
+          const int tl_flat4 = (tl_it4 * 128 + (int)threadIdx.x) * 16;
+          const int i_2 = tl_flat4 / 64;
+          const int tl_base4 = tl_flat4 % 64;
+          const tl::vec<signed char, 16> tl_ld4_0 = *(const tl::vec<signed char, 16>*)(&b[((((ko * 32) + i_2) * N) + ((bx * 64) + tl_base4))]);
+          tl::vec<signed char, 16> tl_st4;
           #pragma unroll
           for (int tl_v = 0; tl_v < 16; ++tl_v) {
-            const int j_2 = tl_base5 + tl_v;
-            tl_st5.x[tl_v] = tl_ld5_0.x[tl_v];
+            const int j_2 = tl_base4 + tl_v;
+            tl_st4.x[tl_v] = tl_ld4_0.x[tl_v];
           }
-          *(tl::vec<signed char, 16>*)(&b_s[((i_2 * 64) + tl_base5)]) = tl_st5;
-        }
-      } else if (N % 4 == 0) {
-        // T.Parallel[32, 64]: 2048 elements over 128 threads, 4 per chunk
-        #pragma unroll
-        for (int tl_it6 = 0; tl_it6 < 4; ++tl_it6) {
-          const int tl_flat6 = (tl_it6 * 128 + (int)threadIdx.x) * 4;
-          const int i_2 = tl_flat6 / 64;
-          const int tl_base6 = tl_flat6 % 64;
-          const tl::vec<signed char, 4> tl_ld6_0 = *(const tl::vec<signed char, 4>*)(&b[((((ko * 32) + i_2) * N) + ((bx * 64) + tl_base6))]);
-          tl::vec<signed char, 4> tl_st6;
-          #pragma unroll
-          for (int tl_v = 0; tl_v < 4; ++tl_v) {
-            const int j_2 = tl_base6 + tl_v;
-            tl_st6.x[tl_v] = tl_ld6_0.x[tl_v];
-          }
-          *(tl::vec<signed char, 4>*)(&b_s[((i_2 * 64) + tl_base6)]) = tl_st6;
+          *(tl::vec<signed char, 16>*)(&b_s[((i_2 * 64) + tl_base4)]) = tl_st4;
         }
       } else {
-        // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
-        #pragma unroll 1
-        for (int tl_ib7 = 0; tl_ib7 < 16; tl_ib7 += 8) {
-          signed char tl_val7[8];
-          signed char* tl_dst7[8];
-          #pragma unroll
-          for (int tl_u7 = 0; tl_u7 < 8; ++tl_u7) {
-            const int tl_it7 = tl_ib7 + tl_u7;
-            const int tl_flat7 = tl_it7 * 128 + (int)threadIdx.x;
-            const int i_2 = tl_flat7 / 64;
-            const int j_2 = tl_flat7 % 64;
-            tl_val7[tl_u7] = b[((((ko * 32) + i_2) * N) + ((bx * 64) + j_2))];
-            tl_dst7[tl_u7] = &b_s[((i_2 * 64) + j_2)];
-          }
-          #pragma unroll
-          for (int tl_u7 = 0; tl_u7 < 8; ++tl_u7) {
-            *tl_dst7[tl_u7] = tl_val7[tl_u7];
-          }
+        // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
+        #pragma unroll 4
+        for (int tl_it5 = 0; tl_it5 < 16; ++tl_it5) {
+          const int tl_flat5 = tl_it5 * 128 + (int)threadIdx.x;
+          const int i_2 = tl_flat5 / 64;
+          const int j_2 = tl_flat5 % 64;
+          b_s[((i_2 * 64) + j_2)] = b[((((ko * 32) + i_2) * N) + ((bx * 64) + j_2))];
         }
       }
     } else {
-      // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk, the loads of 8 iterations before their stores
-      #pragma unroll 1
-      for (int tl_ib8 = 0; tl_ib8 < 16; tl_ib8 += 8) {
-        signed char tl_val8[8];
-        signed char* tl_dst8[8];
-        #pragma unroll
-        for (int tl_u8 = 0; tl_u8 < 8; ++tl_u8) {
-          const int tl_it8 = tl_ib8 + tl_u8;
-          const int tl_flat8 = tl_it8 * 128 + (int)threadIdx.x;
-          const int i_2_1 = tl_flat8 / 64;
-          const int j_2_1 = tl_flat8 % 64;
-          tl_val8[tl_u8] = (((((ko * 32) + i_2_1) < K) && (((bx * 64) + j_2_1) < N)) ? b[((((ko * 32) + i_2_1) * N) + ((bx * 64) + j_2_1))] : 0);
-          tl_dst8[tl_u8] = &b_s[((i_2_1 * 64) + j_2_1)];
-        }
-        #pragma unroll
-        for (int tl_u8 = 0; tl_u8 < 8; ++tl_u8) {
-          *tl_dst8[tl_u8] = tl_val8[tl_u8];
-        }
+      // T.Parallel[32, 64]: 2048 elements over 128 threads, 1 per chunk
+      #pragma unroll 4
+      for (int tl_it6 = 0; tl_it6 < 16; ++tl_it6) {
+        const int tl_flat6 = tl_it6 * 128 + (int)threadIdx.x;
+        const int i_2_1 = tl_flat6 / 64;
+        const int j_2_1 = tl_flat6 % 64;
+        b_s[((i_2_1 * 64) + j_2_1)] = (((((ko * 32) + i_2_1) < K) && (((bx * 64) + j_2_1) < N)) ? b[((((ko * 32) + i_2_1) * N) + ((bx * 64) + j_2_1))] : 0);
       }
     }
     __syncthreads();
     // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
     #pragma unroll
-    for (int tl_it9 = 0; tl_it9 < 8; ++tl_it9) {
-      const int tl_flat9 = (tl_it9 * 128 + (int)threadIdx.x) * 4;
-      const int i_3 = tl_flat9 / 64;
-      const int tl_base9 = tl_flat9 % 64;
+    for (int tl_it7 = 0; tl_it7 < 8; ++tl_it7) {
+      const int tl_flat7 = (tl_it7 * 128 + (int)threadIdx.x) * 4;
+      const int i_3 = tl_flat7 / 64;
+      const int tl_base7 = tl_flat7 % 64;
       #pragma unroll
       for (int tl_v = 0; tl_v < 4; ++tl_v) {
-        const int j_3 = tl_base9 + tl_v;
-        int acc_1 = acc[tl_it9 * 4 + tl_v];
+        const int j_3 = tl_base7 + tl_v;
+        int acc_1 = acc[tl_it7 * 4 + tl_v];
         for (int k = 0; k < 32; ++k) {
           acc_1 = (acc_1 + (((int)(a_s[((i_3 * 32) + k)])) * ((int)(b_s[((k * 64) + j_3)]))));
         }
-        acc[tl_it9 * 4 + tl_v] = acc_1;
+        acc[tl_it7 * 4 + tl_v] = acc_1;
       }
     }
     __syncthreads();
@@ -194,29 +118,29 @@ extern "C" __global__ void __launch_bounds__(128) gemm_int8_kernel(const signed 
     if (N % 4 == 0) {
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it10 = 0; tl_it10 < 8; ++tl_it10) {
-        const int tl_flat10 = (tl_it10 * 128 + (int)threadIdx.x) * 4;
-        const int i_4 = tl_flat10 / 64;
-        const int tl_base10 = tl_flat10 % 64;
-        tl::vec<int, 4> tl_st10;
+      for (int tl_it8 = 0; tl_it8 < 8; ++tl_it8) {
+        const int tl_flat8 = (tl_it8 * 128 + (int)threadIdx.x) * 4;
+        const int i_4 = tl_flat8 / 64;
+        const int tl_base8 = tl_flat8 % 64;
+        tl::vec<int, 4> tl_st8;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int j_4 = tl_base10 + tl_v;
-          tl_st10.x[tl_v] = acc[tl_it10 * 4 + tl_v];
+          const int j_4 = tl_base8 + tl_v;
+          tl_st8.x[tl_v] = acc[tl_it8 * 4 + tl_v];
         }
-        *(tl::vec<int, 4>*)(&c[((((by * 64) + i_4) * N) + ((bx * 64) + tl_base10))]) = tl_st10;
+        *(tl::vec<int, 4>*)(&c[((((by * 64) + i_4) * N) + ((bx * 64) + tl_base8))]) = tl_st8;
       }
     } else {
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it11 = 0; tl_it11 < 8; ++tl_it11) {
-        const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 4;
-        const int i_4 = tl_flat11 / 64;
-        const int tl_base11 = tl_flat11 % 64;
+      for (int tl_it9 = 0; tl_it9 < 8; ++tl_it9) {
+        const int tl_flat9 = (tl_it9 * 128 + (int)threadIdx.x) * 4;
+        const int i_4 = tl_flat9 / 64;
+        const int tl_base9 = tl_flat9 % 64;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int j_4 = tl_base11 + tl_v;
-          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = acc[tl_it11 * 4 + tl_v];
+          const int j_4 = tl_base9 + tl_v;
+          c[((((by * 64) + i_4) * N) + ((bx * 64) + j_4))] = acc[tl_it9 * 4 + tl_v];
         }
       }
     }
@@ -224,37 +148,37 @@ extern "C" __global__ void __launch_bounds__(128) gemm_int8_kernel(const signed 
     if (N % 4 == 0) {
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it12 = 0; tl_it12 < 8; ++tl_it12) {
-        const int tl_flat12 = (tl_it12 * 128 + (int)threadIdx.x) * 4;
-        const int i_4_1 = tl_flat12 / 64;
-        const int tl_base12 = tl_flat12 % 64;
-        bool tl_in12;
+      for (int tl_it10 = 0; tl_it10 < 8; ++tl_it10) {
+        const int tl_flat10 = (tl_it10 * 128 + (int)threadIdx.x) * 4;
+        const int i_4_1 = tl_flat10 / 64;
+        const int tl_base10 = tl_flat10 % 64;
+        bool tl_in10;
         {
-          const int j_4_1 = tl_base12;
-          tl_in12 = ((((by * 64) + i_4_1) < M) && (((bx * 64) + j_4_1) < N));
+          const int j_4_1 = tl_base10;
+          tl_in10 = ((((by * 64) + i_4_1) < M) && (((bx * 64) + j_4_1) < N));
         }
-        if (tl_in12) {
-          tl::vec<int, 4> tl_st12;
+        if (tl_in10) {
+          tl::vec<int, 4> tl_st10;
           #pragma unroll
           for (int tl_v = 0; tl_v < 4; ++tl_v) {
-            const int j_4_1 = tl_base12 + tl_v;
-            tl_st12.x[tl_v] = acc[tl_it12 * 4 + tl_v];
+            const int j_4_1 = tl_base10 + tl_v;
+            tl_st10.x[tl_v] = acc[tl_it10 * 4 + tl_v];
           }
-          *(tl::vec<int, 4>*)(&c[((((by * 64) + i_4_1) * N) + ((bx * 64) + tl_base12))]) = tl_st12;
+          *(tl::vec<int, 4>*)(&c[((((by * 64) + i_4_1) * N) + ((bx * 64) + tl_base10))]) = tl_st10;
         }
       }
     } else {
       // T.Parallel[64, 64]: 4096 elements over 128 threads, 4 per chunk
       #pragma unroll
-      for (int tl_it13 = 0; tl_it13 < 8; ++tl_it13) {
-        const int tl_flat13 = (tl_it13 * 128 + (int)threadIdx.x) * 4;
-        const int i_4_1 = tl_flat13 / 64;
-        const int tl_base13 = tl_flat13 % 64;
+      for (int tl_it11 = 0; tl_it11 < 8; ++tl_it11) {
+        const int tl_flat11 = (tl_it11 * 128 + (int)threadIdx.x) * 4;
+        const int i_4_1 = tl_flat11 / 64;
+        const int tl_base11 = tl_flat11 % 64;
         #pragma unroll
         for (int tl_v = 0; tl_v < 4; ++tl_v) {
-          const int j_4_1 = tl_base13 + tl_v;
+          const int j_4_1 = tl_base11 + tl_v;
           if (((((by * 64) + i_4_1) < M) && (((bx * 64) + j_4_1) < N))) {
-            c[((((by * 64) + i_4_1) * N) + ((bx * 64) + j_4_1))] = acc[tl_it13 * 4 + tl_v];
+            c[((((by * 64) + i_4_1) * N) + ((bx * 64) + j_4_1))] = acc[tl_it11 * 4 + tl_v];
           }
         }
       }
