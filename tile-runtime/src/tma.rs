@@ -205,12 +205,7 @@ pub(crate) fn geometry(
 /// of 128-byte panels, or one panel of 64- or 32-byte rows (a k tile of 32 or 16
 /// two-byte columns).
 fn swizzle(g: &Geometry) -> sys::CUtensorMapSwizzle {
-    let eb: u32 = if matches!(g.dtype, DType::F16 | DType::BF16) {
-        2
-    } else {
-        1
-    };
-    match g.boxes[0] * eb {
+    match g.boxes[0] as usize * g.dtype.size() {
         32 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
         64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
         _ => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
@@ -579,32 +574,16 @@ mod tests {
         );
         // Rows of 64 and 32 bytes take the 64- and 32-byte swizzles (k tiles of 32
         // and 16 two-byte columns; 32 fp8 columns are 32 bytes).
+        use sys::CUtensorMapSwizzle::{
+            CU_TENSOR_MAP_SWIZZLE_128B as S128, CU_TENSOR_MAP_SWIZZLE_32B as S32,
+            CU_TENSOR_MAP_SWIZZLE_64B as S64,
+        };
         for (dtype, box_cols, want) in [
-            (
-                DType::F16,
-                64,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-            ),
-            (
-                DType::F16,
-                32,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
-            ),
-            (
-                DType::BF16,
-                16,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
-            ),
-            (
-                DType::F8E4M3,
-                128,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-            ),
-            (
-                DType::F8E4M3,
-                32,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
-            ),
+            (DType::F16, 64, S128),
+            (DType::F16, 32, S64),
+            (DType::BF16, 16, S32),
+            (DType::F8E4M3, 128, S128),
+            (DType::F8E4M3, 32, S32),
         ] {
             let g = geometry(dtype, &[64, 64], 0, MapSpec { box_cols, ..s }).expect("legal");
             assert_eq!(swizzle(&g), want, "{dtype:?} box of {box_cols} columns");

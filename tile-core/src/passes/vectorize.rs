@@ -120,23 +120,20 @@ fn plan(f: &PrimFunc) -> Schedule {
     // Words and batches cost registers and code; a GEMM-like kernel has
     // none to spare: its memory nests are epilogues and fallback copies
     // beside accumulators that fill the register budget (with either, ptxas
-    // spilled in 22 of the examples' GEMM kernels). That is a kernel with a
+    // spilled in 18 of the examples' GEMM kernels). That is a kernel with a
     // tensor-core gemm, or with register fragments of 32 or more registers
     // a thread (a gemm lowered to loops: the sm_80 192-row tile, fp8 there).
-    let mut has_gemm = false;
-    f.body
-        .visit(&mut |s| has_gemm |= matches!(s, Stmt::Gemm(_)));
-    let mut frag_regs = 0;
-    f.body.visit(&mut |s| {
-        if let Stmt::Alloc { buf, .. } = s {
+    let (mut tensor_core, mut frag_regs) = (false, 0);
+    f.body.visit(&mut |s| match s {
+        Stmt::Gemm(_) => tensor_core = true,
+        Stmt::Alloc { buf, .. } if f.buf(*buf).scope == Scope::Fragment => {
             let b = f.buf(*buf);
-            if b.scope == Scope::Fragment {
-                frag_regs += (b.const_elems() * b.dtype.bytes().max(4) / 4 + f.launch.threads - 1)
-                    / f.launch.threads;
-            }
+            let regs = b.const_elems() * (b.dtype.bytes() + 3) / 4;
+            frag_regs += (regs + f.launch.threads - 1) / f.launch.threads;
         }
+        _ => {}
     });
-    has_gemm |= frag_regs >= 32;
+    let gemm_like = tensor_core || frag_regs >= 32;
     for n in &nests {
         let (bufs, guarded) = bufs_in(n.body);
         let frags: Vec<BufId> = bufs
@@ -233,7 +230,7 @@ fn plan(f: &PrimFunc) -> Schedule {
             // 2-byte elements at an even pitch off 16 bytes (a 1050-column
             // matrix) move two elements a load instead of one.
             let word = 4 / max_bytes;
-            if word > v && word < wide && !has_gemm {
+            if word > v && word < wide && !gemm_like {
                 if let Some(d) = needs(word).filter(|d| !d.is_empty()) {
                     mid_cond.insert(n.vars[0], (word, d.into_iter().collect()));
                 }
@@ -301,7 +298,7 @@ fn plan(f: &PrimFunc) -> Schedule {
                     mid_vectorized,
                     pair_store_if: n.and_then(|n| pair_store_if(f, n)),
                     batch: match n {
-                        Some(n) if vector == 1 && i.frags.is_empty() && !has_gemm => batch(f, n),
+                        Some(n) if vector == 1 && i.frags.is_empty() && !gemm_like => batch(f, n),
                         _ => 1,
                     },
                 },

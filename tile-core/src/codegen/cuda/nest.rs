@@ -24,27 +24,28 @@ impl Writer<'_> {
         }
         let plan = f.schedule.nests.get(&n.vars[0]);
         let v = plan.map_or(1, |p| p.vector);
-        if let Some((wide, dims)) = plan.and_then(|p| p.wide.clone()) {
-            let dims: BTreeSet<VarId> = dims.into_iter().collect();
-            // Dynamic row lengths decide the width at run time (uniform per launch).
-            let cond: Vec<String> = dims
-                .iter()
-                .map(|d| format!("{} % {wide} == 0", ident(&f.var(*d).name)))
-                .collect();
-            self.line(&format!("if ({}) {{", cond.join(" && ")));
-            self.depth += 1;
-            let vectorized = plan.map(|p| p.wide_vectorized.clone()).unwrap_or_default();
-            self.nest_at(&n, wide, &vectorized)?;
-            self.depth -= 1;
-            if let Some((word, dims)) = plan.and_then(|p| p.mid.clone()) {
+        // Dynamic row lengths decide the width at run time (uniform per
+        // launch): the widest form whose dims are multiples of it, then
+        // 4-byte words, then the plain form.
+        let tiers: Vec<(i64, Vec<VarId>, &[(BufId, Vec<Expr>)])> = plan
+            .into_iter()
+            .flat_map(|p| {
+                let wide = p.wide.clone().map(|(w, d)| (w, d, &p.wide_vectorized[..]));
+                let mid = p.mid.clone().map(|(w, d)| (w, d, &p.mid_vectorized[..]));
+                wide.into_iter().chain(mid)
+            })
+            .collect();
+        if !tiers.is_empty() {
+            for (i, (width, dims, vectorized)) in tiers.iter().enumerate() {
+                let dims: BTreeSet<VarId> = dims.iter().copied().collect();
                 let cond: Vec<String> = dims
                     .iter()
-                    .map(|d| format!("{} % {word} == 0", ident(&f.var(*d).name)))
+                    .map(|d| format!("{} % {width} == 0", ident(&f.var(*d).name)))
                     .collect();
-                self.line(&format!("}} else if ({}) {{", cond.join(" && ")));
+                let open = if i == 0 { "if" } else { "} else if" };
+                self.line(&format!("{open} ({}) {{", cond.join(" && ")));
                 self.depth += 1;
-                let vectorized = plan.map(|p| p.mid_vectorized.clone()).unwrap_or_default();
-                self.nest_at(&n, word, &vectorized)?;
+                self.nest_at(&n, *width, vectorized)?;
                 self.depth -= 1;
             }
             self.line("} else {");
